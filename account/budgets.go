@@ -1,0 +1,277 @@
+package account
+
+import (
+	"bufio"
+	"encoding/csv"
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"sort"
+	"strconv"
+	"strings"
+
+	"shufflefl/checks"
+)
+
+// budgetDist describes one named distribution of personalized local
+// epsilons: a sampler followed by clipping to [lo, hi].
+type budgetDist struct {
+	source string // paper, table and row
+	draw   func(r *rand.Rand) float64
+	lo, hi float64
+}
+
+func uniform(a, b float64) func(*rand.Rand) float64 {
+	return func(r *rand.Rand) float64 { return a + (b-a)*r.Float64() }
+}
+
+func normal(mean, sd float64) func(*rand.Rand) float64 {
+	return func(r *rand.Rand) float64 { return mean + sd*r.NormFloat64() }
+}
+
+// mixture draws from a with probability pa, otherwise from b.
+func mixture(pa float64, a, b func(*rand.Rand) float64) func(*rand.Rand) float64 {
+	return func(r *rand.Rand) float64 {
+		if r.Float64() < pa {
+			return a(r)
+		}
+		return b(r)
+	}
+}
+
+// budgetDists is the registry behind Budgets. APES Table 2 writes N(m, 1):
+// variance and standard deviation coincide, so there is no ambiguity. E-APES
+// Table 3 writes N(mu, sigma^2) but its caption says the second argument is
+// the standard deviation; we follow the caption (N(0.5, 0.2) has sd 0.2).
+var budgetDists = map[string]budgetDist{
+	// APES (Liu et al., AAAI 2023), Table 2.
+	"uniform1":  {"APES Table 2 Uniform1: U(0.05, 0.5), clip [0.05, 0.5]", uniform(0.05, 0.5), 0.05, 0.5},
+	"uniform2":  {"APES Table 2 Uniform2: U(0.05, 1), clip [0.05, 1]", uniform(0.05, 1), 0.05, 1},
+	"gauss1":    {"APES Table 2 Gauss1: N(0.1, 1), clip [0.05, 0.5]", normal(0.1, 1), 0.05, 0.5},
+	"gauss2":    {"APES Table 2 Gauss2: N(0.2, 1), clip [0.05, 1]", normal(0.2, 1), 0.05, 1},
+	"mixgauss1": {"APES Table 2 MixGauss1: 90% N(0.1, 1) + 10% N(0.5, 1), clip [0.05, 0.5]", mixture(0.9, normal(0.1, 1), normal(0.5, 1)), 0.05, 0.5},
+	"mixgauss2": {"APES Table 2 MixGauss2: 90% N(0.2, 1) + 10% N(1, 1), clip [0.05, 1]", mixture(0.9, normal(0.2, 1), normal(1, 1)), 0.05, 1},
+	// E-APES (Chen, Cao and Ge 2023), Table 3.
+	"eapes-uniform1": {"E-APES Table 3 Uniform 1: U(0.05, 1), clip [0.05, 1]", uniform(0.05, 1), 0.05, 1},
+	"eapes-uniform2": {"E-APES Table 3 Uniform 2: U(0.01, 2), clip [0.01, 2]", uniform(0.01, 2), 0.01, 2},
+	"eapes-gauss1":   {"E-APES Table 3 Gauss 1: N(0.5, sd 0.2), clip [0.05, 1]", normal(0.5, 0.2), 0.05, 1},
+	"eapes-gauss2":   {"E-APES Table 3 Gauss 2: N(1, sd 0.2), clip [0.01, 2]", normal(1, 0.2), 0.01, 2},
+	"eapes-gauss3":   {"E-APES Table 3 Gauss 3: N(1, sd 0.5), clip [0.01, 2]", normal(1, 0.5), 0.01, 2},
+}
+
+// EAPESGroups returns the default groups of E-APES Section 4.2 (after
+// Jorgensen et al., "Conservative or liberal? Personalized differential
+// privacy"): 54% of users are conservative with epsilon 0.1, 37% moderate with
+// epsilon 0.5 and 9% liberal with epsilon 1. The slice is a fresh copy.
+func EAPESGroups() []Group { return append([]Group(nil), eapesGroups...) }
+
+var eapesGroups = []Group{
+	{Name: "conservative", Fraction: 0.54, Epsilon: 0.1},
+	{Name: "moderate", Fraction: 0.37, Epsilon: 0.5},
+	{Name: "liberal", Fraction: 0.09, Epsilon: 1},
+}
+
+// Group is one privacy-preference group: a fraction of the users who all hold
+// the same local epsilon.
+type Group struct {
+	Name     string  `json:"name"`
+	Fraction float64 `json:"fraction"`
+	Epsilon  float64 `json:"epsilon"`
+}
+
+// groupsName is the Budgets name of the E-APES Section 4.2 groups.
+const groupsName = "eapes-groups"
+
+// BudgetDistributions returns the names accepted by Budgets, sorted:
+//
+//   - uniform1, uniform2, gauss1, gauss2, mixgauss1, mixgauss2: APES Table 2
+//     (Liu et al., "Echo of Neighbors", AAAI 2023), each clipped to its
+//     table's range ([0.05, 0.5] for the "1" rows, [0.05, 1] for the "2" rows);
+//   - eapes-uniform1, eapes-uniform2, eapes-gauss1, eapes-gauss2,
+//     eapes-gauss3: E-APES Table 3 (Chen, Cao and Ge 2023);
+//   - eapes-groups: E-APES Section 4.2's conservative/moderate/liberal users
+//     (EAPESGroups()).
+func BudgetDistributions() []string {
+	names := make([]string, 0, len(budgetDists)+1)
+	for k := range budgetDists {
+		names = append(names, k)
+	}
+	names = append(names, groupsName)
+	sort.Strings(names)
+	return names
+}
+
+// BudgetSource returns the paper, table and parameters behind a name accepted
+// by Budgets.
+func BudgetSource(dist string) (string, error) {
+	if dist == groupsName {
+		return "E-APES Section 4.2: 54% conservative (epsilon 0.1), 37% moderate (0.5), 9% liberal (1)", nil
+	}
+	d, ok := budgetDists[strings.ToLower(dist)]
+	if !ok {
+		return "", unknownDist(dist)
+	}
+	return d.source, nil
+}
+
+func unknownDist(dist string) error {
+	return checks.Invalidf("unknown budget distribution %q; known: %s", dist, strings.Join(BudgetDistributions(), ", "))
+}
+
+// Budgets draws n personalized local epsilons from the named distribution
+// (see BudgetDistributions; names are case-insensitive) using r. Each draw is
+// independent and clipped to the distribution's range, as the tables
+// prescribe (a value g outside [a, b] becomes max(a, g) or min(b, g)), so a
+// Gaussian row puts visible mass on its clip bounds. For eapes-groups the group
+// sizes are exact (see GroupBudgets). The result is reproducible for a seeded r.
+func Budgets(dist string, n int, r *rand.Rand) ([]float64, error) {
+	if err := checks.IntAtLeast("n", n, 1); err != nil {
+		return nil, fmt.Errorf("budgets: %w", err)
+	}
+	if r == nil {
+		return nil, fmt.Errorf("budgets: %w", checks.Invalidf("random generator must not be nil"))
+	}
+	name := strings.ToLower(dist)
+	if name == groupsName {
+		return GroupBudgets(eapesGroups, n, r)
+	}
+	d, ok := budgetDists[name]
+	if !ok {
+		return nil, fmt.Errorf("budgets: %w", unknownDist(dist))
+	}
+	out := make([]float64, n)
+	for i := range out {
+		out[i] = math.Min(d.hi, math.Max(d.lo, d.draw(r)))
+	}
+	return out, nil
+}
+
+// GroupBudgets assigns n users to privacy-preference groups (E-APES Section
+// 4.2, "we randomly divide the users into three groups" with fractions f_c,
+// f_m, f_l): group sizes are Fraction_g n apportioned by largest remainder
+// (so they sum to n and a group with fraction 0 stays empty), and the
+// assignment is a uniformly random permutation drawn from r.
+// Fractions must be non-negative and sum to 1 (within 1e-9); epsilons must be
+// >= 0 (E-APES allows eps_i = 0).
+func GroupBudgets(groups []Group, n int, r *rand.Rand) ([]float64, error) {
+	if err := checks.IntAtLeast("n", n, 1); err != nil {
+		return nil, fmt.Errorf("group budgets: %w", err)
+	}
+	if r == nil {
+		return nil, fmt.Errorf("group budgets: %w", checks.Invalidf("random generator must not be nil"))
+	}
+	if len(groups) == 0 {
+		return nil, fmt.Errorf("group budgets: %w", checks.Invalidf("need at least one group"))
+	}
+	sum := 0.0
+	for i, g := range groups {
+		if err := checks.Probability(fmt.Sprintf("groups[%d].fraction", i), g.Fraction); err != nil {
+			return nil, fmt.Errorf("group budgets: %w", err)
+		}
+		if err := checks.EpsilonOrZero(fmt.Sprintf("groups[%d].epsilon", i), g.Epsilon); err != nil {
+			return nil, fmt.Errorf("group budgets: %w", err)
+		}
+		sum += g.Fraction
+	}
+	if math.Abs(sum-1) > 1e-9 {
+		return nil, fmt.Errorf("group budgets: %w", checks.Invalidf("group fractions must sum to 1, got %v", sum))
+	}
+	// Largest-remainder apportionment: floor(Fraction n) users each, the
+	// users left over go to the largest remainders (ties: earlier group).
+	counts := make([]int, len(groups))
+	rem := make([]int, len(groups))
+	left := n
+	for i, g := range groups {
+		counts[i] = int(math.Floor(g.Fraction * float64(n)))
+		left -= counts[i]
+		rem[i] = i
+	}
+	frac := func(i int) float64 { return groups[i].Fraction*float64(n) - float64(counts[i]) }
+	sort.SliceStable(rem, func(a, b int) bool { return frac(rem[a]) > frac(rem[b]) })
+	for i := 0; left > 0; i = (i + 1) % len(rem) {
+		if groups[rem[i]].Fraction > 0 {
+			counts[rem[i]]++
+			left--
+		}
+	}
+	out := make([]float64, 0, n)
+	for i, g := range groups {
+		for range counts[i] {
+			out = append(out, g.Epsilon)
+		}
+	}
+	r.Shuffle(len(out), func(i, j int) { out[i], out[j] = out[j], out[i] })
+	return out, nil
+}
+
+// ReadBudgets reads personalized epsilons from r: one number per line, or
+// comma-separated values on any number of lines (a CSV file). Blank lines and
+// lines starting with '#' are skipped, as is a first line with no number in it
+// (a CSV header). Every value must be a finite number >= 0 (E-APES allows
+// eps_i = 0); NaN, infinities, negative values, unparsable fields and an input
+// with no values are rejected with the line (and field) number.
+func ReadBudgets(r io.Reader) ([]float64, error) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64*1024), 16*1024*1024)
+	var out []float64
+	line := 0
+	first := true // no non-blank, non-comment line seen yet
+	for sc.Scan() {
+		line++
+		text := strings.TrimSpace(sc.Text())
+		if line == 1 {
+			text = strings.TrimPrefix(text, "\ufeff") // byte-order mark
+		}
+		if text == "" || strings.HasPrefix(text, "#") {
+			continue
+		}
+		cr := csv.NewReader(strings.NewReader(text))
+		cr.TrimLeadingSpace = true
+		fields, err := cr.Read()
+		if err != nil {
+			return nil, fmt.Errorf("read budgets: line %d: %w", line, checks.Invalidf("malformed CSV: %v", err))
+		}
+		if first {
+			first = false
+			if isHeader(fields) {
+				continue
+			}
+		}
+		for j, f := range fields {
+			f = strings.TrimSpace(f)
+			if f == "" {
+				if len(fields) > 1 && j == len(fields)-1 {
+					continue // trailing comma
+				}
+				return nil, fmt.Errorf("read budgets: line %d field %d: %w", line, j+1, checks.Invalidf("empty value"))
+			}
+			v, err := strconv.ParseFloat(f, 64)
+			if err != nil {
+				return nil, fmt.Errorf("read budgets: line %d field %d: %w", line, j+1, checks.Invalidf("%q is not a number", f))
+			}
+			if err := checks.EpsilonOrZero("epsilon", v); err != nil {
+				return nil, fmt.Errorf("read budgets: line %d field %d: %w", line, j+1, err)
+			}
+			out = append(out, v)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("read budgets: after line %d: %w", line, err)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("read budgets: %w", checks.Invalidf("no budgets found (empty input)"))
+	}
+	return out, nil
+}
+
+// isHeader reports whether a CSV record holds no number at all (a header such
+// as "epsilon").
+func isHeader(fields []string) bool {
+	for _, f := range fields {
+		if _, err := strconv.ParseFloat(strings.TrimSpace(f), 64); err == nil {
+			return false
+		}
+	}
+	return true
+}

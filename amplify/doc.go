@@ -1,0 +1,30 @@
+// Package amplify computes central differential-privacy guarantees of the
+// shuffle model: n reports, each produced by a local randomizer that is
+// eps0-LDP (uniform) or eps_i-LDP (personalized), are shuffled before an
+// untrusted analyzer sees them. Every function is pure: numbers in, a
+// guarantee (or an error naming the violated condition) out.
+//
+// Uniform local epsilon:
+//   - Erlingsson et al. 2019 (SODA), Corollary 5.3.1-style closed form: Erlingsson.
+//   - Balle, Bell, Gascón and Nissim 2019 (the privacy blanket): the closed
+//     form for R_{gamma,b} (FLAME Lemma 1, BlanketClosedForm) and the numerical
+//     Hoeffding and Bennett bounds for the Laplace mechanism, R_{gamma,b},
+//     k-ary randomized response and a generic eps0-LDP randomizer
+//     (BlanketEpsilon). The corrected Bennett bound is the default; the
+//     pre-July-2020 variant with the extra factor 1/(m (e^eps - 1)) in every
+//     term is available only as BennettLegacyFLAME, which understates delta.
+//   - Feldman, McMillan and Talwar 2022 ("hiding among the clones"): the
+//     closed forms (ClonesClosedForm, ClonesTheorem) with their validity
+//     condition and the numerical bound (ClonesNumerical), computed for every
+//     clone count exactly, with a guaranteed upper bound on delta.
+//   - Best: the tightest valid rigorous bound, naming it.
+//
+// Personalized local epsilons (APES, E-APES): UniS (APES Eq. 2), EoN
+// (APES Theorem 4 / Lemma 6, closed and numerical form with exact
+// Poisson-binomial clone counts) and E-APES mu-GDP (labelled as an
+// approximation, never returned by Best).
+//
+// Protocol theorems of FLAME (SS-Simple Theorem 1, SS-Double Theorems 3-4,
+// nu-index privacy Theorem 5 / Proposition 2) and S-APES Proposition 1 build
+// on these, using the subsampling and composition lemmas of package account.
+package amplify

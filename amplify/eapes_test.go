@@ -1,0 +1,128 @@
+package amplify
+
+import (
+	"math"
+	"testing"
+
+	"shufflefl/account"
+)
+
+func TestGDPConversionAgainstAccount(t *testing.T) {
+	// account implements the same Dong-Roth-Su conversion independently.
+	for _, mu := range []float64{0.05, 0.5, 1, 3} {
+		for _, eps := range []float64{0, 0.1, 1, 5} {
+			got, err := GDPDelta(mu, eps)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := account.GDPToDelta(mu, eps)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !near(got, want, 1e-12+1e-9*want) {
+				t.Errorf("mu=%v eps=%v: %g vs account %g", mu, eps, got, want)
+			}
+		}
+	}
+}
+
+func TestGDPRoundTrip(t *testing.T) {
+	for _, mu := range []float64{0.01, 0.3, 1, 2} {
+		for _, delta := range []float64{1e-10, 1e-6, 1e-3} {
+			e, err := GDPEpsilon(mu, delta)
+			if err != nil {
+				t.Fatal(err)
+			}
+			d, _ := GDPDelta(mu, e)
+			if d > delta*(1+1e-9) {
+				t.Errorf("mu=%v delta=%v: delta(eps=%v) = %g exceeds target", mu, delta, e, d)
+			}
+			if e > 0 {
+				d2, _ := GDPDelta(mu, e*(1-1e-6))
+				if d2 <= delta {
+					t.Errorf("mu=%v delta=%v: eps %v not the smallest", mu, delta, e)
+				}
+			}
+			m, err := GDPMu(e, delta)
+			if err != nil || !near(m, mu, 1e-6*mu) {
+				t.Errorf("GDPMu(%v, %v) = %v, %v; want %v", e, delta, m, err, mu)
+			}
+		}
+	}
+}
+
+func TestEAPESMu(t *testing.T) {
+	eps := []float64{0, 0.1, 1, 2, 700, 1e6}
+	deltas := []float64{0, 1e-5, 0, 0.1, 0, 0}
+	mu, err := EAPESMu(eps, deltas)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ps []float64
+	for i, e := range eps {
+		ps = append(ps, 2*(1-deltas[i])/(1+math.Exp(e)))
+	}
+	s, mx := 0.0, 0.0
+	for _, p := range ps {
+		s += p
+		mx = math.Max(mx, p)
+	}
+	if want := 2 / math.Sqrt(s-mx); !near(mu, want, 1e-12*want) || math.IsNaN(mu) {
+		t.Errorf("mu = %v, want %v", mu, want)
+	}
+	// eps_i = 0 everywhere is allowed (p_i = 1 - delta_i).
+	if mu, err := EAPESMu(make([]float64, 101), nil); err != nil || !near(mu, 0.2, 1e-12) {
+		t.Errorf("all-zero budgets: mu = %v, %v; want 0.2", mu, err)
+	}
+	// Budgets so large that no one else clones: an error, not Inf or NaN.
+	if _, err := EAPESMu([]float64{1e6, 1e6}, nil); err == nil {
+		t.Error("want an error for budgets with no amplification")
+	}
+	wantInvalid(t, func() error { _, err := EAPESMu([]float64{1, -1}, nil); return err }(), "eps[1] must be >= 0")
+	wantInvalid(t, func() error { _, err := EAPESMu([]float64{1, 1}, []float64{0, 1}); return err }(), "delta[1] must be in [0, 1)")
+}
+
+func TestEAPESIsLabelledApproximation(t *testing.T) {
+	eps := make([]float64, 10000)
+	for i := range eps {
+		eps[i] = 0.05 + 0.95*float64(i)/float64(len(eps)-1)
+	}
+	b, mu, err := EAPES(eps, nil, 1e-8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !b.Approximation || mu <= 0 {
+		t.Errorf("E-APES result %+v not labelled as an approximation", b)
+	}
+	best, err := BestPersonal(eps, 1e-8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if best.Approximation || best.Name == "eapes-gdp" {
+		t.Errorf("BestPersonal chose the approximation %+v", best)
+	}
+	// E-APES beats Theorem 4's closed form but not EoN's numerical bound.
+	cf, _ := EoNClosedForm(eps, 1e-8)
+	num, _ := EoNNumerical(eps, 1e-8)
+	if !(b.Epsilon < cf.Epsilon) || !(b.Epsilon > num.Epsilon) {
+		t.Errorf("E-APES %v, EoN closed %v, EoN numerical %v: expected closed > E-APES > numerical", b.Epsilon, cf.Epsilon, num.Epsilon)
+	}
+}
+
+func TestEAPESBerryEsseenExample(t *testing.T) {
+	var tv struct {
+		N, M       int
+		Eps0       float64
+		TVPrinted  float64 `json:"tv_printed"`
+		TVUnitCell float64 `json:"tv_unit_cell"`
+	}
+	loadJSON(t, "eapes.json", &tv)
+	got, err := EAPESTVDistanceAsPrinted(tv.M, tv.Eps0, 1/float64(tv.N))
+	if err != nil || !near(got, tv.TVPrinted, 5e-5) {
+		t.Errorf("printed-cell TV = %.5f, %v; paper %v", got, err, tv.TVPrinted)
+	}
+	got, err = EAPESTVDistance(tv.M, tv.Eps0, 1/float64(tv.N))
+	if err != nil || !near(got, tv.TVUnitCell, 5e-5) {
+		t.Errorf("unit-cell TV = %.5f, %v; want %v", got, err, tv.TVUnitCell)
+	}
+}

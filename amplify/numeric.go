@@ -1,0 +1,158 @@
+package amplify
+
+import "math"
+
+// logChoose returns log(n choose k) for 0 <= k <= n.
+func logChoose(n, k int) float64 {
+	a, _ := math.Lgamma(float64(n) + 1)
+	b, _ := math.Lgamma(float64(k) + 1)
+	c, _ := math.Lgamma(float64(n-k) + 1)
+	return a - b - c
+}
+
+// pmfWindow is a probability mass function stored on the window [Lo, Lo+len(P)),
+// together with an upper bound on the mass that lies outside the window.
+type pmfWindow struct {
+	Lo   int
+	P    []float64
+	Lost float64
+}
+
+// pmfFloor is the smallest mass kept inside a window; tails below it are
+// bounded geometrically and added to Lost.
+const pmfFloor = 1e-40
+
+// binomialWindow returns the Bin(n, p) pmf on the window where it exceeds
+// pmfFloor, computed exactly (log-gamma at the mode, ratio recurrences
+// outward), with a geometric upper bound on the mass of both tails.
+func binomialWindow(n int, p float64) pmfWindow {
+	switch {
+	case n == 0 || p == 0:
+		return pmfWindow{Lo: 0, P: []float64{1}}
+	case p == 1:
+		return pmfWindow{Lo: n, P: []float64{1}}
+	}
+	mode := int(math.Floor(float64(n+1) * p))
+	if mode > n {
+		mode = n
+	}
+	lp, lq := math.Log(p), math.Log1p(-p)
+	pm := math.Exp(logChoose(n, mode) + float64(mode)*lp + float64(n-mode)*lq)
+	odds := p / (1 - p)
+	// downward from the mode
+	down := []float64{}
+	v := pm
+	k := mode
+	lostLow := 0.0
+	for k > 0 {
+		r := float64(k) / (float64(n-k+1) * odds) // pmf(k-1)/pmf(k)
+		nv := v * r
+		if nv < pmfFloor {
+			// ratios pmf(j-1)/pmf(j) decrease as j decreases, so the tail
+			// below k is at most v*r/(1-r) when r < 1.
+			if r < 1 {
+				lostLow = v * r / (1 - r)
+			} else {
+				lostLow = float64(k) * v
+			}
+			break
+		}
+		v = nv
+		k--
+		down = append(down, v)
+	}
+	lo := k
+	up := []float64{}
+	v = pm
+	k = mode
+	lostHigh := 0.0
+	for k < n {
+		r := float64(n-k) * odds / float64(k+1) // pmf(k+1)/pmf(k)
+		nv := v * r
+		if nv < pmfFloor {
+			if r < 1 {
+				lostHigh = v * r / (1 - r)
+			} else {
+				lostHigh = float64(n-k) * v
+			}
+			break
+		}
+		v = nv
+		k++
+		up = append(up, v)
+	}
+	P := make([]float64, 0, len(down)+1+len(up))
+	for i := len(down) - 1; i >= 0; i-- {
+		P = append(P, down[i])
+	}
+	P = append(P, pm)
+	P = append(P, up...)
+	return pmfWindow{Lo: lo, P: P, Lost: lostLow + lostHigh}
+}
+
+// expectNonIncreasing returns an upper bound on E[h(C)] for C distributed as
+// w and h a function with values in [0, 1]: the in-window sum plus the lost
+// mass (counted with h = 1). Window entries whose total mass is below skip
+// are not evaluated and are counted with h = 1 as well.
+func expectNonIncreasing(w pmfWindow, h func(c int, weight float64) float64, skip float64) float64 {
+	s := 0.0
+	lost := w.Lost
+	for i, wc := range w.P {
+		if wc <= 0 {
+			continue
+		}
+		if wc < skip {
+			lost += wc
+			continue
+		}
+		s += wc * h(w.Lo+i, wc)
+	}
+	return s + lost
+}
+
+// searchSmallest returns the smallest x in (0, hi], up to a relative
+// tolerance, such that f(x) <= target, assuming f non-increasing and
+// f(hi) <= target. The returned point always satisfies f(x) <= target, so a
+// delta computed as a guaranteed upper bound yields a guaranteed epsilon.
+// It runs the Illinois variant of regula falsi on log f - log target, with a
+// bisection step every third iteration, keeping a bracket [lo, hi] with
+// f(lo) > target >= f(hi).
+func searchSmallest(f func(float64) float64, target, hi, relTol float64) float64 {
+	lt := math.Log(target)
+	g := func(x float64) float64 {
+		v := f(x)
+		if v <= 0 {
+			return math.Inf(-1)
+		}
+		return math.Log(v) - lt
+	}
+	lo := 0.0
+	glo := math.Inf(1)
+	ghi := g(hi)
+	side := 0
+	for i := 0; i < 200 && hi-lo > relTol*hi && hi > 1e-12; i++ {
+		m := 0.5 * (lo + hi)
+		if i%3 != 2 && !math.IsInf(glo, 0) && !math.IsInf(ghi, 0) && glo != ghi {
+			m = hi - ghi*(hi-lo)/(ghi-glo)
+			w := hi - lo
+			if m <= lo+1e-3*w || m >= hi-1e-3*w {
+				m = math.Min(math.Max(m, lo+1e-3*w), hi-1e-3*w)
+			}
+		}
+		gm := g(m)
+		if gm <= 0 {
+			hi, ghi = m, gm
+			if side == -1 {
+				glo /= 2
+			}
+			side = -1
+		} else {
+			lo, glo = m, gm
+			if side == 1 {
+				ghi /= 2
+			}
+			side = 1
+		}
+	}
+	return hi
+}

@@ -1,0 +1,250 @@
+package fl
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"strings"
+
+	"shufflefl/checks"
+)
+
+// Model is a differentiable classifier whose parameters are one flat vector.
+// The interface is sealed: only the models of this package (see NewModel)
+// implement it, because the trainer runs their dedicated float32 kernels.
+// A Model is immutable and safe for concurrent use.
+type Model interface {
+	// Name is the registry name ("logreg" or "mlp").
+	Name() string
+	// Dim is the number d of parameters.
+	Dim() int
+	// Features is the input dimension.
+	Features() int
+	// Classes is the number of output classes.
+	Classes() int
+	// Init writes initial parameters into w, drawing from r (logreg: zeros;
+	// mlp: He-uniform W1, Glorot-uniform W2, zero biases). It panics if
+	// len(w) != Dim().
+	Init(r *rand.Rand, w []float64)
+	// Loss returns the mean softmax cross-entropy of the examples idx of ex
+	// at parameters w, computed in float64. It panics if the shapes do not
+	// match the model or idx is empty; labels must be < Classes().
+	Loss(w []float64, ex Examples, idx []int) float64
+	// Gradient writes into grad the gradient of Loss(w, ex, idx) with
+	// respect to w and returns the loss; float64 reference code for tests and
+	// for callers that need full precision. It panics like Loss, and if
+	// len(grad) != Dim().
+	Gradient(grad, w []float64, ex Examples, idx []int) float64
+
+	shape() *dense
+}
+
+// Model names accepted by NewModel.
+const (
+	LogReg = "logreg"
+	MLP    = "mlp"
+)
+
+// MLPHidden is the width of the hidden layer of the "mlp" model.
+const MLPHidden = 128
+
+// Models returns the names accepted by NewModel, sorted.
+func Models() []string { return []string{LogReg, MLP} }
+
+// NewModel returns the model registered under name for inputs of the given
+// dimension and number of classes. An unknown name or a non-positive size is
+// an error wrapping checks.ErrInvalid.
+func NewModel(name string, features, classes int) (Model, error) {
+	if err := checks.IntAtLeast("features", features, 1); err != nil {
+		return nil, err
+	}
+	if err := checks.IntInRange("classes", classes, 2, math.MaxUint8+1); err != nil {
+		return nil, err
+	}
+	switch name {
+	case LogReg:
+		return newDense(LogReg, features, 0, classes), nil
+	case MLP:
+		return newDense(MLP, features, MLPHidden, classes), nil
+	}
+	return nil, checks.Invalidf("unknown model %q (known models: %s)", name, strings.Join(Models(), ", "))
+}
+
+// dense is a fully connected network with zero or one ReLU hidden layer;
+// hidden == 0 is multinomial logistic regression.
+type dense struct {
+	name            string
+	in, hidden, out int
+	// Offsets of the blocks in the flat parameter vector. For logreg, w1/b1
+	// are W and b, and w2/b2 are unused (equal to dim).
+	w1, b1, w2, b2, dim int
+}
+
+func newDense(name string, in, hidden, out int) *dense {
+	m := &dense{name: name, in: in, hidden: hidden, out: out}
+	if hidden == 0 {
+		m.w1, m.b1 = 0, in*out
+		m.dim = m.b1 + out
+		m.w2, m.b2 = m.dim, m.dim
+		return m
+	}
+	m.w1 = 0
+	m.b1 = in * hidden
+	m.w2 = m.b1 + hidden
+	m.b2 = m.w2 + hidden*out
+	m.dim = m.b2 + out
+	return m
+}
+
+func (m *dense) Name() string  { return m.name }
+func (m *dense) Dim() int      { return m.dim }
+func (m *dense) Features() int { return m.in }
+func (m *dense) Classes() int  { return m.out }
+func (m *dense) shape() *dense { return m }
+func (m *dense) String() string {
+	return fmt.Sprintf("%s(%d→%d→%d, d=%d)", m.name, m.in, m.hidden, m.out, m.dim)
+}
+
+func (m *dense) Init(r *rand.Rand, w []float64) {
+	if len(w) != m.dim {
+		panic(fmt.Sprintf("fl: Init: len(w) = %d, want %d", len(w), m.dim))
+	}
+	clear(w)
+	if m.hidden == 0 {
+		return
+	}
+	a1 := math.Sqrt(6 / float64(m.in)) // He-uniform for the ReLU layer
+	for i := m.w1; i < m.b1; i++ {
+		w[i] = a1 * (2*r.Float64() - 1)
+	}
+	a2 := math.Sqrt(6 / float64(m.hidden+m.out)) // Glorot-uniform
+	for i := m.w2; i < m.b2; i++ {
+		w[i] = a2 * (2*r.Float64() - 1)
+	}
+}
+
+func (m *dense) checkArgs(op string, w []float64, ex Examples, idx []int) {
+	if len(w) != m.dim {
+		panic(fmt.Sprintf("fl: %s: len(w) = %d, want %d", op, len(w), m.dim))
+	}
+	if ex.Features != m.in || len(ex.X) != len(ex.Y)*ex.Features {
+		panic(fmt.Sprintf("fl: %s: examples of %d features (%d values, %d labels) for a model of %d features", op, ex.Features, len(ex.X), len(ex.Y), m.in))
+	}
+	if len(idx) == 0 {
+		panic(fmt.Sprintf("fl: %s: no examples", op))
+	}
+}
+
+func (m *dense) Loss(w []float64, ex Examples, idx []int) float64 {
+	m.checkArgs("Loss", w, ex, idx)
+	return m.lossGrad(nil, w, ex, idx)
+}
+
+func (m *dense) Gradient(grad, w []float64, ex Examples, idx []int) float64 {
+	m.checkArgs("Gradient", w, ex, idx)
+	if len(grad) != m.dim {
+		panic(fmt.Sprintf("fl: Gradient: len(grad) = %d, want %d", len(grad), m.dim))
+	}
+	clear(grad)
+	return m.lossGrad(grad, w, ex, idx)
+}
+
+// lossGrad is the float64 reference: mean loss, and grad += ∇ if grad != nil.
+func (m *dense) lossGrad(grad, w []float64, ex Examples, idx []int) float64 {
+	h := make([]float64, m.hidden)
+	z := make([]float64, m.out)
+	dh := make([]float64, m.hidden)
+	inv := 1 / float64(len(idx))
+	var total float64
+	for _, i := range idx {
+		x := ex.X[i*m.in : (i+1)*m.in]
+		y := int(ex.Y[i])
+		// Forward.
+		var a []float64 // input of the output layer
+		var wo, bo int  // offsets of the output layer's W and b
+		if m.hidden == 0 {
+			wo, bo = m.w1, m.b1
+		} else {
+			copy(h, w[m.b1:m.b1+m.hidden])
+			for k, xk := range x {
+				row := w[m.w1+k*m.hidden : m.w1+(k+1)*m.hidden]
+				for j := range h {
+					h[j] += float64(xk) * row[j]
+				}
+			}
+			for j := range h {
+				h[j] = max(h[j], 0)
+			}
+			a = h
+			wo, bo = m.w2, m.b2
+		}
+		copy(z, w[bo:bo+m.out])
+		if a == nil {
+			for k, xk := range x {
+				row := w[wo+k*m.out : wo+(k+1)*m.out]
+				for c := range z {
+					z[c] += float64(xk) * row[c]
+				}
+			}
+		} else {
+			for j, aj := range a {
+				row := w[wo+j*m.out : wo+(j+1)*m.out]
+				for c := range z {
+					z[c] += aj * row[c]
+				}
+			}
+		}
+		zmax := slices.Max(z)
+		var s float64
+		for _, zc := range z {
+			s += math.Exp(zc - zmax)
+		}
+		lse := zmax + math.Log(s)
+		total += lse - z[y]
+		if grad == nil {
+			continue
+		}
+		// Backward: dz = (softmax(z) − onehot(y)) / n.
+		for c := range z {
+			z[c] = math.Exp(z[c]-lse) * inv
+		}
+		z[y] -= inv
+		for c, dz := range z {
+			grad[bo+c] += dz
+		}
+		if a == nil {
+			for k, xk := range x {
+				row := grad[wo+k*m.out : wo+(k+1)*m.out]
+				for c, dz := range z {
+					row[c] += float64(xk) * dz
+				}
+			}
+			continue
+		}
+		for j, aj := range a {
+			row := grad[wo+j*m.out : wo+(j+1)*m.out]
+			wrow := w[wo+j*m.out : wo+(j+1)*m.out]
+			var d float64
+			for c, dz := range z {
+				row[c] += aj * dz
+				d += wrow[c] * dz
+			}
+			if aj > 0 {
+				dh[j] = d
+			} else {
+				dh[j] = 0
+			}
+		}
+		for j, d := range dh {
+			grad[m.b1+j] += d
+		}
+		for k, xk := range x {
+			row := grad[m.w1+k*m.hidden : m.w1+(k+1)*m.hidden]
+			for j, d := range dh {
+				row[j] += float64(xk) * d
+			}
+		}
+	}
+	return total * inv
+}

@@ -1,0 +1,106 @@
+package fl
+
+// Portable float32 kernels. The amd64 build replaces gatherAxpy and
+// scatterAxpy with AVX2/FMA assembly when the CPU has it (vec_amd64.go); these
+// Go versions are the fallback and the reference the assembly is tested
+// against.
+//
+// Both kernels are trusted internal code: callers guarantee len(val) ==
+// len(idx), n <= ld and 0 <= idx[j]*ld+n <= len(w) for every j, and the
+// assembly does not check bounds.
+
+// gatherAxpyGo computes dst[c] += Σ_j val[j]·w[idx[j]·ld + c] for c < len(dst):
+// a sparse vector (idx, val) times the rows of a row-major matrix w.
+func gatherAxpyGo(dst, w []float32, ld int, idx []int32, val []float32) {
+	n := len(dst)
+	for j, k := range idx {
+		v := val[j]
+		row := w[int(k)*ld:][:n]
+		for c, wc := range row {
+			dst[c] += v * wc
+		}
+	}
+}
+
+// scatterAxpyGo computes w[idx[j]·ld + c] += (alpha·val[j])·x[c] for every j
+// and c < len(x): a sparse rank-one update of the rows of w.
+func scatterAxpyGo(w []float32, ld int, idx []int32, val []float32, alpha float32, x []float32) {
+	n := len(x)
+	for j, k := range idx {
+		a := alpha * val[j]
+		row := w[int(k)*ld:][:n]
+		for c, xc := range x {
+			row[c] += a * xc
+		}
+	}
+}
+
+// cvt64to32Go sets dst[i] = float32(src[i]) and reports whether every result
+// is finite; len(dst) == len(src).
+func cvt64to32Go(dst []float32, src []float64) bool {
+	dst = dst[:len(src)]
+	var acc float32 // f·0 is +0 for finite f and NaN otherwise
+	for i, v := range src {
+		f := float32(v)
+		dst[i] = f
+		acc += f * 0
+	}
+	return acc == 0
+}
+
+// delta64Go sets dst[i] = float64(a[i]) − float64(b[i]), or float64(a[i]) if
+// b is nil, and reports whether every result is finite; the slices have equal
+// lengths.
+func delta64Go(dst []float64, a, b []float32) bool {
+	dst = dst[:len(a)]
+	var acc float64
+	if b == nil {
+		for i, v := range a {
+			d := float64(v)
+			dst[i] = d
+			acc += d * 0
+		}
+		return acc == 0
+	}
+	b = b[:len(a)]
+	for i, v := range a {
+		d := float64(v) - float64(b[i])
+		dst[i] = d
+		acc += d * 0
+	}
+	return acc == 0
+}
+
+// sparsifyGo writes the indices and values of the non-zero entries of x
+// (with positive, of the entries that are not ≤ 0: positive or NaN) to the
+// front of idx and val and returns how many there are. idx and val must be at
+// least as long as x.
+func sparsifyGo(idx []int32, val []float32, x []float32, positive bool) int {
+	idx = idx[:len(x)]
+	val = val[:len(x)]
+	n := 0
+	for f, v := range x {
+		// Unconditional stores and a branch-free count: image rows mix zero
+		// and non-zero pixels unpredictably.
+		idx[n] = int32(f)
+		val[n] = v
+		keep := v != 0
+		if positive {
+			keep = !(v <= 0)
+		}
+		inc := 0
+		if keep {
+			inc = 1
+		}
+		n += inc
+	}
+	return n
+}
+
+// proxStepGo computes w[i] += c·(g[i] − w[i]); len(g) >= len(w).
+func proxStepGo(w, g []float32, c float32) {
+	g = g[:len(w)]
+	for i, v := range w {
+		w[i] = v + c*(g[i]-v)
+	}
+}

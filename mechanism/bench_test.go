@@ -1,0 +1,158 @@
+package mechanism
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"shufflefl/rng"
+)
+
+// Benchmarks. Run (and record in docs/perf.d/mechanism.md) with
+//
+//	go test ./mechanism -run '^$' -bench . -benchmem -count 6 | tee bench.txt
+//	benchstat bench.txt
+//
+// One op is one sample in BenchmarkFloor and BenchmarkSample, one whole
+// update in BenchmarkPerturbUpdate, one coordinate in BenchmarkCalibrator.
+
+var sink float64
+
+var sources = []struct {
+	name string
+	r    func() *rand.Rand
+}{
+	{"pcg", func() *rand.Rand { return rng.NewSeeded(1) }},
+	{"chacha8", rng.NewCrypto},
+	{"cryptorand", rng.NewCryptoDirect},
+}
+
+// BenchmarkFloor is the reference cost of one sample: one uniform float64
+// and one math.Log with the same generator.
+func BenchmarkFloor(b *testing.B) {
+	for _, src := range sources {
+		b.Run(src.name, func(b *testing.B) {
+			r := src.r()
+			s := 0.0
+			for b.Loop() {
+				s += math.Log(r.Float64())
+			}
+			sink = s
+		})
+	}
+}
+
+func BenchmarkSample(b *testing.B) {
+	lap := must(NewLaplace(1, 1))
+	slap := must(NewSecureLaplace(1, 1))
+	gau := must(NewGaussian(1, 1e-5, 1))
+	sgau := must(NewSecureGaussian(1, 1e-5, 1))
+	clap := must(NewClipLaplace(1, 2, 1))
+	sclap := clap
+	sclap.Secure = true
+	duchi := must(NewDuchi(1))
+	pm := must(NewPiecewise(1))
+	grr := must(NewGRR(1, 10))
+	brr := must(NewBinaryRR(1))
+	rr := must(NewRandomizedRounding(1, 10))
+	mechs := []struct {
+		name string
+		f    func(r *rand.Rand, x float64) float64
+	}{
+		{"laplace", lap.Randomize},
+		{"laplace-secure", slap.Randomize},
+		{"gaussian", gau.Randomize},
+		{"gaussian-secure", sgau.Randomize},
+		{"clip-laplace", clap.Sample},
+		{"clip-laplace-secure", sclap.Sample},
+		{"duchi", duchi.Randomize},
+		{"piecewise", pm.Randomize},
+		{"grr-k10", func(r *rand.Rand, x float64) float64 { return float64(grr.Randomize(r, int(x*9))) }},
+		{"binary-rr", func(r *rand.Rand, x float64) float64 { return float64(brr.Randomize(r, int(x))) }},
+		{"rounding-b10", func(r *rand.Rand, x float64) float64 { return float64(rr.Randomize(r, x)) }},
+	}
+	for _, m := range mechs {
+		for _, src := range sources {
+			b.Run(m.name+"/"+src.name, func(b *testing.B) {
+				r := src.r()
+				s := 0.0
+				for b.Loop() {
+					s += m.f(r, 0.5)
+				}
+				sink = s
+			})
+		}
+	}
+}
+
+// BenchmarkPerturbUpdate perturbs one model update of d = 101,770
+// coordinates (the MNIST MLP of the papers) in place.
+func BenchmarkPerturbUpdate(b *testing.B) {
+	const d = 101_770
+	lap := must(NewLaplace(1, 1))
+	slap := must(NewSecureLaplace(1, 1))
+	gau := must(NewGaussian(1, 1e-5, 1))
+	sgau := must(NewSecureGaussian(1, 1e-5, 1))
+	clap := must(NewClipLaplace(1, 2, 1))
+	sclap := clap
+	sclap.Secure = true
+	el := must(NewEuclideanLaplace(1, 1))
+	duchi := must(NewDuchi(1))
+	mechs := []struct {
+		name string
+		f    func(r *rand.Rand, x []float64)
+	}{
+		{"laplace", lap.Perturb},
+		{"laplace-secure", slap.Perturb},
+		{"gaussian", gau.Perturb},
+		{"gaussian-secure", sgau.Perturb},
+		{"clip-laplace", func(r *rand.Rand, x []float64) { clear(x); _ = clap.Perturb(r, x) }},
+		{"clip-laplace-secure", func(r *rand.Rand, x []float64) { clear(x); _ = sclap.Perturb(r, x) }},
+		{"euclidean-laplace", el.Perturb},
+		{"duchi", func(r *rand.Rand, x []float64) { clear(x); _ = duchi.Perturb(r, x) }},
+	}
+	for _, m := range mechs {
+		for _, src := range sources[:2] {
+			b.Run(fmt.Sprintf("d=%d/%s/%s", d, m.name, src.name), func(b *testing.B) {
+				r := src.r()
+				x := make([]float64, d)
+				for b.Loop() {
+					m.f(r, x)
+				}
+			})
+		}
+	}
+}
+
+// BenchmarkCalibrator: building the APES calibrator for n = 10,000 clients
+// (distinct epsilons, the worst case, and 10 budget levels), and inverting
+// d = 7,850 coordinates.
+func BenchmarkCalibrator(b *testing.B) {
+	distinct := heterogeneousEpsilons(10_000, 1)
+	levels := make([]float64, 10_000)
+	for i := range levels {
+		levels[i] = 0.5 + float64(i%10)*0.75
+	}
+	for _, c := range []struct {
+		name string
+		eps  []float64
+	}{{"distinct", distinct}, {"levels10", levels}} {
+		b.Run("build/n=10000/"+c.name, func(b *testing.B) {
+			for b.Loop() {
+				must(NewClipLaplaceCalibrator(c.eps, 2, 1))
+			}
+		})
+		cal := must(NewClipLaplaceCalibrator(c.eps, 2, 1))
+		avgs := make([]float64, 7850)
+		b.Run("invert/d=7850/"+c.name, func(b *testing.B) {
+			r := rng.NewSeeded(2)
+			for b.Loop() {
+				for i := range avgs {
+					avgs[i] = 0.4 * (2*r.Float64() - 1)
+				}
+				cal.InvertAll(avgs)
+			}
+		})
+	}
+}

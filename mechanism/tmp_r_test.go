@@ -1,0 +1,3 @@
+package mechanism
+import ("math/rand/v2";"shufflefl/rng")
+func newR() *rand.Rand { return rng.NewSeeded(1) }

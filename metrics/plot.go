@@ -1,0 +1,89 @@
+package metrics
+
+import (
+	"fmt"
+	"image/color"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/plotutil"
+	"gonum.org/v1/plot/vg"
+)
+
+// PlotAccuracy writes a PNG of test accuracy and test loss over rounds.
+func PlotAccuracy(path, title string, recs []Record) error {
+	p := plot.New()
+	p.Title.Text = title
+	p.X.Label.Text = "round"
+	p.Y.Label.Text = "test accuracy"
+	p.Y.Min, p.Y.Max = 0, 1
+	acc := make(plotter.XYs, len(recs))
+	for i, r := range recs {
+		acc[i] = plotter.XY{X: float64(r.Round), Y: r.TestAccuracy}
+	}
+	if err := plotutil.AddLinePoints(p, "test accuracy", acc); err != nil {
+		return fmt.Errorf("plot: %w", err)
+	}
+	p.Add(plotter.NewGrid())
+	if err := p.Save(6*vg.Inch, 4*vg.Inch, path); err != nil {
+		return fmt.Errorf("plot: saving %s: %w", path, err)
+	}
+	return nil
+}
+
+// PlotPrivacy writes a PNG of the per-round central epsilon, the cumulative
+// central epsilon and the largest per-client spent local epsilon over rounds.
+// Rounds without a finite guarantee are left out; if none has one, the plot
+// says so in its title.
+func PlotPrivacy(path, title string, recs []Record) error {
+	p := plot.New()
+	p.X.Label.Text = "round"
+	p.Y.Label.Text = "epsilon"
+	var round, cum, client plotter.XYs
+	for _, r := range recs {
+		if r.CentralEpsilon != nil {
+			round = append(round, plotter.XY{X: float64(r.Round), Y: *r.CentralEpsilon})
+		}
+		if r.CumulativeEpsilon != nil {
+			cum = append(cum, plotter.XY{X: float64(r.Round), Y: *r.CumulativeEpsilon})
+		}
+		if r.MaxClientEpsilon != nil {
+			client = append(client, plotter.XY{X: float64(r.Round), Y: *r.MaxClientEpsilon})
+		}
+	}
+	p.Title.Text = title
+	if len(round)+len(cum)+len(client) == 0 {
+		p.Title.Text = title + " (no privacy guarantee)"
+		p.Y.Min, p.Y.Max = 0, 1
+		p.X.Min, p.X.Max = 0, float64(len(recs))
+	}
+	lines := []struct {
+		name string
+		xy   plotter.XYs
+		c    color.Color
+	}{
+		{"central epsilon (round)", round, plotutil.Color(0)},
+		{"cumulative central epsilon", cum, plotutil.Color(1)},
+		{"max client local epsilon spent", client, plotutil.Color(2)},
+	}
+	for _, l := range lines {
+		if len(l.xy) == 0 {
+			continue
+		}
+		ln, err := plotter.NewLine(l.xy)
+		if err != nil {
+			return fmt.Errorf("plot: %w", err)
+		}
+		ln.Color = l.c
+		ln.Width = vg.Points(1.5)
+		p.Add(ln)
+		p.Legend.Add(l.name, ln)
+	}
+	p.Legend.Top = true
+	p.Legend.Left = true
+	p.Add(plotter.NewGrid())
+	if err := p.Save(6*vg.Inch, 4*vg.Inch, path); err != nil {
+		return fmt.Errorf("plot: saving %s: %w", path, err)
+	}
+	return nil
+}

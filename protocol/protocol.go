@@ -1,0 +1,318 @@
+// Package protocol defines the Encode-Shuffle-Analyze protocols of shufflefl as
+// pure state machines: no goroutines, no network, no disk. A protocol is the
+// papers' triple plus its accounting:
+//
+//   - the client role (Encode): clip and randomize one local update into a
+//     Report, using the client's own privacy Budget;
+//   - the shuffler role (Pad and the Shuffle function): strip identities, pad
+//     with dummies drawn from the protocol's padding distribution, permute;
+//   - the analyzer role (Estimate): decode the Aggregate of all reports,
+//     de-bias/calibrate, and estimate the mean update;
+//   - the accountant (Account): the local and central (epsilon, delta) of the
+//     round and cumulatively.
+//
+// Every analyzer of the papers (FLAME, APES, S-APES, E-APES and the baselines)
+// estimates a per-coordinate mean, so the analyzer sees reports only through an
+// Aggregate: per-coordinate sums and counts plus the separately shuffled
+// metadata (APES's epsilon list). Because an Aggregate does not depend on the
+// order of reports, a simulation may stream reports into it without
+// materialising the shuffled batch; the faithful path (Shuffle) really
+// permutes and pads, and both give the same model up to floating-point
+// summation order (see the tests).
+//
+// The engine (package runtime) and the transports drive these functions; the
+// same code runs in simulation and deployment.
+package protocol
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"sort"
+	"strings"
+
+	"shufflefl/checks"
+)
+
+// Budget is one client's privacy parameters for the release of one local
+// update in one round: the local epsilon of the whole update (FLAME's eps_l,
+// APES's eps_i^l times d when the paper states it per dimension — each
+// protocol documents its reading) and, for approximate mechanisms, delta.
+// Personalized budgets are first-class: every client carries its own.
+type Budget struct {
+	Epsilon float64 `json:"epsilon" yaml:"epsilon"`
+	Delta   float64 `json:"delta" yaml:"delta"`
+}
+
+// Report is what a client hands to the shuffler in one round.
+//
+// Values holds the randomized coordinates. If Coords is nil the report is
+// dense (Values[j] is coordinate j); otherwise Values[i] belongs to coordinate
+// Coords[i] (sparse protocols: SS-Double, SS-Topk). Meta holds values that the
+// shuffler permutes separately from Values (APES sends its epsilon_i this way,
+// so the analyzer learns the multiset of budgets but not whose is whose).
+// A Report never carries the client's identity: the transport knows the
+// sender, the protocol does not.
+type Report struct {
+	Coords []int32
+	Values []float64
+	Meta   []float64
+}
+
+// Reset empties the report, keeping its buffers.
+func (r *Report) Reset() {
+	r.Coords = r.Coords[:0]
+	r.Values = r.Values[:0]
+	r.Meta = r.Meta[:0]
+}
+
+// ShuffleMode says how the shuffler permutes the reports of a round.
+type ShuffleMode int
+
+const (
+	// NoShuffle: reports go to the analyzer as sent (LDP baselines, central DP,
+	// non-private FedAvg). There is no amplification credit.
+	NoShuffle ShuffleMode = iota
+	// PerCoordinate: each coordinate's values are permuted independently
+	// (FLAME's per-dimension shuffling, APES Algorithm 1) and Meta is permuted
+	// on its own; the link between coordinates of one report is broken.
+	PerCoordinate
+	// WholeReport: whole reports are permuted (E-APES shuffled SGD).
+	WholeReport
+)
+
+// String returns the mode's name.
+func (m ShuffleMode) String() string {
+	switch m {
+	case NoShuffle:
+		return "none"
+	case PerCoordinate:
+		return "per-coordinate"
+	case WholeReport:
+		return "whole-report"
+	}
+	return fmt.Sprintf("ShuffleMode(%d)", int(m))
+}
+
+// Shape is what every role may know about a round: the model dimension, the
+// population size and the number of participants (reports expected).
+type Shape struct {
+	Round        int // 1-based round number
+	Dim          int // model dimension d
+	Population   int // N, all clients
+	Participants int // n, clients reporting this round
+}
+
+// Validate checks the shape.
+func (s Shape) Validate() error {
+	if err := checks.IntAtLeast("round", s.Round, 1); err != nil {
+		return err
+	}
+	if err := checks.IntAtLeast("dimension", s.Dim, 1); err != nil {
+		return err
+	}
+	if err := checks.IntAtLeast("participants", s.Participants, 1); err != nil {
+		return err
+	}
+	if s.Population < s.Participants {
+		return checks.Invalidf("population %d is smaller than participants %d", s.Population, s.Participants)
+	}
+	return nil
+}
+
+// SampleRate is n/N, the probability that a given client takes part in a
+// round when the engine samples participants uniformly without replacement.
+func (s Shape) SampleRate() float64 { return float64(s.Participants) / float64(s.Population) }
+
+// Protocol is an Encode-Shuffle-Analyze protocol with its accountant. An
+// implementation is immutable after construction and safe for concurrent use:
+// Encode runs on many goroutines at once, each with its own generator and
+// Report buffer.
+type Protocol interface {
+	// Name is the registry name, e.g. "ldp-laplace".
+	Name() string
+
+	// Check validates the protocol's parameters against the run before any
+	// round starts: the shape and every participant's budget. Errors name the
+	// violated constraint of the paper.
+	Check(s Shape, budgets []Budget) error
+
+	// Mode is how the shuffler permutes this protocol's reports.
+	Mode() ShuffleMode
+
+	// Encode is the client role. update is the client's local update (model
+	// delta or gradient, length s.Dim); Encode may modify it in place (clip)
+	// and writes the randomized report into out, reusing out's buffers.
+	Encode(r *rand.Rand, s Shape, update []float64, b Budget, out *Report) error
+
+	// Pad is the shuffler role's padding: given the number of real reports per
+	// coordinate (known to the shuffler, which sees indices but never values),
+	// it emits dummy values drawn from the protocol's padding distribution.
+	// Protocols without padding emit nothing.
+	Pad(r *rand.Rand, s Shape, counts []int64, emit func(coord int, v float64)) error
+
+	// Estimate is the analyzer role: from the aggregate of all (shuffled,
+	// padded) reports it writes the estimate of the mean update into dst
+	// (length s.Dim). r is the analyzer's own generator (central DP adds noise
+	// here).
+	Estimate(r *rand.Rand, s Shape, agg *Aggregate, dst []float64) error
+
+	// Account states the privacy of round s.Round for the given participants'
+	// budgets, and cumulatively over rounds 1..s.Round under the protocol's
+	// composition, assuming every round has the same shape.
+	Account(s Shape, budgets []Budget) (Privacy, error)
+}
+
+// Stats summarises a per-client quantity.
+type Stats struct {
+	Min    float64 `json:"min"`
+	Median float64 `json:"median"`
+	Max    float64 `json:"max"`
+}
+
+// Summarize returns the min, median and max of xs (zero Stats if empty).
+func Summarize(xs []float64) Stats {
+	if len(xs) == 0 {
+		return Stats{}
+	}
+	s := append([]float64(nil), xs...)
+	sort.Float64s(s)
+	n := len(s)
+	med := s[n/2]
+	if n%2 == 0 {
+		med = (s[n/2-1] + s[n/2]) / 2
+	}
+	return Stats{Min: s[0], Median: med, Max: s[n-1]}
+}
+
+// Privacy is the accountant's statement for one round. Epsilons of +Inf mean
+// "no guarantee" (non-private training); JSON encoders should write them as
+// null (see the metrics package).
+type Privacy struct {
+	// Private is false for non-private protocols.
+	Private bool `json:"private"`
+	// LocalEpsilon is each client's local epsilon for its whole update in this
+	// round (user level), summarised over participants.
+	LocalEpsilon Stats `json:"local_epsilon"`
+	// LocalCoordEpsilon is the local epsilon spent per coordinate (dimension
+	// level), summarised over participants.
+	LocalCoordEpsilon Stats `json:"local_coord_epsilon"`
+	// LocalDelta is the largest local delta of any participant.
+	LocalDelta float64 `json:"local_delta"`
+	// CentralEpsilon and CentralDelta bound what the analyzer learns about any
+	// one client's whole update in this round (user level).
+	CentralEpsilon float64 `json:"central_epsilon"`
+	CentralDelta   float64 `json:"central_delta"`
+	// CentralCoordEpsilon and CentralCoordDelta are the dimension-level central
+	// guarantee (one coordinate), where the protocol's analysis gives one.
+	CentralCoordEpsilon float64 `json:"central_coord_epsilon"`
+	CentralCoordDelta   float64 `json:"central_coord_delta"`
+	// CumulativeEpsilon and CumulativeDelta compose rounds 1..Round.
+	CumulativeEpsilon float64 `json:"cumulative_epsilon"`
+	CumulativeDelta   float64 `json:"cumulative_delta"`
+	// Bound names the analysis behind the central figures.
+	Bound string `json:"bound"`
+	// Approximate is true when the central figure is an approximation rather
+	// than a rigorous upper bound (E-APES's Gaussian CLT step).
+	Approximate bool `json:"approximate"`
+}
+
+// NonPrivate is the Privacy of a round that offers no guarantee.
+func NonPrivate() Privacy {
+	inf := math.Inf(1)
+	return Privacy{
+		LocalEpsilon:        Stats{inf, inf, inf},
+		LocalCoordEpsilon:   Stats{inf, inf, inf},
+		CentralEpsilon:      inf,
+		CentralDelta:        0,
+		CentralCoordEpsilon: inf,
+		CumulativeEpsilon:   inf,
+		Bound:               "none",
+	}
+}
+
+// Params are the settings a protocol is built from. Fields a protocol does not
+// use are ignored; each protocol's constructor validates the ones it uses.
+type Params struct {
+	// Clip is the clipping bound C: per coordinate ([-C, C]) for local
+	// protocols, L2 norm for dp-central.
+	Clip float64
+	// Delta is the target delta of central guarantees.
+	Delta float64
+	// Epsilon is the target central epsilon of the whole run for protocols
+	// calibrated centrally (dp-central). Local protocols take their epsilons
+	// from the clients' Budgets.
+	Epsilon float64
+	// Rounds is the planned number of rounds (for calibration).
+	Rounds int
+	// SampleRate is the fraction of the population taking part in a round
+	// (for calibration of subsampled guarantees).
+	SampleRate float64
+	// Extra holds protocol-specific numeric options by name (for example "k",
+	// "np", "nu", "b"); unknown names are rejected by the constructor.
+	Extra map[string]float64
+}
+
+// Factory builds a protocol from its parameters.
+type Factory func(p Params) (Protocol, error)
+
+var registry = map[string]registration{}
+
+type registration struct {
+	factory Factory
+	summary string
+}
+
+// Register adds a protocol under name. It panics on a duplicate name, which is
+// a programming error caught by any test.
+func Register(name, summary string, f Factory) {
+	if _, dup := registry[name]; dup {
+		panic("protocol: duplicate registration of " + name)
+	}
+	registry[name] = registration{f, summary}
+}
+
+// Names lists the registered protocols in lexical order.
+func Names() []string {
+	names := make([]string, 0, len(registry))
+	for n := range registry {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// Summary returns the one-line description of a registered protocol.
+func Summary(name string) string { return registry[name].summary }
+
+// New builds the protocol registered under name.
+func New(name string, p Params) (Protocol, error) {
+	reg, ok := registry[name]
+	if !ok {
+		return nil, checks.Invalidf("unknown protocol %q (known: %s)", name, strings.Join(Names(), ", "))
+	}
+	pr, err := reg.factory(p)
+	if err != nil {
+		return nil, fmt.Errorf("protocol %s: %w", name, err)
+	}
+	return pr, nil
+}
+
+// extraKeys rejects options a protocol does not understand.
+func extraKeys(p Params, allowed ...string) error {
+	for k := range p.Extra {
+		ok := false
+		for _, a := range allowed {
+			if k == a {
+				ok = true
+			}
+		}
+		if !ok {
+			if len(allowed) == 0 {
+				return checks.Invalidf("option %q is not used by this protocol (it takes none)", k)
+			}
+			return checks.Invalidf("option %q is not used by this protocol (it takes: %s)", k, strings.Join(allowed, ", "))
+		}
+	}
+	return nil
+}

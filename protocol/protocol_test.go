@@ -1,0 +1,330 @@
+package protocol
+
+import (
+	"math"
+	"slices"
+	"strings"
+	"testing"
+
+	"shufflefl/rng"
+)
+
+func shape(n, d int) Shape { return Shape{Round: 1, Dim: d, Population: n, Participants: n} }
+
+func mustNew(t *testing.T, name string, p Params) Protocol {
+	t.Helper()
+	pr, err := New(name, p)
+	if err != nil {
+		t.Fatalf("New(%s): %v", name, err)
+	}
+	return pr
+}
+
+// runRound encodes the same update for n clients and estimates the mean.
+func runRound(t *testing.T, p Protocol, s Shape, update []float64, b Budget, seed uint64) []float64 {
+	t.Helper()
+	agg := NewAggregate(s.Dim)
+	var rep Report
+	u := make([]float64, s.Dim)
+	for i := 0; i < s.Participants; i++ {
+		copy(u, update)
+		if err := p.Encode(rng.Stream(seed, rng.LabelNoise, 1, uint64(i)), s, u, b, &rep); err != nil {
+			t.Fatal(err)
+		}
+		if err := agg.AddReport(&rep); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := p.Pad(rng.Stream(seed, rng.LabelShuffle), s, slices.Clone(agg.Count), agg.AddValue); err != nil {
+		t.Fatal(err)
+	}
+	est := make([]float64, s.Dim)
+	if err := p.Estimate(rng.Stream(seed, rng.LabelAnalyzer), s, agg, est); err != nil {
+		t.Fatal(err)
+	}
+	return est
+}
+
+// TestEstimatorNoise checks, for each baseline, that the analyzer's estimate
+// is unbiased for the mean clipped update and that its per-coordinate
+// variance is the one the mechanism implies. With d = 2000 coordinates of
+// independent noise, the sample variance of the errors has relative standard
+// deviation sqrt(2/d) ~ 3.2% (Gaussian) and about sqrt(5/d) ~ 5% (the
+// Laplace average is close to Gaussian for n = 50); we allow 6 standard
+// deviations. The mean error has standard deviation sqrt(v/d); 6 sd again.
+func TestEstimatorNoise(t *testing.T) {
+	const n, d, clip = 50, 2000, 0.5
+	update := make([]float64, d)
+	for j := range update {
+		update[j] = 0.3 * math.Sin(float64(j)) // within the clip
+	}
+	tests := []struct {
+		name   string
+		params Params
+		budget Budget
+		want   float64 // variance of one coordinate of the estimate
+	}{
+		{"ldp-laplace", Params{Clip: clip}, Budget{Epsilon: 4000}, func() float64 {
+			b := 2 * clip * d / 4000.0
+			return 2 * b * b / n
+		}()},
+		{"ldp-gaussian", Params{Clip: clip}, Budget{Epsilon: 2000, Delta: 1e-5}, -1},
+		{"nonprivate", Params{}, Budget{}, 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p := mustNew(t, tc.name, tc.params)
+			s := shape(n, d)
+			est := runRound(t, p, s, update, tc.budget, 7)
+			want := tc.want
+			if tc.name == "ldp-gaussian" {
+				sig := gaussianSigmaFor(t, tc.budget, 2*clip*math.Sqrt(d))
+				want = sig * sig / n
+			}
+			var mean, v float64
+			for j := range est {
+				e := est[j] - update[j]
+				mean += e
+				v += e * e
+			}
+			mean /= d
+			v /= d
+			if want == 0 {
+				if v > 1e-24 { // rounding of the sum of 50 equal values only
+					t.Fatalf("non-private estimate has error variance %v", v)
+				}
+				return
+			}
+			if math.Abs(mean) > 6*math.Sqrt(want/d) {
+				t.Errorf("mean error %v, more than 6 sd (%v) from 0", mean, math.Sqrt(want/d))
+			}
+			if rel := math.Abs(v/want - 1); rel > 6*math.Sqrt(5.0/d) {
+				t.Errorf("error variance %v, want %v (relative deviation %.3f)", v, want, rel)
+			}
+		})
+	}
+}
+
+func TestCentralNoise(t *testing.T) {
+	const N, n, d = 1000, 100, 3000
+	p := mustNew(t, "dp-central", Params{Clip: 1, Epsilon: 2, Delta: 1e-5, Rounds: 10, SampleRate: float64(n) / N})
+	c := p.(CentralDP)
+	if c.NoiseMultiplier() <= 0 {
+		t.Fatal("no noise")
+	}
+	s := Shape{Round: 1, Dim: d, Population: N, Participants: n}
+	agg := NewAggregate(d)
+	est := make([]float64, d)
+	if err := p.Estimate(rng.Stream(3), s, agg, est); err != nil {
+		t.Fatal(err)
+	}
+	want := c.NoiseMultiplier() / n // sigma*C/(qN) with C = 1
+	var v float64
+	for _, x := range est {
+		v += x * x
+	}
+	v = math.Sqrt(v / d)
+	if math.Abs(v/want-1) > 6*math.Sqrt(1.0/(2*d)) {
+		t.Fatalf("noise std %v, want %v", v, want)
+	}
+	// The accountant must meet the target after the planned rounds.
+	s.Round = 10
+	priv, err := p.Account(s, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if priv.CumulativeEpsilon > 2 || priv.CumulativeEpsilon < 1.9 {
+		t.Fatalf("cumulative epsilon %v after the planned rounds, want just below 2", priv.CumulativeEpsilon)
+	}
+	if err := p.Check(Shape{Round: 11, Dim: d, Population: N, Participants: n}, nil); err == nil {
+		t.Fatal("a round beyond the calibrated number was accepted")
+	}
+	// Clipping: an update of norm 10 is scaled to norm 1.
+	u := make([]float64, d)
+	u[0], u[1] = 6, 8
+	var rep Report
+	if err := p.Encode(rng.Stream(1), s, u, Budget{}, &rep); err != nil {
+		t.Fatal(err)
+	}
+	if math.Abs(rep.Values[0]-0.6) > 1e-12 || math.Abs(rep.Values[1]-0.8) > 1e-12 {
+		t.Fatalf("L2 clipping gave %v %v", rep.Values[0], rep.Values[1])
+	}
+}
+
+func TestLocalPrivacyStatement(t *testing.T) {
+	p := mustNew(t, "ldp-laplace", Params{Clip: 1})
+	s := Shape{Round: 3, Dim: 100, Population: 10, Participants: 3}
+	priv, err := p.Account(s, []Budget{{Epsilon: 1}, {Epsilon: 3}, {Epsilon: 2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if priv.LocalEpsilon != (Stats{1, 2, 3}) || priv.CentralEpsilon != 3 || priv.CumulativeEpsilon != 9 ||
+		priv.LocalCoordEpsilon.Max != 0.03 {
+		t.Fatalf("%+v", priv)
+	}
+}
+
+func TestEncodeRejects(t *testing.T) {
+	s := shape(4, 3)
+	var rep Report
+	for _, name := range []string{"nonprivate", "ldp-laplace", "ldp-gaussian"} {
+		p := mustNew(t, name, Params{Clip: 1})
+		b := Budget{Epsilon: 1, Delta: 1e-5}
+		if err := p.Encode(rng.Stream(1), s, []float64{1, 2}, b, &rep); err == nil || !strings.Contains(err.Error(), "dimension") {
+			t.Errorf("%s: wrong dimension accepted (%v)", name, err)
+		}
+		if err := p.Encode(rng.Stream(1), s, []float64{1, math.NaN(), 0}, b, &rep); err == nil || !strings.Contains(err.Error(), "finite") {
+			t.Errorf("%s: NaN accepted (%v)", name, err)
+		}
+	}
+	p := mustNew(t, "ldp-laplace", Params{Clip: 1})
+	if err := p.Check(s, []Budget{{Epsilon: 0}}); err == nil {
+		t.Error("epsilon 0 accepted")
+	}
+	g := mustNew(t, "ldp-gaussian", Params{Clip: 1})
+	if err := g.Check(s, []Budget{{Epsilon: 1, Delta: 0}}); err == nil {
+		t.Error("delta 0 accepted by a Gaussian mechanism")
+	}
+	if _, err := New("ldp-laplace", Params{Clip: 0}); err == nil {
+		t.Error("clip 0 accepted")
+	}
+	if _, err := New("dp-central", Params{Clip: 1, Epsilon: 1, Delta: 1e-5, Rounds: 1, SampleRate: 0}); err == nil {
+		t.Error("sample rate 0 accepted")
+	}
+}
+
+func TestAggregateRejectsMalformed(t *testing.T) {
+	agg := NewAggregate(3)
+	bad := []Report{
+		{Values: []float64{1, 2}},
+		{Coords: []int32{0, 5}, Values: []float64{1, 2}},
+		{Coords: []int32{-1}, Values: []float64{1}},
+		{Coords: []int32{0}, Values: []float64{1, 2}},
+		{Values: []float64{1, math.Inf(1), 0}},
+		{Values: []float64{1, 2, 3}, Meta: []float64{math.NaN()}},
+	}
+	for i, rep := range bad {
+		if err := agg.AddReport(&rep); err == nil {
+			t.Errorf("malformed report %d accepted", i)
+		}
+	}
+	if agg.Reports != 0 || agg.Sum[0] != 0 || agg.Count[0] != 0 || len(agg.Meta) != 0 {
+		t.Fatalf("a rejected report changed the aggregate: %+v", agg)
+	}
+	good := Report{Coords: []int32{2, 0}, Values: []float64{5, 1}, Meta: []float64{0.5}}
+	if err := agg.AddReport(&good); err != nil {
+		t.Fatal(err)
+	}
+	if agg.Sum[2] != 5 || agg.Count[2] != 1 || agg.Count[1] != 0 || agg.Meta[0] != 0.5 {
+		t.Fatalf("%+v", agg)
+	}
+	if err := agg.Merge(NewAggregate(4)); err == nil {
+		t.Fatal("merged aggregates of different dimensions")
+	}
+}
+
+// padder is a test protocol that pads every coordinate to a fixed count with
+// the value -1 and shuffles per coordinate with metadata.
+type padder struct {
+	NonPrivateFedAvg
+	to   int64
+	mode ShuffleMode
+}
+
+func (p padder) Mode() ShuffleMode { return p.mode }
+func (p padder) Pad(_ *randRand, _ Shape, counts []int64, emit func(int, float64)) error {
+	for j, c := range counts {
+		for k := c; k < p.to; k++ {
+			emit(j, -1)
+		}
+	}
+	return nil
+}
+
+func TestShuffleFaithful(t *testing.T) {
+	const d = 4
+	reports := []Report{
+		{Values: []float64{1, 2, 3, 4}, Meta: []float64{10}},
+		{Coords: []int32{1, 3}, Values: []float64{20, 40}, Meta: []float64{20}},
+		{Values: []float64{100, 200, 300, 400}, Meta: []float64{30}},
+	}
+	s := shape(3, d)
+	for _, mode := range []ShuffleMode{PerCoordinate, WholeReport, NoShuffle} {
+		t.Run(mode.String(), func(t *testing.T) {
+			p := padder{to: 5, mode: mode}
+			sh, err := Shuffle(rng.Stream(1), rng.Stream(2), p, s, reports)
+			if err != nil {
+				t.Fatal(err)
+			}
+			agg, err := sh.Aggregate()
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Sums: real values plus -1 per dummy.
+			wantSum := []float64{101 - 3, 222 - 2, 303 - 3, 444 - 2}
+			for j := 0; j < d; j++ {
+				if agg.Count[j] != 5 || agg.Sum[j] != wantSum[j] {
+					t.Fatalf("coordinate %d: count %d sum %v, want 5 and %v", j, agg.Count[j], agg.Sum[j], wantSum[j])
+				}
+			}
+			meta := slices.Clone(agg.Meta)
+			slices.Sort(meta)
+			if !slices.Equal(meta, []float64{10, 20, 30}) {
+				t.Fatalf("metadata multiset %v", agg.Meta)
+			}
+			if mode == PerCoordinate {
+				for j, col := range sh.Columns {
+					if len(col) != 5 {
+						t.Fatalf("column %d has %d values", j, len(col))
+					}
+				}
+			}
+		})
+	}
+	// The input reports are not modified.
+	if reports[0].Meta[0] != 10 || reports[1].Values[1] != 40 {
+		t.Fatal("Shuffle modified its input")
+	}
+}
+
+// TestShufflePermutesUniformly checks that per-coordinate shuffling puts each
+// client's value in each position equally often: over 30,000 shuffles of 3
+// values, each of the 9 (value, position) cells has expectation 10,000 and
+// sd ~ 81.6; 6 sd bounds.
+func TestShufflePermutesUniformly(t *testing.T) {
+	reports := []Report{{Values: []float64{0}}, {Values: []float64{1}}, {Values: []float64{2}}}
+	p := padder{to: 0, mode: PerCoordinate}
+	var counts [3][3]int
+	perm := rng.Stream(5)
+	for i := 0; i < 30000; i++ {
+		sh, err := Shuffle(rng.Stream(1), perm, p, shape(3, 1), reports)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for pos, v := range sh.Columns[0] {
+			counts[int(v)][pos]++
+		}
+	}
+	for v := range counts {
+		for pos, c := range counts[v] {
+			if math.Abs(float64(c)-10000) > 6*81.7 {
+				t.Fatalf("value %d at position %d %d times, want about 10000", v, pos, c)
+			}
+		}
+	}
+}
+
+func TestRegistry(t *testing.T) {
+	for _, name := range []string{"nonprivate", "ldp-laplace", "ldp-gaussian", "dp-central"} {
+		if !slices.Contains(Names(), name) {
+			t.Errorf("%s not registered", name)
+		}
+		if Summary(name) == "" {
+			t.Errorf("%s has no summary", name)
+		}
+	}
+	_, err := New("ss-nothing", Params{})
+	if err == nil || !strings.Contains(err.Error(), "known: ") {
+		t.Fatalf("unknown protocol error %v does not list the known ones", err)
+	}
+}

