@@ -169,7 +169,8 @@ func bennettPhi(u float64) float64 {
 // blanketDelta returns the numerical privacy-blanket delta(eps). The caller
 // has validated the inputs and ensured 0 < eps < eps0.
 //
-// Balle et al. 2019 (Theorem 3.1 with Lemmas 5.x) bound
+// Balle et al. 2019 (numerical bounds on the privacy amplification random
+// variable L) bound
 //
 //	delta <= (1/(gamma n)) E_{M ~ Bin(n, gamma)} E[(sum_{i<=M} L_i)_+],
 //

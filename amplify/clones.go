@@ -124,7 +124,8 @@ func cloneHockey(c int, eps, eps1, tol float64) float64 {
 		}
 		// Remaining terms sum to at most a1 * sum_{j >= a} b(j) <=
 		// a1 b(a) / (1 - r) with r = (c-a)/(a+1) the (decreasing) ratio.
-		if a <= c && a > c/2 {
+		// Checked every 8 terms (the check costs a division).
+		if a <= c && a > c/2 && (a-astar)&7 == 7 {
 			r := float64(c-a) / float64(a+1)
 			rest := a1 * bcur / (1 - r)
 			if rest < tol {
@@ -145,6 +146,32 @@ func cloneHockey(c int, eps, eps1, tol float64) float64 {
 // rounding of the sums used here).
 func roundSlack(d float64) float64 { return d*(1+1e-9) + 1e-300 }
 
+// maxCloneBlocks bounds the number of divergence evaluations per delta.
+// Windows with at most this many clone counts are summed count by count
+// (exactly); wider windows (n beyond about 10^7 at eps0 = 4) group
+// consecutive counts and charge each group at its smallest count's
+// divergence, which is an upper bound because the divergence is
+// non-increasing in the clone count.
+const maxCloneBlocks = 4096
+
+// maxCloneWork is the largest estimated number of inner-loop operations per
+// delta evaluation that the numerical clones bounds accept (about 50 ms).
+const maxCloneWork = 5e7
+
+// cloneWork estimates the inner-loop operations of one delta evaluation.
+func cloneWork(w pmfWindow) float64 {
+	nb := math.Min(float64(len(w.P)), maxCloneBlocks)
+	c := float64(w.Lo) + float64(len(w.P))/2
+	return nb * math.Min(c+2, 12*math.Sqrt(c)+10)
+}
+
+func checkCloneWork(w pmfWindow) error {
+	if wk := cloneWork(w); wk > maxCloneWork {
+		return checks.Invalidf("the exact numerical bound needs about %.1e operations per evaluation at these parameters (limit %.0e); use the closed form", wk, maxCloneWork)
+	}
+	return nil
+}
+
 // clonesDeltaWindow returns a guaranteed upper bound on delta(eps) for the
 // clone-count distribution w and differing-user epsilon eps1; target scales
 // the truncation tolerances (pass the delta being searched for, or the
@@ -153,9 +180,10 @@ func clonesDeltaWindow(w pmfWindow, eps, eps1, target float64) float64 {
 	if eps >= eps1 {
 		return 0
 	}
-	W := float64(len(w.P) + 1)
-	tolW := 1e-4 * target / W
-	skip := 1e-5 * target / W
+	B := (len(w.P) + maxCloneBlocks - 1) / maxCloneBlocks
+	nb := float64((len(w.P)+B-1)/B + 1)
+	tolW := 1e-4 * target / nb
+	skip := 1e-5 * target / nb
 	// h(c) is non-increasing in c (more clones hide the differing user
 	// better), so once h(c) is negligible the remaining mass contributes
 	// at most h(c) times that mass.
@@ -165,19 +193,24 @@ func clonesDeltaWindow(w pmfWindow, eps, eps1, target float64) float64 {
 	for _, x := range w.P {
 		rest += x
 	}
-	for i, wc := range w.P {
-		if wc < skip {
-			lost += wc
-			rest -= wc
+	for start := 0; start < len(w.P); start += B {
+		end := min(start+B, len(w.P))
+		wb := 0.0
+		for _, x := range w.P[start:end] {
+			wb += x
+		}
+		if wb < skip {
+			lost += wb
+			rest -= wb
 			continue
 		}
-		h := cloneHockey(w.Lo+i, eps, eps1, tolW/wc)
+		h := cloneHockey(w.Lo+start, eps, eps1, tolW/wb)
 		if h < 1e-7*target {
-			s += h * rest
+			s += h * math.Max(rest, 0)
 			break
 		}
-		s += wc * h
-		rest -= wc
+		s += wb * h
+		rest -= wb
 	}
 	return roundSlack(s + lost)
 }
@@ -187,7 +220,10 @@ func clonesDeltaWindow(w pmfWindow, eps, eps1, target float64) float64 {
 // numerical analysis of Feldman, McMillan and Talwar 2022: the number of
 // clones is C ~ Bin(n-1, e^-eps0), and delta = E[D_{e^eps}(P_C || Q_C)] is
 // summed over every clone count c exactly (no blocks, no normal
-// approximation); the neglected binomial tails are bounded and added.
+// approximation) whenever at most 4096 counts carry mass, which covers n up
+// to about 10^7 at eps0 = 4 (beyond, see maxCloneBlocks); the neglected
+// binomial tails are bounded and added. Parameters whose exact evaluation
+// would be impractically slow are rejected with an error.
 // eps >= eps0 returns 0.
 func ClonesDelta(eps, eps0 float64, n int) (float64, error) {
 	if err := checks.EpsilonOrZero("eps", eps); err != nil {
@@ -200,6 +236,9 @@ func ClonesDelta(eps, eps0 float64, n int) (float64, error) {
 		return 0, fmt.Errorf("clones numerical delta: %w", err)
 	}
 	w := binomialWindow(n-1, math.Exp(-eps0))
+	if err := checkCloneWork(w); err != nil {
+		return 0, fmt.Errorf("clones numerical delta: %w", err)
+	}
 	return clonesDeltaWindow(w, eps, eps0, 1e-12), nil
 }
 
@@ -214,6 +253,9 @@ func ClonesNumerical(eps0 float64, n int, delta float64) (float64, error) {
 		return 0, fmt.Errorf("clones numerical bound: %w", err)
 	}
 	w := binomialWindow(n-1, math.Exp(-eps0))
+	if err := checkCloneWork(w); err != nil {
+		return 0, fmt.Errorf("clones numerical bound: %w", err)
+	}
 	start := eps0
 	if cf, err := ClonesTheorem(eps0, n, delta); err == nil && cf < start {
 		start = cf

@@ -5,7 +5,8 @@
 // guarantee (or an error naming the violated condition) out.
 //
 // Uniform local epsilon:
-//   - Erlingsson et al. 2019 (SODA), Corollary 5.3.1-style closed form: Erlingsson.
+//   - Erlingsson et al. 2019 (SODA): eps = 12 eps0 sqrt(log(1/delta)/n) with
+//     the validity ranges used in Balle et al. 2019's comparisons (Erlingsson).
 //   - Balle, Bell, Gascón and Nissim 2019 (the privacy blanket): the closed
 //     form for R_{gamma,b} (FLAME Lemma 1, BlanketClosedForm) and the numerical
 //     Hoeffding and Bennett bounds for the Laplace mechanism, R_{gamma,b},

@@ -61,9 +61,9 @@ func GDPEpsilon(mu, delta float64) (float64, error) {
 	return searchSmallest(func(e float64) float64 { return gdpDelta(mu, e) }, delta, hi, 1e-10), nil
 }
 
-// GDPMu returns the smallest mu such that mu-GDP implies (eps, delta)-DP
-// ... i.e. the largest mu with GDPDelta(mu, eps) <= delta (the inverse
-// question: which Gaussian privacy level meets a target).
+// GDPMu returns the largest mu (relative precision 1e-12) such that mu-GDP
+// implies (eps, delta)-DP, i.e. GDPDelta(mu, eps) <= delta: the inverse
+// question of which Gaussian privacy level meets a target.
 func GDPMu(eps, delta float64) (float64, error) {
 	if err := checks.EpsilonOrZero("eps", eps); err != nil {
 		return 0, fmt.Errorf("GDP mu: %w", err)
@@ -148,21 +148,26 @@ func EAPES(eps, deltas []float64, delta float64) (Bound, float64, error) {
 		Note: fmt.Sprintf("E-APES mu-GDP, mu = %.6g; central-limit approximation, not an upper bound", mu)}, mu, nil
 }
 
-// EAPESTVDistance evaluates the total-variation proxy of E-APES Lemma 3 /
-// Eq. (15) for m users with common (eps0, delta0): the largest absolute
-// difference between the probability that (xi_0, xi_1) of
-// Multinomial(m; p/2, p/2, 1-p), p = 2(1-delta0)/(1+e^eps0), equals
-// (k0, k1), and the mass the matching bivariate normal (same mean and
-// covariance) puts on the cell [k0-1/2, k0+1/2] x [k1-1/2, k1+1/2]. The paper
-// prints the cell as [k, k+1/2]^2, which cannot approximate a point mass; the
-// centred unit cell is used. With eps0 = 0.1, delta0 = 1/n and m = n = 50
-// this gives 0.0206, the paper's example (which does not state n).
+// EAPESTVDistance evaluates the distance used by E-APES Lemma 3 / Eq. (15)
+// for m other users with common (eps0, delta0): the largest absolute
+// difference, over count pairs (k0, k1), between the probability that
+// (xi_0, xi_1) of Multinomial(m; p/2, p/2, 1-p), p = 2(1-delta0)/(1+e^eps0),
+// equals (k0, k1) and the mass that the bivariate normal with the same mean
+// and covariance puts on the unit cell [k0-1/2, k0+1/2] x [k1-1/2, k1+1/2]
+// (8x8 Gauss–Legendre). This is the sensible reading of Eq. (15): for
+// eps0 = 0.1, delta0 = 1/50 and m = 49 it gives 0.0031. The paper's 0.0206
+// comes from the cell as printed (EAPESTVDistanceAsPrinted). Neither is a
+// total-variation distance (a sup over points, not a sum over sets), so
+// neither turns the Gaussian step into an upper bound.
 func EAPESTVDistance(m int, eps0, delta0 float64) (float64, error) {
 	return eapesTV(m, eps0, delta0, false)
 }
 
 // EAPESTVDistanceAsPrinted is EAPESTVDistance with the normal mass taken over
-// the cell [k0, k0+1/2] x [k1, k1+1/2] exactly as E-APES Eq. (15) prints it.
+// the quarter cell [k0, k0+1/2] x [k1, k1+1/2] exactly as E-APES Eq. (15)
+// prints it. With eps0 = 0.1, delta0 = 1/n and m = n-1 others for n = 50 it
+// gives 0.0206, the paper's example (which does not state n); the value is
+// dominated by the missing three quarters of each cell's mass.
 func EAPESTVDistanceAsPrinted(m int, eps0, delta0 float64) (float64, error) {
 	return eapesTV(m, eps0, delta0, true)
 }

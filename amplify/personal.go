@@ -202,7 +202,11 @@ func EoNDelta(eps []float64, e float64) (float64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("EoN numerical delta: %w", err)
 	}
-	return clonesDeltaWindow(poissonBinomial(others, pbFloorFor(1e-12, len(others))), e, es, 1e-12), nil
+	w := poissonBinomial(others, pbFloorFor(1e-12, len(others)))
+	if err := checkCloneWork(w); err != nil {
+		return 0, fmt.Errorf("EoN numerical delta: %w", err)
+	}
+	return clonesDeltaWindow(w, e, es, 1e-12), nil
 }
 
 // EoNNumerical returns the smallest epsilon (relative precision 1e-6,
@@ -222,6 +226,10 @@ func EoNNumerical(eps []float64, deltaS float64) (Bound, error) {
 	if b, err := eonClosed(others, es, deltaS); err == nil && b.Epsilon < start {
 		start = b.Epsilon
 	}
-	e := clonesSearch(poissonBinomial(others, pbFloorFor(deltaS, len(others))), es, start, deltaS)
+	w := poissonBinomial(others, pbFloorFor(deltaS, len(others)))
+	if err := checkCloneWork(w); err != nil {
+		return Bound{}, fmt.Errorf("EoN numerical: %w", err)
+	}
+	e := clonesSearch(w, es, start, deltaS)
 	return Bound{Name: "eon-numerical", Epsilon: e, Delta: deltaS, Note: "APES EoN, numerical, exact Poisson-binomial clone counts"}, nil
 }

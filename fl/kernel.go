@@ -24,7 +24,7 @@ type kernel struct {
 	hIdx   []int32
 	hVal   []float32
 	hStart []int
-	h      []float32 // hidden pre-activations, then activations: n·hidden
+	h      []float32 // hidden pre-activations: n·hidden
 	dh     []float32 // hidden deltas ∂ℓ_b/∂(pre-activation): n·hidden
 	dz     []float32 // logits, then softmax − onehot: n·classes
 

@@ -69,6 +69,13 @@ type LocalConfig struct {
 	Mu float64
 }
 
+// Upper bounds on LocalConfig.Epochs and LocalConfig.Steps, far beyond any
+// experiment, so that a mistyped value fails fast instead of overflowing.
+const (
+	MaxEpochs = 1_000_000
+	MaxSteps  = 1_000_000_000
+)
+
 // Validate reports the first invalid field; errors wrap checks.ErrInvalid.
 func (c LocalConfig) Validate() error {
 	if c.Mode != FedAvg && c.Mode != FedSGD {
@@ -86,10 +93,10 @@ func (c LocalConfig) Validate() error {
 	if err := checks.Positive("lr", c.LR); err != nil {
 		return err
 	}
-	if err := checks.IntAtLeast("local epochs", c.Epochs, 0); err != nil {
+	if err := checks.IntInRange("local epochs", c.Epochs, 0, MaxEpochs); err != nil {
 		return err
 	}
-	if err := checks.IntAtLeast("local steps", c.Steps, 0); err != nil {
+	if err := checks.IntInRange("local steps", c.Steps, 0, MaxSteps); err != nil {
 		return err
 	}
 	if (c.Epochs > 0) == (c.Steps > 0) {

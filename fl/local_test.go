@@ -322,6 +322,7 @@ func TestLocalUpdateErrors(t *testing.T) {
 		{name: "no epochs or steps", cfg: LocalConfig{Batch: 4, LR: 0.1}, contains: "exactly one"},
 		{name: "epochs and steps", cfg: LocalConfig{Epochs: 1, Steps: 3, Batch: 4, LR: 0.1}, contains: "exactly one"},
 		{name: "negative steps", cfg: LocalConfig{Steps: -1, Batch: 4, LR: 0.1}, contains: "steps"},
+		{name: "too many epochs", cfg: LocalConfig{Epochs: MaxEpochs + 1, Batch: 4, LR: 0.1}, contains: "epochs"},
 		{name: "bad mode", cfg: LocalConfig{Mode: 7, Epochs: 1, Batch: 4, LR: 0.1}, contains: "mode"},
 		{name: "dst length", dst: make([]float64, 5), contains: "update buffer"},
 		{name: "global length", wg: make([]float64, 5), contains: "global model has dimension"},
@@ -432,6 +433,36 @@ func TestLocalUpdateDoesNotAllocate(t *testing.T) {
 		})
 		if allocs != 0 {
 			t.Errorf("%s: LocalUpdate allocates %v times per call", name, allocs)
+		}
+	}
+}
+
+// TestLargeBatch checks minibatches larger than the kernel's chunk size.
+func TestLargeBatch(t *testing.T) {
+	ex := synth(13, 700, 20, 4)
+	idx := seq(650)
+	for _, name := range Models() {
+		m := mustModel(t, name, 20, 4)
+		r := rand.New(rand.NewPCG(1, 3))
+		wg := randomParams(r, m.Dim(), 0.2)
+		tr := NewTrainer(m)
+
+		want := make([]float64, m.Dim())
+		m.Gradient(want, wg, ex, idx)
+		got := make([]float64, m.Dim())
+		if _, err := tr.LocalUpdate(got, r, wg, ex, idx, LocalConfig{Mode: FedSGD, Batch: 1000}); err != nil {
+			t.Fatal(err)
+		}
+		if e := maxAbsDiff(got, want) / maxAbs(want); e > 1e-4 {
+			t.Errorf("%s: FedSGD on %d examples differs from reference by %.3g", name, len(idx), e)
+		}
+
+		want = refSGD(m, wg, ex, idx, 3, 0.3, 0.5)
+		if _, err := tr.LocalUpdate(got, r, wg, ex, idx, LocalConfig{Steps: 3, Batch: len(idx), LR: 0.3, Mu: 0.5}); err != nil {
+			t.Fatal(err)
+		}
+		if e := maxAbsDiff(got, want) / maxAbs(want); e > 1e-4 {
+			t.Errorf("%s: full-batch FedProx on %d examples differs from reference by %.3g", name, len(idx), e)
 		}
 	}
 }

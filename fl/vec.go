@@ -13,12 +13,9 @@ package fl
 // a sparse vector (idx, val) times the rows of a row-major matrix w.
 func gatherAxpyGo(dst, w []float32, ld int, idx []int32, val []float32) {
 	n := len(dst)
+	val = val[:len(idx)]
 	for j, k := range idx {
-		v := val[j]
-		row := w[int(k)*ld:][:n]
-		for c, wc := range row {
-			dst[c] += v * wc
-		}
+		axpyGo(dst, val[j], w[int(k)*ld:][:n])
 	}
 }
 
@@ -26,12 +23,26 @@ func gatherAxpyGo(dst, w []float32, ld int, idx []int32, val []float32) {
 // and c < len(x): a sparse rank-one update of the rows of w.
 func scatterAxpyGo(w []float32, ld int, idx []int32, val []float32, alpha float32, x []float32) {
 	n := len(x)
+	val = val[:len(idx)]
 	for j, k := range idx {
-		a := alpha * val[j]
-		row := w[int(k)*ld:][:n]
-		for c, xc := range x {
-			row[c] += a * xc
-		}
+		axpyGo(w[int(k)*ld:][:n], alpha*val[j], x)
+	}
+}
+
+// axpyGo computes y[i] += a·x[i] for i < len(y), unrolled by four; len(x) >=
+// len(y).
+func axpyGo(y []float32, a float32, x []float32) {
+	x = x[:len(y)]
+	i := 0
+	for ; i+4 <= len(y); i += 4 {
+		y4, x4 := y[i:i+4:i+4], x[i:i+4:i+4]
+		y4[0] += a * x4[0]
+		y4[1] += a * x4[1]
+		y4[2] += a * x4[2]
+		y4[3] += a * x4[3]
+	}
+	for ; i < len(y); i++ {
+		y[i] += a * x[i]
 	}
 }
 

@@ -26,10 +26,11 @@ import (
 // SmallSensitivityIsNotPrivate shows a loss of up to 1.8ε. That is why the
 // constructor takes the sensitivity and fixes the input interval from it.
 //
-// Sampling is exact, by the inverse CDF: choose the side of x with
-// probability proportional to its mass, then invert the truncated
+// Sampling is exact: by rejection from the Laplace with a recycled
+// exponential when λ <= 2A, else by the inverse CDF (choose the side of x
+// with probability proportional to its mass, then invert the truncated
 // exponential, with series where 1 - e^-a or log(1-t) would cancel, so that
-// huge λ (S-APES uses λ = dΔf/ε) keeps its relative precision. With Secure
+// huge λ (S-APES uses λ = dΔf/ε) keeps its relative precision). With Secure
 // set, outputs are snapped to a power-of-two grid in (m·2^-12, m·2^-11],
 // m = min(λ, A), and clamped to [-A, A]; both are post-processing, and the
 // bias this adds to Mean is below the grid step.
@@ -80,7 +81,12 @@ func (m ClipLaplace) Sample(r *rand.Rand, x float64) float64 {
 	if c := m.inputBound(); !(x >= -c && x <= c) {
 		panic(checks.Invalidf("clip-laplace input %v is outside [%v, %v]: clip the gradient to the clip bound first", x, -c, c))
 	}
-	z := clapDraw(r.Float64(), x, m.Lambda, m.Bound, clapK(m.Lambda, m.Bound))
+	var z float64
+	if m.Lambda <= 2*m.Bound {
+		z = clapReject(r, x, m.Lambda, m.Bound)
+	} else {
+		z = clapDraw(r.Float64(), x, m.Lambda, m.Bound, clapK(m.Lambda, m.Bound))
+	}
 	if m.Secure {
 		g := clapGrid(m.Lambda, m.Bound)
 		return snapClamp(z, g, 1/g, m.Bound)
@@ -104,16 +110,53 @@ func (m ClipLaplace) Perturb(r *rand.Rand, x []float64) error {
 	k := clapK(lam, A)
 	if !m.Secure {
 		for i, v := range x {
-			x[i] = clapDraw(r.Float64(), v, lam, A, k)
+			x[i] = clapSample(r, v, lam, A, k)
 		}
 		return nil
 	}
 	g := clapGrid(lam, A)
 	inv := 1 / g
 	for i, v := range x {
-		x[i] = snapClamp(clapDraw(r.Float64(), v, lam, A, k), g, inv, A)
+		x[i] = snapClamp(clapSample(r, v, lam, A, k), g, inv, A)
 	}
 	return nil
+}
+
+// clapSample draws CLap(x, lam, A); k = clapK(lam, A). Both methods are
+// exact. When λ <= 2A every input keeps at least (1-e^-1)/2 = 32% of the
+// Laplace mass inside [-A, A], and rejection with a recycled exponential
+// (one log per draw) is fastest; otherwise the inverse CDF is used.
+func clapSample(r *rand.Rand, x, lam, A, k float64) float64 {
+	if lam <= 2*A {
+		return clapReject(r, x, lam, A)
+	}
+	return clapDraw(r.Float64(), x, lam, A, k)
+}
+
+// clapReject samples the Laplace(x, λ) proposal as a uniform side and an
+// offset λ·E, E ~ Exp(1), and rejects offsets beyond the bound on that side.
+// A rejected E exceeds that side's length L (in units of λ), and by
+// memorylessness E - L is again Exp(1) and independent of the past, so it is
+// reused for the next proposal: one log per draw, plus one random bit per
+// proposal (expected 1/S(x) <= 3.2 proposals when λ <= 2A).
+func clapReject(r *rand.Rand, x, lam, A float64) float64 {
+	a := (x + A) / lam // length of the left side
+	b := (A - x) / lam // length of the right side
+	e := -math.Log(uniformFull(r, r.Uint64(), 64))
+	for {
+		sides := r.Uint64()
+		for range 64 {
+			// Branch-free side choice: sgn = -1 (left, length a) or +1
+			// (right, length b); only the accept test branches.
+			bit := float64(sides & 1)
+			l := a + bit*(b-a)
+			if e < l {
+				return clamp(x+(2*bit-1)*lam*e, A)
+			}
+			e -= l
+			sides >>= 1
+		}
+	}
 }
 
 // clapDraw maps a uniform u in [0, 1) to CLap(x, lam, A) by the inverse CDF.

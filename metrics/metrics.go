@@ -19,6 +19,7 @@ import (
 type Record struct {
 	Round               int            `json:"round"`
 	Participants        int            `json:"participants"`
+	Refused             int            `json:"refused"`
 	TestAccuracy        float64        `json:"test_accuracy"`
 	TestLoss            float64        `json:"test_loss"`
 	LocalEpsilonMin     *float64       `json:"local_epsilon_min"`
@@ -55,6 +56,7 @@ func FromResult(r runtime.RoundResult) Record {
 	return Record{
 		Round:               r.Round,
 		Participants:        r.Participants,
+		Refused:             r.Refused,
 		TestAccuracy:        r.TestAccuracy,
 		TestLoss:            r.TestLoss,
 		LocalEpsilonMin:     finite(p.LocalEpsilon.Min),

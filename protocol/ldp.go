@@ -79,11 +79,12 @@ func (LDPLaplace) Estimate(_ *rand.Rand, s Shape, agg *Aggregate, dst []float64)
 // sees every report); rounds compose by basic composition, assuming a client
 // may take part in every round.
 func (LDPLaplace) Account(s Shape, budgets []Budget) (Privacy, error) {
-	return localOnlyPrivacy(s, budgets, "ldp (no shuffle credit), basic composition")
+	return localOnlyPrivacy(s, budgets, false, "ldp (no shuffle credit), basic composition")
 }
 
-// localOnlyPrivacy is the accounting of protocols without amplification.
-func localOnlyPrivacy(s Shape, budgets []Budget, bound string) (Privacy, error) {
+// localOnlyPrivacy is the accounting of protocols without amplification;
+// withDelta says whether the mechanism spends the budgets' deltas.
+func localOnlyPrivacy(s Shape, budgets []Budget, withDelta bool, bound string) (Privacy, error) {
 	if len(budgets) == 0 {
 		return Privacy{}, checks.Invalidf("no participant budgets to account")
 	}
@@ -92,7 +93,9 @@ func localOnlyPrivacy(s Shape, budgets []Budget, bound string) (Privacy, error) 
 	maxDelta := 0.0
 	for i, e := range eps {
 		coord[i] = e / float64(s.Dim)
-		maxDelta = math.Max(maxDelta, budgets[i].Delta)
+		if withDelta {
+			maxDelta = math.Max(maxDelta, budgets[i].Delta)
+		}
 	}
 	st := Summarize(eps)
 	cs := Summarize(coord)
@@ -173,5 +176,5 @@ func (LDPGaussian) Estimate(_ *rand.Rand, s Shape, agg *Aggregate, dst []float64
 // Account implements Protocol. The per-coordinate figure is eps_i/d only as a
 // budget share: the Gaussian mechanism protects the whole vector at once.
 func (LDPGaussian) Account(s Shape, budgets []Budget) (Privacy, error) {
-	return localOnlyPrivacy(s, budgets, "ldp (no shuffle credit), basic composition")
+	return localOnlyPrivacy(s, budgets, true, "ldp (no shuffle credit), basic composition")
 }

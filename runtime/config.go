@@ -57,6 +57,11 @@ type Config struct {
 	// EpsFile is a file with one epsilon per client (read by the CLI).
 	EpsFile string  `yaml:"eps-file"`
 	Delta   float64 `yaml:"delta"`
+	// ClientCap is every client's total local epsilon over the whole run
+	// (0 means no cap). The engine's ledger refuses a release that would
+	// exceed it, and the client sits the round out (group-privacy paper: a
+	// client decides right before releasing).
+	ClientCap float64 `yaml:"client-cap"`
 	// Options are protocol-specific numeric options (k, np, nu, b, ...).
 	Options map[string]float64 `yaml:"options,omitempty"`
 
@@ -160,6 +165,9 @@ func (c *Config) Validate() error {
 		return err
 	}
 	if err := checks.Delta("delta", c.Delta); err != nil {
+		return err
+	}
+	if err := checks.NonNegative("client-cap", c.ClientCap); err != nil {
 		return err
 	}
 	if c.EpsDist != "" && c.EpsFile != "" {

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	goruntime "runtime"
 	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -36,6 +37,9 @@ type RoundResult struct {
 	// actually spent so far (its ledger total: it counts only the rounds the
 	// client took part in).
 	MaxClientEpsilon float64 `json:"max_client_epsilon"`
+	// Refused counts sampled clients whose ledger refused the release
+	// because it would exceed their cap (they sat the round out).
+	Refused int `json:"refused"`
 	// Reports and Dummies count what reached the analyzer.
 	Reports int64   `json:"reports"`
 	Dummies int64   `json:"dummies"`
@@ -67,7 +71,9 @@ type Engine struct {
 	testEx   fl.Examples
 	shards   [][]int
 	budgets  []protocol.Budget
-	spent    []float64
+	ledger   *account.Ledger
+	charges  bool
+	maxSpent float64
 	w        []float64
 	est      []float64
 	round    int
@@ -145,7 +151,14 @@ func New(cfg Config, split data.Split, budgets []protocol.Budget) (*Engine, erro
 		return nil, checks.Invalidf("%d budgets for %d clients", len(budgets), cfg.Clients)
 	}
 	e.budgets = budgets
-	e.spent = make([]float64, cfg.Clients)
+	e.ledger = account.NewLedger(account.NewMemoryStore())
+	capEps := cfg.ClientCap
+	if capEps == 0 {
+		capEps = math.MaxFloat64
+	}
+	if err := e.ledger.SetDefaultCap(account.Cap{Epsilon: capEps, Delta: math.Nextafter(1, 0)}); err != nil {
+		return nil, fmt.Errorf("ledger: %w", err)
+	}
 
 	// Partition the training set.
 	pr := rng.Stream(cfg.Seed, rng.LabelPartition)
@@ -209,6 +222,15 @@ func New(cfg Config, split data.Split, budgets []protocol.Budget) (*Engine, erro
 	if err := e.proto.Check(s, e.budgets[:min(len(e.budgets), e.perRound)]); err != nil {
 		return nil, err
 	}
+	priv, err := e.proto.Account(s, e.budgets[:min(len(e.budgets), e.perRound)])
+	if err != nil {
+		return nil, err
+	}
+	// Only protocols that give clients a local guarantee charge the ledger.
+	e.charges = priv.Private && !math.IsInf(priv.LocalEpsilon.Max, 1)
+	if cfg.ClientCap > 0 && !e.charges {
+		return nil, checks.Invalidf("client-cap needs a protocol with a local guarantee; %s gives clients none", cfg.Protocol)
+	}
 	return e, nil
 }
 
@@ -220,6 +242,10 @@ func (e *Engine) Model() fl.Model { return e.model }
 
 // Weights returns the current global model (not a copy: do not modify).
 func (e *Engine) Weights() []float64 { return e.w }
+
+// Ledger returns the per-client privacy ledger (every release charged so
+// far).
+func (e *Engine) Ledger() *account.Ledger { return e.ledger }
 
 // Round returns the number of completed rounds.
 func (e *Engine) Round() int { return e.round }
@@ -283,13 +309,59 @@ func (e *Engine) Step() (RoundResult, error) {
 	for i, c := range parts {
 		budgets[i] = e.budgets[c]
 	}
-	res := RoundResult{Round: t, Participants: len(parts)}
+	res := RoundResult{Round: t}
 	if err := e.proto.Check(s, budgets); err != nil {
 		return res, fmt.Errorf("round %d: %w", t, err)
 	}
 
-	var agg *protocol.Aggregate
+	// The accountant's statement does not depend on the data, so it is made
+	// before anything is released.
+	t0 := time.Now()
 	var err error
+	if len(budgets) > 0 {
+		res.Privacy, err = e.proto.Account(s, budgets)
+	} else {
+		// Nobody was sampled (possible under Poisson sampling): account with
+		// the population's budgets so the statement still covers the round.
+		res.Privacy, err = e.proto.Account(s, e.budgets)
+	}
+	if err != nil {
+		return res, fmt.Errorf("round %d: accountant: %w", t, err)
+	}
+	// Each participant's ledger is charged before it computes anything: a
+	// release that would exceed the client's cap is refused and the client
+	// sits the round out. A charge is recorded before the report exists.
+	if e.charges {
+		kept := parts[:0:0]
+		var keptB []protocol.Budget
+		for i, c := range parts {
+			err := e.ledger.Charge(account.Release{
+				Client: strconv.Itoa(c), Round: t, Mechanism: e.proto.Name(),
+				LocalEpsilon: budgets[i].Epsilon, LocalDelta: res.Privacy.LocalDelta,
+			})
+			switch {
+			case err == nil:
+				kept = append(kept, c)
+				keptB = append(keptB, budgets[i])
+			case errors.Is(err, account.ErrCapExceeded):
+				res.Refused++
+			default:
+				return res, fmt.Errorf("round %d: ledger: %w", t, err)
+			}
+		}
+		parts, budgets = kept, keptB
+		for _, c := range parts {
+			sp, err := e.ledger.Spent(strconv.Itoa(c))
+			if err != nil {
+				return res, fmt.Errorf("round %d: ledger: %w", t, err)
+			}
+			e.maxSpent = math.Max(e.maxSpent, sp.Epsilon)
+		}
+	}
+	res.Participants = len(parts)
+	res.Timing.Accounting = time.Since(t0).Seconds()
+
+	var agg *protocol.Aggregate
 	if e.cfg.Faithful {
 		agg, err = e.collectFaithful(t, s, parts, budgets, &res.Timing)
 	} else {
@@ -300,7 +372,7 @@ func (e *Engine) Step() (RoundResult, error) {
 	}
 	res.Reports, res.Dummies = agg.Reports, agg.Dummies
 
-	t0 := time.Now()
+	t0 = time.Now()
 	if err := e.proto.Estimate(rng.Stream(e.cfg.Seed, rng.LabelAnalyzer, uint64(t)), s, agg, e.est); err != nil {
 		return res, fmt.Errorf("round %d: analyzer: %w", t, err)
 	}
@@ -320,29 +392,10 @@ func (e *Engine) Step() (RoundResult, error) {
 	}
 	res.Timing.Evaluate = time.Since(t0).Seconds()
 
-	t0 = time.Now()
-	if len(budgets) > 0 {
-		res.Privacy, err = e.proto.Account(s, budgets)
-	} else {
-		// Nobody took part (possible under Poisson sampling): account with
-		// the population's budgets so the statement still covers the round.
-		res.Privacy, err = e.proto.Account(s, e.budgets)
-	}
-	if err != nil {
-		return res, fmt.Errorf("round %d: accountant: %w", t, err)
-	}
-	if res.Privacy.Private && !math.IsInf(res.Privacy.LocalEpsilon.Max, 1) {
-		for i, c := range parts {
-			e.spent[c] += budgets[i].Epsilon
-		}
-	}
-	for _, v := range e.spent {
-		res.MaxClientEpsilon = math.Max(res.MaxClientEpsilon, v)
-	}
-	if !res.Privacy.Private || math.IsInf(res.Privacy.LocalEpsilon.Max, 1) {
+	res.MaxClientEpsilon = e.maxSpent
+	if !e.charges {
 		res.MaxClientEpsilon = math.Inf(1)
 	}
-	res.Timing.Accounting = time.Since(t0).Seconds()
 
 	e.round = t
 	res.Seconds = time.Since(start).Seconds()

@@ -191,6 +191,30 @@ func TestLedgerCountsParticipation(t *testing.T) {
 	}
 }
 
+// TestClientCap: at 2 per round and a cap of 5, every client takes part in
+// rounds 1 and 2 and refuses round 3 (4 + 2 > 5).
+func TestClientCap(t *testing.T) {
+	split := loadSample(t)
+	cfg := smallConfig()
+	cfg.Protocol = "ldp-laplace"
+	cfg.Epsilon = 2
+	cfg.ClientCap = 5
+	cfg.ClientsPerRound = 0
+	res := runAll(t, cfg, split)
+	for i, want := range []int{0, 0, cfg.Clients} {
+		if res[i].Refused != want || res[i].Participants != cfg.Clients-want {
+			t.Fatalf("round %d: %d refused, %d took part; want %d refused", i+1, res[i].Refused, res[i].Participants, want)
+		}
+	}
+	if res[2].MaxClientEpsilon != 4 {
+		t.Fatalf("max client epsilon %v, want 4", res[2].MaxClientEpsilon)
+	}
+	cfg.Protocol = "nonprivate"
+	if _, err := New(cfg, split, nil); err == nil {
+		t.Fatal("a cap was accepted for a protocol without local guarantee")
+	}
+}
+
 func TestConfigErrors(t *testing.T) {
 	split := loadSample(t)
 	tests := []struct {

@@ -85,6 +85,7 @@ func newRunFlags(cfg *runtime.Config, ex *runExtras, stderr io.Writer) *flag.Fla
 	fs.StringVar(&cfg.EpsDist, "eps-dist", cfg.EpsDist, "personalized budgets drawn from a named `distribution`: "+strings.Join(account.BudgetDistributions(), ", "))
 	fs.StringVar(&cfg.EpsFile, "eps-file", cfg.EpsFile, "personalized budgets from a `file`: one epsilon per client, one per line or comma-separated")
 	fs.Float64Var(&cfg.Delta, "delta", cfg.Delta, "delta of (epsilon, delta) guarantees: local delta of Gaussian mechanisms and target central delta")
+	fs.Float64Var(&cfg.ClientCap, "client-cap", cfg.ClientCap, "every client's total local epsilon over the run; a release that would exceed it is refused by the client's ledger and the client sits the round out (0 = no cap)")
 	fs.Func("option", "protocol-specific option `name=value` (repeatable), e.g. k=157 or np=333", func(s string) error {
 		ex.options = append(ex.options, s)
 		return nil
