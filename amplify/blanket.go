@@ -274,7 +274,7 @@ func BlanketEpsilon(r Randomizer, v BlanketVariant, eps0 float64, n int, delta f
 }
 
 // BlanketClosedForm returns the closed-form privacy-blanket bound for
-// R_{gamma,b} (Balle et al. 2019, Theorem 3.1 corollary; FLAME Lemma 1):
+// R_{gamma,b} (Balle et al. 2019, as stated in FLAME Lemma 1):
 //
 //	eps_c = sqrt(14 log(2/delta) (e^eps0 + b - 1) / (n - 1)),
 //

@@ -175,18 +175,21 @@ func TestBennettAgainstTermByTermSum(t *testing.T) {
 }
 
 func TestBlanketBoundsExactBinaryRR(t *testing.T) {
-	// Binary RR is k-RR with k = 2: the corrected bounds must dominate its
-	// exact shuffled delta.
+	// Binary RR is k-RR with k = 2 (and an eps0-LDP randomizer): the
+	// corrected bounds, specific and generic, must dominate its exact
+	// shuffled delta.
 	r := Randomizer{Mech: KRR, K: 2}
 	for _, n := range []int{100, 1000} {
 		for _, eps0 := range []float64{0.5, 1, 2} {
 			for _, f := range []float64{0.2, 0.4, 0.6} {
 				eps := f * eps0
 				exact := shuffledBinaryRRDelta(n, eps0, eps)
-				for _, v := range []BlanketVariant{Bennett, Hoeffding} {
-					d, _ := BlanketDelta(r, v, eps, eps0, n)
-					if d < exact*(1-1e-9) {
-						t.Errorf("%v n=%d eps0=%v eps=%v: bound %g < exact %g", v, n, eps0, eps, d, exact)
+				for _, m := range []Randomizer{r, {Mech: Generic}} {
+					for _, v := range []BlanketVariant{Bennett, Hoeffding} {
+						d, _ := BlanketDelta(m, v, eps, eps0, n)
+						if d < exact*(1-1e-9) {
+							t.Errorf("%v %v n=%d eps0=%v eps=%v: bound %g < exact %g", m.Mech, v, n, eps0, eps, d, exact)
+						}
 					}
 				}
 			}
@@ -254,5 +257,56 @@ func TestBlanketEpsilonNoAmplification(t *testing.T) {
 	e, ok, err := BlanketEpsilon(Randomizer{Mech: Laplace}, Bennett, 5, 10, 1e-9)
 	if err != nil || ok || e != 5 {
 		t.Errorf("tiny n: got (%v, %v, %v), want eps0 = 5 with ok = false", e, ok, err)
+	}
+}
+
+// shuffledKRR3Delta is the exact delta(eps) of shuffling n reports of k-ary
+// randomized response (k = 3) when user 1 holds 0 or 1 and everyone else
+// holds 0: the output is the histogram of the reports.
+func shuffledKRR3Delta(n int, eps0, eps float64) float64 {
+	den := math.Exp(eps0) + 2
+	ps, po := math.Exp(eps0)/den, 1/den // same / other symbol
+	lf := func(k int) float64 { v, _ := math.Lgamma(float64(k) + 1); return v }
+	others := func(h0, h1, h2 int) float64 { // Multinomial(n-1; ps, po, po)
+		if h0 < 0 || h1 < 0 || h2 < 0 {
+			return 0
+		}
+		return math.Exp(lf(n-1) - lf(h0) - lf(h1) - lf(h2) + float64(h0)*math.Log(ps) + float64(h1+h2)*math.Log(po))
+	}
+	ee := math.Exp(eps)
+	d1, d2 := 0.0, 0.0
+	for h0 := 0; h0 <= n; h0++ {
+		for h1 := 0; h0+h1 <= n; h1++ {
+			h2 := n - h0 - h1
+			// user 1 with input 0 reports 0 w.p. ps, 1 or 2 w.p. po each;
+			// with input 1 reports 1 w.p. ps, 0 or 2 w.p. po each.
+			P := ps*others(h0-1, h1, h2) + po*others(h0, h1-1, h2) + po*others(h0, h1, h2-1)
+			Q := po*others(h0-1, h1, h2) + ps*others(h0, h1-1, h2) + po*others(h0, h1, h2-1)
+			d1 += math.Max(0, P-ee*Q)
+			d2 += math.Max(0, Q-ee*P)
+		}
+	}
+	return math.Max(d1, d2)
+}
+
+func TestBlanketBoundsExactKRR3(t *testing.T) {
+	r := Randomizer{Mech: KRR, K: 3}
+	for _, n := range []int{30, 120} {
+		for _, eps0 := range []float64{0.5, 1.5} {
+			for _, f := range []float64{0.3, 0.6} {
+				eps := f * eps0
+				exact := shuffledKRR3Delta(n, eps0, eps)
+				for _, v := range []BlanketVariant{Bennett, Hoeffding} {
+					d, _ := BlanketDelta(r, v, eps, eps0, n)
+					if d < exact*(1-1e-9) {
+						t.Errorf("%v n=%d eps0=%v eps=%v: bound %g < exact %g", v, n, eps0, eps, d, exact)
+					}
+				}
+				c, _ := ClonesDelta(eps, eps0, n)
+				if c < exact*(1-1e-9) {
+					t.Errorf("clones n=%d eps0=%v eps=%v: bound %g < exact %g", n, eps0, eps, c, exact)
+				}
+			}
+		}
 	}
 }

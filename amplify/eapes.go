@@ -227,3 +227,90 @@ func eapesTV(m int, eps0, delta0 float64, printed bool) (float64, error) {
 	}
 	return best, nil
 }
+
+// gmu is the Gaussian trade-off function G_mu(x) = Phi(Phi^-1(1-x) - mu) on
+// [0, 1] (0 beyond 1).
+func gmu(mu, x float64) float64 {
+	switch {
+	case x >= 1:
+		return 0
+	case x <= 0:
+		return 1
+	}
+	// Phi^-1(1-x) = sqrt2 erfcinv(2x).
+	return phi(math.Sqrt2*math.Erfcinv(2*x) - mu)
+}
+
+// EAPESCorrectedDelta returns delta(eps) of the trade-off function that
+// E-APES Theorem 3 states after its Berry–Esseen correction,
+//
+//	f(alpha) = deltaMax (1 - alpha) + (1 - deltaMax) max(0, G_mu(alpha + tau) - tau),
+//
+// i.e. delta(eps) = sup_alpha [1 - e^eps alpha - f(alpha)] (the (eps, delta)
+// curve of a symmetric trade-off function, Dong, Roth and Su 2022). tau is
+// the distance C/sqrt(n-1) of the theorem; the paper gives no C, so tau must
+// be supplied (e.g. from EAPESTVDistance). With tau = 0 and deltaMax = 0 this
+// is GDPDelta. Since delta(eps) >= (1 - deltaMax) tau for every eps, the
+// correction makes the statement vacuous for delta below tau. The result is
+// still an APPROXIMATION: tau is not a proven total-variation bound.
+func EAPESCorrectedDelta(mu, tau, deltaMax, eps float64) (float64, error) {
+	if err := checks.Positive("mu", mu); err != nil {
+		return 0, fmt.Errorf("E-APES corrected delta: %w", err)
+	}
+	if err := checks.Probability("tau", tau); err != nil {
+		return 0, fmt.Errorf("E-APES corrected delta: %w", err)
+	}
+	if err := checks.DeltaOrZero("delta_max", deltaMax); err != nil {
+		return 0, fmt.Errorf("E-APES corrected delta: %w", err)
+	}
+	if err := checks.EpsilonOrZero("eps", eps); err != nil {
+		return 0, fmt.Errorf("E-APES corrected delta: %w", err)
+	}
+	return eapesCorrectedDelta(mu, tau, deltaMax, eps), nil
+}
+
+func eapesCorrectedDelta(mu, tau, deltaMax, eps float64) float64 {
+	ee := math.Exp(eps)
+	obj := func(a float64) float64 {
+		f := deltaMax*(1-a) + (1-deltaMax)*math.Max(0, gmu(mu, a+tau)-tau)
+		return 1 - ee*a - f
+	}
+	// obj is concave (f is convex), so a ternary search finds its maximum.
+	lo, hi := 0.0, 1.0
+	for i := 0; i < 200 && hi-lo > 1e-15; i++ {
+		m1 := lo + (hi-lo)/3
+		m2 := hi - (hi-lo)/3
+		if obj(m1) < obj(m2) {
+			lo = m1
+		} else {
+			hi = m2
+		}
+	}
+	best := math.Max(obj(0), math.Max(obj(lo), obj(hi)))
+	return math.Min(1, math.Max(0, best))
+}
+
+// EAPESCorrectedEpsilon returns the smallest eps with EAPESCorrectedDelta <=
+// delta, or an error when even eps -> infinity cannot reach delta (delta
+// below about (1 - deltaMax) tau). An APPROXIMATION, like EAPES.
+func EAPESCorrectedEpsilon(mu, tau, deltaMax, delta float64) (float64, error) {
+	if _, err := EAPESCorrectedDelta(mu, tau, deltaMax, 0); err != nil {
+		return 0, err
+	}
+	if err := checks.Delta("delta", delta); err != nil {
+		return 0, fmt.Errorf("E-APES corrected epsilon: %w", err)
+	}
+	f := func(e float64) float64 { return eapesCorrectedDelta(mu, tau, deltaMax, e) }
+	if f(0) <= delta {
+		return 0, nil
+	}
+	hi := 1.0
+	for f(hi) > delta {
+		hi *= 2
+		if hi > 700 {
+			return 0, fmt.Errorf("E-APES corrected epsilon: %w", checks.Invalidf(
+				"delta = %v is below what the corrected trade-off allows (about (1-delta_max) tau = %.3g): the Berry–Esseen correction makes the bound vacuous here", delta, (1-deltaMax)*tau))
+		}
+	}
+	return searchSmallest(f, delta, hi, 1e-9), nil
+}

@@ -126,3 +126,31 @@ func TestEAPESBerryEsseenExample(t *testing.T) {
 		t.Errorf("unit-cell TV = %.5f, %v; want %v", got, err, tv.TVUnitCell)
 	}
 }
+
+func TestEAPESCorrection(t *testing.T) {
+	// tau = 0, deltaMax = 0: the corrected curve is the plain GDP curve.
+	for _, mu := range []float64{0.05, 0.5, 2} {
+		for _, eps := range []float64{0, 0.1, 1} {
+			got, err := EAPESCorrectedDelta(mu, 0, 0, eps)
+			want, _ := GDPDelta(mu, eps)
+			if err != nil || !near(got, want, 1e-9) {
+				t.Errorf("mu=%v eps=%v: corrected %v, GDP %v (%v)", mu, eps, got, want, err)
+			}
+		}
+	}
+	// The correction can only increase delta, by at least (1-deltaMax) tau.
+	d0, _ := EAPESCorrectedDelta(0.3, 0, 0, 0.5)
+	d1, _ := EAPESCorrectedDelta(0.3, 0.0206, 1e-5, 0.5)
+	if !(d1 >= d0+0.0206*(1-1e-5)-1e-12) {
+		t.Errorf("corrected delta %v not >= %v + tau", d1, d0)
+	}
+	// Round trip and the vacuous regime.
+	e, err := EAPESCorrectedEpsilon(0.3, 0.001, 0, 0.01)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d, _ := EAPESCorrectedDelta(0.3, 0.001, 0, e); d > 0.01 {
+		t.Errorf("delta at eps %v is %v > 0.01", e, d)
+	}
+	wantInvalid(t, func() error { _, err := EAPESCorrectedEpsilon(0.3, 0.0206, 0, 1e-8); return err }(), "vacuous")
+}

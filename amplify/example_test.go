@@ -69,3 +69,26 @@ func ExampleEAPES() {
 	fmt.Printf("mu = %.4f, eps = %.3f, approximation = %v\n", mu, b.Epsilon, b.Approximation)
 	// Output: mu = 0.0231, eps = 0.107, approximation = true
 }
+
+// FLAME Theorem 5: the strongest index privacy SS-Topk allows with
+// n = 1000 users padded to n_p = 333 reports per dimension and beta = 1/50.
+func ExampleFLAMEIndexNu() {
+	nu, l, err := amplify.FLAMEIndexNu(1000, 333, 0.02)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Printf("nu = %.3f with l = %d\n", nu, l)
+	// Output: nu = 3.125 with l = 16
+}
+
+// The inverse question: the largest local epsilon whose shuffled
+// guarantee (FMT numerical bound, 10^5 users) is at most 0.5.
+func ExampleInverseEps0() {
+	e0, err := amplify.InverseEps0(amplify.ClonesNumerical, 0.5, 100000, 1e-6, 20)
+	if err != nil {
+		panic(err)
+	}
+	e, _ := amplify.ClonesNumerical(e0, 100000, 1e-6)
+	fmt.Printf("eps0 = %.3f gives central eps %.4f <= 0.5\n", e0, e)
+	// Output: eps0 = 5.917 gives central eps 0.5000 <= 0.5
+}

@@ -4,13 +4,14 @@ import "math"
 
 // pbFloorFor returns the mass below which tail entries of partial
 // Poisson-binomial convolutions are dropped when the result feeds a delta of
-// about target: every dropped mass is added to Lost (so the result stays a
+// about target. Every dropped mass is added to Lost, so the result stays a
 // guaranteed upper bound for expectations of functions with values in
-// [0, 1]), and the total dropped over all ~n/32 tree nodes stays below about
-// 1e-5 target.
+// [0, 1] whatever the floor; the floor only trades tightness for speed. The
+// total dropped is about 3e4 floors for n = 1e6 (measured), so
+// 1e-3 target/n keeps it near 1e-5 target.
 func pbFloorFor(target float64, n int) float64 {
-	f := 1e-6 * target / float64(n+1)
-	return math.Min(math.Max(f, 1e-30), 1e-20)
+	f := 1e-3 * target / float64(n+1)
+	return math.Min(math.Max(f, 1e-30), 1e-16)
 }
 
 // poissonBinomial returns the distribution of C = sum_i Bernoulli(q_i),
@@ -43,18 +44,7 @@ func poissonBinomial(q []float64, floor float64) pmfWindow {
 		a = poissonBinomial(q[:h], floor)
 		b = poissonBinomial(q[h:], floor)
 	}
-	out := make([]float64, len(a.P)+len(b.P)-1)
-	for i, x := range a.P {
-		if x == 0 {
-			continue
-		}
-		bp := b.P
-		o := out[i : i+len(bp)]
-		o = o[:len(bp)]
-		for j, y := range bp {
-			o[j] += x * y
-		}
-	}
+	out := convolve(a.P, b.P)
 	// Mass lost in either factor: P(A or B outside its window) <= La + Lb.
 	return trimWindow(pmfWindow{Lo: a.Lo + b.Lo, P: out, Lost: a.Lost + b.Lost}, floor)
 }
@@ -72,4 +62,51 @@ func trimWindow(w pmfWindow, floor float64) pmfWindow {
 		j--
 	}
 	return pmfWindow{Lo: w.Lo + i, P: w.P[i:j], Lost: w.Lost}
+}
+
+// convolve returns the full convolution of two non-negative sequences,
+// computed directly (no FFT, so no cancellation error): out[k] is a dot
+// product of a with the reversed b, summed with four accumulators; large
+// products split the output range over two goroutines.
+func convolve(a, b []float64) []float64 {
+	if len(a) < len(b) {
+		a, b = b, a
+	}
+	n := len(a) + len(b) - 1
+	out := make([]float64, n)
+	rb := make([]float64, len(b))
+	for i, v := range b {
+		rb[len(b)-1-i] = v
+	}
+	work := func(lo, hi int) {
+		for k := lo; k < hi; k++ {
+			// out[k] = sum_j a[k-j] b[j] over valid j; with rb, contiguous.
+			i0 := max(0, k-len(b)+1) // first index into a
+			i1 := min(k, len(a)-1)   // last index into a
+			x := a[i0 : i1+1]
+			y := rb[len(b)-1-(k-i0) : len(b)-1-(k-i0)+len(x)]
+			var s0, s1, s2, s3 float64
+			j := 0
+			for ; j+4 <= len(x); j += 4 {
+				s0 += x[j] * y[j]
+				s1 += x[j+1] * y[j+1]
+				s2 += x[j+2] * y[j+2]
+				s3 += x[j+3] * y[j+3]
+			}
+			for ; j < len(x); j++ {
+				s0 += x[j] * y[j]
+			}
+			out[k] = (s0 + s1) + (s2 + s3)
+		}
+	}
+	if float64(len(a))*float64(len(b)) < 4e6 {
+		work(0, n)
+		return out
+	}
+	mid := n / 2
+	done := make(chan struct{})
+	go func() { work(0, mid); close(done) }()
+	work(mid, n)
+	<-done
+	return out
 }

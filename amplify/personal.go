@@ -141,7 +141,7 @@ func eonOthers(eps []float64) (others []float64, epsStar float64, err error) {
 		return nil, 0, err
 	}
 	sorted := append([]float64(nil), eps...)
-	sort.Float64s(sorted)
+	sortNonNegative(sorted)
 	q := cloneProbsSorted(sorted)
 	im := 0
 	for i, v := range q {
@@ -194,8 +194,8 @@ func EoNClosedForm(eps []float64, deltaS float64) (Bound, error) {
 // Bernoulli(q_i) over the n-1 non-differing users (one report each), and
 // delta = E[D_{e^eps}(P_C || Q_C)] with the differing user at eps* = max eps_i,
 // summed over every c.
-func EoNDelta(eps []float64, e float64) (float64, error) {
-	if err := checks.EpsilonOrZero("eps", e); err != nil {
+func EoNDelta(eps []float64, epsCentral float64) (float64, error) {
+	if err := checks.EpsilonOrZero("central eps", epsCentral); err != nil {
 		return 0, fmt.Errorf("EoN numerical delta: %w", err)
 	}
 	others, es, err := eonOthers(eps)
@@ -206,7 +206,7 @@ func EoNDelta(eps []float64, e float64) (float64, error) {
 	if err := checkCloneWork(w); err != nil {
 		return 0, fmt.Errorf("EoN numerical delta: %w", err)
 	}
-	return clonesDeltaWindow(w, e, es, 1e-12), nil
+	return clonesDeltaWindow(w, epsCentral, es, 1e-12), nil
 }
 
 // EoNNumerical returns the smallest epsilon (relative precision 1e-6,

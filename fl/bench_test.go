@@ -9,21 +9,40 @@ import (
 	"os"
 	"runtime"
 	"sync"
-	"syscall"
+	"sync/atomic"
 	"testing"
 	"time"
 )
 
-// threadCPU returns the CPU time used so far by the calling OS thread (the
-// caller must be locked to it), so that single-goroutine benchmarks can
-// report a throughput that does not count time the thread spent waiting for
-// a core on a shared machine.
-func threadCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(1 /* RUSAGE_THREAD */, &ru); err != nil {
-		return 0
+// reportCPU reports a metric from thread CPU time, if the platform measures
+// it: work per CPU-second if perSecond, else CPU-seconds per unit of work.
+func reportCPU(b *testing.B, cpu time.Duration, work float64, unit string, perSecond bool) {
+	if cpu <= 0 {
+		return
 	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	if perSecond {
+		b.ReportMetric(work/cpu.Seconds(), unit)
+	} else {
+		b.ReportMetric(cpu.Seconds()/work, unit)
+	}
+}
+
+// parallel runs f(0), …, f(g−1) on g goroutines, each locked to its thread,
+// and returns the CPU time the g threads spent in f, summed.
+func parallel(g int, f func(i int)) time.Duration {
+	var total atomic.Int64
+	var wg sync.WaitGroup
+	for i := range g {
+		wg.Go(func() {
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			t0 := threadCPU()
+			f(i)
+			total.Add(int64(threadCPU() - t0))
+		})
+	}
+	wg.Wait()
+	return time.Duration(total.Load())
 }
 
 // The benchmarks train on the first 60,000 Fashion-MNIST training images when
@@ -131,20 +150,17 @@ func BenchmarkLocalUpdateRound(b *testing.B) {
 						b.Fatal(err)
 					}
 				}
-				cpu := threadCPU() - cpu0
-				b.ReportMetric(cpu.Seconds()/float64(b.N)/clients*1e6, "cpu-µs/client")
+				reportCPU(b, threadCPU()-cpu0, float64(b.N*clients)*1e-6, "cpu-µs/client", false)
 			} else {
+				var cpu time.Duration
 				for b.Loop() {
-					var wg sync.WaitGroup
-					for i := range v.goroutines {
-						wg.Go(func() {
-							if err := clientsFrom(trainers[i], deltas[i], cfg, i, v.goroutines); err != nil {
-								b.Error(err)
-							}
-						})
-					}
-					wg.Wait()
+					cpu += parallel(v.goroutines, func(i int) {
+						if err := clientsFrom(trainers[i], deltas[i], cfg, i, v.goroutines); err != nil {
+							b.Error(err)
+						}
+					})
 				}
+				reportCPU(b, cpu, float64(b.N*clients)*1e-6, "cpu-µs/client", false)
 			}
 			b.ReportMetric(b.Elapsed().Seconds()/float64(b.N)/clients*1e6, "µs/client")
 		})
@@ -184,28 +200,27 @@ func BenchmarkTrain(b *testing.B) {
 								b.Fatal(err)
 							}
 						}
-						cpu := threadCPU() - cpu0
 						b.ReportMetric(float64(b.N*shard)/b.Elapsed().Seconds(), "examples/s")
-						b.ReportMetric(float64(b.N*shard)/cpu.Seconds(), "examples/cpu-s")
+						reportCPU(b, threadCPU()-cpu0, float64(b.N*shard), "examples/cpu-s", true)
 						return
 					}
+					var cpu time.Duration
 					for b.Loop() {
-						var wg sync.WaitGroup
-						for i := range g {
-							wg.Go(func() {
-								idx := seq(shard)
-								for j := range idx {
-									idx[j] += i * shard
-								}
-								r := rand.New(rand.NewPCG(uint64(i), 0))
-								if _, err := trainers[i].LocalUpdate(deltas[i], r, global, ex, idx, cfg); err != nil {
-									b.Error(err)
-								}
-							})
-						}
-						wg.Wait()
+						cpu += parallel(g, func(i int) {
+							idx := seq(shard)
+							for j := range idx {
+								idx[j] += i * shard
+							}
+							r := rand.New(rand.NewPCG(uint64(i), 0))
+							if _, err := trainers[i].LocalUpdate(deltas[i], r, global, ex, idx, cfg); err != nil {
+								b.Error(err)
+							}
+						})
 					}
 					b.ReportMetric(float64(b.N*g*shard)/b.Elapsed().Seconds(), "examples/s")
+					// Per core: equals the wall figure divided by g on an
+					// idle machine with g free cores.
+					reportCPU(b, cpu, float64(b.N*g*shard), "examples/cpu-s", true)
 				})
 			}
 		}
@@ -250,6 +265,21 @@ func BenchmarkKernels(b *testing.B) {
 		b.Run(lname+"/sparsify", func(b *testing.B) {
 			for b.Loop() {
 				sparsify(idx, val, x, false)
+			}
+		})
+		b.Run(lname+"/dense10/fwd", func(b *testing.B) {
+			w := make([]float32, len(x)*10)
+			part := make([]float32, 80)
+			for b.Loop() {
+				dense10Fwd(part, w, x)
+			}
+		})
+		b.Run(lname+"/dense10/back/batch=6", func(b *testing.B) {
+			w := make([]float32, len(x)*10)
+			rows := []int{0, 784, 1568, 2352, 3136, 3920}
+			tile := make([]float32, 6*80)
+			for b.Loop() {
+				dense10Back(w, ex.X, rows, tile)
 			}
 		})
 		for _, n := range []int{10, 128} {

@@ -24,7 +24,9 @@
 // amd64, chosen at run time with golang.org/x/sys/cpu, and portable Go loops
 // elsewhere, on older CPUs, or with the purego build tag. Zero input features
 // (and zero ReLU outputs) are skipped, which is exact and pays off on image
-// data, where about half the pixels are 0. Data sets enter as Examples, a view
+// data, where about half the pixels are 0; logistic regression with 10
+// classes on AVX-512 instead uses dense kernels that process eight rows of W
+// (80 floats, five ZMM registers) at a time, which is faster still. Data sets enter as Examples, a view
 // of the feature matrix and labels of a data.Dataset, plus a list of row
 // indices for a client's shard.
 //

@@ -28,6 +28,14 @@ type kernel struct {
 	dh     []float32 // hidden deltas ∂ℓ_b/∂(pre-activation): n·hidden
 	dz     []float32 // logits, then softmax − onehot: n·classes
 
+	// logreg with 10 classes on AVX-512 (see useDense10): the dense path
+	// reads the examples' rows of x directly.
+	dense bool
+	x     []float32 // ex.X of the last forward pass
+	rows  []int     // offsets in x of the examples of the last forward pass
+	part  []float32 // 80 partial logits
+	tile  []float32 // s·δ_b tiled eight times: n·80
+
 	// MLP only.
 	w2t  []float32 // W2 transposed (classes×hidden), for the hidden deltas
 	iota []int32   // 0, 1, …, classes−1
@@ -62,6 +70,11 @@ func (k *kernel) reserve(n int) {
 	k.h = make([]float32, n*m.hidden)
 	k.dh = make([]float32, n*m.hidden)
 	k.dz = make([]float32, n*m.out)
+	if m.hidden == 0 && m.out == 10 {
+		k.rows = make([]int, n)
+		k.part = make([]float32, 80)
+		k.tile = make([]float32, n*80)
+	}
 	if m.hidden > 0 {
 		k.w2t = make([]float32, m.out*m.hidden)
 		k.iota = make([]int32, m.out)
@@ -83,6 +96,31 @@ func (k *kernel) forward(w []float32, ex Examples, batch []int, back bool) (loss
 	k.reserve(len(batch))
 	k.n = len(batch)
 	in, hid, out := m.in, m.hidden, m.out
+	k.dense = hid == 0 && useDense10(in, out)
+	if k.dense {
+		W, bias := w[m.w1:m.b1], w[m.b1:m.b1+out]
+		k.x = ex.X
+		part := k.part
+		for b, i := range batch {
+			k.rows[b] = i * in
+			dense10Fwd(part, W, ex.X[i*in:(i+1)*in])
+			z := k.dz[b*out : (b+1)*out]
+			for c := range z {
+				v := bias[c]
+				for r := range 8 {
+					v += part[10*r+c]
+				}
+				z[c] = v
+			}
+			l, ok := softmaxDelta(z, int(ex.Y[i]), back)
+			loss += l
+			if ok {
+				correct++
+			}
+		}
+		return loss, correct
+	}
+
 	nzIdx, nzVal := k.nzIdx, k.nzVal
 	nnz := 0
 	for b, i := range batch {
@@ -168,6 +206,21 @@ func (k *kernel) forward(w []float32, ex Examples, batch []int, back bool) (loss
 func (k *kernel) accumulate(target []float32, s float32) {
 	m := k.m
 	out, hid := m.out, m.hidden
+	if k.dense {
+		W, bias := target[m.w1:m.b1], target[m.b1:m.b1+out]
+		for b := range k.n {
+			dz := k.dz[b*out : (b+1)*out]
+			t := k.tile[b*80 : (b+1)*80]
+			for e := range t {
+				t[e] = s * dz[e%10]
+			}
+			for c, d := range dz {
+				bias[c] += s * d
+			}
+		}
+		dense10Back(W, k.x, k.rows[:k.n], k.tile[:k.n*80])
+		return
+	}
 	if hid == 0 {
 		W, bias := target[m.w1:m.b1], target[m.b1:m.b1+out]
 		for b := range k.n {
@@ -207,21 +260,24 @@ func (k *kernel) accumulate(target []float32, s float32) {
 }
 
 // segment splits the non-zero inputs of each example of the last forward
-// pass into feature blocks (seg).
+// pass into feature blocks (seg). The indices are sorted, so the end of block
+// q is one past its last entry: every entry stores its successor's position
+// into its block's end (branch-free, the last store wins), and a running
+// maximum fills the empty blocks.
 func (k *kernel) segment() {
 	nb := k.blocks
 	for b := range k.n {
 		seg := k.seg[b*(nb+1) : (b+1)*(nb+1)]
-		j, e := k.nzStart[b], k.nzStart[b+1]
-		idx := k.nzIdx[:e]
-		for q := range nb {
-			seg[q] = j
-			lim := int32((q + 1) * featureBlock)
-			for j < e && idx[j] < lim {
-				j++
-			}
+		s, e := k.nzStart[b], k.nzStart[b+1]
+		for q := range seg {
+			seg[q] = s
 		}
-		seg[nb] = e
+		for j, f := range k.nzIdx[s:e] {
+			seg[uint32(f)/featureBlock+1] = s + j + 1
+		}
+		for q := 1; q <= nb; q++ {
+			seg[q] = max(seg[q], seg[q-1])
+		}
 	}
 }
 

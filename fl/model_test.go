@@ -151,7 +151,7 @@ func TestGradientFiniteDifferences(t *testing.T) {
 func TestFastGradientMatchesReference(t *testing.T) {
 	withKernels(t, func(t *testing.T) {
 		for _, name := range Models() {
-			for _, shape := range [][2]int{{9, 4}, {70, 10}, {784, 10}, {33, 17}, {17, 2}, {40, 140}} {
+			for _, shape := range [][2]int{{9, 4}, {70, 10}, {784, 10}, {40, 10}, {8, 10}, {33, 17}, {17, 2}, {40, 140}} {
 				features, classes := shape[0], shape[1]
 				ex := synth(5, 40, features, classes)
 				m := mustModel(t, name, features, classes)

@@ -115,3 +115,34 @@ func proxStepGo(w, g []float32, c float32) {
 		w[i] = v + c*(g[i]-v)
 	}
 }
+
+// dense10FwdGo computes part[10r+c] = Σ_q x[8q+r]·w[80q+10r+c] for r < 8,
+// c < 10: the logits of x under a 10-class W (len(x)·10 floats), split by
+// the row of x within blocks of 8; len(x) is a multiple of 8 and len(part) is
+// 80. The reference for dense10FwdAVX512.
+func dense10FwdGo(part, w, x []float32) {
+	part = part[:80]
+	clear(part)
+	for q := 0; q+8 <= len(x); q += 8 {
+		blk := w[q*10 : q*10+80]
+		for e := range part {
+			part[e] += x[q+e/10] * blk[e]
+		}
+	}
+}
+
+// dense10BackGo computes w[80q+10r+c] += Σ_b x[rows[b]+8q+r]·t[80b+10r+c]:
+// W += Σ_b x_b ⊗ δ_b for a 10-class W, with t holding each δ_b tiled eight
+// times (80 floats per example). The reference for dense10BackAVX512.
+func dense10BackGo(w, x []float32, rows []int, t []float32) {
+	for q := 0; q+80 <= len(w); q += 80 {
+		blk := w[q : q+80]
+		for b, off := range rows {
+			xb := x[off+q/10 : off+q/10+8]
+			tb := t[b*80 : b*80+80]
+			for e := range blk {
+				blk[e] += xb[e/10] * tb[e]
+			}
+		}
+	}
+}

@@ -14,9 +14,9 @@ const (
 // bestLevel is the fastest kernel level the CPU supports.
 var bestLevel = func() int {
 	switch {
-	case cpu.X86.HasAVX512F && cpu.X86.HasAVX2 && cpu.X86.HasFMA:
+	case cpu.X86.HasAVX512F && cpu.X86.HasAVX2 && cpu.X86.HasFMA && cpu.X86.HasPOPCNT:
 		return levelAVX512
-	case cpu.X86.HasAVX2 && cpu.X86.HasFMA:
+	case cpu.X86.HasAVX2 && cpu.X86.HasFMA && cpu.X86.HasPOPCNT:
 		return levelAVX2
 	}
 	return levelGo
@@ -42,6 +42,31 @@ func scatterAxpyAVX512(w []float32, ld int, idx []int32, val []float32, alpha fl
 func sparsifyAVX512(idx []int32, val []float32, x []float32, positive bool) int
 
 //go:noescape
+func sparsify8AVX2(idx []int32, val []float32, x []float32, positive bool) int
+
+// compressLUT[m] lists the positions of the set bits of m in increasing
+// order (padded with zeros): the permutation that packs the lanes selected
+// by an 8-lane comparison mask m to the front. Read by sparsify8AVX2.
+var compressLUT = func() (t [256][8]int32) {
+	for m := range t {
+		n := 0
+		for b := range 8 {
+			if m&(1<<b) != 0 {
+				t[m][n] = int32(b)
+				n++
+			}
+		}
+	}
+	return t
+}()
+
+//go:noescape
+func dense10FwdAVX512(part, w, x []float32)
+
+//go:noescape
+func dense10BackAVX512(w, x []float32, rows []int, t []float32)
+
+//go:noescape
 func proxAVX2(w, g []float32, c float32)
 
 //go:noescape
@@ -50,7 +75,13 @@ func cvt64to32AVX2(dst []float32, src []float64) bool
 //go:noescape
 func deltaAVX2(dst []float64, a, b []float32) bool
 
+// gatherAxpy is gatherAxpyGo or its assembly version. The assembly trusts
+// the row indices (they come from this package's own compression of the
+// input), so only the cheap shape checks are made here; they panic.
 func gatherAxpy(dst, w []float32, ld int, idx []int32, val []float32) {
+	if len(val) < len(idx) || len(dst) > ld {
+		panic("fl: gatherAxpy: bad shapes")
+	}
 	switch level {
 	case levelAVX512:
 		gatherAxpyAVX512(dst, w, ld, idx, val)
@@ -61,7 +92,11 @@ func gatherAxpy(dst, w []float32, ld int, idx []int32, val []float32) {
 	}
 }
 
+// scatterAxpy is scatterAxpyGo or its assembly version; see gatherAxpy.
 func scatterAxpy(w []float32, ld int, idx []int32, val []float32, alpha float32, x []float32) {
+	if len(val) < len(idx) || len(x) > ld {
+		panic("fl: scatterAxpy: bad shapes")
+	}
 	switch level {
 	case levelAVX512:
 		scatterAxpyAVX512(w, ld, idx, val, alpha, x)
@@ -103,8 +138,17 @@ func delta64(dst []float64, a, b []float32) bool {
 func sparsify(idx []int32, val []float32, x []float32, positive bool) int {
 	idx = idx[:len(x)]
 	val = val[:len(x)]
-	if level >= levelAVX512 {
+	switch level {
+	case levelAVX512:
 		return sparsifyAVX512(idx, val, x, positive)
+	case levelAVX2:
+		n := sparsify8AVX2(idx, val, x, positive)
+		m := len(x) &^ 7
+		k := sparsifyGo(idx[n:], val[n:], x[m:], positive)
+		for j := range k {
+			idx[n+j] += int32(m)
+		}
+		return n + k
 	}
 	return sparsifyGo(idx, val, x, positive)
 }
@@ -118,4 +162,44 @@ func proxStep(w, g []float32, c float32) {
 		return
 	}
 	proxStepGo(w, g, c)
+}
+
+// useDense10 reports whether logistic regression with the given shape uses
+// the dense 10-class kernels (dense10Fwd, dense10Back) instead of the sparse
+// gather and scatter. With AVX-512 they handle eight rows of W (80 floats) per
+// step without per-pixel work; they need exactly 10 classes and a multiple of
+// 8 features, the setting of every experiment on 28×28 images.
+func useDense10(features, classes int) bool {
+	return level == levelAVX512 && classes == 10 && features%8 == 0
+}
+
+// dense10Fwd is dense10FwdGo or its assembly version. It panics on bad shapes.
+func dense10Fwd(part, w, x []float32) {
+	if len(part) < 80 || len(x)%8 != 0 || len(w) < len(x)*10 {
+		panic("fl: dense10Fwd: bad shapes")
+	}
+	if level == levelAVX512 {
+		dense10FwdAVX512(part, w, x)
+		return
+	}
+	dense10FwdGo(part, w, x)
+}
+
+// dense10Back is dense10BackGo or its assembly version. It panics on bad
+// shapes, including a row offset that leaves x.
+func dense10Back(w, x []float32, rows []int, t []float32) {
+	if len(w)%80 != 0 || len(t) < 80*len(rows) {
+		panic("fl: dense10Back: bad shapes")
+	}
+	in := len(w) / 10
+	for _, off := range rows {
+		if off < 0 || off+in > len(x) {
+			panic("fl: dense10Back: row outside x")
+		}
+	}
+	if level == levelAVX512 {
+		dense10BackAVX512(w, x, rows, t)
+		return
+	}
+	dense10BackGo(w, x, rows, t)
 }

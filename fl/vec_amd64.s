@@ -2,6 +2,25 @@
 
 #include "textflag.h"
 
+// masks<>+32−4k holds k all-ones lanes followed by zeros (k ≤ 8).
+DATA masks<>+0(SB)/4, $0xffffffff
+DATA masks<>+4(SB)/4, $0xffffffff
+DATA masks<>+8(SB)/4, $0xffffffff
+DATA masks<>+12(SB)/4, $0xffffffff
+DATA masks<>+16(SB)/4, $0xffffffff
+DATA masks<>+20(SB)/4, $0xffffffff
+DATA masks<>+24(SB)/4, $0xffffffff
+DATA masks<>+28(SB)/4, $0xffffffff
+DATA masks<>+32(SB)/4, $0
+DATA masks<>+36(SB)/4, $0
+DATA masks<>+40(SB)/4, $0
+DATA masks<>+44(SB)/4, $0
+DATA masks<>+48(SB)/4, $0
+DATA masks<>+52(SB)/4, $0
+DATA masks<>+56(SB)/4, $0
+DATA masks<>+60(SB)/4, $0
+GLOBL masks<>(SB), RODATA|NOPTR, $64
+
 // func gatherAxpyAVX2(dst, w []float32, ld int, idx []int32, val []float32)
 //
 // dst[c] += Σ_j val[j]·w[idx[j]·ld + c]. Columns are processed in blocks of
@@ -64,8 +83,8 @@ g64st:
 	JMP  g64
 
 g8:
-	CMPQ CX, $8
-	JLT  g1
+	CMPQ CX, $16
+	JLE  gtail
 	VMOVUPS 0(DI)(R12*1), Y0
 	XORQ BX, BX
 
@@ -87,29 +106,54 @@ g8st:
 	SUBQ $8, CX
 	JMP  g8
 
-g1:
+gtail:
+	// 1 to 16 columns remain: two masked blocks (Y14, Y13 masks for columns
+	// 0–7 and 8–15 of the tail) in one pass; the masked-off lanes are never
+	// read or written.
 	CMPQ CX, $0
 	JLE  gdone
-	VMOVSS 0(DI)(R12*1), X0
+	LEAQ masks<>+32(SB), AX
+	MOVQ CX, DX
+	CMPQ DX, $8
+	JLE  gm0
+	MOVQ $8, DX
+
+gm0:
+	SHLQ $2, DX
+	SUBQ DX, AX
+	VMOVDQU 0(AX), Y14 // first min(r, 8) lanes set
+	LEAQ masks<>+32(SB), AX
+	MOVQ CX, DX
+	SUBQ $8, DX
+	JGE  gm1
+	XORQ DX, DX
+
+gm1:
+	SHLQ $2, DX
+	SUBQ DX, AX
+	VMOVDQU 0(AX), Y13 // first max(r−8, 0) lanes set
+	VMASKMOVPS 0(DI)(R12*1), Y14, Y0
+	VMASKMOVPS 32(DI)(R12*1), Y13, Y1
 	XORQ BX, BX
 
-g1j:
+gtailj:
 	CMPQ BX, R10
-	JGE  g1st
+	JGE  gtailst
 	MOVLQSX (R9)(BX*4), AX
 	IMULQ   R8, AX
 	ADDQ    SI, AX
 	ADDQ    R12, AX
-	VMOVSS  (R11)(BX*4), X8
-	VFMADD231SS 0(AX), X8, X0
+	VBROADCASTSS (R11)(BX*4), Y8
+	VMASKMOVPS 0(AX), Y14, Y9
+	VMASKMOVPS 32(AX), Y13, Y10
+	VFMADD231PS Y9, Y8, Y0
+	VFMADD231PS Y10, Y8, Y1
 	INCQ BX
-	JMP  g1j
+	JMP  gtailj
 
-g1st:
-	VMOVSS X0, 0(DI)(R12*1)
-	ADDQ $4, R12
-	DECQ CX
-	JMP  g1
+gtailst:
+	VMASKMOVPS Y0, Y14, 0(DI)(R12*1)
+	VMASKMOVPS Y1, Y13, 32(DI)(R12*1)
 
 gdone:
 	VZEROUPPER
@@ -186,8 +230,8 @@ s64next:
 	JMP  s64
 
 s8:
-	CMPQ CX, $8
-	JLT  s1
+	CMPQ CX, $16
+	JLT  stail
 	VMOVUPS 0(DI)(R12*1), Y0
 	XORQ BX, BX
 
@@ -211,31 +255,82 @@ s8next:
 	SUBQ $8, CX
 	JMP  s8
 
-s1:
+stail:
+	// r = CX < 16 columns remain: split by the bits of r into a YMM (8), XMM
+	// (4), 64-bit (2) and scalar (1) part, applied in one pass.
 	CMPQ CX, $0
 	JLE  sdone
-	VMOVSS 0(DI)(R12*1), X0
+	LEAQ (DI)(R12*1), DI
+	TESTQ $8, CX
+	JEQ  sp4
+	VMOVUPS 0(DI), Y0
+
+sp4:
+	MOVQ CX, DX
+	ANDQ $8, DX
+	SHLQ $2, DX
+	TESTQ $4, CX
+	JEQ  sp2
+	VMOVUPS 0(DI)(DX*1), X1
+
+sp2:
+	MOVQ CX, R13
+	ANDQ $12, R13
+	SHLQ $2, R13
+	TESTQ $2, CX
+	JEQ  sp1
+	VMOVSD 0(DI)(R13*1), X2
+
+sp1:
+	MOVQ CX, R14
+	ANDQ $14, R14
+	SHLQ $2, R14
+	TESTQ $1, CX
+	JEQ  spj
+	VMOVSS 0(DI)(R14*1), X3
+
+spj:
 	XORQ BX, BX
 
-s1j:
+stailj:
 	CMPQ BX, R10
-	JGE  s1next
+	JGE  sdone
 	MOVLQSX (R9)(BX*4), AX
 	IMULQ   R8, AX
 	ADDQ    SI, AX
 	ADDQ    R12, AX
-	VMOVSS  (R11)(BX*4), X8
-	VMULSS  X15, X8, X8
-	VMOVSS  0(AX), X9
-	VFMADD231SS X0, X8, X9
-	VMOVSS  X9, 0(AX)
-	INCQ BX
-	JMP  s1j
+	VBROADCASTSS (R11)(BX*4), Y8
+	VMULPS  Y15, Y8, Y8
+	TESTQ $8, CX
+	JEQ  st4
+	VMOVUPS 0(AX), Y9
+	VFMADD231PS Y0, Y8, Y9
+	VMOVUPS Y9, 0(AX)
 
-s1next:
-	ADDQ $4, R12
-	DECQ CX
-	JMP  s1
+st4:
+	TESTQ $4, CX
+	JEQ  st2
+	VMOVUPS 0(AX)(DX*1), X9
+	VFMADD231PS X1, X8, X9
+	VMOVUPS X9, 0(AX)(DX*1)
+
+st2:
+	TESTQ $2, CX
+	JEQ  st1
+	VMOVSD 0(AX)(R13*1), X9
+	VFMADD231PS X2, X8, X9
+	VMOVSD X9, 0(AX)(R13*1)
+
+st1:
+	TESTQ $1, CX
+	JEQ  stn
+	VMOVSS 0(AX)(R14*1), X9
+	VFMADD231SS X3, X8, X9
+	VMOVSS X9, 0(AX)(R14*1)
+
+stn:
+	INCQ BX
+	JMP  stailj
 
 sdone:
 	VZEROUPPER
@@ -838,5 +933,343 @@ x1:
 	JMP  x1
 
 xdone:
+	VZEROUPPER
+	RET
+
+// func sparsify8AVX2(idx []int32, val []float32, x []float32, positive bool) int
+//
+// As sparsifyAVX512 for the first len(x) &^ 7 entries of x, with AVX2: each
+// block of 8 is compressed by a permutation looked up from its comparison
+// mask in compressLUT (set-bit positions in order) and stored whole. The
+// caller handles the remaining entries.
+TEXT ·sparsify8AVX2(SB), NOSPLIT, $0-88
+	MOVQ idx_base+0(FP), DI
+	MOVQ val_base+24(FP), DX
+	MOVQ x_base+48(FP), SI
+	MOVQ x_len+56(FP), CX
+	MOVBQZX positive+72(FP), R10
+	LEAQ ·compressLUT(SB), R11
+	VMOVDQU iota16<>(SB), Y1
+	MOVL $8, AX
+	MOVQ AX, X2
+	VPBROADCASTD X2, Y2
+	VXORPS Y3, Y3, Y3
+	XORQ R8, R8
+
+q8:
+	CMPQ CX, $8
+	JLT  qdone
+	VMOVUPS 0(SI), Y0
+	TESTQ   R10, R10
+	JNE     q8pos
+	VCMPPS  $4, Y3, Y0, Y4 // x != 0 (NaN counts as non-zero)
+	JMP     q8cmp
+
+q8pos:
+	VCMPPS $6, Y3, Y0, Y4 // !(x <= 0)
+
+q8cmp:
+	VMOVMSKPS Y4, AX
+	MOVQ    AX, BX
+	SHLQ    $5, BX
+	VMOVDQU (R11)(BX*1), Y5
+	VPERMPS Y0, Y5, Y6
+	VPERMD  Y1, Y5, Y7
+	VMOVUPS Y6, 0(DX)(R8*4)
+	VMOVDQU Y7, 0(DI)(R8*4)
+	POPCNTL AX, AX
+	ADDQ    AX, R8
+	VPADDD  Y2, Y1, Y1
+	ADDQ $32, SI
+	SUBQ $8, CX
+	JMP  q8
+
+qdone:
+	MOVQ R8, ret+80(FP)
+	VZEROUPPER
+	RET
+
+
+// perm10<> holds five permutations: lane l of vector i is (16i+l)/10, the row
+// (0–7) of element 16i+l of an 8×10 block stored row-major in 80 floats.
+DATA perm10<>+0(SB)/4, $0
+DATA perm10<>+4(SB)/4, $0
+DATA perm10<>+8(SB)/4, $0
+DATA perm10<>+12(SB)/4, $0
+DATA perm10<>+16(SB)/4, $0
+DATA perm10<>+20(SB)/4, $0
+DATA perm10<>+24(SB)/4, $0
+DATA perm10<>+28(SB)/4, $0
+DATA perm10<>+32(SB)/4, $0
+DATA perm10<>+36(SB)/4, $0
+DATA perm10<>+40(SB)/4, $1
+DATA perm10<>+44(SB)/4, $1
+DATA perm10<>+48(SB)/4, $1
+DATA perm10<>+52(SB)/4, $1
+DATA perm10<>+56(SB)/4, $1
+DATA perm10<>+60(SB)/4, $1
+DATA perm10<>+64(SB)/4, $1
+DATA perm10<>+68(SB)/4, $1
+DATA perm10<>+72(SB)/4, $1
+DATA perm10<>+76(SB)/4, $1
+DATA perm10<>+80(SB)/4, $2
+DATA perm10<>+84(SB)/4, $2
+DATA perm10<>+88(SB)/4, $2
+DATA perm10<>+92(SB)/4, $2
+DATA perm10<>+96(SB)/4, $2
+DATA perm10<>+100(SB)/4, $2
+DATA perm10<>+104(SB)/4, $2
+DATA perm10<>+108(SB)/4, $2
+DATA perm10<>+112(SB)/4, $2
+DATA perm10<>+116(SB)/4, $2
+DATA perm10<>+120(SB)/4, $3
+DATA perm10<>+124(SB)/4, $3
+DATA perm10<>+128(SB)/4, $3
+DATA perm10<>+132(SB)/4, $3
+DATA perm10<>+136(SB)/4, $3
+DATA perm10<>+140(SB)/4, $3
+DATA perm10<>+144(SB)/4, $3
+DATA perm10<>+148(SB)/4, $3
+DATA perm10<>+152(SB)/4, $3
+DATA perm10<>+156(SB)/4, $3
+DATA perm10<>+160(SB)/4, $4
+DATA perm10<>+164(SB)/4, $4
+DATA perm10<>+168(SB)/4, $4
+DATA perm10<>+172(SB)/4, $4
+DATA perm10<>+176(SB)/4, $4
+DATA perm10<>+180(SB)/4, $4
+DATA perm10<>+184(SB)/4, $4
+DATA perm10<>+188(SB)/4, $4
+DATA perm10<>+192(SB)/4, $4
+DATA perm10<>+196(SB)/4, $4
+DATA perm10<>+200(SB)/4, $5
+DATA perm10<>+204(SB)/4, $5
+DATA perm10<>+208(SB)/4, $5
+DATA perm10<>+212(SB)/4, $5
+DATA perm10<>+216(SB)/4, $5
+DATA perm10<>+220(SB)/4, $5
+DATA perm10<>+224(SB)/4, $5
+DATA perm10<>+228(SB)/4, $5
+DATA perm10<>+232(SB)/4, $5
+DATA perm10<>+236(SB)/4, $5
+DATA perm10<>+240(SB)/4, $6
+DATA perm10<>+244(SB)/4, $6
+DATA perm10<>+248(SB)/4, $6
+DATA perm10<>+252(SB)/4, $6
+DATA perm10<>+256(SB)/4, $6
+DATA perm10<>+260(SB)/4, $6
+DATA perm10<>+264(SB)/4, $6
+DATA perm10<>+268(SB)/4, $6
+DATA perm10<>+272(SB)/4, $6
+DATA perm10<>+276(SB)/4, $6
+DATA perm10<>+280(SB)/4, $7
+DATA perm10<>+284(SB)/4, $7
+DATA perm10<>+288(SB)/4, $7
+DATA perm10<>+292(SB)/4, $7
+DATA perm10<>+296(SB)/4, $7
+DATA perm10<>+300(SB)/4, $7
+DATA perm10<>+304(SB)/4, $7
+DATA perm10<>+308(SB)/4, $7
+DATA perm10<>+312(SB)/4, $7
+DATA perm10<>+316(SB)/4, $7
+GLOBL perm10<>(SB), RODATA|NOPTR, $320
+
+// func dense10FwdAVX512(part, w, x []float32)
+//
+// For 10 classes and len(x) a multiple of 8: part[10r+c] = Σ_q x[8q+r]·w[80q+10r+c]
+// (r < 8, c < 10), the partial logits of x split by row-in-block; the caller
+// sums over r. Eight rows of W are 80 floats, five ZMM registers; the inputs
+// of the block are spread over them with VPERMPS.
+TEXT ·dense10FwdAVX512(SB), NOSPLIT, $0-72
+	MOVQ part_base+0(FP), DI
+	MOVQ w_base+24(FP), SI
+	MOVQ x_base+48(FP), DX
+	MOVQ x_len+56(FP), CX
+	VMOVDQU32 perm10<>+0(SB), Z10
+	VMOVDQU32 perm10<>+64(SB), Z11
+	VMOVDQU32 perm10<>+128(SB), Z12
+	VMOVDQU32 perm10<>+192(SB), Z13
+	VMOVDQU32 perm10<>+256(SB), Z14
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z15, Z15, Z15
+	VPXORD Z16, Z16, Z16
+	VPXORD Z17, Z17, Z17
+	VPXORD Z18, Z18, Z18
+	VPXORD Z19, Z19, Z19
+
+f10:
+	// Two blocks per iteration into two sets of accumulators (Z0–Z4 and
+	// Z15–Z19), to halve the FMA latency chains.
+	CMPQ CX, $16
+	JLT  f10one
+	VMOVUPS 0(DX), Y5
+	VMOVUPS 32(DX), Y20
+	VPERMPS Z5, Z10, Z6
+	VPERMPS Z20, Z10, Z21
+	VFMADD231PS 0(SI), Z6, Z0
+	VFMADD231PS 320(SI), Z21, Z15
+	VPERMPS Z5, Z11, Z7
+	VPERMPS Z20, Z11, Z22
+	VFMADD231PS 64(SI), Z7, Z1
+	VFMADD231PS 384(SI), Z22, Z16
+	VPERMPS Z5, Z12, Z8
+	VPERMPS Z20, Z12, Z23
+	VFMADD231PS 128(SI), Z8, Z2
+	VFMADD231PS 448(SI), Z23, Z17
+	VPERMPS Z5, Z13, Z9
+	VPERMPS Z20, Z13, Z24
+	VFMADD231PS 192(SI), Z9, Z3
+	VFMADD231PS 512(SI), Z24, Z18
+	VPERMPS Z5, Z14, Z6
+	VPERMPS Z20, Z14, Z21
+	VFMADD231PS 256(SI), Z6, Z4
+	VFMADD231PS 576(SI), Z21, Z19
+	ADDQ $64, DX
+	ADDQ $640, SI
+	SUBQ $16, CX
+	JMP  f10
+
+f10one:
+	CMPQ CX, $8
+	JLT  f10sum
+	VMOVUPS 0(DX), Y5
+	VPERMPS Z5, Z10, Z6
+	VFMADD231PS 0(SI), Z6, Z0
+	VPERMPS Z5, Z11, Z7
+	VFMADD231PS 64(SI), Z7, Z1
+	VPERMPS Z5, Z12, Z8
+	VFMADD231PS 128(SI), Z8, Z2
+	VPERMPS Z5, Z13, Z9
+	VFMADD231PS 192(SI), Z9, Z3
+	VPERMPS Z5, Z14, Z6
+	VFMADD231PS 256(SI), Z6, Z4
+
+f10sum:
+	VADDPS Z15, Z0, Z0
+	VADDPS Z16, Z1, Z1
+	VADDPS Z17, Z2, Z2
+	VADDPS Z18, Z3, Z3
+	VADDPS Z19, Z4, Z4
+
+f10done:
+	VMOVUPS Z0, 0(DI)
+	VMOVUPS Z1, 64(DI)
+	VMOVUPS Z2, 128(DI)
+	VMOVUPS Z3, 192(DI)
+	VMOVUPS Z4, 256(DI)
+	VZEROUPPER
+	RET
+
+// func dense10BackAVX512(w, x []float32, rows []int, t []float32)
+//
+// For 10 classes: w[80q+10r+c] += Σ_b x[rows[b]+8q+r]·t[80b+10r+c] for every
+// block q < len(w)/80, i.e. W += Σ_b x_b ⊗ δ_b with t holding each δ_b tiled
+// eight times. Each block of W is loaded and stored once per minibatch.
+TEXT ·dense10BackAVX512(SB), NOSPLIT, $0-96
+	MOVQ w_base+0(FP), DI
+	MOVQ w_len+8(FP), CX
+	MOVQ x_base+24(FP), SI
+	MOVQ rows_base+48(FP), R9
+	MOVQ rows_len+56(FP), R10
+	MOVQ t_base+72(FP), R11
+	VMOVDQU32 perm10<>+0(SB), Z10
+	VMOVDQU32 perm10<>+64(SB), Z11
+	VMOVDQU32 perm10<>+128(SB), Z12
+	VMOVDQU32 perm10<>+192(SB), Z13
+	VMOVDQU32 perm10<>+256(SB), Z14
+	XORQ R12, R12 // byte offset of the block within a row of x
+
+b10:
+	CMPQ CX, $80
+	JLT  b10done
+	VMOVUPS 0(DI), Z0
+	VMOVUPS 64(DI), Z1
+	VMOVUPS 128(DI), Z2
+	VMOVUPS 192(DI), Z3
+	VMOVUPS 256(DI), Z4
+	VPXORD Z15, Z15, Z15
+	VPXORD Z16, Z16, Z16
+	VPXORD Z17, Z17, Z17
+	VPXORD Z18, Z18, Z18
+	VPXORD Z19, Z19, Z19
+	XORQ BX, BX
+	MOVQ R11, DX
+
+b10j:
+	// Two examples per iteration into two sets of accumulators (Z0–Z4 and
+	// Z15–Z19), to halve the FMA latency chains.
+	LEAQ 1(BX), AX
+	CMPQ AX, R10
+	JGE  b10one
+	MOVQ (R9)(BX*8), AX
+	LEAQ (SI)(AX*4), AX
+	VMOVUPS 0(AX)(R12*1), Y5
+	MOVQ 8(R9)(BX*8), AX
+	LEAQ (SI)(AX*4), AX
+	VMOVUPS 0(AX)(R12*1), Y20
+	VPERMPS Z5, Z10, Z6
+	VPERMPS Z20, Z10, Z21
+	VFMADD231PS 0(DX), Z6, Z0
+	VFMADD231PS 320(DX), Z21, Z15
+	VPERMPS Z5, Z11, Z7
+	VPERMPS Z20, Z11, Z22
+	VFMADD231PS 64(DX), Z7, Z1
+	VFMADD231PS 384(DX), Z22, Z16
+	VPERMPS Z5, Z12, Z8
+	VPERMPS Z20, Z12, Z23
+	VFMADD231PS 128(DX), Z8, Z2
+	VFMADD231PS 448(DX), Z23, Z17
+	VPERMPS Z5, Z13, Z9
+	VPERMPS Z20, Z13, Z24
+	VFMADD231PS 192(DX), Z9, Z3
+	VFMADD231PS 512(DX), Z24, Z18
+	VPERMPS Z5, Z14, Z6
+	VPERMPS Z20, Z14, Z21
+	VFMADD231PS 256(DX), Z6, Z4
+	VFMADD231PS 576(DX), Z21, Z19
+	ADDQ $640, DX
+	ADDQ $2, BX
+	JMP  b10j
+
+b10one:
+	CMPQ BX, R10
+	JGE  b10sum
+	MOVQ (R9)(BX*8), AX
+	LEAQ (SI)(AX*4), AX
+	VMOVUPS 0(AX)(R12*1), Y5
+	VPERMPS Z5, Z10, Z6
+	VFMADD231PS 0(DX), Z6, Z0
+	VPERMPS Z5, Z11, Z7
+	VFMADD231PS 64(DX), Z7, Z1
+	VPERMPS Z5, Z12, Z8
+	VFMADD231PS 128(DX), Z8, Z2
+	VPERMPS Z5, Z13, Z9
+	VFMADD231PS 192(DX), Z9, Z3
+	VPERMPS Z5, Z14, Z6
+	VFMADD231PS 256(DX), Z6, Z4
+
+b10sum:
+	VADDPS Z15, Z0, Z0
+	VADDPS Z16, Z1, Z1
+	VADDPS Z17, Z2, Z2
+	VADDPS Z18, Z3, Z3
+	VADDPS Z19, Z4, Z4
+
+b10st:
+	VMOVUPS Z0, 0(DI)
+	VMOVUPS Z1, 64(DI)
+	VMOVUPS Z2, 128(DI)
+	VMOVUPS Z3, 192(DI)
+	VMOVUPS Z4, 256(DI)
+	ADDQ $320, DI
+	ADDQ $32, R12
+	SUBQ $80, CX
+	JMP  b10
+
+b10done:
 	VZEROUPPER
 	RET

@@ -39,3 +39,11 @@ func sparsify(idx []int32, val []float32, x []float32, positive bool) int {
 }
 
 func proxStep(w, g []float32, c float32) { proxStepGo(w, g[:len(w)], c) }
+
+// useDense10 is false without the assembly: the sparse kernels are faster in
+// plain Go.
+func useDense10(features, classes int) bool { return false }
+
+func dense10Fwd(part, w, x []float32) { dense10FwdGo(part, w, x) }
+
+func dense10Back(w, x []float32, rows []int, t []float32) { dense10BackGo(w, x, rows, t) }

@@ -189,3 +189,63 @@ func TestProxStep(t *testing.T) {
 		}
 	})
 }
+
+// TestDense10 compares the dense 10-class kernels with their Go references
+// and with a direct computation of the logits and of W += Σ_b x_b ⊗ δ_b.
+func TestDense10(t *testing.T) {
+	withKernels(t, func(t *testing.T) {
+		r := rand.New(rand.NewPCG(9, 10))
+		randv := func(n int) []float32 {
+			v := make([]float32, n)
+			for i := range v {
+				if r.IntN(3) > 0 {
+					v[i] = float32(2*r.Float64() - 1)
+				}
+			}
+			return v
+		}
+		for _, in := range []int{8, 16, 40, 784} {
+			const B = 5
+			x := randv(B*in + 3)
+			w := randv(in * 10)
+			part := make([]float32, 80)
+			for b := range B {
+				xb := x[b*in : (b+1)*in]
+				dense10Fwd(part, w, xb)
+				for c := range 10 {
+					var got, want float64
+					for r := range 8 {
+						got += float64(part[10*r+c])
+					}
+					for k := range in {
+						want += float64(xb[k]) * float64(w[k*10+c])
+					}
+					if math.Abs(got-want) > 1e-4 {
+						t.Fatalf("in=%d: logit %d = %v, want %v", in, c, got, want)
+					}
+				}
+			}
+			rows := []int{0, 2 * in, in + 3, 4 * in, in}
+			d := randv(B * 10)
+			tile := make([]float32, B*80)
+			for b := range B {
+				for e := range 80 {
+					tile[b*80+e] = d[b*10+e%10]
+				}
+			}
+			w0 := append([]float32(nil), w...)
+			dense10Back(w, x, rows, tile)
+			for k := range in {
+				for c := range 10 {
+					want := float64(w0[k*10+c])
+					for b, off := range rows {
+						want += float64(x[off+k]) * float64(d[b*10+c])
+					}
+					if math.Abs(float64(w[k*10+c])-want) > 1e-4 {
+						t.Fatalf("in=%d: W[%d,%d] = %v, want %v", in, k, c, w[k*10+c], want)
+					}
+				}
+			}
+		}
+	})
+}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"testing"
 
 	"shufflefl/rng"
@@ -18,6 +19,18 @@ import (
 // update in BenchmarkPerturbUpdate, one coordinate in BenchmarkCalibrator.
 
 var sink float64
+
+// cpuClock reports, next to ns/op (wall time), cpu-ns/op: the CPU time of
+// the benchmark's own OS thread per op, which stays meaningful on a shared,
+// loaded machine. Call it before the b.Loop loop and the returned func after.
+func cpuClock(b *testing.B) func() {
+	runtime.LockOSThread()
+	start := threadCPU()
+	return func() {
+		b.ReportMetric(float64(threadCPU()-start)/float64(b.N), "cpu-ns/op")
+		runtime.UnlockOSThread()
+	}
+}
 
 var sources = []struct {
 	name string
@@ -35,9 +48,11 @@ func BenchmarkFloor(b *testing.B) {
 		b.Run(src.name, func(b *testing.B) {
 			r := src.r()
 			s := 0.0
+			stop := cpuClock(b)
 			for b.Loop() {
 				s += math.Log(r.Float64())
 			}
+			stop()
 			sink = s
 		})
 	}
@@ -60,6 +75,8 @@ func BenchmarkSample(b *testing.B) {
 		name string
 		f    func(r *rand.Rand, x float64) float64
 	}{
+		// The floor again, through the same indirect call as the others.
+		{"floor", func(r *rand.Rand, _ float64) float64 { return math.Log(r.Float64()) }},
 		{"laplace", lap.Randomize},
 		{"laplace-secure", slap.Randomize},
 		{"gaussian", gau.Randomize},
@@ -77,9 +94,11 @@ func BenchmarkSample(b *testing.B) {
 			b.Run(m.name+"/"+src.name, func(b *testing.B) {
 				r := src.r()
 				s := 0.0
+				stop := cpuClock(b)
 				for b.Loop() {
 					s += m.f(r, 0.5)
 				}
+				stop()
 				sink = s
 			})
 		}
@@ -117,9 +136,11 @@ func BenchmarkPerturbUpdate(b *testing.B) {
 			b.Run(fmt.Sprintf("d=%d/%s/%s", d, m.name, src.name), func(b *testing.B) {
 				r := src.r()
 				x := make([]float64, d)
+				stop := cpuClock(b)
 				for b.Loop() {
 					m.f(r, x)
 				}
+				stop()
 			})
 		}
 	}
@@ -139,20 +160,24 @@ func BenchmarkCalibrator(b *testing.B) {
 		eps  []float64
 	}{{"distinct", distinct}, {"levels10", levels}} {
 		b.Run("build/n=10000/"+c.name, func(b *testing.B) {
+			stop := cpuClock(b)
 			for b.Loop() {
 				must(NewClipLaplaceCalibrator(c.eps, 2, 1))
 			}
+			stop()
 		})
 		cal := must(NewClipLaplaceCalibrator(c.eps, 2, 1))
 		avgs := make([]float64, 7850)
 		b.Run("invert/d=7850/"+c.name, func(b *testing.B) {
 			r := rng.NewSeeded(2)
+			stop := cpuClock(b)
 			for b.Loop() {
 				for i := range avgs {
 					avgs[i] = 0.4 * (2*r.Float64() - 1)
 				}
 				cal.InvertAll(avgs)
 			}
+			stop()
 		})
 	}
 }

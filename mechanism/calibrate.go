@@ -1,6 +1,7 @@
 package mechanism
 
 import (
+	"fmt"
 	"math"
 	"slices"
 
@@ -36,9 +37,9 @@ import (
 // then costs a binary search plus a few safeguarded Newton steps on one
 // cubic segment, independent of n. It is safe for concurrent use.
 type ClipLaplaceCalibrator struct {
-	bound    float64
-	lambdas  []float64 // distinct λ
-	weights  []float64 // fraction of clients with that λ
+	bound     float64
+	lambdas   []float64 // distinct λ
+	weights   []float64 // fraction of clients with that λ
 	x, f, df  []float64 // nodes (increasing, from -A to A), F and F' there
 	lowF, hiF float64
 }
@@ -60,8 +61,8 @@ func NewClipLaplaceCalibrator(epsilons []float64, sensitivity, bound float64) (*
 	}
 	eps := slices.Clone(epsilons)
 	for i, e := range eps {
-		if err := checks.Epsilon("epsilons[i]", e); err != nil {
-			return nil, checks.Invalidf("epsilons[%d]: %v", i, err)
+		if err := checks.Epsilon(fmt.Sprintf("epsilons[%d]", i), e); err != nil {
+			return nil, err
 		}
 		if err := checkScale("clip-laplace lambda", sensitivity/e); err != nil {
 			return nil, err
@@ -223,4 +224,16 @@ func (c *ClipLaplaceCalibrator) InvertAll(avgs []float64) {
 	for i, v := range avgs {
 		avgs[i] = c.Invert(v)
 	}
+}
+
+// CalibrateClipLaplace is the one-shot form of the APES calibration: it
+// builds the calibrator for the clients' epsilons and inverts one average.
+// To calibrate many coordinates of the same population, build the
+// calibrator once with NewClipLaplaceCalibrator and call Invert/InvertAll.
+func CalibrateClipLaplace(avg float64, epsilons []float64, sensitivity, bound float64) (float64, error) {
+	c, err := NewClipLaplaceCalibrator(epsilons, sensitivity, bound)
+	if err != nil {
+		return 0, err
+	}
+	return c.Invert(avg), nil
 }

@@ -27,7 +27,9 @@ import (
 // constructor takes the sensitivity and fixes the input interval from it.
 //
 // Sampling is exact: by rejection from the Laplace with a recycled
-// exponential when λ <= 2A, else by the inverse CDF (choose the side of x
+// exponential when λ <= 2A (the exponential from the ziggurat in the plain
+// variant, from a full-precision uniform and a log in the secure one), else
+// by the inverse CDF (choose the side of x
 // with probability proportional to its mass, then invert the truncated
 // exponential, with series where 1 - e^-a or log(1-t) would cancel, so that
 // huge λ (S-APES uses λ = dΔf/ε) keeps its relative precision). With Secure
@@ -81,12 +83,8 @@ func (m ClipLaplace) Sample(r *rand.Rand, x float64) float64 {
 	if c := m.inputBound(); !(x >= -c && x <= c) {
 		panic(checks.Invalidf("clip-laplace input %v is outside [%v, %v]: clip the gradient to the clip bound first", x, -c, c))
 	}
-	var z float64
-	if m.Lambda <= 2*m.Bound {
-		z = clapReject(r, x, m.Lambda, m.Bound)
-	} else {
-		z = clapDraw(r.Float64(), x, m.Lambda, m.Bound, clapK(m.Lambda, m.Bound))
-	}
+	k := 0.0 // clapDraw recomputes e^-b itself
+	z := clapSample(r, x, m.Lambda, 1/m.Lambda, m.Bound, k, m.Secure)
 	if m.Secure {
 		g := clapGrid(m.Lambda, m.Bound)
 		return snapClamp(z, g, 1/g, m.Bound)
@@ -107,28 +105,34 @@ func (m ClipLaplace) Perturb(r *rand.Rand, x []float64) error {
 		return err
 	}
 	lam, A := m.Lambda, m.Bound
-	k := clapK(lam, A)
+	k, inv := clapK(lam, A), 1/lam
 	if !m.Secure {
 		for i, v := range x {
-			x[i] = clapSample(r, v, lam, A, k)
+			x[i] = clapSample(r, v, lam, inv, A, k, false)
 		}
 		return nil
 	}
 	g := clapGrid(lam, A)
-	inv := 1 / g
+	ginv := 1 / g
 	for i, v := range x {
-		x[i] = snapClamp(clapSample(r, v, lam, A, k), g, inv, A)
+		x[i] = snapClamp(clapSample(r, v, lam, inv, A, k, true), g, ginv, A)
 	}
 	return nil
 }
 
-// clapSample draws CLap(x, lam, A); k = clapK(lam, A). Both methods are
+// clapSample draws CLap(x, lam, A); inv = 1/lam, k = clapK(lam, A). Both methods are
 // exact. When λ <= 2A every input keeps at least (1-e^-1)/2 = 32% of the
 // Laplace mass inside [-A, A], and rejection with a recycled exponential
 // (one log per draw) is fastest; otherwise the inverse CDF is used.
-func clapSample(r *rand.Rand, x, lam, A, k float64) float64 {
+func clapSample(r *rand.Rand, x, lam, inv, A, k float64, secure bool) float64 {
 	if lam <= 2*A {
-		return clapReject(r, x, lam, A)
+		var e float64
+		if secure {
+			e = -math.Log(uniformFull(r, r.Uint64(), 64))
+		} else {
+			e = r.ExpFloat64()
+		}
+		return clapReject(r, e, x, lam, inv, A)
 	}
 	return clapDraw(r.Float64(), x, lam, A, k)
 }
@@ -137,12 +141,13 @@ func clapSample(r *rand.Rand, x, lam, A, k float64) float64 {
 // offset λ·E, E ~ Exp(1), and rejects offsets beyond the bound on that side.
 // A rejected E exceeds that side's length L (in units of λ), and by
 // memorylessness E - L is again Exp(1) and independent of the past, so it is
-// reused for the next proposal: one log per draw, plus one random bit per
-// proposal (expected 1/S(x) <= 3.2 proposals when λ <= 2A).
-func clapReject(r *rand.Rand, x, lam, A float64) float64 {
-	a := (x + A) / lam // length of the left side
-	b := (A - x) / lam // length of the right side
-	e := -math.Log(uniformFull(r, r.Uint64(), 64))
+// reused for the next proposal: one exponential per draw, plus one random
+// bit per proposal (expected 1/S(x) <= 3.2 proposals when λ <= 2A). The
+// caller supplies e: the ziggurat's rand.ExpFloat64 in the plain variant,
+// -log of a full-precision uniform in the secure one.
+func clapReject(r *rand.Rand, e, x, lam, inv, A float64) float64 {
+	a := (x + A) * inv // length of the left side; inv = 1/λ
+	b := (A - x) * inv // length of the right side
 	for {
 		sides := r.Uint64()
 		for range 64 {

@@ -258,14 +258,16 @@ func TestClipLaplaceVarianceQuadrature(t *testing.T) {
 func TestClipLaplaceSlope(t *testing.T) {
 	for _, lam := range []float64{0.05, 0.4, 2, 1e3, 1e7} {
 		for _, x := range []float64{-0.999, -0.5, 0, 0.3, 0.999} {
+			// Central difference, accurate to about 1e-6 relative here.
 			h := 1e-5
 			fd := (clapMean(x+h, lam, 1) - clapMean(x-h, lam, 1)) / (2 * h)
 			_, got := clapMeanSlope(x, lam, 1)
-			if !(got > 0) || math.Abs(got-fd) > 1e-6*math.Max(fd, 1e-12)+1e-9*fd/fd {
-				if math.Abs(got/fd-1) > 1e-5 {
-					t.Errorf("λ=%v x=%v: slope %v, finite difference %v", lam, x, got, fd)
-				}
+			if !(got > 0) || math.Abs(got/fd-1) > 1e-5 {
+				t.Errorf("λ=%v x=%v: slope %v, finite difference %v", lam, x, got, fd)
 			}
+		}
+		if _, s := clapMeanSlope(1, lam, 1); math.Abs(s) > 1e-12 {
+			t.Errorf("λ=%v: slope at x = A is %v, want 0", lam, s)
 		}
 	}
 }
@@ -306,6 +308,9 @@ func TestCalibratorInvertsExactly(t *testing.T) {
 		}
 		if cal.Invert(cal.Expected(-c)-1) != -c || cal.Invert(cal.Expected(c)+1) != c {
 			t.Error("averages outside the attainable range are not clamped")
+		}
+		if got := must(CalibrateClipLaplace(cal.Expected(0.25), eps, 2*c, c)); math.Abs(got-0.25) > 1e-6 {
+			t.Errorf("CalibrateClipLaplace(F(0.25)) = %v", got)
 		}
 		if !math.IsNaN(cal.Invert(math.NaN())) {
 			t.Error("Invert(NaN) is not NaN")

@@ -1,6 +1,7 @@
 package mechanism
 
 import (
+	"math"
 	"math/rand/v2"
 
 	"shufflefl/checks"
@@ -17,7 +18,8 @@ import (
 // business: pass the sensitivity and epsilon of the whole perturbed vector.
 //
 // Floating-point safety (Mironov 2012): with Secure false the output is
-// x + λ·S·E computed in float64, whose set of reachable values depends on x;
+// x + λ·S·E computed in float64 (E from the ziggurat rand.ExpFloat64, which
+// has 32 random bits per draw), whose set of reachable values depends on x;
 // an attacker who sees the low bits can tell inputs apart. Use it for
 // simulation only. With Secure true (NewSecureLaplace) the output is snapped
 // to a power-of-two grid g in (λ·2^-12, λ·2^-11] that depends on λ alone:
@@ -26,10 +28,12 @@ import (
 // (unlike rounding the input first, which inflates the L1 sensitivity by g
 // per coordinate); the floating-point errors only move each grid cell's
 // boundaries by τ <= λ·2^-41 + |x|·2^-53, which changes each cell's
-// probability by a relative 4τ/g at most. The mechanism is then ε'-DP with
-// ε' <= ε + 2^-27 + (|x|/λ)·2^-39 (e.g. ε + 1e-8 for |x| <= 1000λ); inputs far
-// larger than the noise scale are outside the intended use. Deployment (real
-// clients, rng.NewCrypto) must use the secure variant.
+// probability by a relative 2τ/g at most. The mechanism is then (ε', δ')-DP
+// with ε' <= ε + 4τ/g <= ε + 2^-27 + (|x|/λ)·2^-39 (e.g. ε + 1e-8 for
+// |x| <= 1000λ) and δ' = 2^-1000 for the tail beyond E = 693 that the
+// full-precision uniform cannot reach; inputs far larger than the noise
+// scale are outside the intended use. Deployment (real clients,
+// rng.NewCrypto) must use the secure variant.
 type Laplace struct {
 	Scale  float64 // λ = Δ1/ε
 	Secure bool    // snap outputs to the power-of-two grid (Mironov 2012)
@@ -65,28 +69,35 @@ func NewSecureLaplace(epsilon, sensitivity float64) (Laplace, error) {
 // value use Randomize or Perturb (x + Sample(r) is not safe: the sum must be
 // snapped).
 func (m Laplace) Sample(r *rand.Rand) float64 {
-	n := m.Scale * signedExp(r)
 	if m.Secure {
-		return snapScalar(n, m.Scale)
+		return snapScalar(m.Scale*signedExp(r), m.Scale)
 	}
-	return n
+	return m.Scale * fastSignedExp(r)
 }
 
 // Randomize returns x plus noise (snapped to the grid if Secure).
 func (m Laplace) Randomize(r *rand.Rand, x float64) float64 {
-	y := x + m.Scale*signedExp(r)
 	if m.Secure {
-		return snapScalar(y, m.Scale)
+		return snapScalar(x+m.Scale*signedExp(r), m.Scale)
 	}
-	return y
+	return x + m.Scale*fastSignedExp(r)
 }
 
 // Perturb adds noise to every entry of x in place, without allocating.
+// The plain variant draws E with the ziggurat (rand.ExpFloat64) and takes
+// the signs 64 at a time from one word; the secure variant uses signedExp
+// (full-precision uniform and log) and snaps.
 func (m Laplace) Perturb(r *rand.Rand, x []float64) {
 	s := m.Scale
 	if !m.Secure {
+		var signs uint64
 		for i := range x {
-			x[i] += s * signedExp(r)
+			if i&63 == 0 {
+				signs = r.Uint64()
+			}
+			e := s * r.ExpFloat64()
+			x[i] += math.Float64frombits(math.Float64bits(e) | signs<<63)
+			signs >>= 1
 		}
 		return
 	}

@@ -166,7 +166,9 @@ func discrete(f func(r *rand.Rand) int) mt.Sampler { return mt.Sampler(f) }
 func TestPrivacyBinaryRR(t *testing.T) {
 	for _, eps := range []float64{0.5, 3} {
 		m := must(NewBinaryRR(eps))
-		s := func(m BinaryRR, b int) mt.Sampler { return discrete(func(r *rand.Rand) int { return m.Randomize(r, b) }) }
+		s := func(m BinaryRR, b int) mt.Sampler {
+			return discrete(func(r *rand.Rand) int { return m.Randomize(r, b) })
+		}
 		rep := mt.RequirePrivate(t, eps, 2, s(m, 0), s(m, 1), mt.Options{})
 		tight(t, rep, 0.05)
 		weak := must(NewBinaryRR(2 * eps))

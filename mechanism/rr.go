@@ -1,6 +1,7 @@
 package mechanism
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 
@@ -110,8 +111,8 @@ func sumQ(epsilons []float64) (float64, error) {
 	}
 	b := 0.0
 	for i, e := range epsilons {
-		if err := checks.Epsilon("epsilon", e); err != nil {
-			return 0, checks.Invalidf("epsilons[%d]: %v", i, err)
+		if err := checks.Epsilon(fmt.Sprintf("epsilons[%d]", i), e); err != nil {
+			return 0, err
 		}
 		b += 1 / (1 + math.Exp(e))
 	}

@@ -17,29 +17,30 @@ import (
 // Record is one line of metrics.jsonl. Field names are stable: scripts and
 // the CI smoke test read them.
 type Record struct {
-	Round               int            `json:"round"`
-	Participants        int            `json:"participants"`
-	Refused             int            `json:"refused"`
-	TestAccuracy        float64        `json:"test_accuracy"`
-	TestLoss            float64        `json:"test_loss"`
-	LocalEpsilonMin     *float64       `json:"local_epsilon_min"`
-	LocalEpsilonMedian  *float64       `json:"local_epsilon_median"`
-	LocalEpsilonMax     *float64       `json:"local_epsilon_max"`
-	LocalCoordEpsilon   *float64       `json:"local_coord_epsilon_max"`
-	LocalDelta          float64        `json:"local_delta"`
-	CentralEpsilon      *float64       `json:"central_epsilon"`
-	CentralDelta        float64        `json:"central_delta"`
-	CentralCoordEpsilon *float64       `json:"central_coord_epsilon"`
-	CentralCoordDelta   float64        `json:"central_coord_delta"`
-	CumulativeEpsilon   *float64       `json:"cumulative_epsilon"`
-	CumulativeDelta     float64        `json:"cumulative_delta"`
-	MaxClientEpsilon    *float64       `json:"max_client_epsilon"`
-	Bound               string         `json:"bound"`
-	Approximate         bool           `json:"approximate"`
-	Reports             int64          `json:"reports"`
-	Dummies             int64          `json:"dummies"`
-	Seconds             float64        `json:"seconds"`
-	Timing              runtime.Timing `json:"timing"`
+	Round                int            `json:"round"`
+	Participants         int            `json:"participants"`
+	Refused              int            `json:"refused"`
+	TestAccuracy         float64        `json:"test_accuracy"`
+	TestLoss             float64        `json:"test_loss"`
+	LocalEpsilonMin      *float64       `json:"local_epsilon_min"`
+	LocalEpsilonMedian   *float64       `json:"local_epsilon_median"`
+	LocalEpsilonMax      *float64       `json:"local_epsilon_max"`
+	LocalCoordEpsilonMin *float64       `json:"local_coord_epsilon_min"`
+	LocalCoordEpsilon    *float64       `json:"local_coord_epsilon_max"`
+	LocalDelta           float64        `json:"local_delta"`
+	CentralEpsilon       *float64       `json:"central_epsilon"`
+	CentralDelta         float64        `json:"central_delta"`
+	CentralCoordEpsilon  *float64       `json:"central_coord_epsilon"`
+	CentralCoordDelta    float64        `json:"central_coord_delta"`
+	CumulativeEpsilon    *float64       `json:"cumulative_epsilon"`
+	CumulativeDelta      float64        `json:"cumulative_delta"`
+	MaxClientEpsilon     *float64       `json:"max_client_epsilon"`
+	Bound                string         `json:"bound"`
+	Approximate          bool           `json:"approximate"`
+	Reports              int64          `json:"reports"`
+	Dummies              int64          `json:"dummies"`
+	Seconds              float64        `json:"seconds"`
+	Timing               runtime.Timing `json:"timing"`
 }
 
 // finite returns a pointer to v, or nil for ±Inf and NaN (JSON null).
@@ -54,29 +55,30 @@ func finite(v float64) *float64 {
 func FromResult(r runtime.RoundResult) Record {
 	p := r.Privacy
 	return Record{
-		Round:               r.Round,
-		Participants:        r.Participants,
-		Refused:             r.Refused,
-		TestAccuracy:        r.TestAccuracy,
-		TestLoss:            r.TestLoss,
-		LocalEpsilonMin:     finite(p.LocalEpsilon.Min),
-		LocalEpsilonMedian:  finite(p.LocalEpsilon.Median),
-		LocalEpsilonMax:     finite(p.LocalEpsilon.Max),
-		LocalCoordEpsilon:   finite(p.LocalCoordEpsilon.Max),
-		LocalDelta:          p.LocalDelta,
-		CentralEpsilon:      finite(p.CentralEpsilon),
-		CentralDelta:        p.CentralDelta,
-		CentralCoordEpsilon: finite(p.CentralCoordEpsilon),
-		CentralCoordDelta:   p.CentralCoordDelta,
-		CumulativeEpsilon:   finite(p.CumulativeEpsilon),
-		CumulativeDelta:     p.CumulativeDelta,
-		MaxClientEpsilon:    finite(r.MaxClientEpsilon),
-		Bound:               p.Bound,
-		Approximate:         p.Approximate,
-		Reports:             r.Reports,
-		Dummies:             r.Dummies,
-		Seconds:             r.Seconds,
-		Timing:              r.Timing,
+		Round:                r.Round,
+		Participants:         r.Participants,
+		Refused:              r.Refused,
+		TestAccuracy:         r.TestAccuracy,
+		TestLoss:             r.TestLoss,
+		LocalEpsilonMin:      finite(p.LocalEpsilon.Min),
+		LocalEpsilonMedian:   finite(p.LocalEpsilon.Median),
+		LocalEpsilonMax:      finite(p.LocalEpsilon.Max),
+		LocalCoordEpsilonMin: finite(p.LocalCoordEpsilon.Min),
+		LocalCoordEpsilon:    finite(p.LocalCoordEpsilon.Max),
+		LocalDelta:           p.LocalDelta,
+		CentralEpsilon:       finite(p.CentralEpsilon),
+		CentralDelta:         p.CentralDelta,
+		CentralCoordEpsilon:  finite(p.CentralCoordEpsilon),
+		CentralCoordDelta:    p.CentralCoordDelta,
+		CumulativeEpsilon:    finite(p.CumulativeEpsilon),
+		CumulativeDelta:      p.CumulativeDelta,
+		MaxClientEpsilon:     finite(r.MaxClientEpsilon),
+		Bound:                p.Bound,
+		Approximate:          p.Approximate,
+		Reports:              r.Reports,
+		Dummies:              r.Dummies,
+		Seconds:              r.Seconds,
+		Timing:               r.Timing,
 	}
 }
 

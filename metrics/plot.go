@@ -87,3 +87,36 @@ func PlotPrivacy(path, title string, recs []Record) error {
 	}
 	return nil
 }
+
+// Series is one named run for comparison plots.
+type Series struct {
+	Name    string
+	Records []Record
+}
+
+// PlotCompare writes a PNG overlaying the test accuracy of several runs.
+func PlotCompare(path, title string, runs []Series) error {
+	p := plot.New()
+	p.Title.Text = title
+	p.X.Label.Text = "round"
+	p.Y.Label.Text = "test accuracy"
+	p.Y.Min, p.Y.Max = 0, 1
+	var args []any
+	for _, r := range runs {
+		xy := make(plotter.XYs, len(r.Records))
+		for i, rec := range r.Records {
+			xy[i] = plotter.XY{X: float64(rec.Round), Y: rec.TestAccuracy}
+		}
+		args = append(args, r.Name, xy)
+	}
+	if err := plotutil.AddLinePoints(p, args...); err != nil {
+		return fmt.Errorf("plot: %w", err)
+	}
+	p.Legend.Top = false
+	p.Legend.Left = false
+	p.Add(plotter.NewGrid())
+	if err := p.Save(7*vg.Inch, 4.5*vg.Inch, path); err != nil {
+		return fmt.Errorf("plot: saving %s: %w", path, err)
+	}
+	return nil
+}

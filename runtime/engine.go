@@ -359,31 +359,52 @@ func (e *Engine) Step() (RoundResult, error) {
 		}
 	}
 	res.Participants = len(parts)
+	// Under fixed-size sampling the round's shape is the number of clients
+	// that really report; if some refused, the statement is remade for the
+	// smaller round (less amplification, never more). Poisson-sampled
+	// protocols keep the expected count (dp-central's fixed denominator).
+	skip := false
+	if res.Refused > 0 && !e.poisson {
+		if len(parts) == 0 {
+			skip = true // nobody can report: the model stays as it is
+		} else {
+			s.Participants = len(parts)
+			if res.Privacy, err = e.proto.Account(s, budgets); err != nil {
+				return res, fmt.Errorf("round %d: accountant: %w", t, err)
+			}
+		}
+	}
 	res.Timing.Accounting = time.Since(t0).Seconds()
 
-	var agg *protocol.Aggregate
-	if e.cfg.Faithful {
-		agg, err = e.collectFaithful(t, s, parts, budgets, &res.Timing)
-	} else {
-		agg, err = e.collectStreaming(t, s, parts, budgets, &res.Timing)
-	}
-	if err != nil {
-		return res, fmt.Errorf("round %d: %w", t, err)
-	}
-	res.Reports, res.Dummies = agg.Reports, agg.Dummies
-
-	t0 = time.Now()
-	if err := e.proto.Estimate(rng.Stream(e.cfg.Seed, rng.LabelAnalyzer, uint64(t)), s, agg, e.est); err != nil {
-		return res, fmt.Errorf("round %d: analyzer: %w", t, err)
-	}
-	for j, v := range e.est {
-		nw := e.w[j] + e.scale*v
-		if math.IsNaN(nw) || math.IsInf(nw, 0) {
-			return res, fmt.Errorf("round %d: the global model diverged (parameter %d is %v); lower lr or server-lr", t, j, nw)
+	if !skip {
+		var agg *protocol.Aggregate
+		if e.cfg.Faithful {
+			agg, err = e.collectFaithful(t, s, parts, budgets, &res.Timing)
+		} else {
+			agg, err = e.collectStreaming(t, s, parts, budgets, &res.Timing)
 		}
-		e.w[j] = nw
+		if err != nil {
+			return res, fmt.Errorf("round %d: %w", t, err)
+		}
+		res.Reports, res.Dummies = agg.Reports, agg.Dummies
+
+		t0 = time.Now()
+		if err := e.proto.Estimate(rng.Stream(e.cfg.Seed, rng.LabelAnalyzer, uint64(t)), s, agg, e.est); err != nil {
+			return res, fmt.Errorf("round %d: analyzer: %w", t, err)
+		}
+		for j, v := range e.est {
+			nw := e.w[j] + e.scale*v
+			if math.IsNaN(nw) || math.IsInf(nw, 0) {
+				return res, fmt.Errorf("round %d: the global model diverged (parameter %d is %v); lower lr or server-lr", t, j, nw)
+			}
+			e.w[j] = nw
+		}
+		res.Timing.Analyze = time.Since(t0).Seconds()
+	} else {
+		res.Privacy.CentralEpsilon, res.Privacy.CentralDelta = 0, 0
+		res.Privacy.CentralCoordEpsilon, res.Privacy.CentralCoordDelta = 0, 0
+		res.Privacy.Bound = "no release (every sampled client refused: cap reached)"
 	}
-	res.Timing.Analyze = time.Since(t0).Seconds()
 
 	t0 = time.Now()
 	res.TestAccuracy, res.TestLoss, err = fl.Evaluate(e.model, e.w, e.testEx, e.workers)

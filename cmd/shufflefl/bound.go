@@ -43,7 +43,8 @@ Protocols and tools:
   compose       composition over rounds (basic, advanced, best)
 
 Common flags: --json (one JSON object), --compare (every applicable bound side by side),
---target-epsilon (the inverse question). Run 'shufflefl bound SUBCOMMAND --help' for all flags.
+--target-epsilon (the inverse question), --rounds R (compose the per-round guarantee).
+Run 'shufflefl bound SUBCOMMAND --help' for all flags.
 `
 
 // boundOpts holds every flag of every subcommand; each subcommand registers
@@ -53,6 +54,10 @@ type boundOpts struct {
 	n, d, k, np, rounds, b, seed                                                            int
 	mech, variant, form, method, epsFile, epsDist                                           string
 	legacy, jsonOut, compare, noSubsample                                                   bool
+	// composeInside is set when the subcommand handles --rounds itself (or
+	// when composition already happened inside an inverse search).
+	composeInside bool
+	tv            float64
 }
 
 // flagSpec registers one flag on fs.
@@ -81,7 +86,7 @@ var boundFlags = map[string]flagSpec{
 		fs.IntVar(&o.np, "np", 333, "SS-Double/SS-Topk dummy padding: reports per dimension after padding (n_p >= beta n)")
 	},
 	"rounds": func(fs *flag.FlagSet, o *boundOpts) {
-		fs.IntVar(&o.rounds, "rounds", 1, "number of composed rounds (>= 1)")
+		fs.IntVar(&o.rounds, "rounds", 1, "number of rounds: the per-round guarantee is composed over them (compose: the mechanism's; other subcommands: the better of basic and advanced composition with --delta-prime, E-APES: mu sqrt(rounds)); with --target-epsilon the target applies after composition")
 	},
 	"nu": func(fs *flag.FlagSet, o *boundOpts) {
 		fs.Float64Var(&o.nu, "nu", 0, "requested nu-index privacy (1 <= nu <= 1/beta); 0 prints the strongest nu allowed (Theorem 5)")
@@ -134,6 +139,9 @@ var boundFlags = map[string]flagSpec{
 	"b": func(fs *flag.FlagSet, o *boundOpts) {
 		fs.IntVar(&o.b, "b", 1570, "S-APES: dimensions uploaded after post-sparsification (0 < b <= d)")
 	},
+	"tv": func(fs *flag.FlagSet, o *boundOpts) {
+		fs.Float64Var(&o.tv, "tv", 0, "E-APES Theorem 3's Berry–Esseen distance tau = C/sqrt(n-1) (the paper's example: 0.0206); > 0 also reports the corrected epsilon (still an approximation; vacuous for delta below about tau)")
+	},
 	"delta-local": func(fs *flag.FlagSet, o *boundOpts) {
 		fs.Float64Var(&o.deltaLocal, "delta-local", 0, "E-APES: every user's local delta_i in [0, 1)")
 	},
@@ -158,27 +166,27 @@ type boundCmd struct {
 	run     func(o *boundOpts, fs *flag.FlagSet, out *boundOutput) error
 }
 
-var personalFlags = []string{"eps-file", "eps-dist", "n", "seed", "delta", "target-epsilon", "compare", "json"}
+var personalFlags = []string{"eps-file", "eps-dist", "n", "seed", "delta", "rounds", "delta-prime", "target-epsilon", "compare", "json"}
 
 var boundCmds = map[string]boundCmd{
 	"erlingsson": {"Erlingsson et al. 2019: eps = 12 eps0 sqrt(log(1/delta)/n) (eps0 <= 1/2, n >= 1000, delta <= 0.01)",
-		[]string{"eps0", "n", "delta", "target-epsilon", "compare", "json"}, runErlingsson},
+		[]string{"eps0", "n", "delta", "rounds", "delta-prime", "target-epsilon", "compare", "json"}, runErlingsson},
 	"blanket": {"Balle et al. 2019 privacy blanket: numerical Bennett (default) or Hoeffding bound, or the closed form of FLAME Lemma 1",
-		[]string{"eps0", "n", "delta", "mech", "k", "variant", "form", "legacy-flame-typo", "target-epsilon", "compare", "json"}, runBlanket},
+		[]string{"eps0", "n", "delta", "mech", "k", "variant", "form", "legacy-flame-typo", "rounds", "delta-prime", "target-epsilon", "compare", "json"}, runBlanket},
 	"clones": {"Feldman, McMillan and Talwar 2022: numerical bound (every clone count exact, guaranteed upper bound) or closed form",
-		[]string{"eps0", "n", "delta", "form", "target-epsilon", "compare", "json"}, runClones},
+		[]string{"eps0", "n", "delta", "form", "rounds", "delta-prime", "target-epsilon", "compare", "json"}, runClones},
 	"best": {"the tightest valid rigorous bound, named (uniform; personalized with --eps-file or --eps-dist); never an approximation",
-		[]string{"eps0", "n", "delta", "mech-best", "k", "eps-file", "eps-dist", "seed", "compare", "json"}, runBest},
-	"unis": {"APES Eq. (2): the clones bound at max eps_i (closed form; --form numerical for FMT's numerical bound, APES Table 3's 0.069)",
+		[]string{"eps0", "n", "delta", "mech-best", "k", "eps-file", "eps-dist", "seed", "rounds", "delta-prime", "compare", "json"}, runBest},
+	"unis": {"UniS baseline: the clones bound at max eps_i for all users (default numerical, APES Table 3's 0.069; --form closed is APES Eq. (2))",
 		append([]string{"form"}, personalFlags...), runUniS},
 	"eon": {"APES Echo of Neighbors: numerical (default; exact Poisson-binomial clone counts) or closed form (Theorem 4)",
 		append([]string{"form"}, personalFlags...), runEoN},
 	"eapes": {"E-APES mu-GDP, mu = 2/sqrt(sum p_i): an APPROXIMATION (central limit), not an upper bound",
-		append([]string{"delta-local"}, personalFlags...), runEAPES},
+		append([]string{"delta-local", "tv"}, personalFlags...), runEAPES},
 	"flame-simple": {"FLAME Theorem 1 (SS-Simple): per-dimension shuffle at eps_l/d, composed over d",
-		[]string{"eps-l", "d", "n", "delta", "mech", "k", "variant", "legacy-flame-typo", "target-epsilon", "json"}, runFlameSimple},
+		[]string{"eps-l", "d", "n", "delta", "mech", "k", "variant", "legacy-flame-typo", "rounds", "delta-prime", "target-epsilon", "json"}, runFlameSimple},
 	"flame-double": {"FLAME Theorems 3-4 (SS-Double): k of d dimensions, padding to n_p, subsampling, composition over 2 beta d",
-		[]string{"eps-l", "d", "k", "n", "np", "delta", "mech", "variant", "legacy-flame-typo", "no-subsampling", "target-epsilon", "json"}, runFlameDouble},
+		[]string{"eps-l", "d", "k", "n", "np", "delta", "mech", "variant", "legacy-flame-typo", "no-subsampling", "rounds", "delta-prime", "target-epsilon", "json"}, runFlameDouble},
 	"flame-topk": {"FLAME Theorem 5 / Proposition 2: nu-index privacy of SS-Topk (the central guarantee is that of flame-double)",
 		[]string{"n", "np", "k", "d", "beta", "nu", "json"}, runFlameTopk},
 	"sapes": {"S-APES Proposition 1: user-level guarantee after b-of-d post-sparsification",
@@ -200,6 +208,9 @@ type boundOutput struct {
 }
 
 // runBound implements `shufflefl bound SUBCOMMAND [flags]`. It returns the process exit status: 0 on success, 2 on a usage or invalid-parameter error (one clear message on stderr), 1 on an internal failure.
+//
+// The pure computations live in package amplify (and account); this
+// function only parses flags, loads budgets, calls them and prints.
 func runBound(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, boundUsage)
@@ -218,7 +229,7 @@ func runBound(args []string, stdout, stderr io.Writer) int {
 	}
 	fs := flag.NewFlagSet("shufflefl bound "+name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	o := &boundOpts{}
+	o := &boundOpts{rounds: 1}
 	for _, f := range cmd.flags {
 		boundFlags[f](fs, o)
 	}
@@ -242,7 +253,18 @@ func runBound(args []string, stdout, stderr io.Writer) int {
 			out.inputs[f.Name] = g.Get()
 		}
 	})
-	if err := cmd.run(o, fs, out); err != nil {
+	if err := checks.IntAtLeast("--rounds", o.rounds, 1); err != nil {
+		fmt.Fprintf(stderr, "shufflefl bound %s: %v\n", name, err)
+		return 2
+	}
+	if name == "compose" || name == "subsample" || name == "flame-topk" || name == "sapes" {
+		o.composeInside = true
+	}
+	err := cmd.run(o, fs, out)
+	if err == nil && !o.composeInside && o.rounds > 1 {
+		err = composeOutput(o, out)
+	}
+	if err != nil {
 		fmt.Fprintf(stderr, "shufflefl bound %s: %v\n", name, err)
 		if errors.Is(err, checks.ErrInvalid) {
 			return 2
@@ -338,6 +360,103 @@ func printBound(w io.Writer, name string, o *boundOpts, out *boundOutput) error 
 	return nil
 }
 
+// composeRounds composes a rigorous per-round guarantee over o.rounds rounds
+// with the better of basic and advanced composition (account.ComposeBest).
+func composeRounds(o *boundOpts, b amplify.Bound) (amplify.Bound, error) {
+	if o.rounds <= 1 {
+		return b, nil
+	}
+	if b.Approximation {
+		return b, checks.Invalidf("bound %s is an approximation and is not composed here", b.Name)
+	}
+	e, d, adv, err := account.ComposeBest(b.Epsilon, b.Delta, o.rounds, o.deltaPrime)
+	if err != nil {
+		return b, err
+	}
+	how := "basic"
+	if adv {
+		how = "advanced"
+	}
+	b.Note = fmt.Sprintf("%s; composed over %d rounds (%s composition)", b.Note, o.rounds, how)
+	b.Epsilon, b.Delta = e, d
+	return b, nil
+}
+
+// composeOutput applies --rounds to the result and to every comparison row.
+func composeOutput(o *boundOpts, out *boundOutput) error {
+	out.extra["per_round_epsilon"] = out.result.Epsilon
+	out.extra["per_round_delta"] = out.result.Delta
+	out.extra["rounds"] = o.rounds
+	var err error
+	if !out.result.Approximation && out.result.Name != "" {
+		if out.result, err = composeRounds(o, out.result); err != nil {
+			return err
+		}
+	}
+	for i, r := range out.rows {
+		if r.Err != "" || r.Approximation {
+			continue
+		}
+		if out.rows[i].Bound, err = composeRounds(o, r.Bound); err != nil {
+			out.rows[i].Err = err.Error()
+		}
+	}
+	return nil
+}
+
+// eapesRounds returns E-APES for eps composed over o.rounds rounds: GDP
+// composes exactly, mu_total = mu sqrt(rounds). The result stays labelled as
+// an approximation.
+func eapesRounds(o *boundOpts, out *boundOutput, eps, ds []float64, delta float64) (amplify.Bound, error) {
+	mu, err := amplify.EAPESMu(eps, ds)
+	if err != nil {
+		return amplify.Bound{}, err
+	}
+	out.extra["mu"] = mu
+	note := fmt.Sprintf("E-APES mu-GDP, mu = %.6g; central-limit approximation, not an upper bound", mu)
+	if o.rounds > 1 {
+		mu *= math.Sqrt(float64(o.rounds))
+		out.extra["mu_total"] = mu
+		note += fmt.Sprintf("; %d rounds composed as mu sqrt(rounds) = %.6g", o.rounds, mu)
+	}
+	e, err := amplify.GDPEpsilon(mu, delta)
+	if err != nil {
+		return amplify.Bound{}, err
+	}
+	if o.tv > 0 {
+		if o.rounds > 1 {
+			return amplify.Bound{}, checks.Invalidf("--tv (the Berry–Esseen correction) is per round; it cannot be combined with --rounds")
+		}
+		ec, err := amplify.EAPESCorrectedEpsilon(mu, o.tv, o.deltaLocal, delta)
+		if err != nil {
+			out.extra["eps_berry_esseen_corrected"] = "none: " + err.Error()
+		} else {
+			out.extra["eps_berry_esseen_corrected"] = ec
+		}
+	}
+	return amplify.Bound{Name: "eapes-gdp", Epsilon: e, Delta: delta, Approximation: true, Note: note}, nil
+}
+
+// comparePersonal runs amplify.ComparePersonal and, with --rounds, composes
+// the E-APES row by GDP (the rigorous rows are composed by composeOutput).
+func comparePersonal(o *boundOpts, out *boundOutput, eps []float64) ([]amplify.Candidate, error) {
+	rows, err := amplify.ComparePersonal(eps, o.delta)
+	if err != nil || o.rounds <= 1 {
+		return rows, err
+	}
+	for i, r := range rows {
+		if r.Name == "eapes-gdp" && r.Err == "" {
+			b, err := eapesRounds(o, out, eps, nil, o.delta)
+			if err != nil {
+				rows[i].Err = err.Error()
+				continue
+			}
+			rows[i].Bound = b
+		}
+	}
+	return rows, nil
+}
+
 // setCompare fills out with a comparison and its best rigorous row.
 func setCompare(out *boundOutput, rows []amplify.Candidate) error {
 	out.rows = rows
@@ -372,7 +491,16 @@ func blanketVariant(o *boundOpts) (amplify.BlanketVariant, error) {
 }
 
 // inverseUniform answers --target-epsilon for a uniform amplifier.
-func inverseUniform(o *boundOpts, out *boundOutput, name string, amp amplify.Amplifier) error {
+func inverseUniform(o *boundOpts, out *boundOutput, name string, amp1 amplify.Amplifier) error {
+	amp := func(e0 float64, n int, d float64) (float64, error) {
+		e, err := amp1(e0, n, d)
+		if err != nil {
+			return 0, err
+		}
+		b, err := composeRounds(o, amplify.Bound{Epsilon: e, Delta: d})
+		return b.Epsilon, err
+	}
+	o.composeInside = true
 	e0, err := amplify.InverseEps0(amp, o.targetEps, o.n, o.delta, 30)
 	if err != nil {
 		return err
@@ -382,7 +510,10 @@ func inverseUniform(o *boundOpts, out *boundOutput, name string, amp amplify.Amp
 		return err
 	}
 	out.inverse = true
-	out.result = amplify.Bound{Name: name, Epsilon: e, Delta: o.delta, Note: "inverse calibration"}
+	out.result, _ = composeRounds(o, amplify.Bound{Name: name, Epsilon: e, Delta: o.delta, Note: "inverse calibration"})
+	if o.rounds > 1 {
+		out.result.Epsilon = e
+	}
 	out.extra["max_eps0"] = e0
 	out.text = append(out.text, fmt.Sprintf("largest local eps0 = %.6g for target central epsilon %.6g (n = %d, delta = %.3g)", e0, o.targetEps, o.n, o.delta))
 	return nil
@@ -538,14 +669,22 @@ func personalCmd(o *boundOpts, out *boundOutput, bound amplify.PersonalBound) er
 		return err
 	}
 	if o.compare {
-		rows, err := amplify.ComparePersonal(eps, o.delta)
+		rows, err := comparePersonal(o, out, eps)
 		if err != nil {
 			return err
 		}
 		return setCompare(out, rows)
 	}
 	if o.targetEps > 0 {
-		s, err := amplify.InverseScale(bound, eps, o.delta, o.targetEps, 1e3)
+		o.composeInside = true
+		composed := func(e []float64, d float64) (amplify.Bound, error) {
+			b, err := bound(e, d)
+			if err != nil {
+				return b, err
+			}
+			return composeRounds(o, b)
+		}
+		s, err := amplify.InverseScale(composed, eps, o.delta, o.targetEps, 1e3)
 		if err != nil {
 			return err
 		}
@@ -553,7 +692,7 @@ func personalCmd(o *boundOpts, out *boundOutput, bound amplify.PersonalBound) er
 		for i, e := range eps {
 			scaled[i] = s * e
 		}
-		b, err := bound(scaled, o.delta)
+		b, err := composed(scaled, o.delta)
 		if err != nil {
 			return err
 		}
@@ -573,9 +712,9 @@ func personalCmd(o *boundOpts, out *boundOutput, bound amplify.PersonalBound) er
 
 func runUniS(o *boundOpts, _ *flag.FlagSet, out *boundOutput) error {
 	switch o.form {
-	case "closed", "":
+	case "closed":
 		return personalCmd(o, out, amplify.UniS)
-	case "numerical":
+	case "numerical", "":
 		return personalCmd(o, out, amplify.UniSNumerical)
 	}
 	return checks.Invalidf("--form must be closed or numerical, got %q", o.form)
@@ -598,6 +737,10 @@ func runEAPES(o *boundOpts, _ *flag.FlagSet, out *boundOutput) error {
 	if o.targetEps > 0 {
 		return checks.Invalidf("--target-epsilon is not offered for E-APES: it is an approximation, not an upper bound; use eon")
 	}
+	if !o.compare {
+		// The single E-APES result composes by GDP inside eapesRounds.
+		o.composeInside = true
+	}
 	return personalCmd(o, out, func(eps []float64, delta float64) (amplify.Bound, error) {
 		var ds []float64
 		if o.deltaLocal > 0 {
@@ -606,9 +749,7 @@ func runEAPES(o *boundOpts, _ *flag.FlagSet, out *boundOutput) error {
 				ds[i] = o.deltaLocal
 			}
 		}
-		b, mu, err := amplify.EAPES(eps, ds, delta)
-		out.extra["mu"] = mu
-		return b, err
+		return eapesRounds(o, out, eps, ds, delta)
 	})
 }
 
@@ -618,7 +759,7 @@ func runBest(o *boundOpts, _ *flag.FlagSet, out *boundOutput) error {
 		if err != nil {
 			return err
 		}
-		rows, err := amplify.ComparePersonal(eps, o.delta)
+		rows, err := comparePersonal(o, out, eps)
 		if err != nil {
 			return err
 		}
@@ -675,9 +816,14 @@ func protocolExtra(out *boundOutput, o *boundOpts, p amplify.ProtocolResult) {
 
 // inverseProtocol answers --target-epsilon for a protocol: the largest eps_l.
 func inverseProtocol(o *boundOpts, out *boundOutput, f func(epsL float64) (amplify.ProtocolResult, error)) error {
+	o.composeInside = true
 	amp := func(e float64, _ int, _ float64) (float64, error) {
 		p, err := f(e)
-		return p.Epsilon, err
+		if err != nil {
+			return 0, err
+		}
+		b, err := composeRounds(o, p.Bound)
+		return b.Epsilon, err
 	}
 	e, err := amplify.InverseEps0(amp, o.targetEps, o.n, o.delta, 1e5)
 	if err != nil {
@@ -688,6 +834,9 @@ func inverseProtocol(o *boundOpts, out *boundOutput, f func(epsL float64) (ampli
 		return err
 	}
 	protocolExtra(out, o, p)
+	if out.result, err = composeRounds(o, out.result); err != nil {
+		return err
+	}
 	out.inverse = true
 	out.extra["max_eps_l"] = e
 	out.text = append(out.text, fmt.Sprintf("largest eps_l = %.6g for target central epsilon %.6g", e, o.targetEps))

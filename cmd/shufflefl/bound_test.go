@@ -53,6 +53,13 @@ func TestBoundCommands(t *testing.T) {
 		{"subsample", []string{"subsample", "--eps0", "1", "--q", "0.1"}, 0, []string{"subsample-wor: epsilon = 0.15"}, ""},
 		{"subsample bad q", []string{"subsample", "--eps0", "1", "--q", "2"}, 2, nil, "q must be in (0, 1]"},
 		{"compose", []string{"compose", "--eps0", "0.1", "--rounds", "100", "--method", "basic"}, 0, []string{"compose-basic: epsilon = 10"}, ""},
+		{"rounds", []string{"clones", "--eps0", "4", "--n", "100000", "--delta", "1e-6", "--rounds", "10"}, 0, []string{"epsilon = 1.6977", "delta = 1e-05", "basic composition"}, ""},
+		{"rounds advanced", []string{"clones", "--eps0", "4", "--n", "100000", "--delta", "1e-6", "--rounds", "1000", "--delta-prime", "1e-6"}, 0, []string{"advanced composition"}, ""},
+		{"rounds zero", []string{"clones", "--rounds", "0"}, 2, nil, "--rounds must be >= 1"},
+		{"rounds inverse", []string{"clones", "--n", "100000", "--delta", "1e-6", "--rounds", "10", "--target-epsilon", "1"}, 0, []string{"largest local eps0 = 3.11"}, ""},
+		{"eapes rounds", []string{"eapes", "--eps-dist", "uniform2", "--n", "10000", "--delta", "1e-8", "--rounds", "4"}, 0, []string{"mu sqrt(rounds)", "APPROXIMATION"}, ""},
+		{"eapes tv vacuous", []string{"eapes", "--eps-dist", "uniform2", "--n", "10000", "--delta", "1e-8", "--tv", "0.0206"}, 0, []string{"eps_berry_esseen_corrected = none", "vacuous"}, ""},
+		{"eapes tv", []string{"eapes", "--eps-dist", "uniform2", "--n", "10000", "--delta", "0.05", "--tv", "0.0206"}, 0, []string{"eps_berry_esseen_corrected = 0.000931"}, ""},
 		{"sapes", []string{"sapes", "--eps-c", "0.05749", "--delta-c", "4.621171572600098e-09", "--b", "1570", "--delta-prime", "2.1489e-05"}, 0, []string{"sapes-user-level: epsilon = 25.6"}, ""},
 	}
 	for _, tc := range tests {

@@ -14,6 +14,7 @@ const usage = `shufflefl: differentially private federated learning in the shuff
 Usage:
   shufflefl run   [flags]              train a model with simulated clients (Encode -> Shuffle -> Analyze)
   shufflefl bound SUBCOMMAND [flags]   compute privacy amplification bounds and composition
+  shufflefl experiment NAME [flags]    reproduce a paper's comparison (flame, apes, eapes)
   shufflefl help  [COMMAND]            show help for a command
 
 Run 'shufflefl COMMAND --help' for the flags of a command.
@@ -33,6 +34,8 @@ func realMain(args []string, stdout, stderr io.Writer) int {
 	switch args[0] {
 	case "run":
 		return runRun(args[1:], stdout, stderr)
+	case "experiment":
+		return runExperiment(args[1:], stdout, stderr)
 	case "bound":
 		return runBound(args[1:], stdout, stderr)
 	case "help", "-h", "-help", "--help":

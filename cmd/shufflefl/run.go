@@ -265,24 +265,59 @@ func execute(cfg runtime.Config, ex runExtras, stdout, stderr io.Writer) (int, e
 	if werr != nil {
 		return 1, werr
 	}
+	if err := writeSummaryAndPlots(cfg, recs, sum); err != nil {
+		return 1, err
+	}
 	srec := metrics.NewSummary(cfg, sum)
-	sb, err := json.MarshalIndent(srec, "", "  ")
-	if err != nil {
-		return 1, err
-	}
-	if err := os.WriteFile(filepath.Join(cfg.Out, "summary.json"), append(sb, '\n'), 0o644); err != nil {
-		return 1, fmt.Errorf("writing summary.json: %w", err)
-	}
-	title := fmt.Sprintf("%s, %s, %s", cfg.Protocol, cfg.Dataset, cfg.Model)
-	if err := metrics.PlotAccuracy(filepath.Join(cfg.Out, "accuracy.png"), title, recs); err != nil {
-		return 1, err
-	}
-	if err := metrics.PlotPrivacy(filepath.Join(cfg.Out, "privacy.png"), title, recs); err != nil {
-		return 1, err
-	}
 	fmt.Fprintf(stdout, "final test accuracy %.4f (best %.4f), loss %.4f after %d rounds in %.1fs; central epsilon %s; outputs in %s\n",
 		sum.FinalAccuracy, sum.BestAccuracy, sum.FinalLoss, sum.Rounds, sum.Seconds, epsString(srec.CumulativeEpsilon, srec.CumulativeDelta), cfg.Out)
 	return 0, nil
+}
+
+// writeSummaryAndPlots writes summary.json, accuracy.png and privacy.png.
+func writeSummaryAndPlots(cfg runtime.Config, recs []metrics.Record, sum runtime.Summary) error {
+	sb, err := json.MarshalIndent(metrics.NewSummary(cfg, sum), "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(cfg.Out, "summary.json"), append(sb, '\n'), 0o644); err != nil {
+		return fmt.Errorf("writing summary.json: %w", err)
+	}
+	title := fmt.Sprintf("%s, %s, %s", cfg.Protocol, cfg.Dataset, cfg.Model)
+	if err := metrics.PlotAccuracy(filepath.Join(cfg.Out, "accuracy.png"), title, recs); err != nil {
+		return err
+	}
+	return metrics.PlotPrivacy(filepath.Join(cfg.Out, "privacy.png"), title, recs)
+}
+
+// writeRunOutputs writes every output of a finished run: config.yaml,
+// metrics.jsonl, summary.json and the plots.
+func writeRunOutputs(cfg runtime.Config, recs []metrics.Record, sum runtime.Summary) error {
+	if err := os.MkdirAll(cfg.Out, 0o755); err != nil {
+		return fmt.Errorf("output directory: %w", err)
+	}
+	resolved, err := yaml.Marshal(cfg)
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(cfg.Out, "config.yaml"), resolved, 0o644); err != nil {
+		return fmt.Errorf("writing config.yaml: %w", err)
+	}
+	f, err := os.Create(filepath.Join(cfg.Out, "metrics.jsonl"))
+	if err != nil {
+		return fmt.Errorf("writing metrics.jsonl: %w", err)
+	}
+	jl := metrics.NewJSONL(f)
+	for _, r := range recs {
+		if err := jl.Write(r); err != nil {
+			f.Close()
+			return err
+		}
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("writing metrics.jsonl: %w", err)
+	}
+	return writeSummaryAndPlots(cfg, recs, sum)
 }
 
 func epsString(eps *float64, delta float64) string {

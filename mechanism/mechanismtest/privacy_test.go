@@ -16,7 +16,7 @@ func TestIntervalCoverage(t *testing.T) {
 	r := rng.NewSeeded(3)
 	l := math.Log(100)
 	for _, p := range []float64{0.001, 0.05, 0.5, 0.97} {
-		n := 2000
+		n := 500
 		var missLo, missHi int
 		for range 20000 {
 			k := 0

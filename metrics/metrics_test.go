@@ -1,0 +1,67 @@
+package metrics
+
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"shufflefl/protocol"
+	"shufflefl/runtime"
+)
+
+func TestInfiniteEpsilonIsNull(t *testing.T) {
+	r := runtime.RoundResult{Round: 1, TestAccuracy: 0.5, Privacy: protocol.NonPrivate(), MaxClientEpsilon: math.Inf(1)}
+	var buf bytes.Buffer
+	if err := NewJSONL(&buf).Write(FromResult(r)); err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(buf.Bytes(), &m); err != nil {
+		t.Fatalf("not JSON: %v\n%s", err, buf.String())
+	}
+	for _, k := range []string{"central_epsilon", "cumulative_epsilon", "local_epsilon_max", "max_client_epsilon"} {
+		if v, ok := m[k]; !ok || v != nil {
+			t.Errorf("%s = %v, want null", k, v)
+		}
+	}
+	if !strings.HasSuffix(buf.String(), "}\n") || strings.Count(buf.String(), "\n") != 1 {
+		t.Errorf("not one object per line: %q", buf.String())
+	}
+}
+
+func TestFiniteValuesKept(t *testing.T) {
+	p := protocol.Privacy{Private: true, LocalEpsilon: protocol.Stats{Min: 1, Median: 2, Max: 3}, CentralEpsilon: 0.5, CentralDelta: 1e-6, CumulativeEpsilon: 1.5}
+	rec := FromResult(runtime.RoundResult{Round: 2, Privacy: p, MaxClientEpsilon: 6})
+	if *rec.LocalEpsilonMin != 1 || *rec.LocalEpsilonMedian != 2 || *rec.LocalEpsilonMax != 3 || *rec.CentralEpsilon != 0.5 ||
+		rec.CentralDelta != 1e-6 || *rec.CumulativeEpsilon != 1.5 || *rec.MaxClientEpsilon != 6 {
+		t.Fatalf("%+v", rec)
+	}
+}
+
+func TestPlotsWritePNG(t *testing.T) {
+	dir := t.TempDir()
+	var recs []Record
+	for i := 1; i <= 3; i++ {
+		e := float64(i)
+		recs = append(recs, Record{Round: i, TestAccuracy: 0.1 * e, CentralEpsilon: &e, CumulativeEpsilon: &e})
+	}
+	for name, f := range map[string]func(string) error{
+		"acc.png":     func(p string) error { return PlotAccuracy(p, "t", recs) },
+		"priv.png":    func(p string) error { return PlotPrivacy(p, "t", recs) },
+		"nopriv.png":  func(p string) error { return PlotPrivacy(p, "t", []Record{{Round: 1}}) },
+		"compare.png": func(p string) error { return PlotCompare(p, "t", []Series{{"a", recs}, {"b", recs}}) },
+	} {
+		p := filepath.Join(dir, name)
+		if err := f(p); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		b, err := os.ReadFile(p)
+		if err != nil || !bytes.HasPrefix(b, []byte("\x89PNG")) {
+			t.Fatalf("%s is not a PNG (%v)", name, err)
+		}
+	}
+}

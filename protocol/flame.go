@@ -1,0 +1,432 @@
+package protocol
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"strings"
+
+	"shufflefl/account"
+	"shufflefl/amplify"
+	"shufflefl/checks"
+	"shufflefl/mechanism"
+)
+
+// This file holds the FLAME framework (Liu et al., "FLAME: Differentially
+// Private Federated Learning in the Shuffle Model", AAAI 2021, Algorithm 2)
+// shared by SS-Simple (below), SS-Double and SS-Topk (flame_sparse.go):
+//
+//   - encoding: clip every coordinate to [-C, C], map it to [0, 1] by
+//     (x+C)/(2C), randomize it with R_{gamma,b} (Algorithm 1) or the Laplace
+//     mechanism on [0, 1];
+//   - shuffling: per-coordinate permutation, padded to n_p values per
+//     coordinate with blanket draws for the sparse protocols (Algorithm 3);
+//   - analyzing: de-bias the per-coordinate sums (Eq. 1, generalised to
+//     padding and sampling), map back z = C(2 zbar - 1);
+//   - accounting: the FLAME theorems, computed by package amplify.
+//
+// Reading of the paper's parameters (documented once, used everywhere):
+//
+//   - Budget.Epsilon is eps_l, the local budget of a user's whole update in
+//     one round. FLAME assumes one public eps_l for all users: the analyzer's
+//     de-biasing constant gamma and the shuffler's blanket depend on it. The
+//     protocols therefore take eps_l from Params.Epsilon (the engine's
+//     --epsilon) and Check rejects any participant whose budget differs
+//     (personalized budgets belong to APES).
+//   - The MNIST evaluation has d = 7,850, n = 1,000, eps_l = 78.5,
+//     eps_ld = 0.01 (SS-Simple) and eps_lk = 0.5 (SS-Double, SS-Topk), so
+//     k = 157 = d/50 (beta = 1/50) — the default k. "n/n_p = 3" means
+//     n_p = 333 dummies-plus-reports per dimension, a third of the users:
+//     Theorem 5 then gives l = floor(333/(1000/50)) = 16 and
+//     nu = 50/16 = 3.125, exactly the paper's "nu = 3.125 with l = 16", which
+//     confirms beta = 1/50 (with beta = 1/10, l = 3 and nu = 3.33).
+//   - delta_c: Params.Delta when set, else 0.01/n^1.1 (5.01e-6 for n = 1,000,
+//     the paper's 5e-6).
+
+// Option names shared by the FLAME protocols (Params.Extra).
+const (
+	flameOptRandomizer = "randomizer" // 0 = R_{gamma,b}, 1 = Laplace on [0, 1]
+	flameOptLevels     = "levels"     // b of R_{gamma,b}
+	flameOptK          = "k"          // coordinates per user (SS-Double, SS-Topk)
+	flameOptNp         = "np"         // padding size n_p per dimension
+	flameOptNu         = "nu"         // requested nu-index privacy (SS-Topk)
+)
+
+// flameDefaultLevels is the default b of R_{gamma,b}. When the per-coordinate
+// budget is small (FLAME's eps_ld = 0.01 and eps_lk = 0.5), the report is
+// mostly blanket and the variance of one de-biased report is about
+// (b+1)^2(b+2)/(12 b eps^2), smallest at the smallest b R_{gamma,b} allows;
+// b = 2 also gives the tightest blanket bound (it grows with e^eps + b).
+const flameDefaultLevels = 2
+
+// flameDefaultBetaInv is d/k of FLAME's evaluation (k = 157 of d = 7,850).
+const flameDefaultBetaInv = 50
+
+// flamePadFailure is the largest probability SS-Double may leave for some
+// dimension to receive more than n_p real reports (Algorithm 3 then cannot
+// pad); it is added to the round's central delta.
+const flamePadFailure = 1e-9
+
+// flameBase holds the settings common to the FLAME protocols.
+type flameBase struct {
+	name    string
+	clip    float64 // C
+	eps     float64 // eps_l, public
+	delta   float64 // target delta_c (0: 0.01/n^1.1)
+	laplace bool    // Laplace randomizer instead of R_{gamma,b}
+	levels  int     // b
+}
+
+// newFlameBase validates the options every FLAME protocol takes.
+func newFlameBase(name string, p Params) (flameBase, error) {
+	f := flameBase{name: name, clip: p.Clip, eps: p.Epsilon, delta: p.Delta, levels: flameDefaultLevels}
+	if err := checks.Positive("clip", p.Clip); err != nil {
+		return f, fmt.Errorf("%s (FLAME Algorithm 2 clips to [-C, C]): %w", name, err)
+	}
+	if err := checks.Epsilon("epsilon (FLAME's public local budget eps_l of a whole update)", p.Epsilon); err != nil {
+		return f, fmt.Errorf("%s: %w", name, err)
+	}
+	if p.Delta != 0 {
+		if err := checks.Delta("delta (target central delta_c)", p.Delta); err != nil {
+			return f, fmt.Errorf("%s: %w", name, err)
+		}
+	}
+	if v, ok, err := flameIntOption(p, flameOptRandomizer, 0, 1); err != nil {
+		return f, fmt.Errorf("%s: %w", name, err)
+	} else if ok {
+		f.laplace = v == 1
+	}
+	if v, ok, err := flameIntOption(p, flameOptLevels, 2, 1<<20); err != nil {
+		return f, fmt.Errorf("%s: %w (FLAME Algorithm 1: R_{gamma,b} needs b >= 2 levels; b = 1 is binary randomized response)", name, err)
+	} else if ok {
+		if f.laplace {
+			return f, fmt.Errorf("%s: %w", name, checks.Invalidf("option levels applies to R_{gamma,b} (randomizer=0), not to the Laplace randomizer"))
+		}
+		f.levels = v
+	}
+	return f, nil
+}
+
+// flameIntOption reads an integer option in [lo, hi]; ok is false if absent.
+func flameIntOption(p Params, name string, lo, hi int) (v int, ok bool, err error) {
+	x, ok := p.Extra[name]
+	if !ok {
+		return 0, false, nil
+	}
+	if math.IsNaN(x) || math.IsInf(x, 0) || x != math.Trunc(x) {
+		return 0, false, checks.Invalidf("option %s must be an integer, got %v", name, x)
+	}
+	if x < float64(lo) || x > float64(hi) {
+		return 0, false, checks.Invalidf("option %s must be in [%d, %d], got %v", name, lo, hi, x)
+	}
+	return int(x), true, nil
+}
+
+// checkUniform validates the shape and requires every participant's budget
+// to be the protocol's public eps_l.
+func (f flameBase) checkUniform(s Shape, budgets []Budget) error {
+	if err := s.Validate(); err != nil {
+		return fmt.Errorf("%s: %w", f.name, err)
+	}
+	for i, b := range budgets {
+		if err := f.checkBudget(b); err != nil {
+			return fmt.Errorf("%s: participant %d: %w", f.name, i, err)
+		}
+	}
+	return nil
+}
+
+func (f flameBase) checkBudget(b Budget) error {
+	if err := checks.Epsilon("epsilon", b.Epsilon); err != nil {
+		return err
+	}
+	if math.Abs(b.Epsilon-f.eps) > 1e-9*f.eps {
+		return checks.Invalidf("budget epsilon %v differs from the protocol's eps_l = %v: FLAME assumes one public local budget for every user "+
+			"(the analyzer's de-biasing and the shuffler's blanket depend on it); use apes or ldp-laplace for personalized budgets", b.Epsilon, f.eps)
+	}
+	return nil
+}
+
+// deltaC is the target central delta of a round with n participants.
+func (f flameBase) deltaC(n int) float64 {
+	if f.delta > 0 {
+		return f.delta
+	}
+	return 0.01 / math.Pow(float64(n), 1.1)
+}
+
+// codec returns the per-coordinate randomizer for budget eps per coordinate.
+func (f flameBase) codec(eps float64) (flameCodec, error) {
+	if f.laplace {
+		// The plain (simulation) Laplace mechanism, as ldp-laplace uses; a
+		// deployment would use mechanism.NewSecureLaplace.
+		lap, err := mechanism.NewLaplace(eps, 1)
+		if err != nil {
+			return flameCodec{}, fmt.Errorf("%s: Laplace randomizer: %w", f.name, err)
+		}
+		return flameCodec{laplace: true, lap: lap, scale: 1, keep: 1}, nil
+	}
+	rr, err := mechanism.NewRandomizedRounding(eps, f.levels)
+	if err != nil {
+		return flameCodec{}, fmt.Errorf("%s: R_{gamma,b}: %w", f.name, err)
+	}
+	return flameCodec{rr: rr, scale: float64(rr.B()), keep: 1 - rr.Gamma()}, nil
+}
+
+// amplifier is the per-dimension shuffle bound of the chosen randomizer: the
+// corrected privacy-blanket Bennett bound (Balle et al. 2019, as used by
+// FLAME's evaluation). R_{gamma,b} with b levels has the b+1 outputs
+// {0, ..., b} and gamma = (b+1)/(e^eps + b) (see mechanism.RandomizedRounding),
+// which is k-ary randomized response's blanket with k = b+1.
+func (f flameBase) amplifier() amplify.Amplifier {
+	if f.laplace {
+		return amplify.BlanketAmplifier(amplify.Randomizer{Mech: amplify.Laplace}, amplify.Bennett)
+	}
+	return amplify.BlanketAmplifier(amplify.Randomizer{Mech: amplify.KRR, K: f.levels + 1}, amplify.Bennett)
+}
+
+// randomizerName names the randomizer in Bound strings.
+func (f flameBase) randomizerName() string {
+	if f.laplace {
+		return "laplace"
+	}
+	return fmt.Sprintf("R_{gamma,b=%d}", f.levels)
+}
+
+// toUnit clips x to [-C, C] and returns (x+C)/(2C) in [0, 1]
+// (FLAME Algorithm 2, lines 8-9).
+func (f flameBase) toUnit(x float64) float64 {
+	u := (math.Max(-f.clip, math.Min(f.clip, x)) + f.clip) / (2 * f.clip)
+	return math.Max(0, math.Min(1, u)) // guard against rounding
+}
+
+// estimate is the analyzer of FLAME (Algorithm 2 lines 18-19, Eq. 1
+// generalised). Every value v of coordinate j — a real report R(x), a user's
+// blanket dummy or a shuffler's dummy — satisfies
+// E[v/scale - 1/2] = keep (x - 1/2) for a real report and 0 for a dummy
+// (the blanket has mean scale/2), so with
+// T_j = Sum_j/scale - Count_j/2 the estimate
+//
+//	z_j = 2C T_j / (keep m_j)
+//
+// is unbiased for C(2 mean - 1) = the mean clipped update when the real
+// reports of coordinate j have expected total m_j mean. m(j) supplies m_j
+// (Count_j for SS-Simple, beta n for SS-Double, n for SS-Topk).
+func (f flameBase) estimate(s Shape, agg *Aggregate, dst []float64, c flameCodec, m func(j int) float64) error {
+	if err := checkAggregate(s, agg, dst); err != nil {
+		return fmt.Errorf("%s: %w", f.name, err)
+	}
+	for j := range dst {
+		mj := m(j)
+		if mj <= 0 {
+			dst[j] = 0
+			continue
+		}
+		t := agg.Sum[j]/c.scale - float64(agg.Count[j])/2
+		dst[j] = 2 * f.clip * t / (c.keep * mj)
+	}
+	return nil
+}
+
+// flameCodec is the per-coordinate randomizer of one round.
+type flameCodec struct {
+	laplace bool
+	lap     mechanism.Laplace
+	rr      mechanism.RandomizedRounding
+	scale   float64 // b for R_{gamma,b}, 1 for Laplace
+	keep    float64 // 1-gamma for R_{gamma,b}, 1 for Laplace
+}
+
+// randomize perturbs u in [0, 1]: R_{gamma,b}(u) in {0, ..., b}
+// (Algorithm 1, with the blanket on {0, ..., b}, see
+// mechanism.RandomizedRounding) or u + Lap(1/eps).
+func (c flameCodec) randomize(r *rand.Rand, u float64) float64 {
+	if c.laplace {
+		return c.lap.Randomize(r, u)
+	}
+	return float64(c.rr.Randomize(r, u))
+}
+
+// blanket draws from the blanket distribution omega_R: Unif{0, ..., b} for
+// R_{gamma,b}; for the Laplace mechanism on [0, 1] the blanket (Balle et al.
+// 2019, Section 5: omega(y) = inf_x mu_x(y)/gamma with gamma = e^{-eps/2})
+// is Laplace(1/2, 1/eps), the output distribution of input 1/2.
+func (c flameCodec) blanket(r *rand.Rand) float64 {
+	if c.laplace {
+		return c.lap.Randomize(r, 0.5)
+	}
+	return float64(c.rr.Blanket(r))
+}
+
+// account turns a FLAME theorem's result into the round's Privacy. res is
+// the theorem evaluated at the round's delta_c (amplify.SSSimple or
+// amplify.SSDouble); coordEps is the local epsilon per reported coordinate.
+//
+// Validity: if the theorem does not apply (amplify returns an error) or gives
+// no amplification (eps_c >= eps_l), the statement falls back to the local
+// guarantee — each report is eps_l-LDP, so the shuffled output is
+// (eps_l, 0)-DP per user and (coordEps, 0)-DP per dimension by
+// post-processing — and Bound says so.
+//
+// Cumulative: the round's (eps_c, delta_c) is first amplified by the engine's
+// uniform sampling of n of the N clients (FLAME Lemma 4,
+// account.SubsampleWOR with q = n/N; nothing when n = N), then composed over
+// the Round rounds by the better of basic and advanced composition
+// (account.ComposeBest, FLAME Lemmas 2-3) with delta' = delta_c, and capped by
+// the local guarantee Round * eps_l.
+func (f flameBase) account(s Shape, budgets []Budget, coordEps float64, extraDelta float64,
+	theorem string, res func(deltaC float64) (amplify.ProtocolResult, error)) (Privacy, error) {
+	if len(budgets) == 0 {
+		return Privacy{}, fmt.Errorf("%s: %w", f.name, checks.Invalidf("no participant budgets to account"))
+	}
+	if err := f.checkUniform(s, budgets); err != nil {
+		return Privacy{}, err
+	}
+	eps := budgetEpsilons(budgets)
+	coord := make([]float64, len(eps))
+	for i := range eps {
+		coord[i] = coordEps
+	}
+	priv := Privacy{
+		Private:           true,
+		LocalEpsilon:      Summarize(eps),
+		LocalCoordEpsilon: Summarize(coord),
+	}
+	deltaC := f.deltaC(s.Participants)
+	r, err := res(deltaC)
+	switch {
+	case err != nil:
+		priv.CentralEpsilon, priv.CentralDelta = f.eps, 0
+		priv.CentralCoordEpsilon, priv.CentralCoordDelta = coordEps, 0
+		priv.Bound = fmt.Sprintf("%s: local guarantee only (%s does not apply: %v)", f.name, theorem, err)
+	case r.Epsilon >= f.eps:
+		priv.CentralEpsilon, priv.CentralDelta = f.eps, 0
+		priv.CentralCoordEpsilon, priv.CentralCoordDelta = coordEps, 0
+		priv.Bound = fmt.Sprintf("%s: local guarantee only (%s gives eps_c = %.4g >= eps_l, no amplification)", f.name, theorem, r.Epsilon)
+	default:
+		priv.CentralEpsilon, priv.CentralDelta = r.Epsilon, math.Min(1, r.Delta+extraDelta)
+		priv.CentralCoordEpsilon, priv.CentralCoordDelta = r.EpsDim, math.Min(1, r.DeltaDim+extraDelta)
+		priv.Bound = fmt.Sprintf("%s (%s; blanket bennett, %s)", r.Name, theorem, f.randomizerName())
+	}
+	ce, cd := priv.CentralEpsilon, priv.CentralDelta
+	if q := s.SampleRate(); q < 1 {
+		if ce, cd, err = account.SubsampleWOR(ce, cd, q); err != nil {
+			return Privacy{}, fmt.Errorf("%s: client sampling: %w", f.name, err)
+		}
+	}
+	comp := "basic composition"
+	ce, cd, adv, err := account.ComposeBest(ce, cd, s.Round, deltaC)
+	switch {
+	case err != nil: // e.g. Round * delta >= 1: only the local guarantee composes
+		ce = math.Inf(1)
+	case adv:
+		comp = fmt.Sprintf("advanced composition, delta'=%.3g", deltaC)
+	}
+	if local := float64(s.Round) * f.eps; local <= ce {
+		ce, cd, comp = local, 0, "basic composition of the local guarantee"
+	}
+	priv.CumulativeEpsilon, priv.CumulativeDelta = ce, cd
+	var b strings.Builder
+	b.WriteString(priv.Bound)
+	if s.SampleRate() < 1 {
+		fmt.Fprintf(&b, " + client sampling q=%.4g", s.SampleRate())
+	}
+	fmt.Fprintf(&b, " + %s", comp)
+	priv.Bound = b.String()
+	return priv, nil
+}
+
+func init() {
+	Register("ss-simple", "FLAME SS-Simple: every coordinate randomized with eps_l/d (R_{gamma,b} or Laplace), per-dimension shuffling, FLAME Theorem 1", newSSSimple)
+}
+
+// SSSimple is FLAME's SS-Simple protocol (Liu et al. 2021, Algorithm 2 with
+// Randomize = R_{eps_ld} on every coordinate, Theorem 1): each user clips its
+// update to [-C, C], maps it to [0, 1] and randomizes all d coordinates with
+// eps_ld = eps_l/d each (basic composition, FLAME Lemma 2); the shuffler
+// permutes every dimension independently; the analyzer de-biases each
+// dimension with FLAME Eq. 1 and maps back, z = C(2 zbar - 1).
+//
+// Options (Params.Extra):
+//
+//	randomizer  0 = R_{gamma,b} (FLAME Algorithm 1, default), 1 = Laplace
+//	            with scale d/eps_l on [0, 1] (FLAME's experiments)
+//	levels      b of R_{gamma,b}, >= 2 (default 2)
+//
+// Params: Clip is C, Epsilon is the public eps_l (every budget must equal
+// it), Delta the target delta_c (default 0.01/n^1.1).
+//
+// Estimator: unbiased for the mean of the clipped updates, with variance
+// 4C^2 (sum_i Var(y_ij)/b^2)/((1-gamma) n)^2 per coordinate.
+//
+// Accounting: FLAME Theorem 1 via amplify.SSSimple with the blanket Bennett
+// bound of the chosen randomizer (R_{gamma,b}: k-ary randomized response with
+// k = b+1 outputs); see flameBase.account for validity and composition.
+type SSSimple struct {
+	flameBase
+}
+
+func newSSSimple(p Params) (Protocol, error) {
+	if err := extraKeys(p, flameOptRandomizer, flameOptLevels); err != nil {
+		return nil, err
+	}
+	f, err := newFlameBase("ss-simple", p)
+	if err != nil {
+		return nil, err
+	}
+	return SSSimple{f}, nil
+}
+
+// Name implements Protocol.
+func (SSSimple) Name() string { return "ss-simple" }
+
+// Check implements Protocol: a valid shape and every budget equal to eps_l.
+func (p SSSimple) Check(s Shape, budgets []Budget) error { return p.checkUniform(s, budgets) }
+
+// Mode implements Protocol: FLAME shuffles every dimension independently.
+func (SSSimple) Mode() ShuffleMode { return PerCoordinate }
+
+// Encode implements Protocol (FLAME Algorithm 2 lines 8-10): a dense report
+// of d randomized coordinates in {0, ..., b} (or [0, 1] + Laplace noise).
+func (p SSSimple) Encode(r *rand.Rand, s Shape, update []float64, b Budget, out *Report) error {
+	if err := checkUpdate(s, update); err != nil {
+		return fmt.Errorf("ss-simple: %w", err)
+	}
+	if err := p.checkBudget(b); err != nil {
+		return fmt.Errorf("ss-simple: %w", err)
+	}
+	c, err := p.codec(p.eps / float64(s.Dim))
+	if err != nil {
+		return err
+	}
+	out.Reset()
+	out.Coords = nil
+	for _, x := range update {
+		out.Values = append(out.Values, c.randomize(r, p.toUnit(x)))
+	}
+	return nil
+}
+
+// Pad implements Protocol: SS-Simple has no padding (every dimension holds
+// exactly the n reports).
+func (SSSimple) Pad(*rand.Rand, Shape, []int64, func(int, float64)) error { return nil }
+
+// Estimate implements Protocol: FLAME Eq. 1 per dimension,
+// zbar_j = ((Sum_j/b - n gamma/2)/(1-gamma))/n, then z_j = C(2 zbar_j - 1),
+// written as z_j = 2C (Sum_j/b - n/2)/((1-gamma) n) with n = Count_j.
+func (p SSSimple) Estimate(_ *rand.Rand, s Shape, agg *Aggregate, dst []float64) error {
+	c, err := p.codec(p.eps / float64(s.Dim))
+	if err != nil {
+		return err
+	}
+	return p.estimate(s, agg, dst, c, func(j int) float64 { return float64(agg.Count[j]) })
+}
+
+// Account implements Protocol: FLAME Theorem 1 (amplify.SSSimple), the
+// dimension-level (eps_cd, delta_cd) and the user-level (eps_c, delta_c).
+func (p SSSimple) Account(s Shape, budgets []Budget) (Privacy, error) {
+	d := s.Dim
+	return p.account(s, budgets, p.eps/float64(d), 0, "FLAME Theorem 1", func(deltaC float64) (amplify.ProtocolResult, error) {
+		return amplify.SSSimple(p.eps, d, s.Participants, deltaC, p.amplifier())
+	})
+}

@@ -1,0 +1,821 @@
+package protocol
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+
+	"shufflefl/amplify"
+	"shufflefl/rng"
+)
+
+// flamePopulation returns n updates of dimension d with values spread over
+// [-1.2C, 1.2C] (some get clipped), deterministic.
+func flamePopulation(n, d int, clip float64) [][]float64 {
+	pop := make([][]float64, n)
+	for i := range pop {
+		u := make([]float64, d)
+		for j := range u {
+			f := math.Mod(float64(i)*0.6180339887+float64(j)*0.7548776662+0.1, 1)
+			u[j] = 1.2 * clip * (2*f - 1)
+		}
+		pop[i] = u
+	}
+	return pop
+}
+
+// flameEncodeAll encodes every client's update (copies, the input is kept).
+func flameEncodeAll(t testing.TB, p Protocol, s Shape, pop [][]float64, eps float64, seed uint64) []Report {
+	t.Helper()
+	reports := make([]Report, len(pop))
+	u := make([]float64, s.Dim)
+	for i := range pop {
+		copy(u, pop[i])
+		if err := p.Encode(rng.Stream(seed, rng.LabelNoise, 1, uint64(i)), s, u, Budget{Epsilon: eps}, &reports[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return reports
+}
+
+// flameStream is the streaming path: aggregate, then pad.
+func flameStream(t testing.TB, p Protocol, s Shape, reports []Report, seed uint64) *Aggregate {
+	t.Helper()
+	agg := NewAggregate(s.Dim)
+	for i := range reports {
+		if err := agg.AddReport(&reports[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := p.Pad(rng.Stream(seed, rng.LabelShuffle, 0), s, slices.Clone(agg.Count), agg.AddValue); err != nil {
+		t.Fatal(err)
+	}
+	return agg
+}
+
+func flameClip(x, c float64) float64 { return math.Max(-c, math.Min(c, x)) }
+
+// TestFlameEstimator checks that each FLAME analyzer is unbiased for its
+// target and has the variance derived in its doc comment. For each of the d
+// coordinates the error e_j = est_j - target_j is standardised by its
+// predicted standard deviation; the d standardised errors are independent
+// (up to the -1/(d-1) correlation of SS-Double's k-of-d sampling) and close
+// to normal (sums of >= 60 bounded or Laplace terms), so their mean has
+// standard deviation 1/sqrt(d) and their mean square 1 ± sqrt(2/d). We allow
+// 6 standard deviations (false-alarm rate below 1e-8 each), plus 0.03 for
+// the residual non-normality of the mean square.
+func TestFlameEstimator(t *testing.T) {
+	const n, d, clip = 60, 4000, 0.5
+	pop := flamePopulation(n, d, clip)
+	tests := []struct {
+		name  string
+		proto string
+		extra map[string]float64
+		eps   float64 // eps_l; 0 means 2000
+	}{
+		{"ss-simple/rgb", "ss-simple", nil, 0},
+		{"ss-simple/rgb-b8", "ss-simple", map[string]float64{"levels": 8}, 0},
+		{"ss-simple/laplace", "ss-simple", map[string]float64{"randomizer": 1}, 0},
+		{"ss-double/rgb", "ss-double", map[string]float64{"k": 400, "np": 35}, 0},
+		{"ss-double/laplace", "ss-double", map[string]float64{"k": 400, "np": 45, "randomizer": 1}, 0},
+		{"ss-topk/rgb-dense", "ss-topk", map[string]float64{"k": 200}, 0},
+		{"ss-topk/rgb-nu", "ss-topk", map[string]float64{"k": 200, "nu": 4}, 0},
+		{"ss-topk/laplace-np", "ss-topk", map[string]float64{"k": 200, "nu": 4, "np": 90, "randomizer": 1}, 0},
+		// eps_lk = 0.5 as in FLAME: gamma = 0.82, most reports are blanket.
+		{"ss-double/rgb-eps0.5", "ss-double", map[string]float64{"k": 400, "np": 35}, 200},
+		{"ss-topk/rgb-eps0.5", "ss-topk", map[string]float64{"k": 200, "nu": 4}, 100},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			eps := tc.eps
+			if eps == 0 {
+				eps = 2000
+			}
+			p := mustNew(t, tc.proto, Params{Clip: clip, Epsilon: eps, Extra: tc.extra})
+			s := shape(n, d)
+			if err := p.Check(s, []Budget{{Epsilon: eps}}); err != nil {
+				t.Fatal(err)
+			}
+			reports := flameEncodeAll(t, p, s, pop, eps, 11)
+			agg := flameStream(t, p, s, reports, 11)
+			est := make([]float64, d)
+			if err := p.Estimate(nil, s, agg, est); err != nil {
+				t.Fatal(err)
+			}
+			target, variance := flamePrediction(t, p, s, pop, reports)
+			var m1, m2 float64
+			for j := range est {
+				z := (est[j] - target[j]) / math.Sqrt(variance[j])
+				m1 += z
+				m2 += z * z
+			}
+			m1 /= d
+			m2 /= d
+			if math.Abs(m1) > 6/math.Sqrt(d) {
+				t.Errorf("mean standardised error %.4f, more than 6 sd (%.4f) from 0: biased", m1, 6/math.Sqrt(d))
+			}
+			if math.Abs(m2-1) > 6*math.Sqrt(2.0/d)+0.03 {
+				t.Errorf("mean squared standardised error %.4f, want 1 ± %.3f: variance differs from the derivation", m2, 6*math.Sqrt(2.0/d)+0.03)
+			}
+		})
+	}
+}
+
+// flamePrediction returns, per coordinate, the estimator's target and its
+// predicted variance (the formulas of the SSSimple, SSDouble and SSTopk
+// doc comments). For SS-Topk the top-k sets are read off the reports.
+func flamePrediction(t *testing.T, p Protocol, s Shape, pop [][]float64, reports []Report) (target, variance []float64) {
+	t.Helper()
+	n, d := s.Participants, s.Dim
+	target = make([]float64, d)
+	variance = make([]float64, d)
+	var base flameBase
+	var k, np int
+	switch m := p.(type) {
+	case SSSimple:
+		base, k, np = m.flameBase, d, n
+	case SSDouble:
+		base = m.flameBase
+		var err error
+		if k, np, err = m.Plan(s); err != nil {
+			t.Fatal(err)
+		}
+	case SSTopk:
+		base = m.flameBase
+		var err error
+		if k, np, _, _, err = m.Plan(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c, err := base.codec(base.eps / float64(k))
+	if err != nil {
+		t.Fatal(err)
+	}
+	C := base.clip
+	// vOut(u) = Var(y/scale) for a real report of u in [0, 1]; vBlank for a dummy.
+	vOut := func(u float64) float64 {
+		if c.laplace {
+			return c.lap.Variance()
+		}
+		return c.rr.OutputVariance(u) / (c.scale * c.scale)
+	}
+	vBlank := c.lap.Variance()
+	if !c.laplace {
+		vBlank = c.rr.BlanketVariance() / (c.scale * c.scale)
+	}
+	unit := func(x float64) float64 { return (flameClip(x, C) + C) / (2 * C) }
+	switch p.(type) {
+	case SSSimple:
+		for j := 0; j < d; j++ {
+			v := 0.0
+			for i := range pop {
+				target[j] += flameClip(pop[i][j], C) / float64(n)
+				v += vOut(unit(pop[i][j]))
+			}
+			den := c.keep * float64(n)
+			variance[j] = 4 * C * C * v / (den * den)
+		}
+	case SSDouble:
+		beta := float64(k) / float64(d)
+		for j := 0; j < d; j++ {
+			var v, spread float64
+			for i := range pop {
+				u := unit(pop[i][j])
+				target[j] += flameClip(pop[i][j], C) / float64(n)
+				v += beta * vOut(u)
+				spread += (u - 0.5) * (u - 0.5)
+			}
+			v += (float64(np) - beta*float64(n)) * vBlank
+			v += c.keep * c.keep * beta * (1 - beta) * spread
+			den := c.keep * beta * float64(n)
+			variance[j] = 4 * C * C * v / (den * den)
+		}
+	case SSTopk:
+		// The top coordinates of client i are its k of largest |clipped|.
+		for i := range pop {
+			idx := make([]int, d)
+			for j := range idx {
+				idx[j] = j
+			}
+			key := func(j int) float64 { return math.Min(math.Abs(pop[i][j]), C) }
+			sort.SliceStable(idx, func(a, b int) bool { return key(idx[a]) > key(idx[b]) })
+			for _, j := range idx[:k] {
+				target[j] += flameClip(pop[i][j], C) / float64(n)
+				variance[j] += vOut(unit(pop[i][j])) - vBlank // real instead of blanket
+			}
+		}
+		for j := 0; j < d; j++ {
+			v := variance[j] + float64(np)*vBlank
+			den := c.keep * float64(n)
+			variance[j] = 4 * C * C * v / (den * den)
+		}
+	}
+	return target, variance
+}
+
+// TestFlameFaithfulMatchesStreaming runs the faithful shuffler (pad, then
+// permute every dimension) and the streaming path (aggregate, then pad) on
+// the same reports and padding stream: the counts are identical, every
+// padded dimension holds exactly n_p values, and the estimates agree up to
+// floating-point summation order.
+func TestFlameFaithfulMatchesStreaming(t *testing.T) {
+	const n, d, clip, eps = 40, 500, 1.0, 300.0
+	pop := flamePopulation(n, d, clip)
+	tests := []struct {
+		proto  string
+		extra  map[string]float64
+		wantNp int // 0: no padding
+	}{
+		{"ss-simple", nil, 0},
+		{"ss-simple", map[string]float64{"randomizer": 1}, 0},
+		{"ss-double", map[string]float64{"k": 25, "np": 17}, 17},
+		{"ss-double", map[string]float64{"k": 25, "randomizer": 1}, 17}, // default: max(n/3, safe) = max(13, 17)
+		{"ss-topk", map[string]float64{"k": 10, "nu": 3}, 40},
+		{"ss-topk", map[string]float64{"k": 10, "np": 55, "levels": 5}, 55},
+	}
+	for _, tc := range tests {
+		t.Run(fmt.Sprint(tc.proto, tc.extra), func(t *testing.T) {
+			p := mustNew(t, tc.proto, Params{Clip: clip, Epsilon: eps, Extra: tc.extra})
+			s := shape(n, d)
+			if err := p.Check(s, []Budget{{Epsilon: eps}}); err != nil {
+				t.Fatal(err)
+			}
+			reports := flameEncodeAll(t, p, s, pop, eps, 5)
+			stream := flameStream(t, p, s, reports, 5)
+			sh, err := Shuffle(rng.Stream(5, rng.LabelShuffle, 0), rng.Stream(5, rng.LabelShuffle, 1), p, s, reports)
+			if err != nil {
+				t.Fatal(err)
+			}
+			faithful, err := sh.Aggregate()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(stream.Count, faithful.Count) {
+				t.Fatal("faithful and streaming counts differ")
+			}
+			real := int64(0)
+			for i := range reports {
+				real += int64(len(reports[i].Values))
+			}
+			for j, c := range faithful.Count {
+				want := int64(tc.wantNp)
+				if tc.wantNp == 0 {
+					want = n
+				}
+				if c != want || int64(len(sh.Columns[j])) != want {
+					t.Fatalf("dimension %d holds %d values, want n_p = %d", j, c, want)
+				}
+			}
+			if tc.wantNp > 0 && stream.Dummies != int64(tc.wantNp*d)-real {
+				t.Fatalf("%d dummies, want n_p d - real = %d", stream.Dummies, int64(tc.wantNp*d)-real)
+			}
+			a, b := make([]float64, d), make([]float64, d)
+			if err := p.Estimate(nil, s, stream, a); err != nil {
+				t.Fatal(err)
+			}
+			if err := p.Estimate(nil, s, faithful, b); err != nil {
+				t.Fatal(err)
+			}
+			for j := range a {
+				if math.Abs(a[j]-b[j]) > 1e-9*(1+math.Abs(a[j])) {
+					t.Fatalf("coordinate %d: streaming %v, faithful %v", j, a[j], b[j])
+				}
+			}
+		})
+	}
+}
+
+// TestFlameRejects checks that parameters FLAME cannot honour are refused
+// with an error naming the constraint.
+func TestFlameRejects(t *testing.T) {
+	const eps = 10.0
+	s := shape(100, 50) // d = 50
+	ok := []Budget{{Epsilon: eps}}
+	tests := []struct {
+		name   string
+		proto  string
+		params Params
+		budget []Budget
+		want   string
+	}{
+		{"k > d", "ss-double", Params{Extra: map[string]float64{"k": 51}}, ok, "k = 51 exceeds the dimension d = 50"},
+		{"k > d topk", "ss-topk", Params{Extra: map[string]float64{"k": 60}}, ok, "beta = k/d must be in (0, 1]"},
+		{"k < 1", "ss-double", Params{Extra: map[string]float64{"k": 0}}, ok, "each user samples k >= 1"},
+		{"k not integer", "ss-double", Params{Extra: map[string]float64{"k": 2.5}}, ok, "must be an integer"},
+		{"np < participants (topk)", "ss-topk", Params{Extra: map[string]float64{"np": 99}}, ok, "smaller than the 100 participants"},
+		{"np unsafe (double)", "ss-double", Params{Extra: map[string]float64{"k": 5, "np": 12}}, ok, "FLAME Algorithm 3 pads n_p - n_s,j >= 0"},
+		{"np < 1", "ss-double", Params{Extra: map[string]float64{"np": 0}}, ok, "n_p >= 1"},
+		{"nu < 1", "ss-topk", Params{Extra: map[string]float64{"nu": 0.5}}, ok, "outside [1, 1/beta]"},
+		{"nu > 1/beta", "ss-topk", Params{Extra: map[string]float64{"k": 5, "nu": 11}}, ok, "outside [1, 1/beta] = [1, 10]"},
+		{"nu unreachable", "ss-topk", Params{Extra: map[string]float64{"k": 5, "nu": 1}}, ok, ""}, // l = 10 = d/k: fine
+		{"levels < 2", "ss-simple", Params{Extra: map[string]float64{"levels": 1}}, ok, "needs b >= 2 levels"},
+		{"levels with laplace", "ss-simple", Params{Extra: map[string]float64{"levels": 4, "randomizer": 1}}, ok, "applies to R_{gamma,b}"},
+		{"randomizer", "ss-simple", Params{Extra: map[string]float64{"randomizer": 2}}, ok, "option randomizer must be in [0, 1]"},
+		{"unknown option", "ss-simple", Params{Extra: map[string]float64{"k": 3}}, ok, `option "k" is not used`},
+		{"no epsilon", "ss-double", Params{Epsilon: -1}, ok, "eps_l"},
+		{"no clip", "ss-topk", Params{Clip: -1}, ok, "clips to [-C, C]"},
+		{"heterogeneous budgets", "ss-double", Params{}, []Budget{{Epsilon: eps}, {Epsilon: 2 * eps}}, "one public local budget"},
+		{"bad delta", "ss-simple", Params{Delta: 1.5}, ok, "delta"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			pp := tc.params
+			if pp.Clip == 0 {
+				pp.Clip = 1
+			}
+			if pp.Epsilon == 0 {
+				pp.Epsilon = eps
+			}
+			p, err := New(tc.proto, pp)
+			if err == nil {
+				err = p.Check(s, tc.budget)
+			}
+			if tc.want == "" {
+				if err != nil {
+					t.Fatalf("valid parameters rejected: %v", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %v, want one containing %q", err, tc.want)
+			}
+		})
+	}
+	// Encode refuses a budget other than the public eps_l, and Pad refuses a
+	// dimension with more reports than n_p.
+	p := mustNew(t, "ss-double", Params{Clip: 1, Epsilon: eps, Extra: map[string]float64{"k": 5, "np": 40}})
+	var rep Report
+	if err := p.Encode(rng.Stream(1), s, make([]float64, 50), Budget{Epsilon: 1}, &rep); err == nil || !strings.Contains(err.Error(), "public local budget") {
+		t.Errorf("Encode with another budget: %v", err)
+	}
+	counts := make([]int64, 50)
+	counts[7] = 41
+	if err := p.Pad(rng.Stream(1), s, counts, func(int, float64) {}); err == nil || !strings.Contains(err.Error(), "dimension 7 received n_s,j = 41") {
+		t.Errorf("Pad with an overfull dimension: %v", err)
+	}
+	if err := p.Encode(rng.Stream(1), s, []float64{math.NaN()}, Budget{Epsilon: eps}, &rep); err == nil {
+		t.Error("Encode accepted an update of the wrong dimension")
+	}
+}
+
+// FLAME's evaluation: d = 7,850, n = 1,000, eps_l = 78.5, delta_c =
+// 0.01/n^1.1, Laplace randomizer, k = 157, n_p = 333.
+const (
+	flameD, flameN, flameK, flameNp = 7850, 1000, 157, 333
+	flameEpsL                       = 78.5
+)
+
+// TestFlameAccountPaperSettings checks that Account reports exactly amplify's
+// FLAME theorems at the paper's settings, with the corrected Bennett bound
+// (0.928 for SS-Simple and 0.305 for SS-Double; the paper's 0.91 and 0.24
+// come from the flawed pre-2020 Bennett computation, see amplify).
+func TestFlameAccountPaperSettings(t *testing.T) {
+	deltaC := 0.01 / math.Pow(flameN, 1.1)
+	lap := amplify.BlanketAmplifier(amplify.Randomizer{Mech: amplify.Laplace}, amplify.Bennett)
+	krr3 := amplify.BlanketAmplifier(amplify.Randomizer{Mech: amplify.KRR, K: 3}, amplify.Bennett)
+	simple := func(amp amplify.Amplifier) func() (amplify.ProtocolResult, error) {
+		return func() (amplify.ProtocolResult, error) {
+			return amplify.SSSimple(flameEpsL, flameD, flameN, deltaC, amp)
+		}
+	}
+	double := func(amp amplify.Amplifier, np int, sub bool) func() (amplify.ProtocolResult, error) {
+		return func() (amplify.ProtocolResult, error) {
+			return amplify.SSDouble(flameEpsL, flameD, flameK, flameN, np, deltaC, amp, sub)
+		}
+	}
+	tests := []struct {
+		proto     string
+		extra     map[string]float64
+		want      func() (amplify.ProtocolResult, error)
+		coordEps  float64
+		published float64 // the corrected figure, 0 if none
+	}{
+		{"ss-simple", map[string]float64{"randomizer": 1}, simple(lap), 0.01, 0.92781},
+		{"ss-double", map[string]float64{"randomizer": 1, "np": flameNp}, double(lap, flameNp, true), 0.5, 0.30451},
+		{"ss-double", map[string]float64{"randomizer": 1}, double(lap, flameNp, true), 0.5, 0.30451}, // default k, n_p
+		{"ss-topk", map[string]float64{"randomizer": 1}, double(lap, flameN, false), 0.5, 0},
+		{"ss-simple", nil, simple(krr3), 0.01, 0},
+		{"ss-double", nil, double(krr3, flameNp, true), 0.5, 0},
+	}
+	s := Shape{Round: 1, Dim: flameD, Population: flameN, Participants: flameN}
+	budgets := make([]Budget, flameN)
+	for i := range budgets {
+		budgets[i] = Budget{Epsilon: flameEpsL}
+	}
+	for _, tc := range tests {
+		t.Run(fmt.Sprint(tc.proto, tc.extra), func(t *testing.T) {
+			p := mustNew(t, tc.proto, Params{Clip: 1, Epsilon: flameEpsL, Extra: tc.extra})
+			priv, err := p.Account(s, budgets)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := tc.want()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if priv.CentralEpsilon != want.Epsilon || math.Abs(priv.CentralDelta-want.Delta) > 1e-18 ||
+				priv.CentralCoordEpsilon != want.EpsDim || priv.CentralCoordDelta != want.DeltaDim {
+				t.Fatalf("Account = %+v\nwant amplify's %+v", priv, want)
+			}
+			if tc.published > 0 && math.Abs(priv.CentralEpsilon-tc.published) > 1e-4 {
+				t.Errorf("central epsilon %.5f, want %.5f", priv.CentralEpsilon, tc.published)
+			}
+			if priv.LocalEpsilon != (Stats{flameEpsL, flameEpsL, flameEpsL}) || math.Abs(priv.LocalCoordEpsilon.Max-tc.coordEps) > 1e-12 {
+				t.Errorf("local epsilons %+v / %+v, want %v / %v", priv.LocalEpsilon, priv.LocalCoordEpsilon, flameEpsL, tc.coordEps)
+			}
+			if priv.CumulativeEpsilon != priv.CentralEpsilon || priv.CumulativeDelta != priv.CentralDelta {
+				t.Errorf("round 1 cumulative (%v, %v) differs from the round (%v, %v)", priv.CumulativeEpsilon, priv.CumulativeDelta, priv.CentralEpsilon, priv.CentralDelta)
+			}
+			if !strings.Contains(priv.Bound, "FLAME Theorem") {
+				t.Errorf("bound %q does not name the theorem", priv.Bound)
+			}
+			// Ten rounds compose by advanced or basic composition, never
+			// beyond ten times the round.
+			s10 := s
+			s10.Round = 10
+			p10, err := p.Account(s10, budgets)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p10.CumulativeEpsilon > 10*priv.CentralEpsilon+1e-12 || p10.CumulativeEpsilon <= priv.CentralEpsilon {
+				t.Errorf("10 rounds: cumulative %v for a round of %v", p10.CumulativeEpsilon, priv.CentralEpsilon)
+			}
+		})
+	}
+}
+
+// TestFlameAccountFallsBack checks that Privacy never quotes a bound outside
+// its validity region: with one dimension the theorems give no amplification
+// (Theorem 4 even composes 2 beta d = 2 dimensions), and with one participant
+// they do not apply at all; the statement is then the local guarantee, named
+// as such.
+func TestFlameAccountFallsBack(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		n    int
+		want string
+	}{
+		{"ss-simple", 2, "no amplification"},
+		{"ss-double", 2, "no amplification"},
+		{"ss-topk", 2, "no amplification"},
+		{"ss-double", 1, "does not apply"},
+	} {
+		p := mustNew(t, tc.name, Params{Clip: 1, Epsilon: 5})
+		s := Shape{Round: 3, Dim: 1, Population: tc.n, Participants: tc.n}
+		b := []Budget{{Epsilon: 5}}
+		if err := p.Check(s, b); err != nil {
+			t.Fatal(err)
+		}
+		priv, err := p.Account(s, b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if priv.CentralEpsilon != 5 || priv.CentralDelta != 0 || priv.CentralCoordEpsilon != 5 ||
+			!strings.Contains(priv.Bound, "local guarantee only") || !strings.Contains(priv.Bound, tc.want) {
+			t.Errorf("%s n=%d: %+v", tc.name, tc.n, priv)
+		}
+		if priv.CumulativeEpsilon != 15 || priv.CumulativeDelta != 0 {
+			t.Errorf("%s: cumulative (%v, %v) over 3 rounds, want (15, 0)", tc.name, priv.CumulativeEpsilon, priv.CumulativeDelta)
+		}
+	}
+}
+
+// TestFlameLongRuns: when rounds * delta_c reaches 1, composition of the
+// central guarantee is void and the cumulative statement is the local one.
+func TestFlameLongRuns(t *testing.T) {
+	p := mustNew(t, "ss-simple", Params{Clip: 1, Epsilon: 5})
+	s := Shape{Round: 300, Dim: 100, Population: 2, Participants: 2}
+	b := []Budget{{Epsilon: 5}}
+	priv, err := p.Account(s, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if priv.CentralEpsilon >= 5 || priv.CentralDelta*300 < 1 {
+		t.Fatalf("setting no longer exercises the case: %+v", priv)
+	}
+	if priv.CumulativeEpsilon != 1500 || priv.CumulativeDelta != 0 || !strings.Contains(priv.Bound, "local guarantee") {
+		t.Fatalf("cumulative (%v, %v) %q, want the local (1500, 0)", priv.CumulativeEpsilon, priv.CumulativeDelta, priv.Bound)
+	}
+}
+
+// TestFlameClientSampling: with n of N clients per round, the cumulative
+// figure takes the sampling credit of FLAME Lemma 4 (q = n/N).
+func TestFlameClientSampling(t *testing.T) {
+	p := mustNew(t, "ss-double", Params{Clip: 1, Epsilon: flameEpsL, Extra: map[string]float64{"randomizer": 1}})
+	all := Shape{Round: 1, Dim: flameD, Population: flameN, Participants: flameN}
+	part := Shape{Round: 1, Dim: flameD, Population: 10 * flameN, Participants: flameN}
+	b := []Budget{{Epsilon: flameEpsL}}
+	a, err := p.Account(all, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, err := p.Account(part, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := math.Log1p(0.1 * math.Expm1(a.CentralEpsilon))
+	if q.CentralEpsilon != a.CentralEpsilon || math.Abs(q.CumulativeEpsilon-want) > 1e-12 {
+		t.Fatalf("sampled cumulative %v, want log(1 + 0.1(e^%v - 1)) = %v", q.CumulativeEpsilon, a.CentralEpsilon, want)
+	}
+}
+
+// TestFlameIndexPrivacy reproduces FLAME Theorem 5's example (n = 1,000,
+// n_p = 333, beta = 1/50: l = 16, nu = 3.125) and records two paper issues:
+// l = 1 does not give nu = 1/beta (Definition 3's second inequality fails),
+// and at l = 16 the expected count per dimension, n l beta = 320, is so close
+// to n_p = 333 that even uniformly spread indexes overflow Algorithm 3's
+// padding in many dimensions (which is why SS-Topk requires n_p >= n).
+func TestFlameIndexPrivacy(t *testing.T) {
+	nu, l, err := amplify.FLAMEIndexNu(flameN, flameNp, 1.0/50)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l != 16 || nu != 3.125 || flameIndexNu(16, 1.0/50) != 3.125 {
+		t.Fatalf("Theorem 5: l = %d nu = %v (ours %v), want 16 and 3.125", l, nu, flameIndexNu(16, 1.0/50))
+	}
+	if flameIndexNu(1, 1) != 1 {
+		t.Error("k = d (beta = 1) hides nothing and needs nothing: nu = 1")
+	}
+	if !math.IsInf(flameIndexNu(1, 0.02), 1) {
+		t.Error("l = 1 must give no index privacy")
+	}
+	if lmin, _, err := amplify.FLAMEIndexSlots(50, 0.02); err != nil || lmin != 2 {
+		t.Errorf("nu = 1/beta needs l >= %d (err %v), want 2: Proposition 2's l = 1 violates Definition 3", lmin, err)
+	}
+	// The protocol reports the strongest nu at the default n_p = n: l = 50.
+	p := mustNew(t, "ss-topk", Params{Clip: 1, Epsilon: flameEpsL})
+	s := Shape{Round: 1, Dim: flameD, Population: flameN, Participants: flameN}
+	if nu, l, err := p.(SSTopk).IndexPrivacy(s); err != nil || l != 50 || nu != 1 {
+		t.Errorf("default IndexPrivacy = %v, %d, %v; want nu = 1 with l = 50", nu, l, err)
+	}
+	p = mustNew(t, "ss-topk", Params{Clip: 1, Epsilon: flameEpsL, Extra: map[string]float64{"nu": 3.125}})
+	if nu, l, err := p.(SSTopk).IndexPrivacy(s); err != nil || l != 16 || nu != 3.125 {
+		t.Errorf("nu = 3.125: IndexPrivacy = %v, %d, %v; want l = 16", nu, l, err)
+	}
+	priv, err := p.Account(s, []Budget{{Epsilon: flameEpsL}})
+	if err != nil || !strings.Contains(priv.Bound, "nu=3.125 with l=16 (strongest allowed nu=1 with l=50)") {
+		t.Errorf("bound %q (%v) does not state the index privacy", priv.Bound, err)
+	}
+	// Uniformly random l k = 2,512 indexes per user at n_p = 333.
+	r := rng.Stream(3)
+	counts := make([]int, flameD)
+	perm := make([]int, flameD)
+	for j := range perm {
+		perm[j] = j
+	}
+	for i := 0; i < flameN; i++ {
+		for a := 0; a < 16*flameK; a++ {
+			b := a + r.IntN(flameD-a)
+			perm[a], perm[b] = perm[b], perm[a]
+			counts[perm[a]]++
+		}
+	}
+	over := 0
+	for _, c := range counts {
+		if c > flameNp {
+			over++
+		}
+	}
+	// n_s,j ~ Bin(1000, 0.32): P(> 333) = 0.18, so about 1,400 of 7,850
+	// dimensions (sd ~ 35); far from the "no overflow" Algorithm 3 needs.
+	if over < 1000 {
+		t.Fatalf("only %d dimensions overflow n_p = 333", over)
+	}
+}
+
+// TestFlameDigits checks the batched blanket draws of the shuffler: for
+// m = 3 (b = 2) and m = 6, every value and every pair of consecutive values
+// (which straddle word boundaries) must be uniform. With N draws a cell of
+// probability p has sd sqrt(N p (1-p)); 6 sd bounds.
+func TestFlameDigits(t *testing.T) {
+	for _, m := range []uint64{3, 6, 1<<20 + 1} {
+		g := newFlameDigits(rng.Stream(4), m)
+		if g.per < 3 || g.lim > 1<<62 {
+			t.Fatalf("m=%d: %d digits per word, lim %d", m, g.per, g.lim)
+		}
+		if m > 6 {
+			for i := 0; i < 1000; i++ {
+				if v := g.next(); v >= m {
+					t.Fatalf("draw %d outside [0, %d)", v, m)
+				}
+			}
+			continue
+		}
+		const N = 600000
+		single := make([]float64, m)
+		pairs := make([]float64, m*m)
+		prev := g.next()
+		for i := 0; i < N; i++ {
+			v := g.next()
+			single[v]++
+			pairs[prev*m+v]++
+			prev = v
+		}
+		check := func(cells []float64, p float64) {
+			for c, got := range cells {
+				want := N * p
+				if math.Abs(got-want) > 6*math.Sqrt(N*p*(1-p)) {
+					t.Fatalf("m=%d: cell %d has %v draws, want %v", m, c, got, want)
+				}
+			}
+		}
+		check(single, 1/float64(m))
+		check(pairs, 1/float64(m*m))
+	}
+}
+
+// TestFlameTopK compares the quickselect with a full sort.
+func TestFlameTopK(t *testing.T) {
+	r := rng.Stream(9)
+	for trial := 0; trial < 200; trial++ {
+		d := 1 + r.IntN(300)
+		k := 1 + r.IntN(d)
+		key := make([]float64, d)
+		for j := range key {
+			key[j] = float64(r.IntN(20)) // many ties
+		}
+		idx := make([]int32, d)
+		ref := make([]int32, d)
+		for j := range idx {
+			idx[j], ref[j] = int32(j), int32(j)
+		}
+		flameTopK(idx, key, k)
+		sort.SliceStable(ref, func(a, b int) bool { return key[ref[a]] > key[ref[b]] })
+		got := slices.Clone(idx[:k])
+		want := slices.Clone(ref[:k])
+		slices.Sort(got)
+		slices.Sort(want)
+		if !slices.Equal(got, want) {
+			t.Fatalf("d=%d k=%d: top-k %v, want %v", d, k, got, want)
+		}
+	}
+}
+
+// TestFlamePadding checks the safe-padding rule of SS-Double at FLAME's
+// settings: n_p = 333 is safe (failure bound far below 1e-9), the default is
+// FLAME's n/3, and the bound is monotone.
+func TestFlamePadding(t *testing.T) {
+	if b := flamePadFailBound(flameN, flameK, flameD, flameNp); b > 1e-100 {
+		t.Errorf("failure bound at n_p = 333: %v", b)
+	}
+	if safe := flameSafePad(flameN, flameK, flameD); safe < 20 || safe > 100 {
+		t.Errorf("safe n_p = %d for Bin(1000, 1/50) over 7,850 dimensions", safe)
+	}
+	p := mustNew(t, "ss-double", Params{Clip: 1, Epsilon: flameEpsL}).(SSDouble)
+	k, np, err := p.Plan(Shape{Round: 1, Dim: flameD, Population: flameN, Participants: flameN})
+	if err != nil || k != flameK || np != flameNp {
+		t.Fatalf("default plan k = %d n_p = %d (%v), want 157 and 333", k, np, err)
+	}
+	prev := 1.0
+	for np := 20; np < 80; np++ {
+		b := flamePadFailBound(flameN, flameK, flameD, np)
+		if b > prev {
+			t.Fatalf("failure bound not monotone at n_p = %d", np)
+		}
+		prev = b
+	}
+	// The bound is an upper bound: compare with the exact binomial tail
+	// P(Bin(1000, 0.02) > 40) ~ 3.0e-5 times d.
+	exact := 0.0
+	for x := 41; x <= 1000; x++ {
+		lg := func(v float64) float64 { r, _ := math.Lgamma(v); return r }
+		exact += math.Exp(lg(1001) - lg(float64(x+1)) - lg(float64(1001-x)) + float64(x)*math.Log(0.02) + float64(1000-x)*math.Log(0.98))
+	}
+	if b := flamePadFailBound(flameN, flameK, flameD, 40); b < flameD*exact {
+		t.Fatalf("bound %v below the union of exact tails %v", b, flameD*exact)
+	}
+}
+
+// One round of SS-Double on three coordinates: encode, shuffle with
+// padding, estimate.
+func ExampleSSDouble() {
+	const n, d = 20000, 3
+	p, err := New("ss-double", Params{Clip: 1, Epsilon: 30, Extra: map[string]float64{"k": 1, "np": 8000}})
+	if err != nil {
+		panic(err)
+	}
+	s := Shape{Round: 1, Dim: d, Population: n, Participants: n}
+	reports := make([]Report, n)
+	for i := range reports {
+		update := []float64{0.5, -0.3, 2} // the last is clipped to 1
+		if err := p.Encode(rng.Stream(1, uint64(i)), s, update, Budget{Epsilon: 30}, &reports[i]); err != nil {
+			panic(err)
+		}
+	}
+	sh, err := Shuffle(rng.Stream(2), rng.Stream(3), p, s, reports)
+	if err != nil {
+		panic(err)
+	}
+	agg, err := sh.Aggregate()
+	if err != nil {
+		panic(err)
+	}
+	est := make([]float64, d)
+	if err := p.Estimate(nil, s, agg, est); err != nil {
+		panic(err)
+	}
+	fmt.Println("values per dimension:", agg.Count)
+	fmt.Printf("estimate: %.1f %.1f %.1f\n", est[0], est[1], est[2])
+	// Output:
+	// values per dimension: [8000 8000 8000]
+	// estimate: 0.5 -0.3 1.0
+}
+
+var flameSink float64
+
+// BenchmarkFlameEncode measures one client's encoding at FLAME's d = 7,850.
+func BenchmarkFlameEncode(b *testing.B) {
+	for _, bc := range []struct {
+		name, proto string
+		extra       map[string]float64
+	}{
+		{"ss-simple/d=7850", "ss-simple", nil},
+		{"ss-simple/laplace/d=7850", "ss-simple", map[string]float64{"randomizer": 1}},
+		{"ss-double/d=7850/k=157", "ss-double", nil},
+		{"ss-topk/d=7850/k=157/l=16", "ss-topk", map[string]float64{"nu": 3.125}},
+		{"ss-topk/d=7850/k=157/l=50", "ss-topk", nil},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			p, err := New(bc.proto, Params{Clip: 1, Epsilon: flameEpsL, Extra: bc.extra})
+			if err != nil {
+				b.Fatal(err)
+			}
+			s := Shape{Round: 1, Dim: flameD, Population: flameN, Participants: flameN}
+			update := flamePopulation(1, flameD, 1)[0]
+			u := make([]float64, flameD)
+			r := rng.Stream(1)
+			var rep Report
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				copy(u, update)
+				if err := p.Encode(r, s, u, Budget{Epsilon: flameEpsL}, &rep); err != nil {
+					b.Fatal(err)
+				}
+			}
+			flameSink += rep.Values[0]
+		})
+	}
+}
+
+// BenchmarkFlamePadEstimate measures the shuffler's padding plus the
+// analyzer of SS-Double (default k = 157, n_p = n/3) on the streaming path,
+// from the clients' aggregate to the estimate.
+func BenchmarkFlamePadEstimate(b *testing.B) {
+	for _, n := range []int{1000, 10000} {
+		b.Run(fmt.Sprintf("ss-double/n=%d/d=%d", n, flameD), func(b *testing.B) {
+			p, err := New("ss-double", Params{Clip: 1, Epsilon: flameEpsL})
+			if err != nil {
+				b.Fatal(err)
+			}
+			s := Shape{Round: 1, Dim: flameD, Population: n, Participants: n}
+			base := NewAggregate(flameD)
+			for j := range base.Count {
+				base.Count[j] = int64(n / 50)
+				base.Sum[j] = float64(n / 50)
+			}
+			agg := NewAggregate(flameD)
+			est := make([]float64, flameD)
+			r := rng.Stream(2)
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				copy(agg.Sum, base.Sum)
+				copy(agg.Count, base.Count)
+				if err := p.Pad(r, s, base.Count, agg.AddValue); err != nil {
+					b.Fatal(err)
+				}
+				if err := p.Estimate(nil, s, agg, est); err != nil {
+					b.Fatal(err)
+				}
+			}
+			flameSink += est[0]
+		})
+	}
+}
+
+// BenchmarkFlameAccount measures the per-round accountant at FLAME's
+// settings (the blanket Bennett bound is evaluated afresh on every call).
+func BenchmarkFlameAccount(b *testing.B) {
+	s := Shape{Round: 10, Dim: flameD, Population: flameN, Participants: flameN}
+	budgets := make([]Budget, flameN)
+	for i := range budgets {
+		budgets[i] = Budget{Epsilon: flameEpsL}
+	}
+	for _, name := range []string{"ss-simple", "ss-double", "ss-topk"} {
+		b.Run(name, func(b *testing.B) {
+			p, err := New(name, Params{Clip: 1, Epsilon: flameEpsL, Extra: map[string]float64{"randomizer": 1}})
+			if err != nil {
+				b.Fatal(err)
+			}
+			for i := 0; i < b.N; i++ {
+				priv, err := p.Account(s, budgets)
+				if err != nil {
+					b.Fatal(err)
+				}
+				flameSink += priv.CentralEpsilon
+			}
+		})
+	}
+}

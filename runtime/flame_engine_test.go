@@ -1,0 +1,108 @@
+package runtime
+
+import (
+	"math"
+	"strings"
+	"testing"
+
+	"shufflefl/protocol"
+)
+
+// TestFlameFaithfulEqualsStreaming trains with each FLAME protocol twice
+// from the same seed — once with the faithful shuffler (every report kept,
+// padded and permuted per dimension) and once streaming reports into the
+// aggregate — and checks that both give the same model up to floating-point
+// summation order, the same privacy statement, and a finite accuracy.
+func TestFlameFaithfulEqualsStreaming(t *testing.T) {
+	split := loadSample(t)
+	for _, tc := range []struct {
+		proto string
+		opts  map[string]float64
+	}{
+		{"ss-simple", nil},
+		{"ss-double", map[string]float64{"k": 785, "np": 16}},
+		{"ss-topk", map[string]float64{"k": 157, "nu": 5}},
+		{"ss-double", map[string]float64{"randomizer": 1}},
+	} {
+		t.Run(tc.proto, func(t *testing.T) {
+			cfg := smallConfig()
+			cfg.Protocol = tc.proto
+			cfg.Options = tc.opts
+			cfg.Epsilon = 500
+			cfg.Rounds = 2
+			cfg.LocalEpochs = 1
+			run := func(faithful bool) (*Engine, []RoundResult) {
+				cfg.Faithful = faithful
+				e, err := New(cfg, split, nil)
+				if err != nil {
+					t.Fatalf("New: %v", err)
+				}
+				var out []RoundResult
+				if _, err := e.Run(func(r RoundResult) { out = append(out, r) }); err != nil {
+					t.Fatalf("Run: %v", err)
+				}
+				return e, out
+			}
+			es, rs := run(false)
+			ef, rf := run(true)
+			ws, wf := es.Weights(), ef.Weights()
+			for j := range ws {
+				if math.Abs(ws[j]-wf[j]) > 1e-9*(1+math.Abs(ws[j])) {
+					t.Fatalf("parameter %d: streaming %v, faithful %v", j, ws[j], wf[j])
+				}
+			}
+			for i := range rs {
+				if rs[i].Privacy != rf[i].Privacy {
+					t.Fatalf("round %d privacy differs:\n%+v\n%+v", i+1, rs[i].Privacy, rf[i].Privacy)
+				}
+				if math.IsNaN(rs[i].TestAccuracy) || math.Abs(rs[i].TestAccuracy-rf[i].TestAccuracy) > 0.01 {
+					t.Fatalf("round %d accuracy %v vs %v", i+1, rs[i].TestAccuracy, rf[i].TestAccuracy)
+				}
+				p := rs[i].Privacy
+				if !p.Private || !strings.Contains(p.Bound, "FLAME") || p.CentralEpsilon > cfg.Epsilon {
+					t.Fatalf("round %d privacy statement %+v", i+1, p)
+				}
+			}
+			// Padding: each of the d dimensions reaches the same size n_p.
+			if tc.proto != "ss-simple" {
+				d := es.Model().Dim()
+				if tot := rs[0].Dummies; tot <= 0 || rs[0].Reports != int64(cfg.ClientsPerRound) {
+					t.Fatalf("round 1: %d reports, %d dummies over %d dimensions", rs[0].Reports, tot, d)
+				}
+			}
+		})
+	}
+}
+
+// TestFlameEngineRejects checks that the engine refuses, before training,
+// FLAME parameters the protocol cannot honour.
+func TestFlameEngineRejects(t *testing.T) {
+	split := loadSample(t)
+	for _, tc := range []struct {
+		proto string
+		opts  map[string]float64
+		want  string
+	}{
+		{"ss-double", map[string]float64{"k": 8000}, "exceeds the dimension d = 7850"},
+		{"ss-topk", map[string]float64{"np": 10}, "smaller than the 20 participants"},
+		{"ss-topk", map[string]float64{"nu": 60}, "outside [1, 1/beta]"},
+	} {
+		cfg := smallConfig()
+		cfg.Protocol = tc.proto
+		cfg.Options = tc.opts
+		_, err := New(cfg, split, nil)
+		if err == nil || !strings.Contains(err.Error(), tc.want) || !IsUsageError(err) {
+			t.Errorf("%s %v: error %v, want a usage error containing %q", tc.proto, tc.opts, err, tc.want)
+		}
+	}
+	// Personalized budgets are not FLAME's model.
+	cfg := smallConfig()
+	cfg.Protocol = "ss-simple"
+	budgets := make([]protocol.Budget, cfg.Clients)
+	for i := range budgets {
+		budgets[i] = protocol.Budget{Epsilon: 1 + float64(i)}
+	}
+	if _, err := New(cfg, split, budgets); err == nil || !strings.Contains(err.Error(), "one public local budget") {
+		t.Errorf("personalized budgets: %v", err)
+	}
+}
