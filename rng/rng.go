@@ -24,14 +24,14 @@ import (
 // seeded stream may serve. Using distinct labels guarantees that, for example,
 // the client-sampling stream and a client's noise stream never coincide.
 const (
-	LabelSampling uint64 = 1 + iota // which clients take part in a round
-	LabelTraining                   // local SGD minibatch order
-	LabelNoise                      // local randomizer
-	LabelShuffle                    // shuffler permutations and padding
-	LabelAnalyzer                   // analyzer-side noise (central DP)
-	LabelPartition                  // data partitioning
-	LabelInit                       // model initialisation
-	LabelBudget                     // personalized budget generation
+	LabelSampling  uint64 = 1 + iota // which clients take part in a round
+	LabelTraining                    // local SGD minibatch order
+	LabelNoise                       // local randomizer
+	LabelShuffle                     // shuffler permutations and padding
+	LabelAnalyzer                    // analyzer-side noise (central DP)
+	LabelPartition                   // data partitioning
+	LabelInit                        // model initialisation
+	LabelBudget                      // personalized budget generation
 )
 
 // splitmix64 is the finalizer of SplitMix64; it is a bijection on uint64 with

@@ -334,10 +334,17 @@ func (e *Engine) Step() (RoundResult, error) {
 	if e.charges {
 		kept := parts[:0:0]
 		var keptB []protocol.Budget
+		ul, perDim := e.proto.(protocol.UserLevelBudget)
 		for i, c := range parts {
+			// The ledger charges the local epsilon of the client's whole
+			// update (protocols that read budgets per dimension convert).
+			eps := budgets[i].Epsilon
+			if perDim {
+				eps = ul.UserEpsilon(s, budgets[i])
+			}
 			err := e.ledger.Charge(account.Release{
 				Client: strconv.Itoa(c), Round: t, Mechanism: e.proto.Name(),
-				LocalEpsilon: budgets[i].Epsilon, LocalDelta: res.Privacy.LocalDelta,
+				LocalEpsilon: eps, LocalDelta: res.Privacy.LocalDelta,
 			})
 			switch {
 			case err == nil:

@@ -278,3 +278,18 @@ func TestBudgetsPersonalized(t *testing.T) {
 }
 
 var _ = protocol.NoShuffle
+
+// TestLedgerChargesUserLevel: APES reads budgets per dimension, so a client
+// at 0.5 per dimension spends 0.5·d on its whole update in a round.
+func TestLedgerChargesUserLevel(t *testing.T) {
+	split := loadSample(t)
+	cfg := smallConfig()
+	cfg.Protocol = "apes"
+	cfg.Epsilon = 0.5
+	cfg.Rounds = 1
+	cfg.ClientsPerRound = 0
+	res := runAll(t, cfg, split)
+	if want := 0.5 * 7850; math.Abs(res[0].MaxClientEpsilon-want) > 1e-9 {
+		t.Fatalf("max client epsilon %v, want %v", res[0].MaxClientEpsilon, want)
+	}
+}

@@ -29,8 +29,9 @@ type expRun struct {
 type experiment struct {
 	name    string
 	summary string
-	// base sets the paper's shared settings on top of the defaults.
-	base func(c *runtime.Config)
+	// base sets the paper's shared settings on top of the defaults; trainLen
+	// is the size of the training set (to fit the number of clients to it).
+	base func(c *runtime.Config, trainLen int)
 	// tables lists the groups of runs; each becomes one markdown table.
 	tables []expTable
 }
@@ -146,7 +147,7 @@ func runExperiment(args []string, stdout, stderr io.Writer) int {
 			matched++
 			cfg := runtime.DefaultConfig()
 			cfg.Dataset, cfg.DataDir, cfg.Seed, cfg.Workers = *dataset, *dataDir, *seed, *workers
-			exp.base(&cfg)
+			exp.base(&cfg, split.Train.Len())
 			if *rounds > 0 {
 				cfg.Rounds = *rounds
 			}

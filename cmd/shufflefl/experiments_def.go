@@ -2,6 +2,8 @@ package main
 
 import (
 	"math"
+	"slices"
+	"strings"
 
 	"shufflefl/protocol"
 	"shufflefl/runtime"
@@ -16,9 +18,9 @@ func init() {
 	// d = 7,850, n = 1,000 users, eps_l = 78.5, delta_c = 0.01/n^1.1, the
 	// Laplace randomizer for SS-*, k = d/50 (beta = 1/50, the reading that
 	// gives the paper's nu = 3.125, l = 16), n/n_p = 3 for SS-Double.
-	flameBase := func(c *runtime.Config) {
+	flameBase := func(c *runtime.Config, trainLen int) {
 		c.Model = "logreg"
-		c.Clients = 1000
+		c.Clients = min(1000, trainLen)
 		c.ClientsPerRound = 0
 		c.LocalEpochs = 1
 		c.Batch = 10
@@ -39,7 +41,7 @@ func init() {
 				for i := range budgets {
 					budgets[i] = protocol.Budget{Epsilon: eps, Delta: c.Delta}
 				}
-				s := protocol.Shape{Round: c.Rounds, Dim: 7850, Population: c.Clients, Participants: c.Clients}
+				s := protocol.Shape{Round: c.Rounds, Dim: flameDim, Population: c.Clients, Participants: c.Clients}
 				if priv, err := p.Account(s, budgets); err == nil && !math.IsInf(priv.CumulativeEpsilon, 0) {
 					eps = priv.CumulativeEpsilon
 				}
@@ -67,5 +69,102 @@ func init() {
 				{"SS-Topk", func(c *runtime.Config) { c.Protocol = "ss-topk"; c.Options = topk }},
 			},
 		}},
+	})
+}
+
+// flameDim is d of logistic regression on 28x28 images with 10 classes.
+const flameDim = 784*10 + 10
+
+func init() {
+	// APES (Liu et al. AAAI 2023), Experiments: logistic regression
+	// (d = 7,850), n = 10,000 users with the data split evenly, FedProx,
+	// delta_s = 1e-8, budgets from Table 2 (per dimension). Clip bound, local
+	// schedule and rounds are not stated: C = 0.05, 5 local epochs of batch
+	// 10 at lr 0.1, mu = 0.01, 10 rounds.
+	apesBase := func(c *runtime.Config, trainLen int) {
+		c.Model = "logreg"
+		c.Clients = min(10000, trainLen/6)
+		c.ClientsPerRound = 0
+		c.LocalEpochs = 5
+		c.Batch = 10
+		c.LR = 0.1
+		c.Mu = 0.01
+		c.Clip = 0.05
+		c.Delta = 1e-8
+		c.EpsDist = "uniform2"
+		c.Rounds = 10
+	}
+	// ldpMin runs LDP-Min at the population's smallest budget.
+	ldpMin := func(c *runtime.Config) {
+		c.Protocol = "ldp-min"
+		b, err := runtime.Budgets(*c, nil)
+		if err != nil {
+			return // Validate reports the error when the run starts
+		}
+		eps := make([]float64, len(b))
+		for i, x := range b {
+			eps[i] = x.Epsilon
+		}
+		c.Options = map[string]float64{"min-epsilon": slices.Min(eps)}
+	}
+	proto := func(name string) func(c *runtime.Config) { return func(c *runtime.Config) { c.Protocol = name } }
+	var fig2b []expRun
+	for _, dist := range []string{"uniform1", "uniform2", "gauss1", "gauss2", "mixgauss1", "mixgauss2"} {
+		for _, p := range []string{"apes", "unis"} {
+			dist, p := dist, p
+			fig2b = append(fig2b, expRun{p + "-" + dist, func(c *runtime.Config) { c.Protocol = p; c.EpsDist = dist }})
+		}
+	}
+	registerExperiment(experiment{
+		name:    "apes",
+		summary: "APES / S-APES (AAAI 2023): Non-Private, LDP-Min, PLDP, UniS, APES, S-APES under Uniform2 (Table 3), and APES vs UniS across the budget distributions of Table 2 (Figure 2b)",
+		base:    apesBase,
+		tables: []expTable{
+			{
+				title: "Table 3: Uniform2 budgets, n = 10,000, d = 7,850, delta_s = 1e-8",
+				runs: []expRun{
+					{"Non-Private", proto("nonprivate")},
+					{"LDP-Min", ldpMin},
+					{"PLDP", proto("pldp")},
+					{"UniS", proto("unis")},
+					{"APES", proto("apes")},
+					{"S-APES", func(c *runtime.Config) { c.Protocol = "s-apes"; c.Options = map[string]float64{"b": 1570} }},
+				},
+			},
+			{title: "Figure 2b: accuracy across the budget distributions of Table 2", runs: fig2b},
+		},
+	})
+
+	// E-APES (Chen, Cao and Ge 2023): shuffled noisy SGD with personalized
+	// (eps_i, delta_i) Gaussian noise, on an MLP, budgets from E-APES Table 3.
+	// n = 1,000 clients (the MLP has d = 101,770), FedSGD-style single local
+	// step is replaced by one local epoch of batch 10 at lr 0.1; L2 clip 1.
+	eapesBase := func(c *runtime.Config, trainLen int) {
+		c.Model = "mlp"
+		c.Clients = min(1000, trainLen/6)
+		c.ClientsPerRound = 0
+		c.LocalEpochs = 1
+		c.Batch = 10
+		c.LR = 0.1
+		c.Clip = 1
+		c.Delta = 1e-5
+		c.Rounds = 10
+	}
+	var eapesRuns []expRun
+	eapesRuns = append(eapesRuns, expRun{"Non-Private", proto("nonprivate")})
+	for _, dist := range []string{"eapes-uniform1", "eapes-uniform2", "eapes-gauss1", "eapes-gauss2", "eapes-gauss3"} {
+		dist := dist
+		eapesRuns = append(eapesRuns, expRun{"E-APES-" + strings.TrimPrefix(dist, "eapes-"), func(c *runtime.Config) { c.Protocol = "e-apes"; c.EpsDist = dist }})
+	}
+	eapesRuns = append(eapesRuns, expRun{"E-APES-eps100", func(c *runtime.Config) {
+		c.Protocol = "e-apes"
+		c.EpsDist = ""
+		c.Epsilon = 100
+	}})
+	registerExperiment(experiment{
+		name:    "eapes",
+		summary: "E-APES (2023): shuffled noisy SGD with personalized (eps_i, delta_i) Gaussian noise on an MLP, budgets of E-APES Table 3; rigorous central bound beside the paper's mu-GDP approximation",
+		base:    eapesBase,
+		tables:  []expTable{{title: "E-APES on the MLP (d = 101,770), n = 1,000", runs: eapesRuns}},
 	})
 }
