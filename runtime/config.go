@@ -32,9 +32,13 @@ type Config struct {
 	// SamplesPerClient is m, the training samples per client under IID
 	// partitioning (0 splits the training set equally).
 	SamplesPerClient int `yaml:"samples-per-client"`
-	// Partition is "iid" or "dirichlet".
+	// Partition is "iid", "dirichlet" or "rotated" (IID shards, clients in
+	// Groups groups whose data is rotated by 90°·g, or by 2πg/Groups in
+	// feature space for non-image data: the clustered-FL setting of IFCA and
+	// the group-privacy paper).
 	Partition string  `yaml:"partition"`
 	Alpha     float64 `yaml:"alpha"`
+	Groups    int     `yaml:"groups"`
 
 	Rounds      int     `yaml:"rounds"`
 	LocalEpochs int     `yaml:"local-epochs"`
@@ -88,6 +92,7 @@ func DefaultConfig() Config {
 		SamplesPerClient: 0,
 		Partition:        "iid",
 		Alpha:            0.5,
+		Groups:           4,
 		Rounds:           30,
 		LocalEpochs:      5,
 		Batch:            10,
@@ -129,8 +134,12 @@ func (c *Config) Validate() error {
 		if err := checks.Positive("alpha", c.Alpha); err != nil {
 			return err
 		}
+	case "rotated":
+		if err := checks.IntInRange("groups", c.Groups, 1, c.Clients); err != nil {
+			return err
+		}
 	default:
-		return checks.Invalidf("unknown partition %q (known: iid, dirichlet)", c.Partition)
+		return checks.Invalidf("unknown partition %q (known: iid, dirichlet, rotated)", c.Partition)
 	}
 	if err := checks.IntAtLeast("rounds", c.Rounds, 1); err != nil {
 		return err

@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"math"
+	"slices"
 	"strings"
 	"testing"
 
@@ -291,5 +292,42 @@ func TestLedgerChargesUserLevel(t *testing.T) {
 	res := runAll(t, cfg, split)
 	if want := 0.5 * 7850; math.Abs(res[0].MaxClientEpsilon-want) > 1e-9 {
 		t.Fatalf("max client epsilon %v, want %v", res[0].MaxClientEpsilon, want)
+	}
+}
+
+// TestRotatedPartition: clients of group g see their images rotated by
+// 90°·g, and the test set holds one rotated copy per group.
+func TestRotatedPartition(t *testing.T) {
+	split := loadSample(t)
+	cfg := smallConfig()
+	cfg.Partition = "rotated"
+	cfg.Groups = 4
+	e, err := New(cfg, split, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.testEx.Len() != 4*split.Test.Len() {
+		t.Fatalf("test set has %d examples, want %d", e.testEx.Len(), 4*split.Test.Len())
+	}
+	sizes := map[int]int{}
+	for c, g := range e.Groups() {
+		sizes[g]++
+		i := e.shards[c][0]
+		want := data.RotateImages(split.Train.Subset([]int{i}), 28, 28, g).X
+		if got := e.trainEx.Row(i); !slices.Equal(got, want) {
+			t.Fatalf("client %d (group %d): sample %d is not rotated by %d quarter turns", c, g, i, g)
+		}
+	}
+	for g := 0; g < 4; g++ {
+		if sizes[g] < cfg.Clients/4 || sizes[g] > cfg.Clients/4+1 {
+			t.Fatalf("group sizes %v", sizes)
+		}
+	}
+	if _, err := e.Step(); err != nil {
+		t.Fatal(err)
+	}
+	cfg.Groups = 0
+	if _, err := New(cfg, split, nil); err == nil {
+		t.Fatal("0 groups accepted")
 	}
 }
