@@ -38,6 +38,8 @@ func BenchmarkRound(b *testing.B) {
 		{"ldp-laplace", 1000, 60},
 		{"nonprivate", 10000, 6},
 		{"ldp-laplace", 10000, 6},
+		{"apes", 10000, 6},
+		{"ss-double", 10000, 6},
 	}
 	for _, c := range cases {
 		b.Run(fmt.Sprintf("%s/clients=%d,m=%d,d=7850", c.proto, c.clients, c.m), func(b *testing.B) {
@@ -50,12 +52,21 @@ func BenchmarkRound(b *testing.B) {
 			cfg.Batch = 10
 			cfg.LR = 0.1
 			cfg.Epsilon = 1000
+			switch c.proto {
+			case "apes":
+				cfg.Epsilon = 0.5 // per dimension
+				cfg.Delta = 1e-8
+			case "ss-double":
+				cfg.Epsilon = 78.5
+				cfg.Options = map[string]float64{"k": 157, "np": 3333}
+			}
 			cfg.Rounds = b.N + 1
 			e, err := New(cfg, split, nil)
 			if err != nil {
 				b.Fatal(err)
 			}
-			var train, encode, clients, eval float64
+			var train, encode, agg, shuffle, analyze, clients, eval float64
+			b.ReportAllocs()
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				r, err := e.Step()
@@ -64,13 +75,21 @@ func BenchmarkRound(b *testing.B) {
 				}
 				train += r.Timing.Train
 				encode += r.Timing.Encode
+				agg += r.Timing.Aggregate
+				shuffle += r.Timing.Shuffle
+				analyze += r.Timing.Analyze
 				clients += r.Timing.Clients
 				eval += r.Timing.Evaluate
 			}
 			n := float64(b.N)
 			b.ReportMetric(clients/n, "clients-s/round")
 			b.ReportMetric(eval/n, "eval-s/round")
-			b.ReportMetric(train/(train+encode), "train-share")
+			cpu := train + encode + agg
+			b.ReportMetric(train/cpu, "train-share")
+			b.ReportMetric(encode/cpu, "noise-share")
+			b.ReportMetric(agg/cpu, "aggregate-share")
+			b.ReportMetric(shuffle/n, "shuffle-s/round")
+			b.ReportMetric(analyze/n, "analyze-s/round")
 		})
 	}
 }

@@ -47,11 +47,15 @@ type RoundResult struct {
 	Timing  Timing  `json:"timing"`
 }
 
-// Timing splits a round's time. Train and Encode are summed over workers
-// (CPU seconds); the others are wall-clock.
+// Timing splits a round's time. Train (local training), Encode (clipping and
+// the local randomizer's noise) and Aggregate (folding reports into the
+// analyzer's aggregate) are summed over workers (CPU seconds); Clients is the
+// wall-clock time of that parallel phase; Shuffle (padding, and permuting in
+// the faithful path), Analyze, Evaluate and Accounting are wall-clock.
 type Timing struct {
 	Train      float64 `json:"train"`
 	Encode     float64 `json:"encode"`
+	Aggregate  float64 `json:"aggregate"`
 	Clients    float64 `json:"clients_wall"`
 	Shuffle    float64 `json:"shuffle"`
 	Analyze    float64 `json:"analyze"`
@@ -514,6 +518,7 @@ func (e *Engine) collectStreaming(t int, s protocol.Shape, parts []int, budgets 
 		firstErr error
 		trainNS  atomic.Int64
 		encodeNS atomic.Int64
+		aggNS    atomic.Int64
 		wg       sync.WaitGroup
 	)
 	fail := func(err error) {
@@ -548,10 +553,12 @@ func (e *Engine) collectStreaming(t int, s protocol.Shape, parts []int, budgets 
 					if err = e.clientReport(w, t, s, parts[i], budgets[i], &trainNS, &encodeNS); err != nil {
 						break
 					}
+					ta := time.Now()
 					if err = agg.AddReport(&w.report); err != nil {
 						err = fmt.Errorf("client %d: report rejected: %w", parts[i], err)
 						break
 					}
+					aggNS.Add(int64(time.Since(ta)))
 				}
 				mu.Lock()
 				if err != nil {
@@ -583,6 +590,7 @@ func (e *Engine) collectStreaming(t int, s protocol.Shape, parts []int, budgets 
 	}
 	tm.Train = float64(trainNS.Load()) / 1e9
 	tm.Encode = float64(encodeNS.Load()) / 1e9
+	tm.Aggregate = float64(aggNS.Load()) / 1e9
 	tm.Clients = time.Since(start).Seconds()
 
 	t0 := time.Now()
@@ -659,10 +667,12 @@ func (e *Engine) collectFaithful(t int, s protocol.Shape, parts []int, budgets [
 		return nil, fmt.Errorf("shuffler: %w", err)
 	}
 	tm.Shuffle = time.Since(t0).Seconds()
+	t0 = time.Now()
 	agg, err := sh.Aggregate()
 	if err != nil {
 		return nil, err
 	}
+	tm.Aggregate = time.Since(t0).Seconds()
 	return agg, nil
 }
 
