@@ -66,6 +66,10 @@ func BenchmarkSample(b *testing.B) {
 	clap := must(NewClipLaplace(1, 2, 1))
 	sclap := clap
 	sclap.Secure = true
+	clapHalf := must(NewClipLaplace(0.5, 2, 1))
+	sclapHalf := clapHalf
+	sclapHalf.Secure = true
+	clap4 := must(NewClipLaplace(4, 2, 1))
 	duchi := must(NewDuchi(1))
 	pm := must(NewPiecewise(1))
 	grr := must(NewGRR(1, 10))
@@ -83,6 +87,9 @@ func BenchmarkSample(b *testing.B) {
 		{"gaussian-secure", sgau.Randomize},
 		{"clip-laplace", clap.Sample},
 		{"clip-laplace-secure", sclap.Sample},
+		{"clip-laplace-eps0.5", clapHalf.Sample},
+		{"clip-laplace-eps0.5-secure", sclapHalf.Sample},
+		{"clip-laplace-eps4", clap4.Sample},
 		{"duchi", duchi.Randomize},
 		{"piecewise", pm.Randomize},
 		{"grr-k10", func(r *rand.Rand, x float64) float64 { return float64(grr.Randomize(r, int(x*9))) }},
@@ -105,10 +112,12 @@ func BenchmarkSample(b *testing.B) {
 	}
 }
 
-// BenchmarkPerturbUpdate perturbs one model update of d = 101,770
-// coordinates (the MNIST MLP of the papers) in place.
+// BenchmarkPerturbUpdate perturbs one model update in place: d = 7,850
+// (logistic regression on (Fashion-)MNIST, the APES setting) and d =
+// 101,770 (the MNIST MLP of the papers). Clip-Laplace at ε = 1 (the default
+// rows; the largest APES Uniform2 budget), ε = 0.5 (its middle) and ε = 4
+// (the Laplace-proposal sampler).
 func BenchmarkPerturbUpdate(b *testing.B) {
-	const d = 101_770
 	lap := must(NewLaplace(1, 1))
 	slap := must(NewSecureLaplace(1, 1))
 	gau := must(NewGaussian(1, 1e-5, 1))
@@ -116,6 +125,10 @@ func BenchmarkPerturbUpdate(b *testing.B) {
 	clap := must(NewClipLaplace(1, 2, 1))
 	sclap := clap
 	sclap.Secure = true
+	clapHalf := must(NewClipLaplace(0.5, 2, 1))
+	sclapHalf := clapHalf
+	sclapHalf.Secure = true
+	clap4 := must(NewClipLaplace(4, 2, 1))
 	el := must(NewEuclideanLaplace(1, 1))
 	duchi := must(NewDuchi(1))
 	mechs := []struct {
@@ -128,20 +141,25 @@ func BenchmarkPerturbUpdate(b *testing.B) {
 		{"gaussian-secure", sgau.Perturb},
 		{"clip-laplace", func(r *rand.Rand, x []float64) { clear(x); _ = clap.Perturb(r, x) }},
 		{"clip-laplace-secure", func(r *rand.Rand, x []float64) { clear(x); _ = sclap.Perturb(r, x) }},
+		{"clip-laplace-eps0.5", func(r *rand.Rand, x []float64) { clear(x); _ = clapHalf.Perturb(r, x) }},
+		{"clip-laplace-eps0.5-secure", func(r *rand.Rand, x []float64) { clear(x); _ = sclapHalf.Perturb(r, x) }},
+		{"clip-laplace-eps4", func(r *rand.Rand, x []float64) { clear(x); _ = clap4.Perturb(r, x) }},
 		{"euclidean-laplace", el.Perturb},
 		{"duchi", func(r *rand.Rand, x []float64) { clear(x); _ = duchi.Perturb(r, x) }},
 	}
-	for _, m := range mechs {
-		for _, src := range sources[:2] {
-			b.Run(fmt.Sprintf("d=%d/%s/%s", d, m.name, src.name), func(b *testing.B) {
-				r := src.r()
-				x := make([]float64, d)
-				stop := cpuClock(b)
-				for b.Loop() {
-					m.f(r, x)
-				}
-				stop()
-			})
+	for _, d := range []int{7850, 101_770} {
+		for _, m := range mechs {
+			for _, src := range sources[:2] {
+				b.Run(fmt.Sprintf("d=%d/%s/%s", d, m.name, src.name), func(b *testing.B) {
+					r := src.r()
+					x := make([]float64, d)
+					stop := cpuClock(b)
+					for b.Loop() {
+						m.f(r, x)
+					}
+					stop()
+				})
+			}
 		}
 	}
 }

@@ -26,16 +26,24 @@ import (
 // SmallSensitivityIsNotPrivate shows a loss of up to 1.8ε. That is why the
 // constructor takes the sensitivity and fixes the input interval from it.
 //
-// Sampling is exact: by rejection from the Laplace with a recycled
-// exponential when λ <= 2A (the exponential from the ziggurat in the plain
-// variant, from a full-precision uniform and a log in the secure one), else
-// by the inverse CDF (choose the side of x
-// with probability proportional to its mass, then invert the truncated
-// exponential, with series where 1 - e^-a or log(1-t) would cancel, so that
-// huge λ (S-APES uses λ = dΔf/ε) keeps its relative precision). With Secure
-// set, outputs are snapped to a power-of-two grid in (m·2^-12, m·2^-11],
-// m = min(λ, A), and clamped to [-A, A]; both are post-processing, and the
-// bias this adds to Mean is below the grid step.
+// Sampling is exact, by one of two rejection samplers chosen from r = 2A/λ
+// alone (clapUniformMax): for r <= 1.5 (APES and S-APES clients with
+// per-dimension ε <= 1.5) a uniform proposal on [-A, A] accepted with
+// probability e^{-|y-x|/λ}, tested against a recycled exponential in
+// Perturb and a squeezed uniform in Sample; for larger r the Laplace
+// proposal with a recycled exponential. The exponentials come from the
+// ziggurat rand.ExpFloat64 in the plain variant and from the full-precision
+// ziggurat expZig in the secure one. With Secure set, outputs are snapped to
+// a power-of-two grid in (m·2^-12, m·2^-11], m = min(λ, A), and clamped to
+// [-A, A]; both are post-processing, and the bias this adds to Mean is
+// below the grid step. The uniform proposals lie on a fixed grid of odd
+// multiples of A·2^-53 that does not depend on x, so even before snapping
+// the set of reachable outputs is the same for every input; each snapping
+// cell holds at least 2^40 of those points, and the acceptance
+// probabilities are right to a relative 2^-40 (clapUniformVec), so every
+// cell's probability is within a relative 2^-38 of the exact one and the
+// excess loss of the secure variant is below 2^-36 (for r > 1.5 the
+// Laplace-proposal sampler has the bounds of the secure Laplace).
 type ClipLaplace struct {
 	Lambda float64 // λ = Δf/ε
 	Bound  float64 // A: outputs lie in [-A, A]
@@ -92,7 +100,7 @@ func (m ClipLaplace) Sample(r *rand.Rand, x float64) float64 {
 	}
 	if m.Secure {
 		g := clapGrid(lam, A)
-		return snapClamp(z, g, 1/g, A)
+		return snapClamp(z, g, gridInv(g), A)
 	}
 	return z
 }
@@ -111,19 +119,25 @@ func (m ClipLaplace) Perturb(r *rand.Rand, x []float64) error {
 	}
 	lam, A := m.Lambda, m.Bound
 	inv := 1 / lam
-	if clapUniform(lam, A) {
-		clapUniformVec(r, x, inv, A, m.Secure)
-	} else {
-		for i, v := range x {
-			x[i] = clapReject(r, clapExp(r, m.Secure), v, lam, inv, A)
+	if !m.Secure {
+		if clapUniform(lam, A) {
+			clapUniformVec(r, x, inv, A, false, 0, 0)
+			return nil
 		}
+		for i, v := range x {
+			x[i] = clapReject(r, r.ExpFloat64(), v, lam, inv, A)
+		}
+		return nil
 	}
-	if m.Secure {
-		g := clapGrid(lam, A)
-		ginv := 1 / g
-		for i, v := range x {
-			x[i] = snapClamp(v, g, ginv, A)
-		}
+	g := clapGrid(lam, A)
+	ginv := gridInv(g)
+	if clapUniform(lam, A) {
+		clapUniformVec(r, x, inv, A, true, g, ginv)
+		return nil
+	}
+	for i, v := range x {
+		e, _ := expZig(r)
+		x[i] = snapClamp(clapReject(r, e, v, lam, inv, A), g, ginv, A)
 	}
 	return nil
 }
@@ -160,7 +174,8 @@ func clapExp(r *rand.Rand, secure bool) float64 {
 // an odd multiple of 2^-53 in (-1, 1), from the top 54 bits of w. The grid
 // is symmetric and fixed (it does not depend on x), the product stays in
 // [-A, A] without clamping, and every snapping cell of the secure variant
-// (width >= min(λ, A)·2^-12) holds at least 2^40 grid points.
+// (width >= min(λ, A)·2^-12) holds at least 2^40 grid points. It reads bits
+// 11-63 of w only.
 func clapPropose(w uint64, A float64) float64 {
 	return A * (float64(int64(w>>10|1)-1<<53) * 0x1p-53)
 }
@@ -181,12 +196,15 @@ func clapPropose(w uint64, A float64) float64 {
 // Accuracy: in the secure variant E comes from expZig (exact up to float64
 // rounding), and the recycled E - t accumulates one rounding per accepted
 // coordinate, an absolute error below 2^-40 for 10^4 coordinates between
-// rejections, against acceptance probabilities above e^-2. In the plain
+// rejections, against acceptance probabilities above e^-1.5. In the plain
 // variant E comes from rand.ExpFloat64, whose survival function is right
 // to a relative 2^-24·(1+E) or so (32-bit positions, float32 tables), which
 // carries over to the acceptance probabilities and so to the density: fine
 // for simulation, and the reason the secure variant does not use it.
-func clapUniformVec(r *rand.Rand, x []float64, inv, A float64, secure bool) {
+//
+// In the secure variant each output is also snapped to the grid g (ginv =
+// 1/g) and clamped, as in Sample.
+func clapUniformVec(r *rand.Rand, x []float64, inv, A float64, secure bool, g, ginv float64) {
 	e := clapExp(r, secure)
 	for i, v := range x {
 		for {
@@ -194,6 +212,9 @@ func clapUniformVec(r *rand.Rand, x []float64, inv, A float64, secure bool) {
 			t := math.Abs(y-v) * inv
 			if t < e {
 				e -= t
+				if secure {
+					y = snapClamp(y, g, ginv, A)
+				}
 				x[i] = y
 				break
 			}
@@ -204,19 +225,31 @@ func clapUniformVec(r *rand.Rand, x []float64, inv, A float64, secure bool) {
 
 // clapUniformOne is one draw of the uniform-proposal sampler, for Sample,
 // where no exponential can be carried between calls: it accepts y when a
-// uniform u in [0, 1) (53 bits) is below e^{-t}. The squeeze 1 - t <= e^{-t}
-// <= 1 - t + t²/2 decides all but a fraction t²/2 of the proposals without
-// calling math.Exp. With acceptance probabilities above e^-2, 53 bits give
-// them to a relative 2^-50.
+// uniform u in [0, 1) is below e^{-t}. The squeeze 1 - t <= e^{-t} <= 1 - t
+// + t²/2 decides most proposals without math.Exp, and it is first tried on
+// the 10 bits of the proposal's word that y leaves unused (bits 0-9, y uses
+// 11-63), which fix u to an interval [k, k + 2^-10): only when that interval
+// straddles 1 - t, or u may lie in the band of width t²/2, is u completed
+// with 53 more bits from a second word (probability about 2^-10 + t²/2).
+// So a proposal costs one word, like in Perturb. With acceptance
+// probabilities above e^-1.5, u's absolute resolution 2^-53 gives them to a
+// relative 2^-50, so this needs no uniformFull even in the secure variant.
 func clapUniformOne(r *rand.Rand, x, inv, A float64) float64 {
 	for {
-		y := clapPropose(r.Uint64(), A)
+		w := r.Uint64()
+		y := clapPropose(w, A)
 		t := math.Abs(y-x) * inv
-		u := float64(int64(r.Uint64()>>11)) * 0x1p-53
-		if u < 1-t {
-			return y
+		lo := 1 - t // lo <= e^-t
+		k := float64(w&0x3ff) * 0x1p-10
+		if k+0x1p-10 <= lo {
+			return y // u < k + 2^-10 <= lo
 		}
-		if u < 1-t+0.5*t*t && u < math.Exp(-t) {
+		hi := lo + 0.5*t*t // e^-t <= hi
+		if k >= hi {
+			continue // u >= k >= hi
+		}
+		u := k + float64(int64(r.Uint64()>>11))*0x1p-63
+		if u < lo || (u < hi && u < math.Exp(-t)) {
 			return y
 		}
 	}
@@ -251,7 +284,12 @@ func clapReject(r *rand.Rand, e, x, lam, inv, A float64) float64 {
 // clapGrid is the snapping grid of the secure variant: it follows
 // min(λ, A), so that a huge λ (S-APES) does not make the grid coarser than
 // the output range.
-func clapGrid(lam, A float64) float64 { return gridFor(math.Min(lam, A)) }
+func clapGrid(lam, A float64) float64 {
+	if lam < A {
+		return gridFor(lam)
+	}
+	return gridFor(A)
+}
 
 func snapClamp(z, g, inv, A float64) float64 {
 	return clamp(snap(z, g, inv), A)

@@ -38,9 +38,11 @@
 // the low bits of the output (Mironov, CCS 2012). Laplace, Gaussian and
 // ClipLaplace have a Secure variant (NewSecureLaplace, NewSecureGaussian,
 // or Secure: true) that snaps every output to a power-of-two grid chosen
-// from the noise scale alone, draws its uniforms with full floating-point
-// precision, and so makes the set of possible outputs independent of the
-// input; the residual excess privacy loss is bounded in each type's doc
+// from the noise scale alone, draws its noise at full floating-point
+// precision (ziggurats on whole 64-bit words with float64 tables and
+// full-precision uniforms in the tails, where the plain variants use the
+// 32-bit rand.ExpFloat64 and rand.NormFloat64), and so makes the set of
+// possible outputs independent of the input; the residual excess privacy loss is bounded in each type's doc
 // (below 1e-8 for inputs within 1000 noise scales). Deployment, i.e. real
 // clients with rng.NewCrypto, must use the secure variants; the plain ones
 // are for simulation, where they are somewhat faster (docs/perf.d/mechanism.md).

@@ -26,14 +26,17 @@ import (
 // round((x + noise)/g)·g. Rounding after adding is post-processing, so in
 // exact arithmetic the guarantee is exactly ε with no sensitivity inflation
 // (unlike rounding the input first, which inflates the L1 sensitivity by g
-// per coordinate); the floating-point errors only move each grid cell's
-// boundaries by τ <= λ·2^-41 + |x|·2^-53, which changes each cell's
+// per coordinate). The noise is λ·S·E with E from expZig, a ziggurat on
+// full 64-bit words: within each layer E is uniform on a grid of spacing
+// below 2^-49, so each grid cell (width > 2^-12 in units of λ) gets its
+// exact mass up to a relative 2^-37; the floating-point errors move each
+// cell's boundaries by τ <= λ·2^-41 + |x|·2^-53, which changes each cell's
 // probability by a relative 2τ/g at most. The mechanism is then (ε', δ')-DP
-// with ε' <= ε + 4τ/g <= ε + 2^-27 + (|x|/λ)·2^-39 (e.g. ε + 1e-8 for
-// |x| <= 1000λ) and δ' = 2^-1000 for the tail beyond E = 693 that the
-// full-precision uniform cannot reach; inputs far larger than the noise
-// scale are outside the intended use. Deployment (real clients,
-// rng.NewCrypto) must use the secure variant.
+// with ε' <= ε + 2^-36 + 4τ/g <= ε + 2^-26 + (|x|/λ)·2^-39 (e.g. ε + 1e-8
+// for |x| <= 1000λ) and δ' = 2^-1000 for the tail beyond E = 700 that the
+// full-precision uniform of the ziggurat's tail cannot reach; inputs far
+// larger than the noise scale are outside the intended use. Deployment
+// (real clients, rng.NewCrypto) must use the secure variant.
 type Laplace struct {
 	Scale  float64 // λ = Δ1/ε
 	Secure bool    // snap outputs to the power-of-two grid (Mironov 2012)
@@ -70,7 +73,7 @@ func NewSecureLaplace(epsilon, sensitivity float64) (Laplace, error) {
 // snapped).
 func (m Laplace) Sample(r *rand.Rand) float64 {
 	if m.Secure {
-		return snapScalar(m.Scale*signedExp(r), m.Scale)
+		return snapScalar(m.Scale*signedExpZig(r), m.Scale)
 	}
 	return m.Scale * fastSignedExp(r)
 }
@@ -78,15 +81,16 @@ func (m Laplace) Sample(r *rand.Rand) float64 {
 // Randomize returns x plus noise (snapped to the grid if Secure).
 func (m Laplace) Randomize(r *rand.Rand, x float64) float64 {
 	if m.Secure {
-		return snapScalar(x+m.Scale*signedExp(r), m.Scale)
+		return snapScalar(x+m.Scale*signedExpZig(r), m.Scale)
 	}
 	return x + m.Scale*fastSignedExp(r)
 }
 
 // Perturb adds noise to every entry of x in place, without allocating.
 // The plain variant draws E with the ziggurat (rand.ExpFloat64) and takes
-// the signs 64 at a time from one word; the secure variant uses signedExp
-// (full-precision uniform and log) and snaps.
+// the signs 64 at a time from one word; the secure variant uses
+// signedExpZig (the full-precision ziggurat, sign from the same word) and
+// snaps.
 func (m Laplace) Perturb(r *rand.Rand, x []float64) {
 	s := m.Scale
 	if !m.Secure {
@@ -104,7 +108,7 @@ func (m Laplace) Perturb(r *rand.Rand, x []float64) {
 	g := gridFor(s)
 	inv := 1 / g
 	for i := range x {
-		x[i] = snap(x[i]+s*signedExp(r), g, inv)
+		x[i] = snap(x[i]+s*signedExpZig(r), g, inv)
 	}
 }
 

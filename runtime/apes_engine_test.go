@@ -1,7 +1,6 @@
 package runtime
 
 import (
-	"math"
 	"strings"
 	"testing"
 
@@ -80,29 +79,7 @@ func TestAPESStreamingMatchesFaithful(t *testing.T) {
 			cfg.EpsDist = "uniform2"
 			cfg.Options = tc.options
 			cfg.Rounds = 2
-			e1, err := New(cfg, split, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			cfg.Faithful = true
-			e2, err := New(cfg, split, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for r := 0; r < cfg.Rounds; r++ {
-				if _, err := e1.Step(); err != nil {
-					t.Fatal(err)
-				}
-				if _, err := e2.Step(); err != nil {
-					t.Fatal(err)
-				}
-			}
-			w1, w2 := e1.Weights(), e2.Weights()
-			for j := range w1 {
-				if d := math.Abs(w1[j] - w2[j]); d > 1e-9*(1+math.Abs(w1[j])) {
-					t.Fatalf("parameter %d: streaming %v faithful %v", j, w1[j], w2[j])
-				}
-			}
+			streamingMatchesFaithful(t, cfg, split)
 		})
 	}
 }

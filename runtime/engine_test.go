@@ -106,30 +106,38 @@ func TestStreamingMatchesFaithful(t *testing.T) {
 			cfg.Protocol = proto
 			cfg.Epsilon = 100
 			cfg.Rounds = 2
-			e1, err := New(cfg, split, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			cfg.Faithful = true
-			e2, err := New(cfg, split, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for r := 0; r < cfg.Rounds; r++ {
-				if _, err := e1.Step(); err != nil {
-					t.Fatal(err)
-				}
-				if _, err := e2.Step(); err != nil {
-					t.Fatal(err)
-				}
-			}
-			w1, w2 := e1.Weights(), e2.Weights()
-			for j := range w1 {
-				if d := math.Abs(w1[j] - w2[j]); d > 1e-9*(1+math.Abs(w1[j])) {
-					t.Fatalf("parameter %d: streaming %v faithful %v", j, w1[j], w2[j])
-				}
-			}
+			streamingMatchesFaithful(t, cfg, split)
 		})
+	}
+}
+
+// streamingMatchesFaithful runs cfg with the streaming aggregation and with
+// the faithful shuffler and compares the models parameter by parameter.
+func streamingMatchesFaithful(t *testing.T, cfg Config, split data.Split) {
+	t.Helper()
+	cfg.Faithful = false
+	e1, err := New(cfg, split, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Faithful = true
+	e2, err := New(cfg, split, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for r := 0; r < cfg.Rounds; r++ {
+		if _, err := e1.Step(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e2.Step(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w1, w2 := e1.Weights(), e2.Weights()
+	for j := range w1 {
+		if d := math.Abs(w1[j] - w2[j]); d > 1e-9*(1+math.Abs(w1[j])) {
+			t.Fatalf("parameter %d: streaming %v faithful %v", j, w1[j], w2[j])
+		}
 	}
 }
 
