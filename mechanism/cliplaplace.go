@@ -190,8 +190,9 @@ func clapPropose(w uint64, A float64) float64 {
 // so far (memorylessness: P(E - t > s | E > t) = e^-s), so it is carried to
 // the next proposal, also across coordinates; a fresh E is drawn only after
 // a rejection. So a draw costs one word per proposal plus one exponential
-// per rejection (rejection rate at most 1 - (1-e^-r)/r, and about r/2 on
-// average, e.g. 5e-6 for S-APES). Everything stays deterministic given r.
+// per rejection (rejection rate at most 1 - (1-e^-r)/r, about r/2 at
+// x = ±A and r/4 at x = 0 for small r). Everything stays deterministic
+// given the generator.
 //
 // Accuracy: in the secure variant E comes from expZig (exact up to float64
 // rounding), and the recycled E - t accumulates one rounding per accepted

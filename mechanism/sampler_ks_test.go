@@ -78,8 +78,8 @@ func clapMaxDensity(x, lam, A float64) float64 {
 // (uniform proposal for r = 2A/λ <= clapUniformMax, Laplace proposal above)
 // with the exact CDF, through Sample and through Perturb (whose uniform
 // sampler carries its exponential across coordinates), plain and secure, at
-// x = -A, 0, A. r = 2e-4 is S-APES (λ = dΔf/ε), r = 0.05 to 1 APES with
-// Uniform2 budgets.
+// x = -A, 0, A. r = 2A/λ = ε here: 2e-4 is λ >> A (the CLap(·, dΔf/ε, C)
+// form), 0.5 and 1.5 use the uniform proposal, 2 and 6 the Laplace one.
 func TestClipLaplaceKS(t *testing.T) {
 	n := ksN()
 	const c = 1.0
