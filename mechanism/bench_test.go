@@ -10,7 +10,7 @@ import (
 	"shufflefl/rng"
 )
 
-// Benchmarks. Run (and record in docs/perf.d/mechanism.md) with
+// Benchmarks. Run (and record in docs/PERFORMANCE.md, "Local randomizers") with
 //
 //	go test ./mechanism -run '^$' -bench . -benchmem -count 6 | tee bench.txt
 //	benchstat bench.txt

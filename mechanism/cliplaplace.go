@@ -150,7 +150,7 @@ func (m ClipLaplace) Perturb(r *rand.Rand, x []float64) error {
 // 0.86 at r = 1/2, 0.63 at r = 1, 0.43 at r = 2. That of the Laplace
 // proposal is S(x) >= (1-e^-r)/2: 0.20, 0.32, 0.43, and 1 - e^{-r/2} at
 // x = 0. The uniform proposal is cheaper per proposal (one word, no
-// exponential unless rejected); measured per sample (docs/perf.d/mechanism.md)
+// exponential unless rejected); measured per sample (docs/PERFORMANCE.md, "Local randomizers")
 // it is 7x faster at r = 0.5, 1.4x-2.4x at r = 1, about even at r = 1.5
 // to 2 and slower above, hence the crossover at 1.5.
 const clapUniformMax = 1.5

@@ -45,7 +45,7 @@
 // possible outputs independent of the input; the residual excess privacy loss is bounded in each type's doc
 // (below 1e-8 for inputs within 1000 noise scales). Deployment, i.e. real
 // clients with rng.NewCrypto, must use the secure variants; the plain ones
-// are for simulation, where they are somewhat faster (docs/perf.d/mechanism.md).
+// are for simulation, where they are somewhat faster (docs/PERFORMANCE.md, "Local randomizers").
 // The discrete mechanisms (RR, GRR, R_{γ,b}, Duchi, Harmony) have no
 // such issue: their outputs are from a fixed finite set. Piecewise and
 // EuclideanLaplace are not hardened.
