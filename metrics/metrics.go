@@ -10,7 +10,6 @@ import (
 	"io"
 	"math"
 
-	"shufflefl/protocol"
 	"shufflefl/runtime"
 )
 
@@ -135,5 +134,3 @@ func NewSummary(cfg runtime.Config, s runtime.Summary) SummaryRecord {
 		Workers: s.Workers, Seconds: s.Seconds,
 	}
 }
-
-var _ = protocol.Stats{}

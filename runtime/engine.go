@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"math/rand/v2"
 	goruntime "runtime"
 	"slices"
 	"strconv"
@@ -719,5 +718,3 @@ func (e *Engine) Run(observe func(RoundResult)) (Summary, error) {
 func IsUsageError(err error) bool {
 	return errors.Is(err, checks.ErrInvalid) || errors.Is(err, data.ErrData)
 }
-
-var _ = rand.New

@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"shufflefl/data"
-	"shufflefl/protocol"
 )
 
 func loadSample(t testing.TB) data.Split {
@@ -285,8 +284,6 @@ func TestBudgetsPersonalized(t *testing.T) {
 		t.Fatal("a NaN budget was accepted")
 	}
 }
-
-var _ = protocol.NoShuffle
 
 // TestLedgerChargesUserLevel: APES reads budgets per dimension, so a client
 // at 0.5 per dimension spends 0.5·d on its whole update in a round.

@@ -5,14 +5,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
-	"time"
 
-	"shufflefl/checks"
 	"shufflefl/data"
 	"shufflefl/metrics"
 	"shufflefl/runtime"
@@ -210,7 +207,6 @@ func runOne(cfg runtime.Config, split data.Split, progress string, stderr io.Wri
 		return nil, runtime.Summary{}, err
 	}
 	var recs []metrics.Record
-	start := time.Now()
 	sum, err := eng.Run(func(r runtime.RoundResult) {
 		rec := metrics.FromResult(r)
 		recs = append(recs, rec)
@@ -224,7 +220,6 @@ func runOne(cfg runtime.Config, split data.Split, progress string, stderr io.Wri
 	if err := writeRunOutputs(cfg, recs, sum); err != nil {
 		return nil, sum, err
 	}
-	sum.Seconds = time.Since(start).Seconds()
 	return recs, sum, nil
 }
 
@@ -264,6 +259,3 @@ func tableRow(label string, cfg runtime.Config, recs []metrics.Record, sum runti
 		fmtEps(last.CumulativeEpsilon), delta(last.CumulativeDelta), bound,
 		sum.FinalAccuracy, sum.BestAccuracy, sum.Seconds)
 }
-
-var _ = math.Inf
-var _ = checks.ErrInvalid
