@@ -121,6 +121,7 @@ func apesParse(p Params, extra ...string) (apesOptions, error) {
 		}
 		o.secure = v == 1
 	}
+	o.secure = o.secure || p.Secure
 	return o, nil
 }
 

@@ -35,6 +35,7 @@ type CentralDP struct {
 	clip, eps, delta, q float64
 	rounds              int
 	sigma               float64
+	secure              bool
 }
 
 func newCentral(p Params) (Protocol, error) {
@@ -61,7 +62,7 @@ func newCentral(p Params) (Protocol, error) {
 		return nil, fmt.Errorf("dp-central: calibrating the noise multiplier for epsilon=%v delta=%v q=%v rounds=%d: %w",
 			p.Epsilon, p.Delta, p.SampleRate, p.Rounds, err)
 	}
-	return CentralDP{clip: p.Clip, eps: p.Epsilon, delta: p.Delta, q: p.SampleRate, rounds: p.Rounds, sigma: sigma}, nil
+	return CentralDP{clip: p.Clip, eps: p.Epsilon, delta: p.Delta, q: p.SampleRate, rounds: p.Rounds, sigma: sigma, secure: p.Secure}, nil
 }
 
 // Name implements Protocol.
@@ -112,7 +113,7 @@ func (m CentralDP) Estimate(r *rand.Rand, s Shape, agg *Aggregate, dst []float64
 		return err
 	}
 	copy(dst, agg.Sum)
-	g := mechanism.Gaussian{Sigma: m.sigma * m.clip}
+	g := mechanism.Gaussian{Sigma: m.sigma * m.clip, Secure: m.secure}
 	g.Perturb(r, dst)
 	den := m.q * float64(s.Population)
 	for j := range dst {

@@ -75,11 +75,12 @@ type flameBase struct {
 	delta   float64 // target delta_c (0: 0.01/n^1.1)
 	laplace bool    // Laplace randomizer instead of R_{gamma,b}
 	levels  int     // b
+	secure  bool    // floating-point-safe Laplace (Params.Secure)
 }
 
 // newFlameBase validates the options every FLAME protocol takes.
 func newFlameBase(name string, p Params) (flameBase, error) {
-	f := flameBase{name: name, clip: p.Clip, eps: p.Epsilon, delta: p.Delta, levels: flameDefaultLevels}
+	f := flameBase{name: name, clip: p.Clip, eps: p.Epsilon, delta: p.Delta, levels: flameDefaultLevels, secure: p.Secure}
 	if err := checks.Positive("clip", p.Clip); err != nil {
 		return f, fmt.Errorf("%s (FLAME Algorithm 2 clips to [-C, C]): %w", name, err)
 	}
@@ -158,9 +159,13 @@ func (f flameBase) deltaC(n int) float64 {
 // codec returns the per-coordinate randomizer for budget eps per coordinate.
 func (f flameBase) codec(eps float64) (flameCodec, error) {
 	if f.laplace {
-		// The plain (simulation) Laplace mechanism, as ldp-laplace uses; a
-		// deployment would use mechanism.NewSecureLaplace.
-		lap, err := mechanism.NewLaplace(eps, 1)
+		// The plain Laplace mechanism in simulation, the floating-point-safe
+		// one with Params.Secure (deployment).
+		newLap := mechanism.NewLaplace
+		if f.secure {
+			newLap = mechanism.NewSecureLaplace
+		}
+		lap, err := newLap(eps, 1)
 		if err != nil {
 			return flameCodec{}, fmt.Errorf("%s: Laplace randomizer: %w", f.name, err)
 		}

@@ -23,7 +23,8 @@ func init() {
 // unbiased for the mean of the clipped updates. No shuffler is involved, so
 // the central guarantee equals the local one.
 type LDPLaplace struct {
-	clip float64
+	clip   float64
+	secure bool
 }
 
 func newLDPLaplace(p Params) (Protocol, error) {
@@ -33,7 +34,7 @@ func newLDPLaplace(p Params) (Protocol, error) {
 	if err := checks.Positive("clip", p.Clip); err != nil {
 		return nil, err
 	}
-	return LDPLaplace{clip: p.Clip}, nil
+	return LDPLaplace{clip: p.Clip, secure: p.Secure}, nil
 }
 
 // Name implements Protocol.
@@ -55,7 +56,11 @@ func (m LDPLaplace) Encode(r *rand.Rand, s Shape, update []float64, b Budget, ou
 	if err := checkUpdate(s, update); err != nil {
 		return err
 	}
-	lap, err := mechanism.NewLaplace(b.Epsilon/float64(s.Dim), 2*m.clip)
+	newLap := mechanism.NewLaplace
+	if m.secure {
+		newLap = mechanism.NewSecureLaplace
+	}
+	lap, err := newLap(b.Epsilon/float64(s.Dim), 2*m.clip)
 	if err != nil {
 		return fmt.Errorf("ldp-laplace: %w", err)
 	}
@@ -121,7 +126,8 @@ func localOnlyPrivacy(s Shape, budgets []Budget, withDelta bool, bound string) (
 // analytic Gaussian mechanism (Balle and Wang 2018) to (eps_i, delta_i), valid
 // for every epsilon. No shuffle credit.
 type LDPGaussian struct {
-	clip float64
+	clip   float64
+	secure bool
 }
 
 func newLDPGaussian(p Params) (Protocol, error) {
@@ -131,7 +137,7 @@ func newLDPGaussian(p Params) (Protocol, error) {
 	if err := checks.Positive("clip", p.Clip); err != nil {
 		return nil, err
 	}
-	return LDPGaussian{clip: p.Clip}, nil
+	return LDPGaussian{clip: p.Clip, secure: p.Secure}, nil
 }
 
 // Name implements Protocol.
@@ -153,7 +159,11 @@ func (m LDPGaussian) Encode(r *rand.Rand, s Shape, update []float64, b Budget, o
 	if err := checkUpdate(s, update); err != nil {
 		return err
 	}
-	g, err := mechanism.NewGaussian(b.Epsilon, b.Delta, 2*m.clip*math.Sqrt(float64(s.Dim)))
+	newGauss := mechanism.NewGaussian
+	if m.secure {
+		newGauss = mechanism.NewSecureGaussian
+	}
+	g, err := newGauss(b.Epsilon, b.Delta, 2*m.clip*math.Sqrt(float64(s.Dim)))
 	if err != nil {
 		return fmt.Errorf("ldp-gaussian: %w", err)
 	}

@@ -248,6 +248,11 @@ type Params struct {
 	// SampleRate is the fraction of the population taking part in a round
 	// (for calibration of subsampled guarantees).
 	SampleRate float64
+	// Secure selects the floating-point-safe samplers of package mechanism
+	// (outputs snapped to a power-of-two grid fixed by the noise scale,
+	// Mironov 2012) for every continuous noise the protocol draws. Deployment
+	// must set it; simulations may leave it off for speed.
+	Secure bool
 	// Extra holds protocol-specific numeric options by name (for example "k",
 	// "np", "nu", "b"); unknown names are rejected by the constructor.
 	Extra map[string]float64

@@ -328,3 +328,56 @@ func TestRegistry(t *testing.T) {
 		t.Fatalf("unknown protocol error %v does not list the known ones", err)
 	}
 }
+
+// TestSecureNoiseSnaps: with Params.Secure every noisy value lies on a
+// power-of-two grid no finer than 2^(floor(log2 scale) - 12) (the grid of
+// package mechanism's secure samplers), while the plain samplers leave
+// arbitrary low bits; the estimator stays unbiased.
+func TestSecureNoiseSnaps(t *testing.T) {
+	const d = 500
+	s := shape(1, d)
+	onGrid := func(vals []float64, scale float64) bool {
+		g := math.Ldexp(1, int(math.Floor(math.Log2(scale)))-12)
+		for _, v := range vals {
+			if q := v / g; q != math.Trunc(q) {
+				return false
+			}
+		}
+		return true
+	}
+	tests := []struct {
+		name  string
+		b     Budget
+		scale func(p Protocol) float64
+	}{
+		{"ldp-laplace", Budget{Epsilon: 100}, func(Protocol) float64 { return 2 * 0.5 * d / 100 }},
+		{"ldp-gaussian", Budget{Epsilon: 1, Delta: 1e-5}, func(Protocol) float64 {
+			return gaussianSigmaFor(t, Budget{Epsilon: 1, Delta: 1e-5}, 2*0.5*math.Sqrt(d))
+		}},
+		{"apes", Budget{Epsilon: 0.5}, func(Protocol) float64 { return math.Min(2*0.5/0.5, 0.5) }}, // Clip-Laplace snaps on min(lambda, A)
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			update := make([]float64, d)
+			for j := range update {
+				update[j] = 0.3 * math.Cos(float64(j)*1.7)
+			}
+			var plain, secure Report
+			pp := mustNew(t, tc.name, Params{Clip: 0.5, Delta: 1e-8})
+			ps := mustNew(t, tc.name, Params{Clip: 0.5, Delta: 1e-8, Secure: true})
+			if err := pp.Encode(rng.Stream(3), s, slices.Clone(update), tc.b, &plain); err != nil {
+				t.Fatal(err)
+			}
+			if err := ps.Encode(rng.Stream(3), s, slices.Clone(update), tc.b, &secure); err != nil {
+				t.Fatal(err)
+			}
+			scale := tc.scale(ps)
+			if !onGrid(secure.Values, scale) {
+				t.Fatalf("secure outputs are not on the power-of-two grid of scale %v", scale)
+			}
+			if onGrid(plain.Values, scale) {
+				t.Fatalf("plain outputs unexpectedly on the grid: the test cannot tell the samplers apart")
+			}
+		})
+	}
+}

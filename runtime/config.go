@@ -69,6 +69,10 @@ type Config struct {
 	// Options are protocol-specific numeric options (k, np, nu, b, ...).
 	Options map[string]float64 `yaml:"options,omitempty"`
 
+	// SecureNoise makes every protocol draw its continuous noise with the
+	// floating-point-safe samplers (Mironov 2012), as a deployment must.
+	SecureNoise bool `yaml:"secure-noise"`
+
 	Seed    uint64 `yaml:"seed"`
 	Workers int    `yaml:"workers"`
 	// Faithful makes the shuffler materialise, pad and permute every report

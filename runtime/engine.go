@@ -193,7 +193,7 @@ func New(cfg Config, split data.Split, budgets []protocol.Budget) (*Engine, erro
 	}
 	params := protocol.Params{
 		Clip: cfg.Clip, Delta: cfg.Delta, Epsilon: cfg.Epsilon, Rounds: cfg.Rounds,
-		SampleRate: float64(e.perRound) / float64(cfg.Clients), Extra: cfg.Options,
+		SampleRate: float64(e.perRound) / float64(cfg.Clients), Extra: cfg.Options, Secure: cfg.SecureNoise,
 	}
 	if e.proto, err = protocol.New(cfg.Protocol, params); err != nil {
 		return nil, err

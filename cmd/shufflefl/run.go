@@ -91,6 +91,7 @@ func newRunFlags(cfg *runtime.Config, ex *runExtras, stderr io.Writer) *flag.Fla
 		ex.options = append(ex.options, s)
 		return nil
 	})
+	fs.BoolVar(&cfg.SecureNoise, "secure-noise", cfg.SecureNoise, "draw all continuous noise with the floating-point-safe samplers (snapped to a power-of-two grid, Mironov 2012), as real deployments must; a little slower")
 	fs.Uint64Var(&cfg.Seed, "seed", cfg.Seed, "random seed: the run is bit-for-bit reproducible from it, whatever the number of workers")
 	fs.IntVar(&cfg.Workers, "workers", cfg.Workers, "worker goroutines for clients and evaluation; 0 means all cores")
 	fs.BoolVar(&cfg.Faithful, "faithful", cfg.Faithful, "materialise, pad and permute every report as a deployment does (memory n x d) instead of streaming them into the aggregate")
