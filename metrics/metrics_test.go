@@ -50,9 +50,13 @@ func TestPlotsWritePNG(t *testing.T) {
 		recs = append(recs, Record{Round: i, TestAccuracy: 0.1 * e, CentralEpsilon: &e, CumulativeEpsilon: &e})
 	}
 	for name, f := range map[string]func(string) error{
-		"acc.png":     func(p string) error { return PlotAccuracy(p, "t", recs) },
-		"priv.png":    func(p string) error { return PlotPrivacy(p, "t", recs) },
-		"nopriv.png":  func(p string) error { return PlotPrivacy(p, "t", []Record{{Round: 1}}) },
+		"acc.png":    func(p string) error { return PlotAccuracy(p, "t", recs) },
+		"priv.png":   func(p string) error { return PlotPrivacy(p, "t", recs) },
+		"nopriv.png": func(p string) error { return PlotPrivacy(p, "t", []Record{{Round: 1}}) },
+		"logpriv.png": func(p string) error {
+			small, big := 0.3, 400.0
+			return PlotPrivacy(p, "t", []Record{{Round: 1, CentralEpsilon: &small, MaxClientEpsilon: &big}, {Round: 2, CentralEpsilon: &small, MaxClientEpsilon: &big}})
+		},
 		"compare.png": func(p string) error { return PlotCompare(p, "t", []Series{{"a", recs}, {"b", recs}}) },
 	} {
 		p := filepath.Join(dir, name)

@@ -3,6 +3,7 @@ package metrics
 import (
 	"fmt"
 	"image/color"
+	"math"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -40,16 +41,24 @@ func PlotPrivacy(path, title string, recs []Record) error {
 	p.X.Label.Text = "round"
 	p.Y.Label.Text = "epsilon"
 	var round, cum, client plotter.XYs
+	lo, hi := math.Inf(1), 0.0
+	add := func(xy *plotter.XYs, round int, v *float64) {
+		if v != nil && *v > 0 {
+			*xy = append(*xy, plotter.XY{X: float64(round), Y: *v})
+			lo, hi = math.Min(lo, *v), math.Max(hi, *v)
+		}
+	}
 	for _, r := range recs {
-		if r.CentralEpsilon != nil {
-			round = append(round, plotter.XY{X: float64(r.Round), Y: *r.CentralEpsilon})
-		}
-		if r.CumulativeEpsilon != nil {
-			cum = append(cum, plotter.XY{X: float64(r.Round), Y: *r.CumulativeEpsilon})
-		}
-		if r.MaxClientEpsilon != nil {
-			client = append(client, plotter.XY{X: float64(r.Round), Y: *r.MaxClientEpsilon})
-		}
+		add(&round, r.Round, r.CentralEpsilon)
+		add(&cum, r.Round, r.CumulativeEpsilon)
+		add(&client, r.Round, r.MaxClientEpsilon)
+	}
+	// Local and central epsilons often differ by orders of magnitude: use a
+	// log scale then, so that every curve stays readable.
+	if hi > 100*lo {
+		p.Y.Scale = plot.LogScale{}
+		p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
+		p.Y.Label.Text = "epsilon (log scale)"
 	}
 	p.Title.Text = title
 	if len(round)+len(cum)+len(client) == 0 {
