@@ -498,26 +498,36 @@ func (e *Engine) clientReport(w *worker, t int, s protocol.Shape, client int, b 
 	return nil
 }
 
-// collectStreaming runs the clients in parallel, folding their reports into
-// per-block aggregates that are merged in block order (deterministic whatever
-// the number of workers), then lets the shuffler pad the aggregate. At most a
-// window of 2·workers blocks is in flight, so memory is O(workers·d), not
-// O(n·d).
-func (e *Engine) collectStreaming(t int, s protocol.Shape, parts []int, budgets []protocol.Budget, tm *Timing) (*protocol.Aggregate, error) {
-	start := time.Now()
-	total := protocol.NewAggregate(s.Dim)
+// clientTimes accumulates the CPU time of the client phase over workers.
+type clientTimes struct {
+	train, encode, aggregate atomic.Int64
+}
+
+func (c *clientTimes) into(tm *Timing) {
+	tm.Train = float64(c.train.Load()) / 1e9
+	tm.Encode = float64(c.encode.Load()) / 1e9
+	tm.Aggregate = float64(c.aggregate.Load()) / 1e9
+}
+
+// runClients runs every participant's local update and encoding on the
+// workers. Participants are cut into blocks of blockSize consecutive ones;
+// workers take blocks in order, and at most 2·workers blocks are in flight.
+// For each block, open returns the block's state, fold is called after each
+// participant's report is in the worker's buffer (on the worker's
+// goroutine), and closeBlock is called for the blocks strictly in block
+// order, under a lock — so what it does is deterministic whatever the number of
+// workers. The first error stops the phase.
+func (e *Engine) runClients(t int, s protocol.Shape, parts []int, budgets []protocol.Budget, ct *clientTimes,
+	open func() any, fold func(st any, w *worker, i int) error, closeBlock func(st any) error) error {
 	nb := (len(parts) + blockSize - 1) / blockSize
 	window := 2 * e.workers
 	var (
 		mu       sync.Mutex
 		cond     = sync.NewCond(&mu)
 		next     int
-		merged   int
-		pending  = map[int]*protocol.Aggregate{}
+		closed   int
+		pending  = map[int]any{}
 		firstErr error
-		trainNS  atomic.Int64
-		encodeNS atomic.Int64
-		aggNS    atomic.Int64
 		wg       sync.WaitGroup
 	)
 	fail := func(err error) {
@@ -534,7 +544,7 @@ func (e *Engine) collectStreaming(t int, s protocol.Shape, parts []int, budgets 
 			defer func() { e.trainers <- w }()
 			for {
 				mu.Lock()
-				for firstErr == nil && next < nb && next >= merged+window {
+				for firstErr == nil && next < nb && next >= closed+window {
 					cond.Wait()
 				}
 				if firstErr != nil || next >= nb {
@@ -545,19 +555,16 @@ func (e *Engine) collectStreaming(t int, s protocol.Shape, parts []int, budgets 
 				next++
 				mu.Unlock()
 
-				agg := e.pool.Get().(*protocol.Aggregate)
-				agg.Reset()
+				st := open()
 				var err error
 				for i := b * blockSize; i < min((b+1)*blockSize, len(parts)); i++ {
-					if err = e.clientReport(w, t, s, parts[i], budgets[i], &trainNS, &encodeNS); err != nil {
+					if err = e.clientReport(w, t, s, parts[i], budgets[i], &ct.train, &ct.encode); err != nil {
 						break
 					}
-					ta := time.Now()
-					if err = agg.AddReport(&w.report); err != nil {
+					if err = fold(st, w, i); err != nil {
 						err = fmt.Errorf("client %d: report rejected: %w", parts[i], err)
 						break
 					}
-					aggNS.Add(int64(time.Since(ta)))
 				}
 				mu.Lock()
 				if err != nil {
@@ -565,18 +572,17 @@ func (e *Engine) collectStreaming(t int, s protocol.Shape, parts []int, budgets 
 					mu.Unlock()
 					return
 				}
-				pending[b] = agg
+				pending[b] = st
 				for {
-					p, ok := pending[merged]
+					p, ok := pending[closed]
 					if !ok {
 						break
 					}
-					if err := total.Merge(p); err != nil {
+					delete(pending, closed)
+					closed++
+					if err := closeBlock(p); err != nil {
 						fail(err)
 					}
-					delete(pending, merged)
-					e.pool.Put(p)
-					merged++
 				}
 				cond.Broadcast()
 				mu.Unlock()
@@ -584,12 +590,38 @@ func (e *Engine) collectStreaming(t int, s protocol.Shape, parts []int, budgets 
 		}()
 	}
 	wg.Wait()
-	if firstErr != nil {
-		return nil, firstErr
+	return firstErr
+}
+
+// collectStreaming runs the clients in parallel, folding their reports into
+// per-block aggregates that are merged in block order (deterministic whatever
+// the number of workers), then lets the shuffler pad the aggregate. Memory is
+// O(workers·d), not O(n·d).
+func (e *Engine) collectStreaming(t int, s protocol.Shape, parts []int, budgets []protocol.Budget, tm *Timing) (*protocol.Aggregate, error) {
+	start := time.Now()
+	total := protocol.NewAggregate(s.Dim)
+	var ct clientTimes
+	err := e.runClients(t, s, parts, budgets, &ct,
+		func() any {
+			agg := e.pool.Get().(*protocol.Aggregate)
+			agg.Reset()
+			return agg
+		},
+		func(st any, w *worker, _ int) error {
+			t0 := time.Now()
+			err := st.(*protocol.Aggregate).AddReport(&w.report)
+			ct.aggregate.Add(int64(time.Since(t0)))
+			return err
+		},
+		func(st any) error {
+			agg := st.(*protocol.Aggregate)
+			defer e.pool.Put(agg)
+			return total.Merge(agg)
+		})
+	if err != nil {
+		return nil, err
 	}
-	tm.Train = float64(trainNS.Load()) / 1e9
-	tm.Encode = float64(encodeNS.Load()) / 1e9
-	tm.Aggregate = float64(aggNS.Load()) / 1e9
+	ct.into(tm)
 	tm.Clients = time.Since(start).Seconds()
 
 	t0 := time.Now()
@@ -608,54 +640,24 @@ func (e *Engine) collectStreaming(t int, s protocol.Shape, parts []int, budgets 
 func (e *Engine) collectFaithful(t int, s protocol.Shape, parts []int, budgets []protocol.Budget, tm *Timing) (*protocol.Aggregate, error) {
 	start := time.Now()
 	reports := make([]protocol.Report, len(parts))
-	var (
-		next     atomic.Int64
-		trainNS  atomic.Int64
-		encodeNS atomic.Int64
-		wg       sync.WaitGroup
-		errMu    sync.Mutex
-		firstErr error
-	)
-	for wi := 0; wi < e.workers; wi++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			w := <-e.trainers
-			defer func() { e.trainers <- w }()
-			for {
-				i := int(next.Add(1) - 1)
-				if i >= len(parts) {
-					return
-				}
-				errMu.Lock()
-				stop := firstErr != nil
-				errMu.Unlock()
-				if stop {
-					return
-				}
-				if err := e.clientReport(w, t, s, parts[i], budgets[i], &trainNS, &encodeNS); err != nil {
-					errMu.Lock()
-					if firstErr == nil {
-						firstErr = err
-					}
-					errMu.Unlock()
-					return
-				}
-				rep := &reports[i]
-				rep.Values = slices.Clone(w.report.Values)
-				if w.report.Coords != nil {
-					rep.Coords = slices.Clone(w.report.Coords)
-				}
-				rep.Meta = slices.Clone(w.report.Meta)
+	var ct clientTimes
+	err := e.runClients(t, s, parts, budgets, &ct,
+		func() any { return nil },
+		func(_ any, w *worker, i int) error {
+			// Each participant owns its slot: no two workers write the same one.
+			rep := &reports[i]
+			rep.Values = slices.Clone(w.report.Values)
+			if w.report.Coords != nil {
+				rep.Coords = slices.Clone(w.report.Coords)
 			}
-		}()
+			rep.Meta = slices.Clone(w.report.Meta)
+			return nil
+		},
+		func(any) error { return nil })
+	if err != nil {
+		return nil, err
 	}
-	wg.Wait()
-	if firstErr != nil {
-		return nil, firstErr
-	}
-	tm.Train = float64(trainNS.Load()) / 1e9
-	tm.Encode = float64(encodeNS.Load()) / 1e9
+	ct.into(tm)
 	tm.Clients = time.Since(start).Seconds()
 
 	t0 := time.Now()
