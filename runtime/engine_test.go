@@ -111,8 +111,9 @@ func TestStreamingMatchesFaithful(t *testing.T) {
 }
 
 // streamingMatchesFaithful runs cfg with the streaming aggregation and with
-// the faithful shuffler and compares the models parameter by parameter.
-func streamingMatchesFaithful(t *testing.T, cfg Config, split data.Split) {
+// the faithful shuffler, compares the models parameter by parameter, and
+// returns both runs' round results (streaming first) for further checks.
+func streamingMatchesFaithful(t *testing.T, cfg Config, split data.Split) (streaming, faithful []RoundResult) {
 	t.Helper()
 	cfg.Faithful = false
 	e1, err := New(cfg, split, nil)
@@ -125,12 +126,15 @@ func streamingMatchesFaithful(t *testing.T, cfg Config, split data.Split) {
 		t.Fatal(err)
 	}
 	for r := 0; r < cfg.Rounds; r++ {
-		if _, err := e1.Step(); err != nil {
+		r1, err := e1.Step()
+		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := e2.Step(); err != nil {
+		r2, err := e2.Step()
+		if err != nil {
 			t.Fatal(err)
 		}
+		streaming, faithful = append(streaming, r1), append(faithful, r2)
 	}
 	w1, w2 := e1.Weights(), e2.Weights()
 	for j := range w1 {
@@ -138,6 +142,7 @@ func streamingMatchesFaithful(t *testing.T, cfg Config, split data.Split) {
 			t.Fatalf("parameter %d: streaming %v faithful %v", j, w1[j], w2[j])
 		}
 	}
+	return streaming, faithful
 }
 
 func TestNonPrivateLearns(t *testing.T) {
