@@ -2,7 +2,9 @@ package account
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/csv"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -125,8 +127,9 @@ func unknownDist(dist string) error {
 // prescribe (a value g outside [a, b] becomes max(a, g) or min(b, g)), so a
 // Gaussian row puts visible mass on its clip bounds. For eapes-groups the group
 // sizes are exact (see GroupBudgets). The result is reproducible for a seeded r.
+// n must be in [1, MaxBudgets].
 func Budgets(dist string, n int, r *rand.Rand) ([]float64, error) {
-	if err := checks.IntAtLeast("n", n, 1); err != nil {
+	if err := checks.IntInRange("n", n, 1, MaxBudgets); err != nil {
 		return nil, fmt.Errorf("budgets: %w", err)
 	}
 	if r == nil {
@@ -153,9 +156,9 @@ func Budgets(dist string, n int, r *rand.Rand) ([]float64, error) {
 // (so they sum to n and a group with fraction 0 stays empty), and the
 // assignment is a uniformly random permutation drawn from r.
 // Fractions must be non-negative and sum to 1 (within 1e-9); epsilons must be
-// >= 0 (E-APES allows eps_i = 0).
+// >= 0 (E-APES allows eps_i = 0); n must be in [1, MaxBudgets].
 func GroupBudgets(groups []Group, n int, r *rand.Rand) ([]float64, error) {
-	if err := checks.IntAtLeast("n", n, 1); err != nil {
+	if err := checks.IntInRange("n", n, 1, MaxBudgets); err != nil {
 		return nil, fmt.Errorf("group budgets: %w", err)
 	}
 	if r == nil {
@@ -205,73 +208,214 @@ func GroupBudgets(groups []Group, n int, r *rand.Rand) ([]float64, error) {
 	return out, nil
 }
 
-// ReadBudgets reads personalized epsilons from r: one number per line, or
-// comma-separated values on any number of lines (a CSV file). Blank lines and
-// lines starting with '#' are skipped, as is a first line with no number in it
-// (a CSV header). Every value must be a finite number >= 0 (E-APES allows
-// eps_i = 0); NaN, infinities, negative values, unparsable fields and an input
-// with no values are rejected with the line (and field) number.
+// MaxBudgets is the largest number of budgets Budgets and GroupBudgets draw
+// and ReadBudgets reads: 10^8 (800 MB of float64). Larger requests are
+// rejected before any memory is allocated.
+const MaxBudgets = 100_000_000
+
+// maxBudgetLine is the longest line ReadBudgets accepts (a CSV row).
+const maxBudgetLine = 1 << 20
+
+// ReadBudgets reads personalized local epsilons from r. The input is in one
+// of two formats, decided by its first content line:
+//
+//   - one epsilon per line: every content line holds exactly one number
+//     (a line such as "0.5 0.6" or "0.5,0.6" is an error, never split);
+//   - CSV with a header: the first content line contains no number and
+//     names a column "epsilon" or "eps" (case-insensitive, exactly one such
+//     column); every following content line is a comma-separated row with
+//     as many fields as the header, and the value is read from that column
+//     (other columns are ignored). Fields may be double-quoted; a quoted
+//     field may not span lines.
+//
+// Content lines are the lines that are not blank and do not start with '#'
+// (comments, allowed anywhere); surrounding spaces, a CRLF line end and a
+// UTF-8 byte-order mark at the start of the input are ignored. A first
+// content line without any number that names no epsilon column is an error,
+// so a data line is never silently taken for a header.
+//
+// Every value must be a finite number >= 0 (E-APES allows eps_i = 0). NaN,
+// infinities, negative values, unparsable or missing fields, lines longer
+// than 1 MiB, more than MaxBudgets values and an input without values are
+// rejected with an error wrapping checks.ErrInvalid that names the line.
+//
+// ReadBudgets streams its input and does not allocate per line: 10^6 lines
+// take well under a second.
 func ReadBudgets(r io.Reader) ([]float64, error) {
 	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64*1024), 16*1024*1024)
-	var out []float64
+	sc.Buffer(make([]byte, 256*1024), maxBudgetLine)
+	out := make([]float64, 0, 4096)
 	line := 0
-	first := true // no non-blank, non-comment line seen yet
+	col, ncols := -1, 0 // CSV mode: the epsilon column and the number of fields
+	colName := ""
+	first := true // no content line seen yet
+	var fields [][]byte
 	for sc.Scan() {
 		line++
-		text := strings.TrimSpace(sc.Text())
+		b := sc.Bytes()
 		if line == 1 {
-			text = strings.TrimPrefix(text, "\ufeff") // byte-order mark
+			b = bytes.TrimPrefix(b, []byte("\ufeff"))
 		}
-		if text == "" || strings.HasPrefix(text, "#") {
+		b = bytes.TrimSpace(b)
+		if len(b) == 0 || b[0] == '#' {
 			continue
 		}
-		cr := csv.NewReader(strings.NewReader(text))
-		cr.TrimLeadingSpace = true
-		fields, err := cr.Read()
-		if err != nil {
-			return nil, fmt.Errorf("read budgets: line %d: %w", line, checks.Invalidf("malformed CSV: %v", err))
+		bad := func(err error) ([]float64, error) {
+			return nil, fmt.Errorf("read budgets: line %d: %w", line, err)
 		}
 		if first {
 			first = false
-			if isHeader(fields) {
+			if !hasNumber(b) {
+				var err error
+				fields, err = splitCSV(b, fields[:0])
+				if err != nil {
+					return bad(err)
+				}
+				col, colName, err = epsilonColumn(fields)
+				if err != nil {
+					return bad(err)
+				}
+				ncols = len(fields)
 				continue
 			}
 		}
-		for j, f := range fields {
-			f = strings.TrimSpace(f)
-			if f == "" {
-				if len(fields) > 1 && j == len(fields)-1 {
-					continue // trailing comma
-				}
-				return nil, fmt.Errorf("read budgets: line %d field %d: %w", line, j+1, checks.Invalidf("empty value"))
-			}
-			v, err := strconv.ParseFloat(f, 64)
+		v := b
+		if col >= 0 {
+			var err error
+			fields, err = splitCSV(b, fields[:0])
 			if err != nil {
-				return nil, fmt.Errorf("read budgets: line %d field %d: %w", line, j+1, checks.Invalidf("%q is not a number", f))
+				return bad(err)
 			}
-			if err := checks.EpsilonOrZero("epsilon", v); err != nil {
-				return nil, fmt.Errorf("read budgets: line %d field %d: %w", line, j+1, err)
+			if len(fields) != ncols {
+				return bad(checks.Invalidf("%d fields, but the header has %d", len(fields), ncols))
 			}
-			out = append(out, v)
+			v = bytes.TrimSpace(fields[col])
+			if len(v) == 0 {
+				return bad(checks.Invalidf("column %q is empty", colName))
+			}
+		} else if n := countValues(b); n > 1 {
+			return bad(checks.Invalidf("%d values on one line (%q): the file must hold one epsilon per line, or be a CSV whose first line is a header naming an 'epsilon' or 'eps' column", n, truncate(b)))
 		}
+		e, err := strconv.ParseFloat(string(v), 64)
+		if err != nil {
+			return bad(checks.Invalidf("%q is not a number", truncate(v)))
+		}
+		if err := checks.EpsilonOrZero("epsilon", e); err != nil {
+			return bad(err)
+		}
+		if len(out) >= MaxBudgets {
+			return bad(checks.Invalidf("more than %d budgets (the limit)", MaxBudgets))
+		}
+		out = append(out, e)
 	}
 	if err := sc.Err(); err != nil {
+		if errors.Is(err, bufio.ErrTooLong) {
+			return nil, fmt.Errorf("read budgets: line %d: %w", line+1, checks.Invalidf("line longer than %d bytes", maxBudgetLine))
+		}
 		return nil, fmt.Errorf("read budgets: after line %d: %w", line, err)
 	}
 	if len(out) == 0 {
 		return nil, fmt.Errorf("read budgets: %w", checks.Invalidf("no budgets found (empty input)"))
 	}
-	return out, nil
+	return out[:len(out):len(out)], nil
 }
 
-// isHeader reports whether a CSV record holds no number at all (a header such
-// as "epsilon").
-func isHeader(fields []string) bool {
-	for _, f := range fields {
-		if _, err := strconv.ParseFloat(strings.TrimSpace(f), 64); err == nil {
-			return false
+// hasNumber reports whether some comma- or space-separated token of b parses
+// as a number.
+func hasNumber(b []byte) bool {
+	for len(b) > 0 {
+		i := bytes.IndexAny(b, ", \t;")
+		tok := b
+		if i >= 0 {
+			tok, b = b[:i], b[i+1:]
+		} else {
+			b = nil
+		}
+		tok = bytes.Trim(tok, "\" ")
+		if len(tok) == 0 {
+			continue
+		}
+		if _, err := strconv.ParseFloat(string(tok), 64); err == nil {
+			return true
 		}
 	}
-	return true
+	return false
+}
+
+// countValues returns the number of comma-, semicolon- or space-separated
+// non-empty tokens of b (1 for a well-formed line of the one-per-line
+// format). A trailing separator, as in "0.5,", counts as a second, empty
+// value, so it is rejected too.
+func countValues(b []byte) int {
+	sep := false
+	for _, c := range b {
+		if c == ',' || c == ' ' || c == '\t' || c == ';' {
+			sep = true
+			break
+		}
+	}
+	if !sep {
+		return 1
+	}
+	n := 0
+	for _, f := range bytes.FieldsFunc(b, func(r rune) bool { return r == ',' || r == ' ' || r == '\t' || r == ';' }) {
+		if len(f) > 0 {
+			n++
+		}
+	}
+	return max(n, 2)
+}
+
+// splitCSV appends the comma-separated fields of one CSV line to dst. Fields
+// without quotes are returned as slices of b; a line with a double quote is
+// parsed by encoding/csv (no field may span lines).
+func splitCSV(b []byte, dst [][]byte) ([][]byte, error) {
+	if bytes.IndexByte(b, '"') < 0 {
+		for {
+			i := bytes.IndexByte(b, ',')
+			if i < 0 {
+				return append(dst, b), nil
+			}
+			dst = append(dst, b[:i])
+			b = b[i+1:]
+		}
+	}
+	cr := csv.NewReader(bytes.NewReader(b))
+	cr.TrimLeadingSpace = true
+	rec, err := cr.Read()
+	if err != nil {
+		return nil, checks.Invalidf("malformed CSV: %v", err)
+	}
+	for _, f := range rec {
+		dst = append(dst, []byte(f))
+	}
+	return dst, nil
+}
+
+// epsilonColumn returns the index and name of the one header field named
+// "epsilon" or "eps" (case-insensitive).
+func epsilonColumn(header [][]byte) (int, string, error) {
+	col, name := -1, ""
+	for i, f := range header {
+		f = bytes.TrimSpace(f)
+		if bytes.EqualFold(f, []byte("epsilon")) || bytes.EqualFold(f, []byte("eps")) {
+			if col >= 0 {
+				return -1, "", checks.Invalidf("header names two epsilon columns (%q and %q)", name, f)
+			}
+			col, name = i, string(f)
+		}
+	}
+	if col < 0 {
+		return -1, "", checks.Invalidf("%q is neither a number nor a CSV header naming an 'epsilon' or 'eps' column", truncate(bytes.Join(header, []byte(","))))
+	}
+	return col, name, nil
+}
+
+// truncate shortens b for an error message.
+func truncate(b []byte) string {
+	const max = 60
+	if len(b) > max {
+		return string(b[:max]) + "..."
+	}
+	return string(b)
 }

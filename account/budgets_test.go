@@ -1,8 +1,10 @@
 package account
 
 import (
+	"bytes"
 	"fmt"
 	"math"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -162,7 +164,13 @@ func TestBudgetsInvalid(t *testing.T) {
 	_, err := Budgets("zipf", 10, rng.Stream(1))
 	wantInvalid(t, err, `unknown budget distribution "zipf"; known: eapes-gauss1, eapes-gauss2`)
 	_, err = Budgets("uniform1", 0, rng.Stream(1))
-	wantInvalid(t, err, "n must be >= 1")
+	wantInvalid(t, err, "n must be in [1, 100000000], got 0")
+	// Finding 4: a huge n is rejected before any allocation (it used to
+	// panic in makeslice or allocate gigabytes).
+	_, err = Budgets("uniform1", math.MaxInt, rng.Stream(1))
+	wantInvalid(t, err, "n must be in [1, 100000000]")
+	_, err = Budgets("eapes-groups", MaxBudgets+1, rng.Stream(1))
+	wantInvalid(t, err, "n must be in [1, 100000000]")
 	_, err = Budgets("uniform1", 3, nil)
 	wantInvalid(t, err, "random generator must not be nil")
 }
@@ -174,19 +182,42 @@ func TestReadBudgets(t *testing.T) {
 		err      string
 	}{
 		{"lines", "0.5\n1\n\n2e-1\n", []float64{0.5, 1, 0.2}, ""},
-		{"csv", "epsilon,weight\n0.5, 1\n0.25,0\n", []float64{0.5, 1, 0.25, 0}, ""},
-		{"one row", "0.1,0.2,0.3,", []float64{0.1, 0.2, 0.3}, ""},
+		{"no final newline", "0.5\n1", []float64{0.5, 1}, ""},
+		{"spaces", "  0.5 \t\n1\n", []float64{0.5, 1}, ""},
+		{"csv epsilon column", "epsilon,weight\n0.5, 1\n0.25,0\n", []float64{0.5, 0.25}, ""},
+		{"csv eps column second", "user,EPS\nalice,0.5\n\"bob, jr\",0.25\n", []float64{0.5, 0.25}, ""},
+		{"csv quoted header", "\"id\",\"epsilon\"\n1,0.5\n2,\"0.25\"\n", []float64{0.5, 0.25}, ""},
+		{"csv comments", "# made by hand\neps\n# first user\n0.5\n", []float64{0.5}, ""},
 		{"comment crlf", "# budgets\r\n0.3\r\n", []float64{0.3}, ""},
 		{"bom header", "\ufeffeps\n1\n", []float64{1}, ""},
+		{"bom value", "\ufeff0.7\n", []float64{0.7}, ""},
 		{"zero ok", "0\n", []float64{0}, ""},
-		{"nan", "0.5\nNaN\n", nil, "line 2 field 1"},
+		// Finding 8: more than one number on a line is an error, never
+		// silently split or dropped.
+		{"two numbers first line", "0.5 0.6\n0.7\n0.8\n", nil, "line 1: invalid parameter: 2 values on one line"},
+		{"two numbers later", "0.5\n0.6 0.7\n", nil, "line 2: invalid parameter: 2 values on one line"},
+		{"comma row", "0.1,0.2,0.3,", nil, "line 1: invalid parameter: 3 values on one line"},
+		{"trailing comma", "0.1,\n", nil, "line 1: invalid parameter: 2 values on one line"},
+		{"semicolons", "0.1;0.2\n", nil, "2 values on one line"},
+		// A first line is a header only if it has no number and names an
+		// epsilon column.
+		{"header without epsilon column", "budget\n0.5\n", nil, `line 1: invalid parameter: "budget" is neither a number nor a CSV header naming an 'epsilon' or 'eps' column`},
+		{"header with a number", "epsilon 2\n0.5\n", nil, "line 1: invalid parameter: 2 values on one line"},
+		{"two epsilon columns", "eps,epsilon\n1,2\n", nil, "header names two epsilon columns"},
+		{"csv short row", "id,eps\n1,0.5\n2\n", nil, "line 3: invalid parameter: 1 fields, but the header has 2"},
+		{"csv empty value", "id,eps\n1,\n", nil, `line 2: invalid parameter: column "eps" is empty`},
+		{"csv bad value", "id,eps\n1,x\n", nil, `line 2: invalid parameter: "x" is not a number`},
+		{"csv negative", "eps\n-1\n", nil, "line 2: invalid parameter: epsilon must be >= 0"},
+		{"header later is garbage", "0.5\nepsilon\n", nil, `line 2: invalid parameter: "epsilon" is not a number`},
+		{"nan", "0.5\nNaN\n", nil, "line 2: invalid parameter: epsilon must be a finite number"},
 		{"inf", "0.5\n+Inf\n", nil, "epsilon must be a finite number"},
-		{"negative", "0.5\n0.2\n-0.1\n", nil, "line 3 field 1: invalid parameter: epsilon must be >= 0"},
-		{"garbage", "0.5\nabc\n", nil, `line 2 field 1: invalid parameter: "abc" is not a number`},
-		{"empty field", "0.5,,0.2\n", nil, "line 1 field 2: invalid parameter: empty value"},
+		{"negative", "0.5\n0.2\n-0.1\n", nil, "line 3: invalid parameter: epsilon must be >= 0"},
+		{"garbage", "0.5\nabc\n", nil, `line 2: invalid parameter: "abc" is not a number`},
 		{"empty", "", nil, "no budgets found"},
+		{"only comments", "# nothing\n\n", nil, "no budgets found"},
 		{"only header", "epsilon\n", nil, "no budgets found"},
-		{"bad quote", "0.5\n\"1\n", nil, "line 2: invalid parameter: malformed CSV"},
+		{"bad quote", "id,eps\n1,\"0.5\n", nil, "line 2: invalid parameter: malformed CSV"},
+		{"line too long", "0.5\n" + strings.Repeat("1", 2<<20) + "\n", nil, "line 2: invalid parameter: line longer than"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -202,6 +233,25 @@ func TestReadBudgets(t *testing.T) {
 				t.Fatalf("got %v, want %v", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestReadBudgetsLarge reads 10^6 budgets and checks they all arrive, in
+// order.
+func TestReadBudgetsLarge(t *testing.T) {
+	in := budgetLines1e6()
+	got, err := ReadBudgets(bytes.NewReader(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1_000_000 {
+		t.Fatalf("%d budgets, want 10^6", len(got))
+	}
+	lines := strings.SplitN(string(in), "\n", 3)
+	for i := range 2 {
+		if want, _ := strconv.ParseFloat(lines[i], 64); got[i] != want {
+			t.Fatalf("budget %d = %v, want %v", i, got[i], want)
+		}
 	}
 }
 
@@ -225,5 +275,30 @@ func ExampleReadBudgets() {
 	fmt.Println(err)
 	// Output:
 	// [0.5 1 0.25] <nil>
-	// read budgets: line 2 field 1: invalid parameter: epsilon must be >= 0, got -1
+	// read budgets: line 2: invalid parameter: epsilon must be >= 0, got -1
+}
+
+// budgetLines1e6 is 10^6 budgets, one per line, as a file written by a
+// script would hold them.
+func budgetLines1e6() []byte {
+	var b strings.Builder
+	r := rng.Stream(1, rng.LabelBudget)
+	for range 1_000_000 {
+		b.WriteString(strconv.FormatFloat(0.05+0.95*r.Float64(), 'g', -1, 64))
+		b.WriteByte('\n')
+	}
+	return []byte(b.String())
+}
+
+// BenchmarkReadBudgets1e6 reads 10^6 budgets, one per line.
+func BenchmarkReadBudgets1e6(b *testing.B) {
+	in := budgetLines1e6()
+	b.SetBytes(int64(len(in)))
+	b.ReportAllocs()
+	for b.Loop() {
+		eps, err := ReadBudgets(bytes.NewReader(in))
+		if err != nil || len(eps) != 1_000_000 {
+			b.Fatalf("%d budgets, err %v", len(eps), err)
+		}
+	}
 }

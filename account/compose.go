@@ -69,7 +69,8 @@ func ComposeAdvanced(eps, delta float64, k int, deltaPrime float64) (float64, fl
 }
 
 // ComposeBest returns the smaller-epsilon statement of ComposeBasic and
-// ComposeAdvanced for the k-fold composition of an (eps, delta)-DP mechanism.
+// ComposeAdvanced for the k-fold composition of an (eps, delta)-DP mechanism
+// (basic alone where advanced composition does not apply or overflows).
 // Both are valid, so the minimum is valid; which one won is reported by
 // advanced. The delta of the basic statement (k delta) is no larger than the
 // advanced one (k delta + deltaPrime), so when basic wins on epsilon it is
@@ -81,7 +82,10 @@ func ComposeBest(eps, delta float64, k int, deltaPrime float64) (e, d float64, a
 	}
 	ea, da, err := ComposeAdvanced(eps, delta, k, deltaPrime)
 	if err != nil {
-		return 0, 0, false, err
+		// Advanced composition can fail where basic composition holds (its
+		// epsilon overflows for a large eps, or k delta + delta' >= 1):
+		// basic composition is still a valid statement.
+		return eb, db, false, nil
 	}
 	if ea < eb {
 		return ea, da, true, nil

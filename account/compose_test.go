@@ -148,3 +148,17 @@ func TestComposeParallel(t *testing.T) {
 	_, _, err = ComposeParallel(nil)
 	wantInvalid(t, err, "must not be empty")
 }
+
+// TestComposeBestFallsBackToBasic: advanced composition overflows for a
+// large epsilon (e^1000) where basic composition is finite; ComposeBest
+// must return the basic statement, not fail (flame-double --eps-l 1000
+// --rounds 10 used to).
+func TestComposeBestFallsBackToBasic(t *testing.T) {
+	e, d, adv, err := ComposeBest(1000, 1e-9, 10, 1e-6)
+	if err != nil || adv || e != 10000 || d != 1e-8 {
+		t.Fatalf("got (%v, %v, advanced=%v, %v), want basic (10000, 1e-8)", e, d, adv, err)
+	}
+	if _, _, _, err := ComposeBest(1, 0.2, 10, 1e-6); err == nil {
+		t.Fatal("k delta >= 1 accepted")
+	}
+}

@@ -17,8 +17,9 @@ type Candidate struct {
 // form (R_{gamma,b} only), the blanket Hoeffding and Bennett bounds for r and
 // for a generic eps0-LDP randomizer, both clones closed forms and the clones
 // numerical bound. The flawed legacy Bennett variant is included only if
-// legacy is true, labelled as such. Rows are sorted by epsilon with
-// inapplicable ones last.
+// legacy is true, labelled as such and marked Approximation (it understates
+// delta, so its epsilons are not upper bounds). Rows are sorted by epsilon
+// with inapplicable ones last.
 func CompareUniform(eps0 float64, n int, delta float64, r Randomizer, legacy bool) ([]Candidate, error) {
 	if err := validateUniform(eps0, n, delta); err != nil {
 		return nil, fmt.Errorf("compare: %w", err)
@@ -28,7 +29,7 @@ func CompareUniform(eps0 float64, n int, delta float64, r Randomizer, legacy boo
 	}
 	var out []Candidate
 	add := func(name string, e float64, err error, note string) {
-		c := Candidate{Bound: Bound{Name: name, Epsilon: e, Delta: delta, Note: note}}
+		c := Candidate{Bound: Bound{Name: name, Epsilon: e, Delta: delta, Note: note, Approximation: isLegacy(name)}}
 		if err != nil {
 			c.Err = err.Error()
 			c.Epsilon = 0
@@ -82,12 +83,13 @@ func sortCandidates(c []Candidate) {
 }
 
 // bestOf returns the valid, rigorous candidate with the smallest epsilon;
-// approximations and the legacy (flawed) variant are never chosen.
-func bestOf(c []Candidate) (Bound, error) {
+// approximations and the legacy (flawed) variant are never chosen, and a
+// bound with an Assumption only when that assumption is in allowed.
+func bestOf(c []Candidate, allowed ...string) (Bound, error) {
 	var best *Candidate
 	for i := range c {
 		x := &c[i]
-		if x.Err != "" || x.Approximation || isLegacy(x.Name) {
+		if x.Err != "" || x.Approximation || isLegacy(x.Name) || !assumptionAllowed(x.Assumption, allowed) {
 			continue
 		}
 		if best == nil || x.Epsilon < best.Epsilon {
@@ -98,6 +100,18 @@ func bestOf(c []Candidate) (Bound, error) {
 		return Bound{}, fmt.Errorf("best: no bound applies to these parameters")
 	}
 	return best.Bound, nil
+}
+
+func assumptionAllowed(a string, allowed []string) bool {
+	if a == "" {
+		return true
+	}
+	for _, x := range allowed {
+		if a == x {
+			return true
+		}
+	}
+	return false
 }
 
 func isLegacy(name string) bool {
@@ -116,8 +130,9 @@ func BestUniform(eps0 float64, n int, delta float64, r Randomizer) (Bound, error
 }
 
 // ComparePersonal evaluates every personalized bound for the budget vector
-// at delta: UniS (closed and numerical), EoN (closed and numerical) and
-// E-APES (labelled approximation).
+// at delta: UniS (closed and numerical), EoN (closed and numerical, both
+// under HiddenBudgetAssumption, marked in Assumption), EoN for public
+// budgets (EoNWorstCase) and E-APES (labelled approximation).
 func ComparePersonal(eps []float64, delta float64) ([]Candidate, error) {
 	if err := validateBudgets(eps, true); err != nil {
 		return nil, fmt.Errorf("compare: %w", err)
@@ -136,20 +151,51 @@ func ComparePersonal(eps []float64, delta float64) ([]Candidate, error) {
 	add("unis-numerical", b, err)
 	b, err = EoNClosedForm(eps, delta)
 	add("eon", b, err)
+	if err != nil { // keep the label on an inapplicable row too
+		out[len(out)-1].Assumption = HiddenBudgetAssumption
+	}
 	b, err = EoNNumerical(eps, delta)
 	add("eon-numerical", b, err)
+	if err != nil {
+		out[len(out)-1].Assumption = HiddenBudgetAssumption
+	}
+	b, err = EoNWorstCase(eps, delta)
+	add("eon-worst-case", b, err)
 	b, _, err = EAPES(eps, nil, delta)
 	add("eapes-gdp", b, err)
 	sortCandidates(out)
 	return out, nil
 }
 
+// PersonalOptions selects which personalized bounds BestPersonalOpts may
+// return.
+type PersonalOptions struct {
+	// HiddenBudget admits bounds that need HiddenBudgetAssumption (APES's
+	// EoN): the adversary cannot tell the differing user's budget. Off by
+	// default: personalized budgets are public, and the standard definition
+	// needs the worst case over users (EoNWorstCase, UniS).
+	HiddenBudget bool
+}
+
 // BestPersonal returns the tightest valid rigorous personalized bound of
-// ComparePersonal (E-APES, an approximation, is never chosen).
+// ComparePersonal for the standard definition: never an approximation
+// (E-APES) and never a bound that needs an extra assumption (APES's EoN
+// with hidden budgets). BestPersonalOpts can admit the latter.
 func BestPersonal(eps []float64, delta float64) (Bound, error) {
+	return BestPersonalOpts(eps, delta, PersonalOptions{})
+}
+
+// BestPersonalOpts is BestPersonal with options: with o.HiddenBudget the
+// EoN bounds under HiddenBudgetAssumption compete too (the result's
+// Assumption then says which assumption it needs, if any).
+func BestPersonalOpts(eps []float64, delta float64, o PersonalOptions) (Bound, error) {
 	c, err := ComparePersonal(eps, delta)
 	if err != nil {
 		return Bound{}, err
 	}
-	return bestOf(c)
+	var allowed []string
+	if o.HiddenBudget {
+		allowed = append(allowed, HiddenBudgetAssumption)
+	}
+	return bestOf(c, allowed...)
 }

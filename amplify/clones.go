@@ -41,7 +41,8 @@ func clonesClosedCheck(eps0 float64, n int, delta float64) error {
 //
 //	eps = log(1 + (e^eps0-1)/(e^eps0+1) (8 sqrt(e^eps0 log(4/delta))/sqrt(n) + 8 e^eps0/n)),
 //
-// valid for eps0 <= log(n/(16 log(4/delta))); outside it an error is returned.
+// valid for eps0 <= log(n/(16 log(4/delta))); outside it an error is
+// returned. The result is capped at eps0.
 func ClonesTheorem(eps0 float64, n int, delta float64) (float64, error) {
 	if err := clonesClosedCheck(eps0, n, delta); err != nil {
 		return 0, fmt.Errorf("clones closed form (FMT Theorem 3.1): %w", err)
@@ -49,7 +50,8 @@ func ClonesTheorem(eps0 float64, n int, delta float64) (float64, error) {
 	nf := float64(n)
 	e := math.Exp(eps0)
 	s := 8*math.Sqrt(e*math.Log(4/delta))/math.Sqrt(nf) + 8*e/nf
-	return math.Log1p(math.Tanh(eps0/2) * s), nil
+	// Capped at eps0: shuffling never hurts (post-processing).
+	return math.Min(eps0, math.Log1p(math.Tanh(eps0/2)*s)), nil
 }
 
 // ClonesClosedForm returns the closed-form bound of Feldman, McMillan and
@@ -72,7 +74,8 @@ func ClonesClosedForm(eps0 float64, n int, delta float64) (float64, error) {
 	ep := math.Log1p(a + c)
 	b := -math.Expm1(-eps0)
 	d := 1 + math.Exp(-eps0-ep)
-	return math.Log1p(b / d * (a + c)), nil
+	// Capped at eps0: shuffling never hurts (post-processing).
+	return math.Min(eps0, math.Log1p(b/d*(a+c))), nil
 }
 
 // cloneHockey returns an upper bound on the hockey-stick divergence
@@ -86,22 +89,55 @@ func ClonesClosedForm(eps0 float64, n int, delta float64) (float64, error) {
 // from P_c is the same. The sum over a is exact (positive terms only); the
 // tail is cut when a geometric bound on it falls below tol and that bound is
 // added.
+//
+// Numerics (stable for every 0 <= eps < eps1, including eps1 of several
+// hundred): with b(a) = C(c,a) 2^-c the term at a is
+// a1 (b(a-1) - tau b(a)), where
+//
+//	a1  = alpha - e^eps (1-alpha) = -expm1(eps-eps1)/(1+e^-eps1),
+//	tau = (e^(eps+eps1) - 1)/(e^eps1 - e^eps) = e^eps expm1(-(eps+eps1))/expm1(eps-eps1),
+//
+// so neither 1 - alpha nor alpha - e^eps (1-alpha) is formed by subtracting
+// nearly equal numbers. The first positive term is located from
+// x = (c+1)/(1+tau) without forming tau/(1+tau), which rounds to 1 once
+// tau > 2^53 (eps near 36.7) and used to drop every term.
 func cloneHockey(c int, eps, eps1, tol float64) float64 {
-	alpha := 1 / (1 + math.Exp(-eps1))
-	ee := math.Exp(eps)
-	a1 := alpha - ee*(1-alpha) // coefficient of b(a-1)
-	a2 := (1 - alpha) - ee*alpha
-	if a1 <= 0 {
+	return newClonePair(eps, eps1).hockey(c, tol)
+}
+
+// clonePair holds the coefficients of cloneHockey that depend only on
+// (eps, eps1), so that a delta evaluation computes them once for all clone
+// counts. a1 = 0 means eps >= eps1 (divergence 0).
+type clonePair struct{ a1, tau float64 }
+
+func newClonePair(eps, eps1 float64) clonePair {
+	if !(eps < eps1) {
+		return clonePair{}
+	}
+	return clonePair{
+		a1:  -math.Expm1(eps-eps1) / (1 + math.Exp(-eps1)),
+		tau: math.Exp(eps) * (math.Expm1(-(eps + eps1)) / math.Expm1(eps-eps1)),
+	}
+}
+
+// hockey is cloneHockey for c clones.
+func (p clonePair) hockey(c int, tol float64) float64 {
+	a1, tau := p.a1, p.tau
+	if !(a1 > 0) {
 		return 0
 	}
-	tau := -a2 / a1 // term > 0 iff a/(c-a+1) > tau
 	cf := float64(c)
-	astar := int(math.Floor(tau*(cf+1)/(1+tau))) + 1
+	// Term a (1 <= a <= c) is positive iff a > (c+1) - x, x = (c+1)/(1+tau);
+	// a = c+1 (b(c+1) = 0) always is. Start one index early so that a
+	// rounding error in x cannot drop a positive term; non-positive computed
+	// terms are skipped.
+	x := (cf + 1) / (1 + tau)
+	astar := c + 1
+	if x > 0 && !math.IsInf(tau, 1) {
+		astar = c + 2 - int(math.Ceil(x)) - 1
+	}
 	if astar < 0 {
 		astar = 0
-	}
-	if astar > c+1 {
-		return 0
 	}
 	// b(astar-1), with b(a) = C(c,a) 2^-c.
 	var bprev float64
@@ -109,6 +145,7 @@ func cloneHockey(c int, eps, eps1, tol float64) float64 {
 		bprev = math.Exp(logChoose(c, astar-1) - cf*math.Ln2)
 	}
 	sum := 0.0
+	sb := 0.0 // sum of b(a-1) over the evaluated terms (rounding allowance)
 	steps := 0
 	for a := astar; a <= c+1; a++ {
 		steps++
@@ -120,17 +157,21 @@ func cloneHockey(c int, eps, eps1, tol float64) float64 {
 				bcur = bprev * float64(c-a+1) / float64(a)
 			}
 		}
-		t := a1*bprev + a2*bcur
+		t := bprev
+		if bcur > 0 {
+			t -= tau * bcur
+		}
 		if t > 0 {
 			sum += t
 		}
-		// Remaining terms sum to at most a1 * sum_{j >= a} b(j) <=
-		// a1 b(a) / (1 - r) with r = (c-a)/(a+1) the (decreasing) ratio.
+		sb += bprev
+		// Remaining terms sum to at most sum_{j >= a} b(j) <=
+		// b(a) / (1 - r) with r = (c-a)/(a+1) the (decreasing) ratio.
 		// Checked every 8 terms (the check costs a division).
 		if a <= c && a > c/2 && (a-astar)&7 == 7 {
 			r := float64(c-a) / float64(a+1)
-			rest := a1 * bcur / (1 - r)
-			if rest < tol {
+			rest := bcur / (1 - r)
+			if a1*rest < tol {
 				sum += rest
 				break
 			}
@@ -139,12 +180,15 @@ func cloneHockey(c int, eps, eps1, tol float64) float64 {
 	}
 	// Rounding: log-gamma of c+1 carries an absolute error of a few ulps of
 	// its magnitude (about c log c), which becomes a relative error of b;
-	// each recurrence step adds about two ulps.
-	sum *= 1 + 4e-16*(cf*math.Log(cf+2)+cf+1) + 4e-16*float64(steps)
-	if sum > 1 {
-		sum = 1
+	// each recurrence step adds about two ulps. Each difference
+	// b(a-1) - tau b(a) with tau b(a) <= b(a-1) carries an absolute error of
+	// a few ulps of b(a-1) (covered by 1e-15 sb).
+	sum = (sum+1e-15*sb)*(1+4e-16*(cf*math.Log(cf+2)+cf+1)+4e-16*float64(steps)) + 1e-300
+	h := a1 * sum * (1 + 1e-15)
+	if h > 1 {
+		h = 1
 	}
-	return sum
+	return h
 }
 
 // roundSlack inflates a computed delta to cover floating-point error in the
@@ -186,6 +230,7 @@ func clonesDeltaWindow(w pmfWindow, eps, eps1, target float64) float64 {
 	if eps >= eps1 {
 		return 0
 	}
+	pair := newClonePair(eps, eps1)
 	B := (len(w.P) + maxCloneBlocks - 1) / maxCloneBlocks
 	nb := float64((len(w.P)+B-1)/B + 1)
 	tolW := 1e-4 * target / nb
@@ -210,7 +255,7 @@ func clonesDeltaWindow(w pmfWindow, eps, eps1, target float64) float64 {
 			rest -= wb
 			continue
 		}
-		h := cloneHockey(w.Lo+start, eps, eps1, tolW/wb)
+		h := pair.hockey(w.Lo+start, tolW/wb)
 		if h < 1e-7*target {
 			s += h * math.Max(rest, 0)
 			break
@@ -241,7 +286,7 @@ func ClonesDelta(eps, eps0 float64, n int) (float64, error) {
 	if err := checks.IntAtLeast("n", n, 2); err != nil {
 		return 0, fmt.Errorf("clones numerical delta: %w", err)
 	}
-	w := binomialWindow(n-1, math.Exp(-eps0))
+	w := binomialWindowPQ(n-1, math.Exp(-eps0), -math.Expm1(-eps0))
 	if err := checkCloneWork(w); err != nil {
 		return 0, fmt.Errorf("clones numerical delta: %w", err)
 	}
@@ -258,7 +303,7 @@ func ClonesNumerical(eps0 float64, n int, delta float64) (float64, error) {
 	if err := validateUniform(eps0, n, delta); err != nil {
 		return 0, fmt.Errorf("clones numerical bound: %w", err)
 	}
-	w := binomialWindow(n-1, math.Exp(-eps0))
+	w := binomialWindowPQ(n-1, math.Exp(-eps0), -math.Expm1(-eps0))
 	if err := checkCloneWork(w); err != nil {
 		return 0, fmt.Errorf("clones numerical bound: %w", err)
 	}

@@ -22,8 +22,18 @@
 //
 // Personalized local epsilons (APES, E-APES): UniS (APES Eq. 2), EoN
 // (APES Theorem 4 / Lemma 6, closed and numerical form with exact
-// Poisson-binomial clone counts) and E-APES mu-GDP (labelled as an
-// approximation, never returned by Best).
+// Poisson-binomial clone counts; these need APES's hidden-budget
+// assumption, recorded in Bound.Assumption), EoN for public budgets
+// (EoNWorstCase, the standard definition) and E-APES mu-GDP (labelled as an
+// approximation, never returned by Best). BestPersonal chooses among
+// standard-definition bounds only; BestPersonalOpts can admit the
+// hidden-budget assumption.
+//
+// Numerics: every numerical bound is a guaranteed upper bound for local
+// epsilons from 1e-6 to beyond 60 (expm1/log1p forms, no subtraction of
+// nearly equal quantities; eps0 is returned when nothing better is
+// certified). ShuffledRRLowerBound, the exact epsilon of shuffled binary
+// randomized response, is a lower bound that any generic bound must respect.
 //
 // Protocol theorems of FLAME (SS-Simple Theorem 1, SS-Double Theorems 3-4,
 // nu-index privacy Theorem 5 / Proposition 2) and S-APES Proposition 1 build

@@ -28,7 +28,7 @@ func TestExtremeInputsNeverNaN(t *testing.T) {
 		}
 	}
 	for _, eps := range [][]float64{{1e-9, 1e-9}, {700, 0.1, 0.1}, {1e5, 1e-5, 3}} {
-		for _, f := range []PersonalBound{EoNNumerical, EoNClosedForm, UniS, UniSNumerical} {
+		for _, f := range []PersonalBound{EoNNumerical, EoNClosedForm, EoNWorstCase, UniS, UniSNumerical, BestPersonal} {
 			b, err := f(eps, 1e-6)
 			if err == nil && (math.IsNaN(b.Epsilon) || math.IsInf(b.Epsilon, 0)) {
 				t.Errorf("%v: %v", eps, b)

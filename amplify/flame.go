@@ -3,6 +3,7 @@ package amplify
 import (
 	"fmt"
 	"math"
+	"reflect"
 
 	"shufflefl/account"
 	"shufflefl/checks"
@@ -13,11 +14,48 @@ import (
 type Amplifier func(eps0 float64, n int, delta float64) (float64, error)
 
 // BlanketAmplifier returns the numerical privacy-blanket bound for r and v as
-// an Amplifier (no amplification yields eps0).
+// an Amplifier (no amplification yields eps0). With v = BennettLegacyFLAME
+// the amplifier is recognised by SSSimple and SSDouble, whose results are
+// then marked Approximation (the legacy code understates delta).
 func BlanketAmplifier(r Randomizer, v BlanketVariant) Amplifier {
+	if v == BennettLegacyFLAME {
+		return legacyAmplifier{r}.eps
+	}
 	return func(eps0 float64, n int, delta float64) (float64, error) {
 		e, _, err := BlanketEpsilon(r, v, eps0, n, delta)
 		return e, err
+	}
+}
+
+// legacyAmplifier is the BennettLegacyFLAME blanket bound. Its method value
+// has one code pointer for every receiver, which is how IsLegacyAmplifier
+// recognises it.
+type legacyAmplifier struct{ r Randomizer }
+
+func (l legacyAmplifier) eps(eps0 float64, n int, delta float64) (float64, error) {
+	e, _, err := BlanketEpsilon(l.r, BennettLegacyFLAME, eps0, n, delta)
+	return e, err
+}
+
+var legacyAmplifierPC = reflect.ValueOf(legacyAmplifier{}.eps).Pointer()
+
+// IsLegacyAmplifier reports whether amp is the flawed BennettLegacyFLAME
+// amplifier returned by BlanketAmplifier (results computed with it are not
+// upper bounds). An Amplifier that wraps it in another function is not
+// recognised; such callers must mark their results themselves.
+func IsLegacyAmplifier(amp Amplifier) bool {
+	return amp != nil && reflect.ValueOf(amp).Pointer() == legacyAmplifierPC
+}
+
+// legacyNote is appended to the Note of protocol results computed with the
+// legacy amplifier.
+const legacyNote = "computed with the FLAWED legacy pre-July-2020 Bennett code, which understates delta: not an upper bound"
+
+// markLegacy flags a protocol result computed with the legacy amplifier.
+func markLegacy(b *Bound, amp Amplifier) {
+	if IsLegacyAmplifier(amp) {
+		b.Approximation = true
+		b.Note += "; " + legacyNote
 	}
 }
 
@@ -46,10 +84,17 @@ type ProtocolResult struct {
 // composeFLAME returns min(t eps, eps sqrt(2 t log(1/deltaDim)) + t eps (e^eps - 1)),
 // the composition of FLAME Theorems 1 and 4 (t need not be an integer for
 // Theorem 4, where t = 2 beta d).
+//
+// When the advanced form overflows (e^eps beyond float64, e.g. eps_l = 1000
+// spread over few dimensions) or is otherwise not a finite number, the
+// finite basic composition is returned instead of failing.
 func composeFLAME(eps, deltaDim, t float64) float64 {
 	basic := t * eps
 	adv := eps*math.Sqrt(2*t*math.Log(1/deltaDim)) + t*eps*math.Expm1(eps)
-	return math.Min(basic, adv)
+	if math.IsNaN(adv) || math.IsInf(adv, 0) || !(adv < basic) {
+		return basic
+	}
+	return adv
 }
 
 // SSSimple returns the central guarantee of FLAME's SS-Simple protocol
@@ -76,11 +121,13 @@ func SSSimple(epsL float64, d, n int, deltaC float64, amp Amplifier) (ProtocolRe
 		return ProtocolResult{}, fmt.Errorf("SS-Simple (FLAME Theorem 1): %w", err)
 	}
 	ec := composeFLAME(ecd, deltaCd, float64(d))
-	return ProtocolResult{
+	res := ProtocolResult{
 		Bound:    Bound{Name: "flame-ss-simple", Epsilon: ec, Delta: deltaCd * float64(d+1), Note: "FLAME Theorem 1"},
 		EpsLocal: epsLd, EpsShuffle: ecd, DeltaShuffle: deltaCd, EpsDim: ecd, DeltaDim: deltaCd,
 		Compositions: float64(d),
-	}, nil
+	}
+	markLegacy(&res.Bound, amp)
+	return res, nil
 }
 
 // SSDouble returns the central guarantee of FLAME's SS-Double protocol
@@ -158,5 +205,6 @@ func SSDouble(epsL float64, d, k, n, np int, deltaC float64, amp Amplifier, subs
 		res.Name = "flame-ss-double-no-subsampling"
 		res.Note = "FLAME Theorem 4 without the subsampling credit of Theorem 3"
 	}
+	markLegacy(&res.Bound, amp)
 	return res, nil
 }

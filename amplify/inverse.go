@@ -9,7 +9,13 @@ import (
 // InverseEps0 answers the inverse question for a uniform bound: the largest
 // local eps0 (relative precision 1e-6, rounded down) such that
 // amp(eps0, n, delta) <= target. The returned eps0 is verified: amp at it
-// is at most target. maxEps0 caps the search (e.g. 20).
+// is at most target. maxEps0 caps the search (e.g. 20): when amp(maxEps0)
+// is already at most target, maxEps0 itself is returned, and callers that
+// need to know whether the cap was reached compare the result with it (the
+// cap only ever makes the answer smaller, never invalid). The search relies
+// on amp being a valid upper bound over the whole range, which the
+// numerical bounds of this package are for eps0 up to beyond 60
+// (TestInverseAgainstShuffledRR).
 func InverseEps0(amp Amplifier, target float64, n int, delta, maxEps0 float64) (float64, error) {
 	if err := checks.Epsilon("target epsilon", target); err != nil {
 		return 0, fmt.Errorf("inverse calibration: %w", err)
@@ -57,7 +63,11 @@ type PersonalBound func(eps []float64, delta float64) (Bound, error)
 
 // InverseScale answers the inverse question for a personalized budget
 // vector: the largest factor s (relative precision 1e-6, rounded down) such
-// that the bound of s*eps is at most target, up to maxScale.
+// that the bound of s*eps is at most target, up to maxScale (returned as
+// is when already within target). Approximations are never accepted; a
+// bound under an extra assumption (Bound.Assumption, e.g. EoNNumerical) is
+// accepted if the caller passes one, so pass EoNWorstCase for the standard
+// definition.
 func InverseScale(bound PersonalBound, eps []float64, delta, target, maxScale float64) (float64, error) {
 	if err := validateBudgets(eps, false); err != nil {
 		return 0, fmt.Errorf("inverse scale: %w", err)

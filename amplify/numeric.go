@@ -25,23 +25,41 @@ type pmfWindow struct {
 // bounded geometrically and added to Lost.
 const pmfFloor = 1e-40
 
+// log1mexp returns log(1 - e^-x) for x > 0 without cancellation (Mächler's
+// switch between log(-expm1(-x)) and log1p(-exp(-x)) at log 2).
+func log1mexp(x float64) float64 {
+	if x <= math.Ln2 {
+		return math.Log(-math.Expm1(-x))
+	}
+	return math.Log1p(-math.Exp(-x))
+}
+
 // binomialWindow returns the Bin(n, p) pmf on the window where it exceeds
 // pmfFloor, computed exactly (log-gamma at the mode, ratio recurrences
 // outward), with a geometric upper bound on the mass of both tails.
+// It computes 1 - p by subtraction; callers that know 1 - p more
+// accurately (p close to 1) use binomialWindowPQ.
 func binomialWindow(n int, p float64) pmfWindow {
+	return binomialWindowPQ(n, p, 1-p)
+}
+
+// binomialWindowPQ is binomialWindow with the complement q = 1 - p supplied
+// by the caller, so that p close to 1 (e.g. p = e^-eps0 for eps0 = 1e-6,
+// q = -expm1(-eps0)) loses no relative precision in q.
+func binomialWindowPQ(n int, p, q float64) pmfWindow {
 	switch {
 	case n == 0 || p == 0:
 		return pmfWindow{Lo: 0, P: []float64{1}}
-	case p == 1:
+	case q == 0:
 		return pmfWindow{Lo: n, P: []float64{1}}
 	}
 	mode := int(math.Floor(float64(n+1) * p))
 	if mode > n {
 		mode = n
 	}
-	lp, lq := math.Log(p), math.Log1p(-p)
+	lp, lq := math.Log(p), math.Log(q)
 	pm := math.Exp(logChoose(n, mode) + float64(mode)*lp + float64(n-mode)*lq)
-	odds := p / (1 - p)
+	odds := p / q
 	// downward from the mode
 	down := []float64{}
 	v := pm

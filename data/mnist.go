@@ -151,7 +151,7 @@ func loadFashionMNIST(dir string) (Split, error) {
 	}
 	s, err := LoadIDXDir(dir, "fashion-mnist", 10)
 	if err != nil && errors.Is(err, fs.ErrNotExist) {
-		return Split{}, fmt.Errorf("%w\nFashion-MNIST comes from the Debian package dataset-fashion-mnist: run `sudo apt-get install dataset-fashion-mnist` (it installs %s), or point the data directory at a copy", err, FashionMNISTDir)
+		return Split{}, fmt.Errorf("%w; Fashion-MNIST comes from the Debian package dataset-fashion-mnist: run `sudo apt-get install dataset-fashion-mnist` (it installs %s), or point the data directory at a copy", err, FashionMNISTDir)
 	}
 	return s, err
 }

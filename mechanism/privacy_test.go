@@ -326,3 +326,55 @@ func TestPrivacyEuclideanLaplace(t *testing.T) {
 		})
 	}
 }
+
+// The classic σ = Δ·sqrt(2 ln(1.25/δ))/ε is proved only for ε < 1, and at
+// large ε it is not (ε, δ)-DP; the analytic calibration is. A uniform
+// binning cannot tell them apart at ε = 10 (the Uniform test above passes
+// the classic σ): it must be refuted in the tails, where the privacy loss
+// (Δ/σ²)(y - Δ/2) of output y exceeds ε, i.e. |y - Δ/2| > εσ²/Δ, so the
+// test bins with mt.Tails at exactly that point.
+//
+// Choice of δ. At ε = 10 a tail bin where the other input has no draws
+// still gets the upper bound ≈ L/N ≈ 18/N on its probability, multiplied by
+// e^10 = 22026, so with N = 10^7 draws only a true δ(ε) above about
+// δ + 0.04 can be seen. The true δ of the classic σ at ε = 10 (analytic
+// Gaussian formula, mechanism.GaussianDelta) is
+//
+//	claimed δ   classic σ/Δ   true δ(10)
+//	1e-5        0.4845        2.27e-5   (needs ~10^11 draws to refute)
+//	1e-2        0.3108        0.0406
+//	5e-2        0.2537        0.213     (this test)
+//	1e-1        0.2248        0.406
+//
+// so the test claims (10, 0.05): the classic σ has four times the claimed δ,
+// and the single tail bin's lower hockey-stick bound comes out near 0.15,
+// three times the claim. The analytic σ (0.3044Δ, larger than the classic
+// one here) meets (10, 0.05) exactly and must pass with the same test.
+func TestPrivacyGaussianLargeEpsilon(t *testing.T) {
+	const eps, delta, sens = 10.0, 0.05, 1.0
+	const samples = 10_000_000
+	if got := GaussianDelta(eps, ClassicGaussianSigma(eps, delta, sens), sens); got < 4*delta {
+		t.Fatalf("true δ of the classic σ at ε=%v is %v, expected above 4δ = %v (the comment's table)", eps, got, 4*delta)
+	}
+	tails := func(m Gaussian) mt.Edges {
+		return mt.Tails(sens/2, eps*m.Sigma*m.Sigma/sens, 0, 0)
+	}
+	s := func(m Gaussian, b mt.Edges, x float64) mt.Sampler {
+		return b.Continuous(func(r *rand.Rand) float64 { return m.Randomize(r, x) })
+	}
+	opt := mt.Options{Samples: samples, Delta: delta}
+	for _, secure := range []bool{false, true} {
+		t.Run(fmt.Sprintf("secure=%v", secure), func(t *testing.T) {
+			classic := Gaussian{Sigma: ClassicGaussianSigma(eps, delta, sens), Secure: secure}
+			b := tails(classic)
+			rep := mt.RequireReject(t, eps, b.Bins(), s(classic, b, 0), s(classic, b, sens), opt)
+			if rep.HockeyStick < 2*delta {
+				t.Errorf("classic σ: hockey-stick lower bound %v, expected above 2δ (true δ(ε) is %v)", rep.HockeyStick, GaussianDelta(eps, classic.Sigma, sens))
+			}
+			analytic := must(NewGaussian(eps, delta, sens))
+			analytic.Secure = secure
+			b = tails(analytic)
+			mt.RequirePrivate(t, eps, b.Bins(), s(analytic, b, 0), s(analytic, b, sens), opt)
+		})
+	}
+}

@@ -14,32 +14,42 @@ import (
 )
 
 // Record is one line of metrics.jsonl. Field names are stable: scripts and
-// the CI smoke test read them.
+// the CI smoke test read them; docs/OUTPUTS.md documents every one. Every
+// epsilon is central (what the analyzer learns) unless named local, and user
+// level (a client's whole update) unless named coord (one coordinate).
 type Record struct {
-	Round                int            `json:"round"`
-	Participants         int            `json:"participants"`
-	Refused              int            `json:"refused"`
-	TestAccuracy         float64        `json:"test_accuracy"`
-	TestLoss             float64        `json:"test_loss"`
-	LocalEpsilonMin      *float64       `json:"local_epsilon_min"`
-	LocalEpsilonMedian   *float64       `json:"local_epsilon_median"`
-	LocalEpsilonMax      *float64       `json:"local_epsilon_max"`
-	LocalCoordEpsilonMin *float64       `json:"local_coord_epsilon_min"`
-	LocalCoordEpsilon    *float64       `json:"local_coord_epsilon_max"`
-	LocalDelta           float64        `json:"local_delta"`
-	CentralEpsilon       *float64       `json:"central_epsilon"`
-	CentralDelta         float64        `json:"central_delta"`
-	CentralCoordEpsilon  *float64       `json:"central_coord_epsilon"`
-	CentralCoordDelta    float64        `json:"central_coord_delta"`
-	CumulativeEpsilon    *float64       `json:"cumulative_epsilon"`
-	CumulativeDelta      float64        `json:"cumulative_delta"`
-	MaxClientEpsilon     *float64       `json:"max_client_epsilon"`
-	Bound                string         `json:"bound"`
-	Approximate          bool           `json:"approximate"`
-	Reports              int64          `json:"reports"`
-	Dummies              int64          `json:"dummies"`
-	Seconds              float64        `json:"seconds"`
-	Timing               runtime.Timing `json:"timing"`
+	Round        int     `json:"round"`
+	Participants int     `json:"participants"`
+	Refused      int     `json:"refused"`
+	TestAccuracy float64 `json:"test_accuracy"`
+	TestLoss     float64 `json:"test_loss"`
+	// Local: each participant's local epsilon for its whole update in this
+	// round, and per coordinate, summarised over participants.
+	LocalEpsilonMin         *float64 `json:"local_epsilon_min"`
+	LocalEpsilonMedian      *float64 `json:"local_epsilon_median"`
+	LocalEpsilonMax         *float64 `json:"local_epsilon_max"`
+	LocalCoordEpsilonMin    *float64 `json:"local_coord_epsilon_min"`
+	LocalCoordEpsilonMedian *float64 `json:"local_coord_epsilon_median"`
+	LocalCoordEpsilonMax    *float64 `json:"local_coord_epsilon_max"`
+	LocalDelta              float64  `json:"local_delta"`
+	// Round: this round's central guarantee.
+	RoundCentralEpsilon      *float64 `json:"round_central_epsilon"`
+	RoundCentralDelta        float64  `json:"round_central_delta"`
+	RoundCentralCoordEpsilon *float64 `json:"round_central_coord_epsilon"`
+	RoundCentralCoordDelta   float64  `json:"round_central_coord_delta"`
+	// Cumulative: the rounds so far, composed by the run's accountant.
+	CumulativeEpsilon *float64 `json:"cumulative_epsilon"`
+	CumulativeDelta   float64  `json:"cumulative_delta"`
+	CumulativeMethod  string   `json:"cumulative_method"`
+	// CumulativeApproximate: some composed round is an approximation.
+	CumulativeApproximate bool           `json:"cumulative_approximate"`
+	MaxClientEpsilon      *float64       `json:"max_client_epsilon"`
+	Bound                 string         `json:"bound"`
+	Approximate           bool           `json:"approximate"`
+	Reports               int64          `json:"reports"`
+	Dummies               int64          `json:"dummies"`
+	Seconds               float64        `json:"seconds"`
+	Timing                runtime.Timing `json:"timing"`
 }
 
 // finite returns a pointer to v, or nil for ±Inf and NaN (JSON null).
@@ -54,30 +64,33 @@ func finite(v float64) *float64 {
 func FromResult(r runtime.RoundResult) Record {
 	p := r.Privacy
 	return Record{
-		Round:                r.Round,
-		Participants:         r.Participants,
-		Refused:              r.Refused,
-		TestAccuracy:         r.TestAccuracy,
-		TestLoss:             r.TestLoss,
-		LocalEpsilonMin:      finite(p.LocalEpsilon.Min),
-		LocalEpsilonMedian:   finite(p.LocalEpsilon.Median),
-		LocalEpsilonMax:      finite(p.LocalEpsilon.Max),
-		LocalCoordEpsilonMin: finite(p.LocalCoordEpsilon.Min),
-		LocalCoordEpsilon:    finite(p.LocalCoordEpsilon.Max),
-		LocalDelta:           p.LocalDelta,
-		CentralEpsilon:       finite(p.CentralEpsilon),
-		CentralDelta:         p.CentralDelta,
-		CentralCoordEpsilon:  finite(p.CentralCoordEpsilon),
-		CentralCoordDelta:    p.CentralCoordDelta,
-		CumulativeEpsilon:    finite(p.CumulativeEpsilon),
-		CumulativeDelta:      p.CumulativeDelta,
-		MaxClientEpsilon:     finite(r.MaxClientEpsilon),
-		Bound:                p.Bound,
-		Approximate:          p.Approximate,
-		Reports:              r.Reports,
-		Dummies:              r.Dummies,
-		Seconds:              r.Seconds,
-		Timing:               r.Timing,
+		Round:                    r.Round,
+		Participants:             r.Participants,
+		Refused:                  r.Refused,
+		TestAccuracy:             r.TestAccuracy,
+		TestLoss:                 r.TestLoss,
+		LocalEpsilonMin:          finite(p.LocalEpsilon.Min),
+		LocalEpsilonMedian:       finite(p.LocalEpsilon.Median),
+		LocalEpsilonMax:          finite(p.LocalEpsilon.Max),
+		LocalCoordEpsilonMin:     finite(p.LocalCoordEpsilon.Min),
+		LocalCoordEpsilonMedian:  finite(p.LocalCoordEpsilon.Median),
+		LocalCoordEpsilonMax:     finite(p.LocalCoordEpsilon.Max),
+		LocalDelta:               p.LocalDelta,
+		RoundCentralEpsilon:      finite(p.CentralEpsilon),
+		RoundCentralDelta:        p.CentralDelta,
+		RoundCentralCoordEpsilon: finite(p.CentralCoordEpsilon),
+		RoundCentralCoordDelta:   p.CentralCoordDelta,
+		CumulativeEpsilon:        finite(p.CumulativeEpsilon),
+		CumulativeDelta:          p.CumulativeDelta,
+		CumulativeMethod:         p.CumulativeMethod,
+		CumulativeApproximate:    p.CumulativeApproximate,
+		MaxClientEpsilon:         finite(r.MaxClientEpsilon),
+		Bound:                    p.Bound,
+		Approximate:              p.Approximate,
+		Reports:                  r.Reports,
+		Dummies:                  r.Dummies,
+		Seconds:                  r.Seconds,
+		Timing:                   r.Timing,
 	}
 }
 
@@ -97,40 +110,69 @@ func (j *JSONL) Write(r Record) error {
 	return nil
 }
 
-// SummaryRecord is summary.json.
+// SummaryRecord is summary.json (documented in docs/OUTPUTS.md).
 type SummaryRecord struct {
-	Protocol          string   `json:"protocol"`
-	Dataset           string   `json:"dataset"`
-	Model             string   `json:"model"`
-	Rounds            int      `json:"rounds"`
-	FinalAccuracy     float64  `json:"final_test_accuracy"`
-	FinalLoss         float64  `json:"final_test_loss"`
-	BestAccuracy      float64  `json:"best_test_accuracy"`
-	CentralEpsilon    *float64 `json:"central_epsilon"`
-	CentralDelta      float64  `json:"central_delta"`
-	CumulativeEpsilon *float64 `json:"cumulative_epsilon"`
-	CumulativeDelta   float64  `json:"cumulative_delta"`
-	MaxClientEpsilon  *float64 `json:"max_client_epsilon"`
-	Bound             string   `json:"bound"`
-	Approximate       bool     `json:"approximate"`
-	Dim               int      `json:"dim"`
-	Clients           int      `json:"clients"`
-	TrainSamples      int      `json:"train_samples"`
-	TestSamples       int      `json:"test_samples"`
-	Workers           int      `json:"workers"`
-	Seconds           float64  `json:"seconds"`
+	Protocol      string  `json:"protocol"`
+	Dataset       string  `json:"dataset"`
+	Model         string  `json:"model"`
+	Rounds        int     `json:"rounds"`
+	FinalAccuracy float64 `json:"final_test_accuracy"`
+	FinalLoss     float64 `json:"final_test_loss"`
+	BestAccuracy  float64 `json:"best_test_accuracy"`
+	// The last round's own guarantee and the whole run's, composed.
+	RoundCentralEpsilon *float64 `json:"round_central_epsilon"`
+	RoundCentralDelta   float64  `json:"round_central_delta"`
+	CumulativeEpsilon   *float64 `json:"cumulative_epsilon"`
+	CumulativeDelta     float64  `json:"cumulative_delta"`
+	CumulativeMethod    string   `json:"cumulative_method"`
+	// Local budgets of the last round (user level and per coordinate).
+	LocalEpsilonMin         *float64 `json:"local_epsilon_min"`
+	LocalEpsilonMedian      *float64 `json:"local_epsilon_median"`
+	LocalEpsilonMax         *float64 `json:"local_epsilon_max"`
+	LocalCoordEpsilonMin    *float64 `json:"local_coord_epsilon_min"`
+	LocalCoordEpsilonMedian *float64 `json:"local_coord_epsilon_median"`
+	LocalCoordEpsilonMax    *float64 `json:"local_coord_epsilon_max"`
+	MaxClientEpsilon        *float64 `json:"max_client_epsilon"`
+	// The pre-flight plan: target, calibration, planned cumulative figures.
+	TargetEpsilon  *float64 `json:"target_epsilon"`
+	TargetDelta    float64  `json:"target_delta"`
+	BudgetScale    float64  `json:"budget_scale"`
+	PlannedEpsilon *float64 `json:"planned_epsilon"`
+	Halted         string   `json:"halted,omitempty"`
+	Bound          string   `json:"bound"`
+	// Approximate: the last round's or the cumulative figure is an
+	// approximation rather than a rigorous bound.
+	Approximate  bool    `json:"approximate"`
+	Dim          int     `json:"dim"`
+	Clients      int     `json:"clients"`
+	TrainSamples int     `json:"train_samples"`
+	TestSamples  int     `json:"test_samples"`
+	Workers      int     `json:"workers"`
+	Seconds      float64 `json:"seconds"`
 }
 
 // NewSummary builds summary.json's content.
 func NewSummary(cfg runtime.Config, s runtime.Summary) SummaryRecord {
 	p := s.Privacy
-	return SummaryRecord{
+	var target *float64
+	if cfg.TargetEpsilon > 0 {
+		target = finite(cfg.TargetEpsilon)
+	}
+	rec := SummaryRecord{
 		Protocol: cfg.Protocol, Dataset: cfg.Dataset, Model: cfg.Model,
 		Rounds: s.Rounds, FinalAccuracy: s.FinalAccuracy, FinalLoss: s.FinalLoss, BestAccuracy: s.BestAccuracy,
-		CentralEpsilon: finite(p.CentralEpsilon), CentralDelta: p.CentralDelta,
-		CumulativeEpsilon: finite(p.CumulativeEpsilon), CumulativeDelta: p.CumulativeDelta,
-		MaxClientEpsilon: finite(s.MaxClientEpsilon), Bound: p.Bound, Approximate: p.Approximate,
+		RoundCentralEpsilon: finite(p.CentralEpsilon), RoundCentralDelta: p.CentralDelta,
+		CumulativeEpsilon: finite(p.CumulativeEpsilon), CumulativeDelta: p.CumulativeDelta, CumulativeMethod: p.CumulativeMethod,
+		LocalEpsilonMin: finite(p.LocalEpsilon.Min), LocalEpsilonMedian: finite(p.LocalEpsilon.Median), LocalEpsilonMax: finite(p.LocalEpsilon.Max),
+		LocalCoordEpsilonMin: finite(p.LocalCoordEpsilon.Min), LocalCoordEpsilonMedian: finite(p.LocalCoordEpsilon.Median), LocalCoordEpsilonMax: finite(p.LocalCoordEpsilon.Max),
+		MaxClientEpsilon: finite(s.MaxClientEpsilon),
+		TargetEpsilon:    target, TargetDelta: cfg.Delta, BudgetScale: s.Plan.Scale, PlannedEpsilon: finite(s.Plan.Epsilon),
+		Halted: s.Halted, Bound: p.Bound, Approximate: p.Approximate || p.CumulativeApproximate,
 		Dim: s.Dim, Clients: cfg.Clients, TrainSamples: s.TrainSamples, TestSamples: s.TestSamples,
 		Workers: s.Workers, Seconds: s.Seconds,
 	}
+	if !s.Plan.Private {
+		rec.TargetDelta = 0
+	}
+	return rec
 }

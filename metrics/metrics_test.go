@@ -23,7 +23,7 @@ func TestInfiniteEpsilonIsNull(t *testing.T) {
 	if err := json.Unmarshal(buf.Bytes(), &m); err != nil {
 		t.Fatalf("not JSON: %v\n%s", err, buf.String())
 	}
-	for _, k := range []string{"central_epsilon", "cumulative_epsilon", "local_epsilon_max", "max_client_epsilon"} {
+	for _, k := range []string{"round_central_epsilon", "cumulative_epsilon", "local_epsilon_max", "local_coord_epsilon_median", "max_client_epsilon"} {
 		if v, ok := m[k]; !ok || v != nil {
 			t.Errorf("%s = %v, want null", k, v)
 		}
@@ -36,8 +36,8 @@ func TestInfiniteEpsilonIsNull(t *testing.T) {
 func TestFiniteValuesKept(t *testing.T) {
 	p := protocol.Privacy{Private: true, LocalEpsilon: protocol.Stats{Min: 1, Median: 2, Max: 3}, CentralEpsilon: 0.5, CentralDelta: 1e-6, CumulativeEpsilon: 1.5}
 	rec := FromResult(runtime.RoundResult{Round: 2, Privacy: p, MaxClientEpsilon: 6})
-	if *rec.LocalEpsilonMin != 1 || *rec.LocalEpsilonMedian != 2 || *rec.LocalEpsilonMax != 3 || *rec.CentralEpsilon != 0.5 ||
-		rec.CentralDelta != 1e-6 || *rec.CumulativeEpsilon != 1.5 || *rec.MaxClientEpsilon != 6 {
+	if *rec.LocalEpsilonMin != 1 || *rec.LocalEpsilonMedian != 2 || *rec.LocalEpsilonMax != 3 || *rec.RoundCentralEpsilon != 0.5 ||
+		rec.RoundCentralDelta != 1e-6 || *rec.CumulativeEpsilon != 1.5 || *rec.MaxClientEpsilon != 6 {
 		t.Fatalf("%+v", rec)
 	}
 }
@@ -47,7 +47,7 @@ func TestPlotsWritePNG(t *testing.T) {
 	var recs []Record
 	for i := 1; i <= 3; i++ {
 		e := float64(i)
-		recs = append(recs, Record{Round: i, TestAccuracy: 0.1 * e, CentralEpsilon: &e, CumulativeEpsilon: &e})
+		recs = append(recs, Record{Round: i, TestAccuracy: 0.1 * e, RoundCentralEpsilon: &e, CumulativeEpsilon: &e})
 	}
 	for name, f := range map[string]func(string) error{
 		"acc.png":    func(p string) error { return PlotAccuracy(p, "t", recs) },
@@ -55,7 +55,7 @@ func TestPlotsWritePNG(t *testing.T) {
 		"nopriv.png": func(p string) error { return PlotPrivacy(p, "t", []Record{{Round: 1}}) },
 		"logpriv.png": func(p string) error {
 			small, big := 0.3, 400.0
-			return PlotPrivacy(p, "t", []Record{{Round: 1, CentralEpsilon: &small, MaxClientEpsilon: &big}, {Round: 2, CentralEpsilon: &small, MaxClientEpsilon: &big}})
+			return PlotPrivacy(p, "t", []Record{{Round: 1, RoundCentralEpsilon: &small, MaxClientEpsilon: &big}, {Round: 2, RoundCentralEpsilon: &small, MaxClientEpsilon: &big}})
 		},
 		"compare.png": func(p string) error { return PlotCompare(p, "t", []Series{{"a", recs}, {"b", recs}}) },
 	} {

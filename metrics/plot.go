@@ -49,7 +49,7 @@ func PlotPrivacy(path, title string, recs []Record) error {
 		}
 	}
 	for _, r := range recs {
-		add(&round, r.Round, r.CentralEpsilon)
+		add(&round, r.Round, r.RoundCentralEpsilon)
 		add(&cum, r.Round, r.CumulativeEpsilon)
 		add(&client, r.Round, r.MaxClientEpsilon)
 	}
@@ -61,6 +61,9 @@ func PlotPrivacy(path, title string, recs []Record) error {
 		p.Y.Label.Text = "epsilon (log scale)"
 	}
 	p.Title.Text = title
+	if n := len(recs); n > 0 && recs[n-1].CumulativeEpsilon != nil {
+		p.Title.Text = fmt.Sprintf("%s, cumulative delta %.3g", title, recs[n-1].CumulativeDelta)
+	}
 	if len(round)+len(cum)+len(client) == 0 {
 		p.Title.Text = title + " (no privacy guarantee)"
 		p.Y.Min, p.Y.Max = 0, 1

@@ -21,18 +21,17 @@ func init() {
 //
 // Budget reading. APES states every local budget per dimension: eps_i^l is
 // the epsilon of ONE coordinate (Theorem 3: eps_i^l-LDP at dimension level,
-// d·eps_i^l-LDP at user level), and APES Table 2's distributions (Uniform2 =
-// U(0.05, 1), `--eps-dist uniform2`) are per-dimension values. The APES
-// family of this package (apes, s-apes, pldp, ldp-min, unis) therefore reads
-// Budget.Epsilon as the per-dimension eps_i^l: Privacy.LocalCoordEpsilon
-// reports eps_i and Privacy.LocalEpsilon reports d·eps_i (APES Table 3's
-// eps^ul, 392.5–7850 for d = 7,850). This differs from FLAME's protocols and
-// ldp-laplace, whose Budget.Epsilon is the whole update's epsilon; compare
-// protocols across families through the reported Privacy, not through the
-// --epsilon flag. UserEpsilon converts one budget to its user-level value.
+// d·eps_i^l-LDP at user level). shufflefl has one meaning of epsilon:
+// Budget.Epsilon is always the client's local epsilon for its whole update
+// in one round (user level), so every protocol of this family (apes, s-apes,
+// pldp, ldp-min, unis) spends eps_i^l = Budget.Epsilon/d per coordinate;
+// Privacy.LocalEpsilon reports Budget.Epsilon and Privacy.LocalCoordEpsilon
+// eps_i/d. APES Table 3's setting (per-dimension U(0.05, 1), d = 7,850) is
+// therefore the user-level budgets 7,850·U(0.05, 1); the paper reproductions
+// scale their per-coordinate figures explicitly.
 //
 // Client (Encode): clip every coordinate to [-C, C] (C = Params.Clip) and
-// release CLap(g_k, λ_i, C) per coordinate with λ_i = Δf/eps_i, Δf = 2C
+// release CLap(g_k, λ_i, C) per coordinate with λ_i = Δf/eps_i^l, Δf = 2C
 // (Definition 4, Theorem 1: input and output range [-C, C], hence
 // eps_i-LDP per coordinate). The report is dense; Report.Meta = [eps_i]
 // travels to the shuffler beside the values.
@@ -52,31 +51,36 @@ func init() {
 // (mu/2)||w - w0||² (Li et al. 2020); that is the engine's --mu setting and
 // is independent of the protocol.
 //
-// Accounting (Account): dimension level, the EoN numerical bound at the
-// participants' budgets and delta_s = Params.Delta (APES Theorem 4 / Lemma 6
-// with the exact Poisson-binomial clone count, amplify.EoNNumerical); user
+// Accounting (Account): dimension level, for the standard definition of DP
+// the EoN analysis for the worst-case (largest, public) budget
+// (amplify.EoNWorstCase), or with option hidden-budget=1 APES's own EoN
+// numerical bound under its hidden-budget assumption (APES Theorem 4 /
+// Lemma 6 with the exact Poisson-binomial clone count, amplify.EoNNumerical;
+// see apesShuffleBound), at the participants' budgets and delta_s; user
 // level, the composition of the d independent columns by the better of basic
 // and advanced composition (APES Lemma 2, as in Table 3's eps^uc) with slack
-// delta' (option "delta-prime", default Params.Delta: APES Table 3 uses
-// delta_s = delta' = 1e-8); cumulatively, the same composition over the d·T
-// column releases of T rounds. No credit is taken for client subsampling.
-// When the EoN bound does not apply (fewer than two participants, or a
-// budget vector it cannot evaluate) the statement falls back to the
-// unamplified max eps_i, which holds by post-processing.
+// delta' (apesOptions: derived from the run's delta, or the options
+// "delta-s" and "delta-prime": APES Table 3 uses delta_s = delta' = 1e-8);
+// the run's accountant composes the d·T column releases of T rounds. No
+// credit is taken for client subsampling.
+// When no bound applies (fewer than two participants, or a budget vector
+// it cannot evaluate) the statement falls back to the unamplified max
+// eps_i^l, which holds by post-processing.
 //
-// Options: "delta-prime" (in (0, 1)); "secure" (0 or 1, default 0: 1 snaps
-// every output to Clip-Laplace's power-of-two grid, as deployment must).
+// Options: "delta-s" and "delta-prime" (in (0, 1)); "hidden-budget" (0 or
+// 1, default 0: account under APES's hidden-budget assumption, labelled);
+// "secure" (0 or 1, default 0: 1 snaps every output to Clip-Laplace's
+// power-of-two grid, as deployment must).
 type APES struct {
-	clip, deltaS, deltaPrime float64
-	secure                   bool
+	apesOptions
 }
 
-// UserLevelBudget is implemented by the protocols of this family, whose
-// Budget.Epsilon is not always the epsilon of the whole update (the APES
-// protocols read it per dimension): UserEpsilon converts one client's budget
-// into the local epsilon of its whole update in one round — the amount a
-// per-client ledger should charge (the engine currently charges
-// Budget.Epsilon).
+// UserLevelBudget is implemented by the protocols of this family:
+// UserEpsilon returns the local epsilon of one client's whole update in one
+// round — the amount a per-client ledger charges. Since Budget.Epsilon is
+// user level for every protocol it is Budget.Epsilon (ldp-min: the minimum
+// budget every client uses); the interface remains for callers that want
+// the figure from the protocol itself.
 type UserLevelBudget interface {
 	UserEpsilon(s Shape, b Budget) float64
 }
@@ -91,35 +95,83 @@ var (
 )
 
 // apesOptions are the settings shared by the APES family.
+//
+// Deltas. Params.Delta is the target delta of the whole run; one round may
+// spend account.RoundDelta(Delta, Rounds) of it. A round of APES composes k
+// dimension-level releases (k = d, or 2b for S-APES), each (eps^c, delta_s)
+// by the shuffle bound, with slack delta' (APES Lemma 2), so the round's
+// share is split as delta_s = share/(2k) and delta' = share/2. The options
+// "delta-s" and "delta-prime" set them explicitly instead (the paper
+// reproductions use APES Table 3's delta_s = delta' = 1e-8).
 type apesOptions struct {
-	clip, deltaS, deltaPrime float64
-	secure                   bool
+	clip               float64
+	runDelta           float64
+	rounds             int
+	deltaS, deltaPrime float64 // explicit options (0: derived)
+	secure             bool
+	hidden             bool // option hidden-budget: APES's assumption
+}
+
+// deltas returns delta_s and delta' for a round of k dimension-level
+// releases (see apesOptions).
+func (o apesOptions) deltas(k int) (deltaS, deltaPrime float64) {
+	share := account.RoundDelta(o.runDelta, o.rounds)
+	deltaS, deltaPrime = o.deltaS, o.deltaPrime
+	if deltaS == 0 {
+		deltaS = share / (2 * float64(max(k, 1)))
+	}
+	if deltaPrime == 0 {
+		deltaPrime = share / 2
+	}
+	return deltaS, deltaPrime
+}
+
+// coordEpsilons returns the per-coordinate epsilons eps_i/d of the
+// participants' user-level budgets.
+func coordEpsilons(s Shape, budgets []Budget) []float64 {
+	eps := budgetEpsilons(budgets)
+	for i := range eps {
+		eps[i] /= float64(s.Dim)
+	}
+	return eps
 }
 
 // apesParse validates Clip, Delta and the shared options "delta-prime" and
 // "secure"; extra lists further options the caller accepts.
 func apesParse(p Params, extra ...string) (apesOptions, error) {
-	if err := extraKeys(p, append([]string{"delta-prime", "secure"}, extra...)...); err != nil {
+	if err := extraKeys(p, append([]string{"delta-prime", "delta-s", "secure", "hidden-budget"}, extra...)...); err != nil {
 		return apesOptions{}, err
 	}
 	if err := checks.Positive("clip", p.Clip); err != nil {
 		return apesOptions{}, err
 	}
-	if err := checks.Delta("delta (delta_s of the shuffle bound)", p.Delta); err != nil {
+	if err := checks.Delta("delta (target central delta of the run)", p.Delta); err != nil {
 		return apesOptions{}, err
 	}
-	o := apesOptions{clip: p.Clip, deltaS: p.Delta, deltaPrime: p.Delta}
+	o := apesOptions{clip: p.Clip, runDelta: p.Delta, rounds: max(p.Rounds, 1)}
 	if v, ok := p.Extra["delta-prime"]; ok {
 		if err := checks.Delta("option delta-prime (APES Lemma 2 slack)", v); err != nil {
 			return apesOptions{}, err
 		}
 		o.deltaPrime = v
 	}
+	if v, ok := p.Extra["delta-s"]; ok {
+		if err := checks.Delta("option delta-s (delta of one dimension's shuffle bound)", v); err != nil {
+			return apesOptions{}, err
+		}
+		o.deltaS = v
+	}
 	if v, ok := p.Extra["secure"]; ok {
 		if v != 0 && v != 1 {
 			return apesOptions{}, checks.Invalidf("option secure must be 0 or 1, got %v", v)
 		}
 		o.secure = v == 1
+	}
+	if v, ok := p.Extra["hidden-budget"]; ok {
+		if v != 0 && v != 1 {
+			return apesOptions{}, checks.Invalidf("option hidden-budget must be 0 or 1, got %v", v)
+		}
+		o.hidden = v == 1
 	}
 	o.secure = o.secure || p.Secure
 	return o, nil
@@ -130,15 +182,16 @@ func newAPES(p Params) (Protocol, error) {
 	if err != nil {
 		return nil, err
 	}
-	return APES{clip: o.clip, deltaS: o.deltaS, deltaPrime: o.deltaPrime, secure: o.secure}, nil
+	return APES{o}, nil
 }
 
 // Name implements Protocol.
 func (APES) Name() string { return "apes" }
 
 // UserEpsilon returns the user-level local epsilon of one round for a
-// client with budget b: d·eps_i (APES Theorem 3).
-func (APES) UserEpsilon(s Shape, b Budget) float64 { return float64(s.Dim) * b.Epsilon }
+// client with budget b: Budget.Epsilon, which covers the d coordinates of
+// eps_i^l = Budget.Epsilon/d each (APES Theorem 3).
+func (APES) UserEpsilon(_ Shape, b Budget) float64 { return b.Epsilon }
 
 // Check implements Protocol: one budget per participant, each eps_i^l
 // positive and finite (APES Theorem 1 needs eps > 0).
@@ -153,8 +206,11 @@ func apesCheck(s Shape, budgets []Budget) error {
 		return checks.Invalidf("got %d budgets for %d participants: every participant needs its own eps_i^l (APES Algorithm 1 input)", len(budgets), s.Participants)
 	}
 	for i, b := range budgets {
-		if err := checks.Epsilon("per-dimension eps_i^l", b.Epsilon); err != nil {
+		if err := checks.Epsilon("user-level eps_i", b.Epsilon); err != nil {
 			return fmt.Errorf("budget of participant %d: %w (Clip-Laplace, APES Theorem 1, needs 0 < eps_i^l < inf)", i, err)
+		}
+		if c := b.Epsilon / float64(s.Dim); !(c > 0) {
+			return checks.Invalidf("budget of participant %d: eps_i/d = %v/%d underflows to 0 (APES Theorem 1 needs eps_i^l > 0)", i, b.Epsilon, s.Dim)
 		}
 	}
 	return nil
@@ -179,7 +235,8 @@ func (m APES) Encode(r *rand.Rand, s Shape, update []float64, b Budget, out *Rep
 	if err := checkUpdate(s, update); err != nil {
 		return err
 	}
-	clap, err := apesClap(b.Epsilon, m.clip, m.secure)
+	ce := b.Epsilon / float64(s.Dim)
+	clap, err := apesClap(ce, m.clip, m.secure)
 	if err != nil {
 		return fmt.Errorf("apes: %w", err)
 	}
@@ -190,7 +247,7 @@ func (m APES) Encode(r *rand.Rand, s Shape, update []float64, b Budget, out *Rep
 	if err := clap.Perturb(r, out.Values); err != nil {
 		return fmt.Errorf("apes: %w", err)
 	}
-	out.Meta = append(out.Meta, b.Epsilon)
+	out.Meta = append(out.Meta, ce)
 	return nil
 }
 
@@ -291,56 +348,108 @@ func (m APES) Account(s Shape, budgets []Budget) (Privacy, error) {
 	if err := apesCheck(s, budgets); err != nil {
 		return Privacy{}, fmt.Errorf("apes accountant: %w", err)
 	}
-	eps := budgetEpsilons(budgets)
-	epsC, deltaC, bound := apesEoN(eps, m.deltaS)
-	return apesPrivacy(s, eps, float64(s.Dim), epsC, deltaC, s.Dim, m.deltaPrime, bound, false)
+	eps := coordEpsilons(s, budgets)
+	deltaS, deltaPrime := m.deltas(s.Dim)
+	epsC, deltaC, bound := apesShuffleBound(eps, deltaS, m.hidden)
+	return apesPrivacy(s, eps, budgetEpsilons(budgets), apesComponent(eps, epsC, deltaC), s.Dim, deltaPrime, bound, false)
 }
 
-// apesEoN returns the dimension-level central (eps^c, delta^c) of shuffling
-// Clip-Laplace reports with the given per-dimension budgets: the EoN
-// numerical bound (APES Theorem 4 / Lemma 6) or, when it does not apply,
-// the unamplified (max eps_i, 0).
-func apesEoN(eps []float64, deltaS float64) (epsC, deltaC float64, bound string) {
-	b, err := amplify.EoNNumerical(eps, deltaS)
-	emax := Summarize(eps).Max
-	if err != nil || !(b.Epsilon < emax) {
-		why := "no amplification"
-		if err != nil {
-			why = err.Error()
-		}
-		return emax, 0, fmt.Sprintf("unamplified max eps_i (EoN not applicable: %s)", why)
+// apesShuffleBound returns the dimension-level central (eps^c, delta^c) of
+// shuffling Clip-Laplace reports with the given per-dimension budgets, for
+// the standard definition of DP unless hidden is set:
+//
+//   - standard (default): APES's EoN analysis for a differing user whose
+//     budget is public, the largest budget being the worst case
+//     (amplify.EoNWorstCase; APES Lemmas 4 and 6 without the average over
+//     the differing user's budget). FMT's clones at the largest budget
+//     (UniS) would be tighter on APES Table 3 (0.069 against 0.077), but for
+//     users with different Clip-Laplace budgets it needs each user's output
+//     to dominate e^-eps* times the differing user's, which is supported by
+//     a grid search (docs/ACCOUNTING.md) but not proved, so it is not used;
+//   - hidden (option hidden-budget=1): APES's EoN numerical bound
+//     (Theorem 4 / Lemma 6), which averages the clone probabilities over the
+//     differing user's budget and therefore assumes the adversary cannot
+//     tell which budget that user holds (APES Step (i)); the bound string
+//     says so. APES Table 3's 0.057 is this figure.
+//
+// When the budgets are all equal, FMT's clone bound applies rigorously and
+// the smaller figure is used. When no bound applies the statement is the
+// unamplified (max eps_i, 0).
+func apesShuffleBound(eps []float64, deltaS float64, hidden bool) (epsC, deltaC float64, bound string) {
+	st := Summarize(eps)
+	emax := st.Max
+	type cand struct {
+		b    amplify.Bound
+		name string
 	}
-	return b.Epsilon, b.Delta, fmt.Sprintf("EoN numerical (APES Theorem 4 / Lemma 6, exact clone counts) at delta_s=%.3g", deltaS)
+	var cs []cand
+	var why []string
+	if hidden {
+		if b, err := amplify.EoNNumerical(eps, deltaS); err == nil {
+			cs = append(cs, cand{b, "EoN numerical (APES Theorem 4 / Lemma 6, exact clone counts) UNDER APES's HIDDEN-BUDGET ASSUMPTION (not standard DP)"})
+		} else {
+			why = append(why, err.Error())
+		}
+	}
+	if b, err := amplify.EoNWorstCase(eps, deltaS); err == nil {
+		cs = append(cs, cand{b, "EoN for the largest (public) budget, exact clone counts (standard DP)"})
+	} else {
+		why = append(why, err.Error())
+	}
+	if st.Min == st.Max {
+		if b, err := amplify.ClonesNumerical(emax, len(eps), deltaS); err == nil {
+			cs = append(cs, cand{amplify.Bound{Epsilon: b, Delta: deltaS}, fmt.Sprintf("FMT numerical clones at the common eps_i/d = %.4g (standard DP)", emax)})
+		}
+	}
+	best := -1
+	for i, c := range cs {
+		if c.b.Epsilon < emax && (best < 0 || c.b.Epsilon < cs[best].b.Epsilon) {
+			best = i
+		}
+	}
+	if best < 0 {
+		w := "no amplification"
+		if len(why) > 0 {
+			w = strings.Join(why, "; ")
+		}
+		return emax, 0, fmt.Sprintf("unamplified max eps_i (no shuffle bound applies: %s)", w)
+	}
+	c := cs[best]
+	return c.b.Epsilon, c.b.Delta, fmt.Sprintf("%s at delta_s=%.3g", c.name, deltaS)
+}
+
+// apesComponent describes one dimension-level release of a shuffled APES
+// family protocol for the run's accountant: the central (epsC, deltaC) and,
+// when every participant has the same budget (FMT's clone reduction then
+// applies rigorously), the clone pair for the PLD accountant.
+func apesComponent(eps []float64, epsC, deltaC float64) account.Component {
+	c := account.Component{Epsilon: epsC, Delta: deltaC}
+	if st := Summarize(eps); st.Min == st.Max && deltaC > 0 && len(eps) > 1 {
+		c.Kind, c.Eps0, c.Reporters = account.KindShuffle, st.Max, len(eps)
+	}
+	return c
 }
 
 // apesPrivacy assembles the Privacy of an APES-family round from the
-// per-dimension local budgets eps, the user-level multiplier (d: APES
-// Theorem 3), the dimension-level central (epsC, deltaC) and the number k
+// per-dimension local budgets eps, the user-level ones (d·eps: APES
+// Theorem 3), one dimension-level release comp (its central (epsC, deltaC)
+// and, for the PLD accountant, its dominating pair) and the number k
 // of dimension-level releases composed per round (d for APES, 2b for S-APES
 // Proposition 1), composing with the better of basic and advanced
-// composition (APES Lemma 2) at slack deltaPrime. Cumulative figures compose
-// the k·T releases of T = s.Round rounds the same way.
-func apesPrivacy(s Shape, eps []float64, userMult, epsC, deltaC float64, k int, deltaPrime float64, bound string, approx bool) (Privacy, error) {
-	user := make([]float64, len(eps))
-	for i, e := range eps {
-		user[i] = userMult * e
-	}
+// composition (APES Lemma 2) at slack deltaPrime. The k releases are also
+// the round's Components, so the run's accountant composes the k·T releases
+// of T rounds at once. No client-sampling credit is taken.
+func apesPrivacy(s Shape, eps, user []float64, comp account.Component, k int, deltaPrime float64, bound string, approx bool) (Privacy, error) {
+	epsC, deltaC := comp.Epsilon, comp.Delta
+	comp.Count = k
 	ue, ud, adv, err := account.ComposeBest(epsC, deltaC, k, deltaPrime)
 	if err != nil {
 		return Privacy{}, fmt.Errorf("user-level composition over %d dimension-level releases (APES Lemma 2): %w", k, err)
 	}
-	ce, cd, cadv, err := account.ComposeBest(epsC, deltaC, k*s.Round, deltaPrime)
-	if err != nil {
-		return Privacy{}, fmt.Errorf("composition over %d rounds (APES Lemma 2): %w", s.Round, err)
+	how := "basic"
+	if adv {
+		how = fmt.Sprintf("advanced, delta'=%.3g", deltaPrime)
 	}
-	how := func(a bool) string {
-		if a {
-			return fmt.Sprintf("advanced, delta'=%.3g", deltaPrime)
-		}
-		return "basic"
-	}
-	var sb strings.Builder
-	fmt.Fprintf(&sb, "dimension: %s; user: %d releases, %s; cumulative: %d releases, %s", bound, k, how(adv), k*s.Round, how(cadv))
 	return Privacy{
 		Private:             true,
 		LocalEpsilon:        Summarize(user),
@@ -350,9 +459,8 @@ func apesPrivacy(s Shape, eps []float64, userMult, epsC, deltaC float64, k int, 
 		CentralDelta:        ud,
 		CentralCoordEpsilon: epsC,
 		CentralCoordDelta:   deltaC,
-		CumulativeEpsilon:   ce,
-		CumulativeDelta:     cd,
-		Bound:               sb.String(),
+		Components:          []account.Component{comp},
+		Bound:               fmt.Sprintf("dimension: %s; user: %d releases, %s", bound, k, how),
 		Approximate:         approx,
 	}, nil
 }

@@ -2,7 +2,9 @@ package protocol
 
 import (
 	"fmt"
+
 	"math/rand/v2"
+	"shufflefl/account"
 
 	"shufflefl/amplify"
 	"shufflefl/checks"
@@ -46,24 +48,23 @@ func apesLaplaceEncode(r *rand.Rand, s Shape, update []float64, eps, clip float6
 // largest per-dimension local epsilon and the user level composes the d
 // coordinates (better of basic and advanced, APES Lemma 2), as in APES
 // Table 3's PLDP (eps^uc = 7850 = d·1) and LDP-Min rows.
-func apesLocalPrivacy(s Shape, eps []float64, deltaPrime float64, bound string) (Privacy, error) {
-	return apesPrivacy(s, eps, float64(s.Dim), Summarize(eps).Max, 0, s.Dim, deltaPrime, bound, false)
+func apesLocalPrivacy(s Shape, eps, user []float64, deltaPrime float64, bound string) (Privacy, error) {
+	return apesPrivacy(s, eps, user, account.Component{Epsilon: Summarize(eps).Max}, s.Dim, deltaPrime, bound, false)
 }
 
 // PLDP is the personalized-LDP baseline of APES ("PLDP: FedProx with
 // personalized LDP"): each client clips every coordinate to [-C, C] and adds
-// classic Laplace noise of scale 2C/eps_i per coordinate, where
-// Budget.Epsilon is the per-dimension eps_i^l (the APES reading, see APES);
-// there is no shuffler, and the analyzer averages (unbiased). It is the
-// behaviour of ldp-laplace with the budget read per dimension instead of for
+// classic Laplace noise of scale 2C/eps_i^l per coordinate, where
+// eps_i^l = Budget.Epsilon/d (the user-level budget spread over the d
+// coordinates, see APES); there is no shuffler, and the analyzer averages
+// (unbiased). It is the behaviour of ldp-laplace, kept under APES's name for
 // the whole update. Central = local: eps^c = max eps_i per dimension and the
 // user level composes the d coordinates.
 //
-// Options: "delta-prime" (slack of advanced composition, default
-// Params.Delta), "secure" (0 or 1).
+// Options: "delta-prime" (slack of advanced composition, default half the
+// round's share of the run's delta), "secure" (0 or 1).
 type PLDP struct {
-	clip, deltaPrime float64
-	secure           bool
+	apesOptions
 }
 
 func newPLDP(p Params) (Protocol, error) {
@@ -71,14 +72,14 @@ func newPLDP(p Params) (Protocol, error) {
 	if err != nil {
 		return nil, err
 	}
-	return PLDP{clip: o.clip, deltaPrime: o.deltaPrime, secure: o.secure}, nil
+	return PLDP{o}, nil
 }
 
 // Name implements Protocol.
 func (PLDP) Name() string { return "pldp" }
 
-// UserEpsilon returns d·eps_i.
-func (PLDP) UserEpsilon(s Shape, b Budget) float64 { return float64(s.Dim) * b.Epsilon }
+// UserEpsilon returns Budget.Epsilon (user level).
+func (PLDP) UserEpsilon(_ Shape, b Budget) float64 { return b.Epsilon }
 
 // Check implements Protocol.
 func (PLDP) Check(s Shape, budgets []Budget) error { return apesCheck(s, budgets) }
@@ -88,7 +89,7 @@ func (PLDP) Mode() ShuffleMode { return NoShuffle }
 
 // Encode implements Protocol.
 func (m PLDP) Encode(r *rand.Rand, s Shape, update []float64, b Budget, out *Report) error {
-	if err := apesLaplaceEncode(r, s, update, b.Epsilon, m.clip, m.secure, out); err != nil {
+	if err := apesLaplaceEncode(r, s, update, b.Epsilon/float64(s.Dim), m.clip, m.secure, out); err != nil {
 		return fmt.Errorf("pldp: %w", err)
 	}
 	return nil
@@ -107,7 +108,8 @@ func (m PLDP) Account(s Shape, budgets []Budget) (Privacy, error) {
 	if err := apesCheck(s, budgets); err != nil {
 		return Privacy{}, fmt.Errorf("pldp accountant: %w", err)
 	}
-	return apesLocalPrivacy(s, budgetEpsilons(budgets), m.deltaPrime, "no shuffler: central = local (max eps_i per dimension)")
+	_, deltaPrime := m.deltas(s.Dim)
+	return apesLocalPrivacy(s, coordEpsilons(s, budgets), budgetEpsilons(budgets), deltaPrime, "no shuffler: central = local (max eps_i per dimension)")
 }
 
 // LDPMin is APES's LDP-Min baseline: "all users adopt min eps_i^l as privacy
@@ -123,13 +125,14 @@ func (m PLDP) Account(s Shape, budgets []Budget) (Privacy, error) {
 // smaller than min-epsilon, since perturbing at min-epsilon would then exceed
 // that client's budget; a min-epsilon below the true minimum is allowed (it
 // is still honoured by every client, just more conservatively). The
-// per-dimension reading of APES applies: LocalCoordEpsilon = eps_min and
+// user-level reading applies: min-epsilon is a whole update's epsilon,
+// LocalCoordEpsilon = eps_min/d and
 // LocalEpsilon = d·eps_min for every client.
 //
 // Options: "min-epsilon" (required, > 0), "delta-prime", "secure".
 type LDPMin struct {
-	clip, deltaPrime, epsMin float64
-	secure                   bool
+	apesOptions
+	epsMin float64
 }
 
 func newLDPMin(p Params) (Protocol, error) {
@@ -144,17 +147,17 @@ func newLDPMin(p Params) (Protocol, error) {
 	if err := checks.Epsilon("option min-epsilon", v); err != nil {
 		return nil, err
 	}
-	return LDPMin{clip: o.clip, deltaPrime: o.deltaPrime, epsMin: v, secure: o.secure}, nil
+	return LDPMin{apesOptions: o, epsMin: v}, nil
 }
 
 // Name implements Protocol.
 func (LDPMin) Name() string { return "ldp-min" }
 
-// MinEpsilon returns the per-dimension epsilon every client uses.
+// MinEpsilon returns the user-level epsilon every client uses.
 func (m LDPMin) MinEpsilon() float64 { return m.epsMin }
 
-// UserEpsilon returns d·eps_min.
-func (m LDPMin) UserEpsilon(s Shape, _ Budget) float64 { return float64(s.Dim) * m.epsMin }
+// UserEpsilon returns eps_min: every client spends the minimum budget.
+func (m LDPMin) UserEpsilon(Shape, Budget) float64 { return m.epsMin }
 
 // Check implements Protocol: APES's budget constraints and eps_i >= min-epsilon.
 func (m LDPMin) Check(s Shape, budgets []Budget) error {
@@ -163,7 +166,7 @@ func (m LDPMin) Check(s Shape, budgets []Budget) error {
 	}
 	for i, b := range budgets {
 		if b.Epsilon < m.epsMin {
-			return checks.Invalidf("participant %d has eps_i^l = %v < min-epsilon = %v: LDP-Min must use the minimum budget of the population", i, b.Epsilon, m.epsMin)
+			return checks.Invalidf("participant %d has budget %v < min-epsilon = %v: LDP-Min must use the minimum budget of the population", i, b.Epsilon, m.epsMin)
 		}
 	}
 	return nil
@@ -176,9 +179,9 @@ func (LDPMin) Mode() ShuffleMode { return NoShuffle }
 // min-epsilon; it perturbs at min-epsilon.
 func (m LDPMin) Encode(r *rand.Rand, s Shape, update []float64, b Budget, out *Report) error {
 	if !(b.Epsilon >= m.epsMin) {
-		return checks.Invalidf("ldp-min: the client's eps_i^l = %v is below min-epsilon = %v", b.Epsilon, m.epsMin)
+		return checks.Invalidf("ldp-min: the client's budget %v is below min-epsilon = %v", b.Epsilon, m.epsMin)
 	}
-	if err := apesLaplaceEncode(r, s, update, m.epsMin, m.clip, m.secure, out); err != nil {
+	if err := apesLaplaceEncode(r, s, update, m.epsMin/float64(s.Dim), m.clip, m.secure, out); err != nil {
 		return fmt.Errorf("ldp-min: %w", err)
 	}
 	return nil
@@ -198,10 +201,13 @@ func (m LDPMin) Account(s Shape, budgets []Budget) (Privacy, error) {
 		return Privacy{}, fmt.Errorf("ldp-min accountant: %w", err)
 	}
 	eps := make([]float64, len(budgets))
+	user := make([]float64, len(budgets))
 	for i := range eps {
-		eps[i] = m.epsMin
+		eps[i] = m.epsMin / float64(s.Dim)
+		user[i] = m.epsMin
 	}
-	return apesLocalPrivacy(s, eps, m.deltaPrime, "no shuffler: central = local (eps_min per dimension)")
+	_, deltaPrime := m.deltas(s.Dim)
+	return apesLocalPrivacy(s, eps, user, deltaPrime, "no shuffler: central = local (eps_min/d per dimension)")
 }
 
 // UniS is APES's "Uni-Shuffle" baseline: clients perturb every coordinate
@@ -215,15 +221,17 @@ func (m LDPMin) Account(s Shape, budgets []Budget) (Privacy, error) {
 // (amplify.UniSNumerical: APES Table 3's 0.069); user level and cumulative
 // compose the d columns as APES. APES's footnote 1 warns that with
 // heterogeneous budgets the classic Laplace randomizers of different users
-// do not "echo" one another (their divergence is unbounded), so the figure
-// is only an approximation: Approximate is set whenever the budgets differ.
-// With equal budgets the FMT bound is rigorous. If neither form applies,
-// the unamplified max eps_i is reported (rigorous).
+// do not "echo" one another (their divergence is unbounded): FMT's clone
+// reduction needs every user's output to contain e^-eps0 times the
+// differing user's, which fails for Laplace noise of different scales, so
+// the figure is only an approximation then: Approximate is set whenever the
+// budgets differ. With equal budgets the FMT bound is rigorous (and its
+// clone pair feeds the PLD accountant). If neither form applies, the
+// unamplified max eps_i is reported (rigorous).
 //
 // Options: "delta-prime", "secure" (as APES).
 type UniS struct {
-	clip, deltaS, deltaPrime float64
-	secure                   bool
+	apesOptions
 }
 
 func newUniS(p Params) (Protocol, error) {
@@ -231,14 +239,14 @@ func newUniS(p Params) (Protocol, error) {
 	if err != nil {
 		return nil, err
 	}
-	return UniS{clip: o.clip, deltaS: o.deltaS, deltaPrime: o.deltaPrime, secure: o.secure}, nil
+	return UniS{o}, nil
 }
 
 // Name implements Protocol.
 func (UniS) Name() string { return "unis" }
 
-// UserEpsilon returns d·eps_i.
-func (UniS) UserEpsilon(s Shape, b Budget) float64 { return float64(s.Dim) * b.Epsilon }
+// UserEpsilon returns Budget.Epsilon (user level).
+func (UniS) UserEpsilon(_ Shape, b Budget) float64 { return b.Epsilon }
 
 // Check implements Protocol.
 func (UniS) Check(s Shape, budgets []Budget) error { return apesCheck(s, budgets) }
@@ -248,7 +256,7 @@ func (UniS) Mode() ShuffleMode { return PerCoordinate }
 
 // Encode implements Protocol.
 func (m UniS) Encode(r *rand.Rand, s Shape, update []float64, b Budget, out *Report) error {
-	if err := apesLaplaceEncode(r, s, update, b.Epsilon, m.clip, m.secure, out); err != nil {
+	if err := apesLaplaceEncode(r, s, update, b.Epsilon/float64(s.Dim), m.clip, m.secure, out); err != nil {
 		return fmt.Errorf("unis: %w", err)
 	}
 	return nil
@@ -267,18 +275,19 @@ func (m UniS) Account(s Shape, budgets []Budget) (Privacy, error) {
 	if err := apesCheck(s, budgets); err != nil {
 		return Privacy{}, fmt.Errorf("unis accountant: %w", err)
 	}
-	eps := budgetEpsilons(budgets)
+	eps := coordEpsilons(s, budgets)
 	st := Summarize(eps)
-	num, errN := amplify.UniSNumerical(eps, m.deltaS)
+	deltaS, deltaPrime := m.deltas(s.Dim)
+	num, errN := amplify.UniSNumerical(eps, deltaS)
 	if errN != nil || !(num.Epsilon < st.Max) {
 		why := "no amplification"
 		if errN != nil {
 			why = errN.Error()
 		}
-		return apesLocalPrivacy(s, eps, m.deltaPrime, fmt.Sprintf("unamplified max eps_i (UniS not applicable: %s)", why))
+		return apesLocalPrivacy(s, eps, budgetEpsilons(budgets), deltaPrime, fmt.Sprintf("unamplified max eps_i (UniS not applicable: %s)", why))
 	}
-	bound := fmt.Sprintf("UniS: FMT numerical at max eps_i=%.4g, delta_s=%.3g", st.Max, m.deltaS)
-	if cf, err := amplify.UniS(eps, m.deltaS); err == nil {
+	bound := fmt.Sprintf("UniS: FMT numerical at max eps_i/d=%.4g, delta_s=%.3g", st.Max, deltaS)
+	if cf, err := amplify.UniS(eps, deltaS); err == nil {
 		bound += fmt.Sprintf(" (APES Eq. 2 closed form: %.4g)", cf.Epsilon)
 	} else {
 		bound += " (APES Eq. 2 closed form outside its validity region)"
@@ -287,5 +296,5 @@ func (m UniS) Account(s Shape, budgets []Budget) (Privacy, error) {
 	if approx {
 		bound += "; approximate: heterogeneous classic-Laplace budgets (APES footnote 1)"
 	}
-	return apesPrivacy(s, eps, float64(s.Dim), num.Epsilon, num.Delta, s.Dim, m.deltaPrime, bound, approx)
+	return apesPrivacy(s, eps, budgetEpsilons(budgets), apesComponent(eps, num.Epsilon, num.Delta), s.Dim, deltaPrime, bound, approx)
 }

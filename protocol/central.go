@@ -62,8 +62,27 @@ func newCentral(p Params) (Protocol, error) {
 		return nil, fmt.Errorf("dp-central: calibrating the noise multiplier for epsilon=%v delta=%v q=%v rounds=%d: %w",
 			p.Epsilon, p.Delta, p.SampleRate, p.Rounds, err)
 	}
+	// The analyzer's noise std is sigma·C. The Gaussian samplers of package
+	// mechanism need a normal, moderate scale: the secure sampler snaps to a
+	// power-of-two grid derived from the scale's exponent bits, and for a
+	// subnormal scale (e.g. C = 1e-310) that grid is garbage and every noisy
+	// coordinate snaps to zero (the estimate is silently all zeros); the plain
+	// sampler would draw noise with fewer significant bits than it needs. The
+	// constructors of package mechanism enforce [2^-900, 2^900]
+	// (mechanism.checkScale); the same range is required here.
+	if std := sigma * p.Clip; !(std >= centralMinStd && std <= centralMaxStd) {
+		return nil, checks.Invalidf("the noise std sigma·C = %v·%v = %v is outside [2^-900, 2^900], the range the Gaussian samplers can represent (their snapping grid is derived from the scale); rescale the updates so that the clip C is of moderate size",
+			sigma, p.Clip, std)
+	}
 	return CentralDP{clip: p.Clip, eps: p.Epsilon, delta: p.Delta, q: p.SampleRate, rounds: p.Rounds, sigma: sigma, secure: p.Secure}, nil
 }
+
+// centralMinStd and centralMaxStd bound the analyzer's noise std sigma·C, as
+// mechanism's constructors bound every noise scale.
+const (
+	centralMinStd = 0x1p-900
+	centralMaxStd = 0x1p900
+)
 
 // Name implements Protocol.
 func (CentralDP) Name() string { return "dp-central" }
@@ -122,13 +141,17 @@ func (m CentralDP) Estimate(r *rand.Rand, s Shape, agg *Aggregate, dst []float64
 	return nil
 }
 
-// Account implements Protocol.
+// Account implements Protocol: the round's (epsilon, delta) at the round's
+// share of the run's delta (account.RoundDelta) by the RDP accountant of one Poisson-subsampled Gaussian step,
+// and the step's RDP curve, which the run's accountant adds up over the
+// rounds that happened.
 func (m CentralDP) Account(s Shape, _ []Budget) (Privacy, error) {
-	one, err := account.SampledGaussianEpsilon(m.q, m.sigma, 1, m.delta)
+	share := account.RoundDelta(m.delta, m.rounds)
+	one, err := account.SampledGaussianEpsilon(m.q, m.sigma, 1, share)
 	if err != nil {
 		return Privacy{}, fmt.Errorf("dp-central: %w", err)
 	}
-	cum, err := account.SampledGaussianEpsilon(m.q, m.sigma, s.Round, m.delta)
+	curve, err := account.SampledGaussianRDP(m.q, m.sigma, account.DefaultRDPOrders())
 	if err != nil {
 		return Privacy{}, fmt.Errorf("dp-central: %w", err)
 	}
@@ -138,11 +161,10 @@ func (m CentralDP) Account(s Shape, _ []Budget) (Privacy, error) {
 		LocalEpsilon:        Stats{inf, inf, inf},
 		LocalCoordEpsilon:   Stats{inf, inf, inf},
 		CentralEpsilon:      one,
-		CentralDelta:        m.delta,
+		CentralDelta:        share,
 		CentralCoordEpsilon: one,
-		CentralCoordDelta:   m.delta,
-		CumulativeEpsilon:   cum,
-		CumulativeDelta:     m.delta,
+		CentralCoordDelta:   share,
+		RDP:                 curve,
 		Bound:               fmt.Sprintf("rdp sampled gaussian (sigma=%.4g, q=%.4g)", m.sigma, m.q),
 	}, nil
 }

@@ -22,7 +22,8 @@ func init() {
 //
 // Budget reading. E-APES gives each user one (eps_i, delta_i) for its whole
 // noisy gradient, so Budget.Epsilon is the epsilon of the whole update and
-// Budget.Delta its delta (the engine sets every client's delta to --delta).
+// Budget.Delta its delta (the engine sets every client's delta to the
+// round's share account.RoundDelta of the run's --delta).
 // A single coordinate changing by at most 2C is covered by the same
 // guarantee, so LocalCoordEpsilon reports eps_i as well.
 //
@@ -47,8 +48,7 @@ func init() {
 //     rigorous amplification bound for heterogeneous Gaussian randomizers is
 //     available here: the clone bounds of amplify (FMT, EoN) need pure
 //     eps-LDP randomizers and, for EoN, Clip-Laplace's echo probabilities.
-//     Cumulatively, the better of basic and advanced composition over T
-//     rounds with slack delta' (option "delta-prime", default Params.Delta).
+//     The run's accountant composes the rounds.
 //   - The paper's figure (in Bound, and from Approximation): E-APES Theorems
 //     2–3 give mu = 2/sqrt(Σ_{i>=2} p_i), p_i = 2(1-delta_i)/(1+e^eps_i)
 //     (amplify.EAPESMu). That is a central-limit APPROXIMATION of the clone
@@ -58,14 +58,14 @@ func init() {
 //     one where the two inputs are told apart (outputs A and B); the sound
 //     reading adds delta_max to the delta: the figure is reported as
 //     (GDPEpsilon(mu, delta_s), delta_s + max delta_i) with delta_s =
-//     Params.Delta, and cumulatively mu·sqrt(T) (GDP composition).
+//     half the round's share of the run's delta (apesOptions), and
+//     cumulatively mu·sqrt(T) (GDP composition).
 //
 // Options: "delta-prime" (in (0, 1)), "secure" (0 or 1: the floating-point
 // safe Gaussian, as deployment must use).
 type EAPES struct {
-	clip, deltaS, deltaPrime float64
-	secure                   bool
-	sigmas                   *sync.Map // [2]float64{eps, delta} -> sigma
+	apesOptions
+	sigmas *sync.Map // [2]float64{eps, delta} -> sigma
 }
 
 func newEAPES(p Params) (Protocol, error) {
@@ -73,7 +73,7 @@ func newEAPES(p Params) (Protocol, error) {
 	if err != nil {
 		return nil, err
 	}
-	return EAPES{clip: o.clip, deltaS: o.deltaS, deltaPrime: o.deltaPrime, secure: o.secure, sigmas: new(sync.Map)}, nil
+	return EAPES{apesOptions: o, sigmas: new(sync.Map)}, nil
 }
 
 // Name implements Protocol.
@@ -176,16 +176,17 @@ func (m EAPES) Approximation(s Shape, budgets []Budget) (EAPESApproximation, err
 	if err != nil {
 		return EAPESApproximation{}, fmt.Errorf("e-apes approximation (Theorem 2): %w", err)
 	}
-	e1, err := account.GDPToEpsilon(mu, m.deltaS)
+	deltaS, _ := m.deltas(1)
+	e1, err := account.GDPToEpsilon(mu, deltaS)
 	if err != nil {
 		return EAPESApproximation{}, fmt.Errorf("e-apes approximation: %w", err)
 	}
 	cmu := mu * math.Sqrt(float64(s.Round))
-	ct, err := account.GDPToEpsilon(cmu, m.deltaS)
+	ct, err := account.GDPToEpsilon(cmu, deltaS)
 	if err != nil {
 		return EAPESApproximation{}, fmt.Errorf("e-apes approximation over %d rounds: %w", s.Round, err)
 	}
-	return EAPESApproximation{Mu: mu, Epsilon: e1, Delta: math.Min(1, m.deltaS+dmax), CumulativeMu: cmu, CumulativeEpsilon: ct}, nil
+	return EAPESApproximation{Mu: mu, Epsilon: e1, Delta: math.Min(1, deltaS+dmax), CumulativeMu: cmu, CumulativeEpsilon: ct}, nil
 }
 
 // Account implements Protocol (see the type documentation).
@@ -199,15 +200,7 @@ func (m EAPES) Account(s Shape, budgets []Budget) (Privacy, error) {
 	for _, b := range budgets {
 		dmax = math.Max(dmax, b.Delta)
 	}
-	ce, cd, adv, err := account.ComposeBest(st.Max, dmax, s.Round, m.deltaPrime)
-	if err != nil {
-		return Privacy{}, fmt.Errorf("e-apes accountant: composing %d rounds: %w", s.Round, err)
-	}
-	how := "basic"
-	if adv {
-		how = fmt.Sprintf("advanced, delta'=%.3g", m.deltaPrime)
-	}
-	bound := fmt.Sprintf("rigorous: no shuffle credit, (max eps_i, max delta_i); cumulative %s", how)
+	bound := "rigorous: no shuffle credit, (max eps_i, max delta_i)"
 	if a, err := m.Approximation(s, budgets); err == nil {
 		bound += fmt.Sprintf("; E-APES mu-GDP APPROXIMATION (CLT, not a bound): mu=%.4g, eps=%.4g at delta=%.3g, cumulative mu=%.4g eps=%.4g",
 			a.Mu, a.Epsilon, a.Delta, a.CumulativeMu, a.CumulativeEpsilon)
@@ -223,8 +216,6 @@ func (m EAPES) Account(s Shape, budgets []Budget) (Privacy, error) {
 		CentralDelta:        dmax,
 		CentralCoordEpsilon: st.Max,
 		CentralCoordDelta:   dmax,
-		CumulativeEpsilon:   ce,
-		CumulativeDelta:     cd,
 		Bound:               bound,
 		Approximate:         false,
 	}, nil

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"strings"
 
 	"shufflefl/account"
 	"shufflefl/amplify"
@@ -40,8 +39,9 @@ import (
 //     Theorem 5 then gives l = floor(333/(1000/50)) = 16 and
 //     nu = 50/16 = 3.125, exactly the paper's "nu = 3.125 with l = 16", which
 //     confirms beta = 1/50 (with beta = 1/10, l = 3 and nu = 3.33).
-//   - delta_c: Params.Delta when set, else 0.01/n^1.1 (5.01e-6 for n = 1,000,
-//     the paper's 5e-6).
+//   - delta_c (one round): the option delta-c when set (the paper's 5e-6),
+//     else the round's share account.RoundDelta of the run's target
+//     Params.Delta, else 0.01/n^1.1 (5.01e-6 for n = 1,000).
 
 // Option names shared by the FLAME protocols (Params.Extra).
 const (
@@ -50,6 +50,7 @@ const (
 	flameOptK          = "k"          // coordinates per user (SS-Double, SS-Topk)
 	flameOptNp         = "np"         // padding size n_p per dimension
 	flameOptNu         = "nu"         // requested nu-index privacy (SS-Topk)
+	flameOptDeltaC     = "delta-c"    // explicit per-round delta_c
 )
 
 // flameDefaultLevels is the default b of R_{gamma,b}. When the per-coordinate
@@ -69,18 +70,21 @@ const flamePadFailure = 1e-9
 
 // flameBase holds the settings common to the FLAME protocols.
 type flameBase struct {
-	name    string
-	clip    float64 // C
-	eps     float64 // eps_l, public
-	delta   float64 // target delta_c (0: 0.01/n^1.1)
-	laplace bool    // Laplace randomizer instead of R_{gamma,b}
-	levels  int     // b
-	secure  bool    // floating-point-safe Laplace (Params.Secure)
+	name   string
+	clip   float64 // C
+	eps    float64 // eps_l, public
+	delta  float64 // target delta of the whole run (0: 0.01/n^1.1 per round)
+	rounds int     // planned rounds (the run's delta is shared among them)
+	// deltaRound is the option delta-c: an explicit per-round delta_c.
+	deltaRound float64
+	laplace    bool // Laplace randomizer instead of R_{gamma,b}
+	levels     int  // b
+	secure     bool // floating-point-safe Laplace (Params.Secure)
 }
 
 // newFlameBase validates the options every FLAME protocol takes.
 func newFlameBase(name string, p Params) (flameBase, error) {
-	f := flameBase{name: name, clip: p.Clip, eps: p.Epsilon, delta: p.Delta, levels: flameDefaultLevels, secure: p.Secure}
+	f := flameBase{name: name, clip: p.Clip, eps: p.Epsilon, delta: p.Delta, rounds: max(p.Rounds, 1), levels: flameDefaultLevels, secure: p.Secure}
 	if err := checks.Positive("clip", p.Clip); err != nil {
 		return f, fmt.Errorf("%s (FLAME Algorithm 2 clips to [-C, C]): %w", name, err)
 	}
@@ -88,9 +92,15 @@ func newFlameBase(name string, p Params) (flameBase, error) {
 		return f, fmt.Errorf("%s: %w", name, err)
 	}
 	if p.Delta != 0 {
-		if err := checks.Delta("delta (target central delta_c)", p.Delta); err != nil {
+		if err := checks.Delta("delta (target central delta of the run)", p.Delta); err != nil {
 			return f, fmt.Errorf("%s: %w", name, err)
 		}
+	}
+	if v, ok := p.Extra[flameOptDeltaC]; ok {
+		if err := checks.Delta("option delta-c (FLAME's per-round delta_c)", v); err != nil {
+			return f, fmt.Errorf("%s: %w", name, err)
+		}
+		f.deltaRound = v
 	}
 	if v, ok, err := flameIntOption(p, flameOptRandomizer, 0, 1); err != nil {
 		return f, fmt.Errorf("%s: %w", name, err)
@@ -148,10 +158,16 @@ func (f flameBase) checkBudget(b Budget) error {
 	return nil
 }
 
-// deltaC is the target central delta of a round with n participants.
+// deltaC is the target central delta of one round with n participants: the
+// option delta-c when set (FLAME's per-round delta_c, for reproducing the
+// paper), else the round's share account.RoundDelta of the run's target
+// Params.Delta, else FLAME's 0.01/n^1.1.
 func (f flameBase) deltaC(n int) float64 {
+	if f.deltaRound > 0 {
+		return f.deltaRound
+	}
 	if f.delta > 0 {
-		return f.delta
+		return account.RoundDelta(f.delta, f.rounds)
 	}
 	return 0.01 / math.Pow(float64(n), 1.1)
 }
@@ -265,7 +281,9 @@ func (c flameCodec) blanket(r *rand.Rand) float64 {
 
 // account turns a FLAME theorem's result into the round's Privacy. res is
 // the theorem evaluated at the round's delta_c (amplify.SSSimple or
-// amplify.SSDouble); coordEps is the local epsilon per reported coordinate.
+// amplify.SSDouble) less extraDelta, the probability of SS-Double's padding
+// failing, which is charged once on top so that the round spends at most
+// delta_c; coordEps is the local epsilon per reported coordinate.
 //
 // Validity: if the theorem does not apply (amplify returns an error) or gives
 // no amplification (eps_c >= eps_l), the statement falls back to the local
@@ -273,12 +291,14 @@ func (c flameCodec) blanket(r *rand.Rand) float64 {
 // (eps_l, 0)-DP per user and (coordEps, 0)-DP per dimension by
 // post-processing — and Bound says so.
 //
-// Cumulative: the round's (eps_c, delta_c) is first amplified by the engine's
-// uniform sampling of n of the N clients (FLAME Lemma 4,
-// account.SubsampleWOR with q = n/N; nothing when n = N), then composed over
-// the Round rounds by the better of basic and advanced composition
-// (account.ComposeBest, FLAME Lemmas 2-3) with delta' = delta_c, and capped by
-// the local guarantee Round * eps_l.
+// Client sampling: the round's (eps_c, delta_c) is amplified by the engine's
+// uniform sampling of clients at the true rate s.SampleRate() (FLAME Lemma 4,
+// account.SubsampleWOR; nothing when every client is sampled) and the
+// result is the round's CentralEpsilon/CentralDelta. The amplification by
+// shuffling itself is computed for the s.Participants clients that really
+// report, so refusals can only weaken it. Components (the per-dimension
+// guarantees, without the sampling credit) let the run's accountant compose
+// all dimensions of all rounds at once.
 func (f flameBase) account(s Shape, budgets []Budget, coordEps float64, extraDelta float64,
 	theorem string, res func(deltaC float64) (amplify.ProtocolResult, error)) (Privacy, error) {
 	if len(budgets) == 0 {
@@ -298,46 +318,46 @@ func (f flameBase) account(s Shape, budgets []Budget, coordEps float64, extraDel
 		LocalCoordEpsilon: Summarize(coord),
 	}
 	deltaC := f.deltaC(s.Participants)
+	if extraDelta > 0 {
+		// SS-Double's padding-failure probability is part of the round's
+		// delta, not on top of it: the theorem gets what is left.
+		if extraDelta >= deltaC/2 {
+			return Privacy{}, fmt.Errorf("%s: %w", f.name, checks.Invalidf(
+				"the padding-failure probability %.3g (some dimension receiving more than n_p real reports) is not below half the round's delta %.3g: raise option np or the run's --delta", extraDelta, deltaC))
+		}
+		deltaC -= extraDelta
+	}
 	r, err := res(deltaC)
 	switch {
 	case err != nil:
 		priv.CentralEpsilon, priv.CentralDelta = f.eps, 0
 		priv.CentralCoordEpsilon, priv.CentralCoordDelta = coordEps, 0
 		priv.Bound = fmt.Sprintf("%s: local guarantee only (%s does not apply: %v)", f.name, theorem, err)
+		priv.Components = []account.Component{{Epsilon: f.eps, Count: 1}}
 	case r.Epsilon >= f.eps:
 		priv.CentralEpsilon, priv.CentralDelta = f.eps, 0
 		priv.CentralCoordEpsilon, priv.CentralCoordDelta = coordEps, 0
 		priv.Bound = fmt.Sprintf("%s: local guarantee only (%s gives eps_c = %.4g >= eps_l, no amplification)", f.name, theorem, r.Epsilon)
+		priv.Components = []account.Component{{Epsilon: f.eps, Count: 1}}
 	default:
 		priv.CentralEpsilon, priv.CentralDelta = r.Epsilon, math.Min(1, r.Delta+extraDelta)
 		priv.CentralCoordEpsilon, priv.CentralCoordDelta = r.EpsDim, math.Min(1, r.DeltaDim+extraDelta)
 		priv.Bound = fmt.Sprintf("%s (%s; blanket bennett, %s)", r.Name, theorem, f.randomizerName())
-	}
-	ce, cd := priv.CentralEpsilon, priv.CentralDelta
-	if q := s.SampleRate(); q < 1 {
-		if ce, cd, err = account.SubsampleWOR(ce, cd, q); err != nil {
-			return Privacy{}, fmt.Errorf("%s: client sampling: %w", f.name, err)
+		// The round is the composition of Compositions dimension-level
+		// releases; extraDelta (SS-Double's padding failure) is charged once.
+		priv.Components = []account.Component{{Epsilon: r.EpsDim, Delta: r.DeltaDim, Count: int(math.Ceil(r.Compositions))}}
+		if extraDelta > 0 {
+			priv.Components = append(priv.Components, account.Component{Delta: extraDelta, Count: 1})
 		}
 	}
-	comp := "basic composition"
-	ce, cd, adv, err := account.ComposeBest(ce, cd, s.Round, deltaC)
-	switch {
-	case err != nil: // e.g. Round * delta >= 1: only the local guarantee composes
-		ce = math.Inf(1)
-	case adv:
-		comp = fmt.Sprintf("advanced composition, delta'=%.3g", deltaC)
+	if q := s.SampleRate(); q < 1 {
+		ce, cd, err := account.SubsampleWOR(priv.CentralEpsilon, priv.CentralDelta, q)
+		if err != nil {
+			return Privacy{}, fmt.Errorf("%s: client sampling: %w", f.name, err)
+		}
+		priv.CentralEpsilon, priv.CentralDelta = ce, cd
+		priv.Bound += fmt.Sprintf(" + client sampling q=%.4g", q)
 	}
-	if local := float64(s.Round) * f.eps; local <= ce {
-		ce, cd, comp = local, 0, "basic composition of the local guarantee"
-	}
-	priv.CumulativeEpsilon, priv.CumulativeDelta = ce, cd
-	var b strings.Builder
-	b.WriteString(priv.Bound)
-	if s.SampleRate() < 1 {
-		fmt.Fprintf(&b, " + client sampling q=%.4g", s.SampleRate())
-	}
-	fmt.Fprintf(&b, " + %s", comp)
-	priv.Bound = b.String()
 	return priv, nil
 }
 
@@ -372,7 +392,7 @@ type SSSimple struct {
 }
 
 func newSSSimple(p Params) (Protocol, error) {
-	if err := extraKeys(p, flameOptRandomizer, flameOptLevels); err != nil {
+	if err := extraKeys(p, flameOptRandomizer, flameOptLevels, flameOptDeltaC); err != nil {
 		return nil, err
 	}
 	f, err := newFlameBase("ss-simple", p)
@@ -431,7 +451,15 @@ func (p SSSimple) Estimate(_ *rand.Rand, s Shape, agg *Aggregate, dst []float64)
 // dimension-level (eps_cd, delta_cd) and the user-level (eps_c, delta_c).
 func (p SSSimple) Account(s Shape, budgets []Budget) (Privacy, error) {
 	d := s.Dim
-	return p.account(s, budgets, p.eps/float64(d), 0, "FLAME Theorem 1", func(deltaC float64) (amplify.ProtocolResult, error) {
+	priv, err := p.account(s, budgets, p.eps/float64(d), 0, "FLAME Theorem 1", func(deltaC float64) (amplify.ProtocolResult, error) {
 		return amplify.SSSimple(p.eps, d, s.Participants, deltaC, p.amplifier())
 	})
+	if err == nil && len(priv.Components) == 1 && priv.Components[0].Delta > 0 && s.Participants > 1 {
+		// Each dimension shuffles the n reports of one eps_l/d-LDP
+		// randomizer (the same for every user): FMT's clone pair dominates
+		// it, and the PLD accountant composes that pair exactly.
+		c := &priv.Components[0]
+		c.Kind, c.Eps0, c.Reporters = account.KindShuffle, p.eps/float64(d), s.Participants
+	}
+	return priv, err
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"shufflefl/account"
 	"shufflefl/amplify"
 	"shufflefl/rng"
 )
@@ -319,6 +320,8 @@ func TestFlameRejects(t *testing.T) {
 		{"no clip", "ss-topk", Params{Clip: -1}, ok, "clips to [-C, C]"},
 		{"heterogeneous budgets", "ss-double", Params{}, []Budget{{Epsilon: eps}, {Epsilon: 2 * eps}}, "one public local budget"},
 		{"bad delta", "ss-simple", Params{Delta: 1.5}, ok, "delta"},
+		{"bad delta-c", "ss-simple", Params{Extra: map[string]float64{"delta-c": 1}}, ok, "delta-c"},
+		{"bad delta-c topk", "ss-topk", Params{Extra: map[string]float64{"delta-c": -1e-6}}, ok, "delta-c"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -368,28 +371,39 @@ const (
 	flameEpsL                       = 78.5
 )
 
+// flameDeltaC is FLAME's per-round delta_c = 0.01/n^1.1 at n = 1,000
+// (5.01e-6, the paper's 5e-6).
+var flameDeltaC = 0.01 / math.Pow(flameN, 1.1)
+
 // TestFlameAccountPaperSettings checks that Account reports exactly amplify's
 // FLAME theorems at the paper's settings, with the corrected Bennett bound
 // (0.928 for SS-Simple and 0.305 for SS-Double; the paper's 0.91 and 0.24
 // come from the flawed pre-2020 Bennett computation, see amplify).
+//
+// The round's delta_c comes from three sources, in this order: the option
+// delta-c (the paper reproductions), the round's share
+// account.RoundDelta(Params.Delta, Params.Rounds) of the run's target delta,
+// and FLAME's 0.01/n^1.1 when Params.Delta is 0. The published figures hold
+// for the first and the last; the second must be amplify's theorem at the
+// round's share. The run's accountant composes ten rounds within the run's
+// target delta, never beyond ten times the round.
 func TestFlameAccountPaperSettings(t *testing.T) {
-	deltaC := 0.01 / math.Pow(flameN, 1.1)
 	lap := amplify.BlanketAmplifier(amplify.Randomizer{Mech: amplify.Laplace}, amplify.Bennett)
 	krr3 := amplify.BlanketAmplifier(amplify.Randomizer{Mech: amplify.KRR, K: 3}, amplify.Bennett)
-	simple := func(amp amplify.Amplifier) func() (amplify.ProtocolResult, error) {
-		return func() (amplify.ProtocolResult, error) {
+	simple := func(amp amplify.Amplifier) func(float64) (amplify.ProtocolResult, error) {
+		return func(deltaC float64) (amplify.ProtocolResult, error) {
 			return amplify.SSSimple(flameEpsL, flameD, flameN, deltaC, amp)
 		}
 	}
-	double := func(amp amplify.Amplifier, np int, sub bool) func() (amplify.ProtocolResult, error) {
-		return func() (amplify.ProtocolResult, error) {
+	double := func(amp amplify.Amplifier, np int, sub bool) func(float64) (amplify.ProtocolResult, error) {
+		return func(deltaC float64) (amplify.ProtocolResult, error) {
 			return amplify.SSDouble(flameEpsL, flameD, flameK, flameN, np, deltaC, amp, sub)
 		}
 	}
 	tests := []struct {
 		proto     string
 		extra     map[string]float64
-		want      func() (amplify.ProtocolResult, error)
+		want      func(deltaC float64) (amplify.ProtocolResult, error)
 		coordEps  float64
 		published float64 // the corrected figure, 0 if none
 	}{
@@ -400,50 +414,85 @@ func TestFlameAccountPaperSettings(t *testing.T) {
 		{"ss-simple", nil, simple(krr3), 0.01, 0},
 		{"ss-double", nil, double(krr3, flameNp, true), 0.5, 0},
 	}
+	const runDelta, rounds = 1e-4, 10
+	deltas := []struct {
+		name      string
+		delta     float64 // Params.Delta
+		deltaC    float64 // option delta-c (0: not set)
+		want      float64 // the round's delta_c
+		published bool
+	}{
+		{"default 0.01/n^1.1", 0, 0, flameDeltaC, true},
+		{"option delta-c", runDelta, flameDeltaC, flameDeltaC, true},
+		{"share of the run's delta", runDelta, 0, account.RoundDelta(runDelta, rounds), false},
+	}
 	s := Shape{Round: 1, Dim: flameD, Population: flameN, Participants: flameN}
 	budgets := make([]Budget, flameN)
 	for i := range budgets {
 		budgets[i] = Budget{Epsilon: flameEpsL}
 	}
 	for _, tc := range tests {
-		t.Run(fmt.Sprint(tc.proto, tc.extra), func(t *testing.T) {
-			p := mustNew(t, tc.proto, Params{Clip: 1, Epsilon: flameEpsL, Extra: tc.extra})
-			priv, err := p.Account(s, budgets)
-			if err != nil {
-				t.Fatal(err)
-			}
-			want, err := tc.want()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if priv.CentralEpsilon != want.Epsilon || math.Abs(priv.CentralDelta-want.Delta) > 1e-18 ||
-				priv.CentralCoordEpsilon != want.EpsDim || priv.CentralCoordDelta != want.DeltaDim {
-				t.Fatalf("Account = %+v\nwant amplify's %+v", priv, want)
-			}
-			if tc.published > 0 && math.Abs(priv.CentralEpsilon-tc.published) > 1e-4 {
-				t.Errorf("central epsilon %.5f, want %.5f", priv.CentralEpsilon, tc.published)
-			}
-			if priv.LocalEpsilon != (Stats{flameEpsL, flameEpsL, flameEpsL}) || math.Abs(priv.LocalCoordEpsilon.Max-tc.coordEps) > 1e-12 {
-				t.Errorf("local epsilons %+v / %+v, want %v / %v", priv.LocalEpsilon, priv.LocalCoordEpsilon, flameEpsL, tc.coordEps)
-			}
-			if priv.CumulativeEpsilon != priv.CentralEpsilon || priv.CumulativeDelta != priv.CentralDelta {
-				t.Errorf("round 1 cumulative (%v, %v) differs from the round (%v, %v)", priv.CumulativeEpsilon, priv.CumulativeDelta, priv.CentralEpsilon, priv.CentralDelta)
-			}
-			if !strings.Contains(priv.Bound, "FLAME Theorem") {
-				t.Errorf("bound %q does not name the theorem", priv.Bound)
-			}
-			// Ten rounds compose by advanced or basic composition, never
-			// beyond ten times the round.
-			s10 := s
-			s10.Round = 10
-			p10, err := p.Account(s10, budgets)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if p10.CumulativeEpsilon > 10*priv.CentralEpsilon+1e-12 || p10.CumulativeEpsilon <= priv.CentralEpsilon {
-				t.Errorf("10 rounds: cumulative %v for a round of %v", p10.CumulativeEpsilon, priv.CentralEpsilon)
-			}
-		})
+		for _, dc := range deltas {
+			t.Run(fmt.Sprint(tc.proto, tc.extra, "/", dc.name), func(t *testing.T) {
+				t.Parallel() // the run accountant's compositions take seconds
+				extra := map[string]float64{}
+				for k, v := range tc.extra {
+					extra[k] = v
+				}
+				if dc.deltaC > 0 {
+					extra["delta-c"] = dc.deltaC
+				}
+				p := mustNew(t, tc.proto, Params{Clip: 1, Epsilon: flameEpsL, Delta: dc.delta, Rounds: rounds, Extra: extra})
+				priv, err := p.Account(s, budgets)
+				if err != nil {
+					t.Fatal(err)
+				}
+				want, err := tc.want(dc.want)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if priv.CentralEpsilon != want.Epsilon || math.Abs(priv.CentralDelta-want.Delta) > 1e-18 ||
+					priv.CentralCoordEpsilon != want.EpsDim || priv.CentralCoordDelta != want.DeltaDim {
+					t.Fatalf("Account = %+v\nwant amplify's %+v", priv, want)
+				}
+				if dc.published && tc.published > 0 && math.Abs(priv.CentralEpsilon-tc.published) > 1e-4 {
+					t.Errorf("central epsilon %.5f, want %.5f", priv.CentralEpsilon, tc.published)
+				}
+				if priv.LocalEpsilon != (Stats{flameEpsL, flameEpsL, flameEpsL}) || math.Abs(priv.LocalCoordEpsilon.Max-tc.coordEps) > 1e-12 {
+					t.Errorf("local epsilons %+v / %+v, want %v / %v", priv.LocalEpsilon, priv.LocalCoordEpsilon, flameEpsL, tc.coordEps)
+				}
+				if !strings.Contains(priv.Bound, "FLAME Theorem") {
+					t.Errorf("bound %q does not name the theorem", priv.Bound)
+				}
+				// The round is the composition of its dimension-level
+				// releases (FLAME Lemmas 2-3): d for SS-Simple, 2 beta d
+				// for SS-Double and SS-Topk.
+				if c := priv.Components; len(c) == 0 || !isComponent(c[0], want.EpsDim, want.DeltaDim, int(math.Ceil(want.Compositions))) {
+					t.Errorf("components %+v, want %v releases of (%v, %v)", c, want.Compositions, want.EpsDim, want.DeltaDim)
+				}
+				// Round 1 alone, composed by the run's accountant at the
+				// round's own delta, is at most the round's statement (the
+				// accountant may compose the components more tightly than
+				// FLAME's advanced composition, never more loosely).
+				one, _ := runSpent(t, p, s, budgets, 1, priv.CentralDelta)
+				if one.Epsilon > priv.CentralEpsilon*(1+1e-12) || one.Delta > priv.CentralDelta*(1+1e-12) {
+					t.Errorf("round 1 composes to (%v, %v) by %q, above the round (%v, %v)", one.Epsilon, one.Delta, one.Method, priv.CentralEpsilon, priv.CentralDelta)
+				}
+				// Ten rounds compose within the run's target delta (FLAME's
+				// own default has no run target: give the old composition
+				// slack delta' = delta_c), never beyond ten times the round
+				// and above one round at the same target.
+				target := dc.delta
+				if target == 0 {
+					target = (rounds + 1) * flameDeltaC
+				}
+				one, _ = runSpent(t, p, s, budgets, 1, target)
+				ten, _ := runSpent(t, p, s, budgets, rounds, target)
+				if ten.Epsilon > rounds*priv.CentralEpsilon*(1+1e-12) || ten.Epsilon <= one.Epsilon || ten.Delta > target*(1+1e-12) {
+					t.Errorf("10 rounds: cumulative (%v, %v) by %q for a round of %v (%v alone at target delta %v)", ten.Epsilon, ten.Delta, ten.Method, priv.CentralEpsilon, one.Epsilon, target)
+				}
+			})
+		}
 	}
 }
 
@@ -451,8 +500,10 @@ func TestFlameAccountPaperSettings(t *testing.T) {
 // its validity region: with one dimension the theorems give no amplification
 // (Theorem 4 even composes 2 beta d = 2 dimensions), and with one participant
 // they do not apply at all; the statement is then the local guarantee, named
-// as such.
+// as such, and the run's accountant composes it to T·eps_l by basic
+// composition.
 func TestFlameAccountFallsBack(t *testing.T) {
+	var local *Privacy // the first fallback statement, composed once below
 	for _, tc := range []struct {
 		name string
 		n    int
@@ -463,7 +514,7 @@ func TestFlameAccountFallsBack(t *testing.T) {
 		{"ss-topk", 2, "no amplification"},
 		{"ss-double", 1, "does not apply"},
 	} {
-		p := mustNew(t, tc.name, Params{Clip: 1, Epsilon: 5})
+		p := mustNew(t, tc.name, Params{Clip: 1, Epsilon: 5, Delta: 1e-5, Rounds: 3})
 		s := Shape{Round: 3, Dim: 1, Population: tc.n, Participants: tc.n}
 		b := []Budget{{Epsilon: 5}}
 		if err := p.Check(s, b); err != nil {
@@ -477,32 +528,55 @@ func TestFlameAccountFallsBack(t *testing.T) {
 			!strings.Contains(priv.Bound, "local guarantee only") || !strings.Contains(priv.Bound, tc.want) {
 			t.Errorf("%s n=%d: %+v", tc.name, tc.n, priv)
 		}
-		if priv.CumulativeEpsilon != 15 || priv.CumulativeDelta != 0 {
-			t.Errorf("%s: cumulative (%v, %v) over 3 rounds, want (15, 0)", tc.name, priv.CumulativeEpsilon, priv.CumulativeDelta)
+		if len(priv.Components) != 1 || !isComponent(priv.Components[0], 5, 0, 1) {
+			t.Errorf("%s n=%d: components %+v, want the local guarantee (5, 0) once", tc.name, tc.n, priv.Components)
+		}
+		if local == nil {
+			// The optimal composition of three 5-DP randomized responses
+			// at delta 1e-5 is 15 - 1.0e-5: any valid accountant states 15
+			// up to that (no amplification is claimed).
+			if sp, _ := runSpent(t, p, s, b, 3, 1e-5); math.Abs(sp.Epsilon-15) > 1e-4 || sp.Delta > 1e-5 {
+				t.Errorf("%s: cumulative (%v, %v) by %q over 3 rounds, want (15, 0)", tc.name, sp.Epsilon, sp.Delta, sp.Method)
+			}
+			local = &priv
+		} else if priv.CentralEpsilon != local.CentralEpsilon || priv.CentralDelta != local.CentralDelta || !slices.Equal(priv.Components, local.Components) {
+			// The same statement composes the same way.
+			t.Errorf("%s n=%d: statement %+v differs from the fallback %+v", tc.name, tc.n, priv, *local)
 		}
 	}
 }
 
-// TestFlameLongRuns: when rounds * delta_c reaches 1, composition of the
-// central guarantee is void and the cumulative statement is the local one.
+// TestFlameLongRuns: FLAME's own per-round delta_c = 0.01/n^1.1 does not
+// depend on the number of rounds, so at n = 2 a run of 300 rounds would sum
+// to a delta above 1 (composition void). With the run's target delta D
+// shared among the rounds (account.RoundDelta), the 300 rounds spend at most
+// D whatever their number, and never more than the local guarantee
+// 300·eps_l = 1500.
 func TestFlameLongRuns(t *testing.T) {
-	p := mustNew(t, "ss-simple", Params{Clip: 1, Epsilon: 5})
-	s := Shape{Round: 300, Dim: 100, Population: 2, Participants: 2}
+	const T, D = 300, 1e-5
 	b := []Budget{{Epsilon: 5}}
-	priv, err := p.Account(s, b)
+	s := Shape{Round: 1, Dim: 100, Population: 2, Participants: 2}
+	own, err := mustNew(t, "ss-simple", Params{Clip: 1, Epsilon: 5}).Account(s, b)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if priv.CentralEpsilon >= 5 || priv.CentralDelta*300 < 1 {
-		t.Fatalf("setting no longer exercises the case: %+v", priv)
+	if own.CentralEpsilon >= 5 || own.CentralDelta*T < 1 {
+		t.Fatalf("setting no longer exercises the case: %+v", own)
 	}
-	if priv.CumulativeEpsilon != 1500 || priv.CumulativeDelta != 0 || !strings.Contains(priv.Bound, "local guarantee") {
-		t.Fatalf("cumulative (%v, %v) %q, want the local (1500, 0)", priv.CumulativeEpsilon, priv.CumulativeDelta, priv.Bound)
+	p := mustNew(t, "ss-simple", Params{Clip: 1, Epsilon: 5, Delta: D, Rounds: T})
+	sp, priv := runSpent(t, p, s, b, T, D)
+	if priv.CentralDelta > account.RoundDelta(D, T)*(1+1e-12) {
+		t.Fatalf("a round spends delta %v, more than its share %v of the run's %v", priv.CentralDelta, account.RoundDelta(D, T), D)
+	}
+	if sp.Delta > D*(1+1e-12) || sp.Epsilon > T*5 || math.IsInf(sp.Epsilon, 0) {
+		t.Fatalf("cumulative (%v, %v) by %q, want delta <= %v and epsilon <= the local %v", sp.Epsilon, sp.Delta, sp.Method, D, T*5)
 	}
 }
 
-// TestFlameClientSampling: with n of N clients per round, the cumulative
-// figure takes the sampling credit of FLAME Lemma 4 (q = n/N).
+// TestFlameClientSampling: with n of N clients per round, the round's
+// central figure takes the sampling credit of FLAME Lemma 4 (q = n/N), while
+// the per-dimension figures and the components (which the run's accountant
+// composes) carry none.
 func TestFlameClientSampling(t *testing.T) {
 	p := mustNew(t, "ss-double", Params{Clip: 1, Epsilon: flameEpsL, Extra: map[string]float64{"randomizer": 1}})
 	all := Shape{Round: 1, Dim: flameD, Population: flameN, Participants: flameN}
@@ -517,8 +591,73 @@ func TestFlameClientSampling(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := math.Log1p(0.1 * math.Expm1(a.CentralEpsilon))
-	if q.CentralEpsilon != a.CentralEpsilon || math.Abs(q.CumulativeEpsilon-want) > 1e-12 {
-		t.Fatalf("sampled cumulative %v, want log(1 + 0.1(e^%v - 1)) = %v", q.CumulativeEpsilon, a.CentralEpsilon, want)
+	if math.Abs(q.CentralEpsilon-want) > 1e-12 || math.Abs(q.CentralDelta-0.1*a.CentralDelta) > 1e-20 {
+		t.Fatalf("sampled round (%v, %v), want (log(1 + 0.1(e^%v - 1)), 0.1·%v) = (%v, %v)",
+			q.CentralEpsilon, q.CentralDelta, a.CentralEpsilon, a.CentralDelta, want, 0.1*a.CentralDelta)
+	}
+	if q.CentralCoordEpsilon != a.CentralCoordEpsilon || !slices.Equal(q.Components, a.Components) ||
+		!strings.Contains(q.Bound, "client sampling q=0.1") || strings.Contains(a.Bound, "client sampling") {
+		t.Fatalf("sampled %+v\nall %+v", q, a)
+	}
+}
+
+// TestFlameRefusalsNoSamplingCredit: when sampled clients refuse (Sampled >
+// Participants), amplification by shuffling is computed for the
+// Participants who really report and the client-sampling credit for the
+// true rate Sampled/Population — never for the smaller
+// Participants/Population. So the round's epsilon with refusals is at least
+// the one without, and equals the no-refusal round of that many reporters
+// subsampled at the true rate.
+func TestFlameRefusalsNoSamplingCredit(t *testing.T) {
+	const N, sampled, refused = 10 * flameN, flameN, 100
+	b := []Budget{{Epsilon: flameEpsL}}
+	for _, tc := range []struct {
+		proto string
+		extra map[string]float64
+	}{
+		{"ss-simple", map[string]float64{"randomizer": 1}},
+		{"ss-double", map[string]float64{"randomizer": 1, "np": flameNp}},
+		{"ss-topk", map[string]float64{"randomizer": 1}},
+	} {
+		t.Run(tc.proto, func(t *testing.T) {
+			// A fixed delta_c, so that the reporters' count changes only
+			// the amplification.
+			p := mustNew(t, tc.proto, Params{Clip: 1, Epsilon: flameEpsL, Delta: 1e-4, Rounds: 10, Extra: tc.extra})
+			full := Shape{Round: 1, Dim: flameD, Population: N, Sampled: sampled, Participants: sampled}
+			fewer := Shape{Round: 1, Dim: flameD, Population: N, Sampled: sampled, Participants: sampled - refused}
+			if full.SampleRate() != 0.1 || fewer.SampleRate() != 0.1 {
+				t.Fatalf("sample rates %v and %v, want the true 0.1 for both", full.SampleRate(), fewer.SampleRate())
+			}
+			for _, s := range []Shape{full, fewer} {
+				if err := p.Check(s, b); err != nil {
+					t.Fatal(err)
+				}
+			}
+			pf, err := p.Account(full, b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pr, err := p.Account(fewer, b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !(pr.CentralEpsilon >= pf.CentralEpsilon) || !(pr.CentralCoordEpsilon >= pf.CentralCoordEpsilon) {
+				t.Fatalf("with %d refusals the round's epsilon %v (dimension %v) is below the %v (%v) of all %d reporting",
+					refused, pr.CentralEpsilon, pr.CentralCoordEpsilon, pf.CentralEpsilon, pf.CentralCoordEpsilon, sampled)
+			}
+			// The round of sampled - refused reporters with every client
+			// sampled, then the sampling credit at the true q = 0.1.
+			alone, err := p.Account(Shape{Round: 1, Dim: flameD, Population: sampled - refused, Participants: sampled - refused}, b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := math.Log1p(0.1 * math.Expm1(alone.CentralEpsilon))
+			wrong := math.Log1p(float64(sampled-refused) / N * math.Expm1(alone.CentralEpsilon))
+			if math.Abs(pr.CentralEpsilon-want) > 1e-12 || !strings.Contains(pr.Bound, "q=0.1") {
+				t.Fatalf("round with refusals %v (%q), want %v: sampling credit at the true rate 0.1 (not %v at n/N = %v)",
+					pr.CentralEpsilon, pr.Bound, want, wrong, float64(sampled-refused)/N)
+			}
+		})
 	}
 }
 
@@ -817,5 +956,36 @@ func BenchmarkFlameAccount(b *testing.B) {
 				flameSink += priv.CentralEpsilon
 			}
 		})
+	}
+}
+
+// TestSSDoublePadFailureWithinRoundDelta: the probability that some
+// dimension overflows n_p is part of the round's delta, not added on top of
+// it. With n_p = 62 (paper settings otherwise), D = 1e-8 over 100 rounds,
+// the bound (5.8e-10) exceeds the round's share (5e-11) and the round is
+// refused; with the default n_p the round spends at most its share.
+func TestSSDoublePadFailureWithinRoundDelta(t *testing.T) {
+	s := Shape{Round: 1, Dim: 7850, Population: 1000, Participants: 1000}
+	budgets := make([]Budget, 1000)
+	for i := range budgets {
+		budgets[i] = Budget{Epsilon: 78.5}
+	}
+	p, err := New("ss-double", Params{Clip: 0.1, Epsilon: 78.5, Delta: 1e-8, Rounds: 100, Extra: map[string]float64{"k": 157, "np": 62, "randomizer": 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Account(s, budgets); err == nil || !strings.Contains(err.Error(), "padding-failure") {
+		t.Fatalf("np = 62 at a round share of 5e-11: %v, want a padding-failure error", err)
+	}
+	p, err = New("ss-double", Params{Clip: 0.1, Epsilon: 78.5, Delta: 1e-8, Rounds: 100, Extra: map[string]float64{"k": 157, "randomizer": 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	priv, err := p.Account(s, budgets)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if share := 1e-8 / 200; priv.CentralDelta > share*(1+1e-12) {
+		t.Fatalf("round delta %v above its share %v", priv.CentralDelta, share)
 	}
 }

@@ -81,14 +81,18 @@ func (LDPLaplace) Estimate(_ *rand.Rand, s Shape, agg *Aggregate, dst []float64)
 }
 
 // Account implements Protocol: central = local = eps_i per round (the analyzer
-// sees every report); rounds compose by basic composition, assuming a client
-// may take part in every round.
+// sees every report).
 func (LDPLaplace) Account(s Shape, budgets []Budget) (Privacy, error) {
-	return localOnlyPrivacy(s, budgets, false, "ldp (no shuffle credit), basic composition")
+	return localOnlyPrivacy(s, budgets, false, "ldp (no shuffle credit): central = local")
 }
 
 // localOnlyPrivacy is the accounting of protocols without amplification;
-// withDelta says whether the mechanism spends the budgets' deltas.
+// withDelta says whether the mechanism spends the budgets' deltas. For a
+// mechanism that spends a delta (the Gaussian, which protects the whole
+// vector at once), eps_i/d is NOT a guarantee for one coordinate — at
+// (2, 1e-3) and d = 4 one coordinate's true epsilon at that delta is 0.87,
+// not 0.5 — so the per-coordinate figures repeat the whole-update ones,
+// which cover any single coordinate.
 func localOnlyPrivacy(s Shape, budgets []Budget, withDelta bool, bound string) (Privacy, error) {
 	if len(budgets) == 0 {
 		return Privacy{}, checks.Invalidf("no participant budgets to account")
@@ -99,12 +103,12 @@ func localOnlyPrivacy(s Shape, budgets []Budget, withDelta bool, bound string) (
 	for i, e := range eps {
 		coord[i] = e / float64(s.Dim)
 		if withDelta {
+			coord[i] = e
 			maxDelta = math.Max(maxDelta, budgets[i].Delta)
 		}
 	}
 	st := Summarize(eps)
 	cs := Summarize(coord)
-	t := float64(s.Round)
 	return Privacy{
 		Private:             true,
 		LocalEpsilon:        st,
@@ -114,8 +118,6 @@ func localOnlyPrivacy(s Shape, budgets []Budget, withDelta bool, bound string) (
 		CentralDelta:        maxDelta,
 		CentralCoordEpsilon: cs.Max,
 		CentralCoordDelta:   maxDelta,
-		CumulativeEpsilon:   t * st.Max,
-		CumulativeDelta:     math.Min(1, t*maxDelta),
 		Bound:               bound,
 	}, nil
 }
@@ -183,8 +185,9 @@ func (LDPGaussian) Estimate(_ *rand.Rand, s Shape, agg *Aggregate, dst []float64
 	return meanEstimate(s, agg, dst)
 }
 
-// Account implements Protocol. The per-coordinate figure is eps_i/d only as a
-// budget share: the Gaussian mechanism protects the whole vector at once.
+// Account implements Protocol. The per-coordinate figure is the whole
+// update's (eps_i, delta_i): the Gaussian mechanism protects the whole vector
+// at once, and eps_i/d would not be a guarantee for one coordinate.
 func (LDPGaussian) Account(s Shape, budgets []Budget) (Privacy, error) {
-	return localOnlyPrivacy(s, budgets, true, "ldp (no shuffle credit), basic composition")
+	return localOnlyPrivacy(s, budgets, true, "ldp (no shuffle credit): central = local")
 }

@@ -31,14 +31,16 @@ import (
 	"sort"
 	"strings"
 
+	"shufflefl/account"
 	"shufflefl/checks"
 )
 
 // Budget is one client's privacy parameters for the release of one local
-// update in one round: the local epsilon of the whole update (FLAME's eps_l,
-// APES's eps_i^l times d when the paper states it per dimension — each
-// protocol documents its reading) and, for approximate mechanisms, delta.
-// Personalized budgets are first-class: every client carries its own.
+// update in one round: the local epsilon of the WHOLE update (user level:
+// FLAME's eps_l; APES's eps_i^l times d — a protocol that spends per
+// coordinate divides by d itself) and, for approximate mechanisms, the local
+// delta of that release. Personalized budgets are first-class: every client
+// carries its own.
 type Budget struct {
 	Epsilon float64 `json:"epsilon" yaml:"epsilon"`
 	Delta   float64 `json:"delta" yaml:"delta"`
@@ -95,12 +97,22 @@ func (m ShuffleMode) String() string {
 }
 
 // Shape is what every role may know about a round: the model dimension, the
-// population size and the number of participants (reports expected).
+// population size, the number of clients sampled and the number of
+// participants (reports expected).
+//
+// Sampled and Participants differ when sampled clients refuse (their ledger
+// is at its cap) or drop out: amplification by shuffling is computed for the
+// Participants who really report (fewer reports, weaker amplification), while
+// the client-sampling credit uses the true sampling rate Sampled/Population,
+// never the smaller Participants/Population.
 type Shape struct {
 	Round        int // 1-based round number
 	Dim          int // model dimension d
 	Population   int // N, all clients
 	Participants int // n, clients reporting this round
+	// Sampled is the number of clients sampled this round (0 means
+	// Participants: nobody refused).
+	Sampled int
 }
 
 // Validate checks the shape.
@@ -117,12 +129,22 @@ func (s Shape) Validate() error {
 	if s.Population < s.Participants {
 		return checks.Invalidf("population %d is smaller than participants %d", s.Population, s.Participants)
 	}
+	if s.Sampled != 0 && (s.Sampled < s.Participants || s.Sampled > s.Population) {
+		return checks.Invalidf("%d clients sampled for %d participants in a population of %d", s.Sampled, s.Participants, s.Population)
+	}
 	return nil
 }
 
-// SampleRate is n/N, the probability that a given client takes part in a
-// round when the engine samples participants uniformly without replacement.
-func (s Shape) SampleRate() float64 { return float64(s.Participants) / float64(s.Population) }
+// SampleRate is the probability that a given client is sampled in a round
+// when the engine samples uniformly without replacement: Sampled/N (or n/N
+// when Sampled is 0). Refusals after sampling do not lower it.
+func (s Shape) SampleRate() float64 {
+	m := s.Sampled
+	if m < s.Participants {
+		m = s.Participants
+	}
+	return float64(m) / float64(s.Population)
+}
 
 // Protocol is an Encode-Shuffle-Analyze protocol with its accountant. An
 // implementation is immutable after construction and safe for concurrent use:
@@ -157,9 +179,12 @@ type Protocol interface {
 	// here).
 	Estimate(r *rand.Rand, s Shape, agg *Aggregate, dst []float64) error
 
-	// Account states the privacy of round s.Round for the given participants'
-	// budgets, and cumulatively over rounds 1..s.Round under the protocol's
-	// composition, assuming every round has the same shape.
+	// Account states the privacy of one round of shape s for the given
+	// participants' budgets: local figures, the round's central guarantee
+	// (with any client-sampling credit at s.SampleRate()), and the finer
+	// descriptions (Components, RDP) the run's account.Accountant composes.
+	// Composition across rounds is the accountant's job, not the protocol's:
+	// the Cumulative fields are left zero.
 	Account(s Shape, budgets []Budget) (Privacy, error)
 }
 
@@ -200,16 +225,29 @@ type Privacy struct {
 	// LocalDelta is the largest local delta of any participant.
 	LocalDelta float64 `json:"local_delta"`
 	// CentralEpsilon and CentralDelta bound what the analyzer learns about any
-	// one client's whole update in this round (user level).
+	// one client's whole update in this round (user level), including the
+	// client-sampling credit where the protocol takes it.
 	CentralEpsilon float64 `json:"central_epsilon"`
 	CentralDelta   float64 `json:"central_delta"`
 	// CentralCoordEpsilon and CentralCoordDelta are the dimension-level central
 	// guarantee (one coordinate), where the protocol's analysis gives one.
 	CentralCoordEpsilon float64 `json:"central_coord_epsilon"`
 	CentralCoordDelta   float64 `json:"central_coord_delta"`
-	// CumulativeEpsilon and CumulativeDelta compose rounds 1..Round.
+	// CumulativeEpsilon and CumulativeDelta compose the rounds that happened
+	// (rounds 1..Round); they are filled by the run's account.Accountant, not
+	// by Protocol.Account.
 	CumulativeEpsilon float64 `json:"cumulative_epsilon"`
 	CumulativeDelta   float64 `json:"cumulative_delta"`
+	// CumulativeMethod names the composition behind the cumulative figures.
+	CumulativeMethod string `json:"cumulative_method,omitempty"`
+	// CumulativeApproximate is true when some composed round's statement is
+	// an approximation, so the cumulative figure is one too.
+	CumulativeApproximate bool `json:"cumulative_approximate,omitempty"`
+	// Components decompose the round's mechanism for tighter composition
+	// across rounds (account.Component); RDP is its Rényi curve at
+	// account.DefaultRDPOrders where the protocol has one. Both are optional.
+	Components []account.Component `json:"-"`
+	RDP        []float64           `json:"-"`
 	// Bound names the analysis behind the central figures.
 	Bound string `json:"bound"`
 	// Approximate is true when the central figure is an approximation rather
@@ -237,11 +275,15 @@ type Params struct {
 	// Clip is the clipping bound C: per coordinate ([-C, C]) for local
 	// protocols, L2 norm for dp-central.
 	Clip float64
-	// Delta is the target delta of central guarantees.
+	// Delta is the target central delta of the whole run (all Rounds
+	// rounds); each protocol derives its per-round share with
+	// account.RoundDelta and its per-dimension deltas from that share.
 	Delta float64
-	// Epsilon is the target central epsilon of the whole run for protocols
-	// calibrated centrally (dp-central). Local protocols take their epsilons
-	// from the clients' Budgets.
+	// Epsilon is a client's local epsilon for its whole update in one round
+	// (user level) for protocols with one public local budget (FLAME), and
+	// the target central epsilon of the whole run for protocols calibrated
+	// centrally (dp-central). Personalized protocols take their epsilons from
+	// the clients' Budgets, which are user level too.
 	Epsilon float64
 	// Rounds is the planned number of rounds (for calibration).
 	Rounds int

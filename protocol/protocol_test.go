@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"shufflefl/account"
 	"shufflefl/rng"
 )
 
@@ -127,14 +128,27 @@ func TestCentralNoise(t *testing.T) {
 	if math.Abs(v/want-1) > 6*math.Sqrt(1.0/(2*d)) {
 		t.Fatalf("noise std %v, want %v", v, want)
 	}
-	// The accountant must meet the target after the planned rounds.
-	s.Round = 10
-	priv, err := p.Account(s, nil)
-	if err != nil {
-		t.Fatal(err)
+	// The round's RDP curve, added up over the planned rounds, must meet
+	// the target just below: the noise is calibrated to it. The run's
+	// accountant states at most that (it may compose more tightly).
+	sp, priv := runSpent(t, p, s, nil, 10, 1e-5)
+	total := slices.Clone(priv.RDP)
+	for i := range total {
+		total[i] *= 10
 	}
-	if priv.CumulativeEpsilon > 2 || priv.CumulativeEpsilon < 1.9 {
-		t.Fatalf("cumulative epsilon %v after the planned rounds, want just below 2", priv.CumulativeEpsilon)
+	rdp, _, err := account.RDPToEpsilon(account.DefaultRDPOrders(), total, 1e-5)
+	if err != nil || rdp > 2 || rdp < 1.9 {
+		t.Fatalf("RDP composition of the planned rounds %v (%v), want just below 2", rdp, err)
+	}
+	if want, err := account.SampledGaussianEpsilon(float64(n)/N, c.NoiseMultiplier(), 10, 1e-5); err != nil || math.Abs(rdp-want) > 1e-9*want {
+		t.Fatalf("RDP composition %v, want the RDP accountant's %v over 10 steps (%v)", rdp, want, err)
+	}
+	if sp.Epsilon > rdp*(1+1e-9) || sp.Delta > 1e-5 {
+		t.Fatalf("cumulative (%v, %v) by %q after the planned rounds, above the RDP composition %v", sp.Epsilon, sp.Delta, sp.Method, rdp)
+	}
+	if len(priv.RDP) != len(account.DefaultRDPOrders()) || priv.CentralDelta != account.RoundDelta(1e-5, 10) {
+		t.Fatalf("round statement (%v, %v) with %d RDP orders: want the step's curve at account.DefaultRDPOrders and the round's share %v of the run's delta",
+			priv.CentralEpsilon, priv.CentralDelta, len(priv.RDP), account.RoundDelta(1e-5, 10))
 	}
 	if err := p.Check(Shape{Round: 11, Dim: d, Population: N, Participants: n}, nil); err == nil {
 		t.Fatal("a round beyond the calibrated number was accepted")
@@ -151,16 +165,21 @@ func TestCentralNoise(t *testing.T) {
 	}
 }
 
+// TestLocalPrivacyStatement: without a shuffler, central = local (the
+// largest eps_i, no sampling credit), and the run's accountant composes the
+// rounds by basic composition (a client may take part in every round).
 func TestLocalPrivacyStatement(t *testing.T) {
 	p := mustNew(t, "ldp-laplace", Params{Clip: 1})
 	s := Shape{Round: 3, Dim: 100, Population: 10, Participants: 3}
-	priv, err := p.Account(s, []Budget{{Epsilon: 1}, {Epsilon: 3}, {Epsilon: 2}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if priv.LocalEpsilon != (Stats{1, 2, 3}) || priv.CentralEpsilon != 3 || priv.CumulativeEpsilon != 9 ||
+	sp, priv := runSpent(t, p, s, []Budget{{Epsilon: 1}, {Epsilon: 3}, {Epsilon: 2}}, 3, 1e-5)
+	if priv.LocalEpsilon != (Stats{1, 2, 3}) || priv.CentralEpsilon != 3 || priv.CentralDelta != 0 ||
 		priv.LocalCoordEpsilon.Max != 0.03 {
 		t.Fatalf("%+v", priv)
+	}
+	// The optimal composition of three 3-DP randomized responses at delta
+	// 1e-5 is 9 - 1.2e-5: any valid accountant states 9 up to that.
+	if math.Abs(sp.Epsilon-9) > 1e-4 || sp.Delta > 1e-5 {
+		t.Fatalf("cumulative (%v, %v) by %q over 3 rounds, want (9, 0)", sp.Epsilon, sp.Delta, sp.Method)
 	}
 }
 
@@ -354,7 +373,8 @@ func TestSecureNoiseSnaps(t *testing.T) {
 		{"ldp-gaussian", Budget{Epsilon: 1, Delta: 1e-5}, func(Protocol) float64 {
 			return gaussianSigmaFor(t, Budget{Epsilon: 1, Delta: 1e-5}, 2*0.5*math.Sqrt(d))
 		}},
-		{"apes", Budget{Epsilon: 0.5}, func(Protocol) float64 { return math.Min(2*0.5/0.5, 0.5) }}, // Clip-Laplace snaps on min(lambda, A)
+		// eps_i^l = 0.5 per dimension (user level d·0.5); Clip-Laplace snaps on min(lambda, A).
+		{"apes", Budget{Epsilon: 0.5 * d}, func(Protocol) float64 { return math.Min(2*0.5/0.5, 0.5) }},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -377,6 +397,95 @@ func TestSecureNoiseSnaps(t *testing.T) {
 			}
 			if onGrid(plain.Values, scale) {
 				t.Fatalf("plain outputs unexpectedly on the grid: the test cannot tell the samplers apart")
+			}
+		})
+	}
+}
+
+// TestShapeSampled: Shape.Sampled counts the clients sampled, of whom
+// Participants report; SampleRate is the true Sampled/Population (n/N when
+// nobody refused), and a shape with fewer sampled than reporting clients,
+// or more than the population, is invalid.
+func TestShapeSampled(t *testing.T) {
+	s := Shape{Round: 1, Dim: 3, Population: 100, Participants: 8}
+	if s.SampleRate() != 0.08 || s.Validate() != nil {
+		t.Fatalf("no refusals: rate %v (%v), want n/N = 0.08", s.SampleRate(), s.Validate())
+	}
+	s.Sampled = 10
+	if s.SampleRate() != 0.1 || s.Validate() != nil {
+		t.Fatalf("2 refusals: rate %v (%v), want Sampled/N = 0.1", s.SampleRate(), s.Validate())
+	}
+	for _, bad := range []int{7, 101} {
+		s.Sampled = bad
+		if err := s.Validate(); err == nil {
+			t.Errorf("%d sampled for 8 participants of 100 accepted", bad)
+		}
+		if err := mustNew(t, "ldp-laplace", Params{Clip: 1}).Check(s, []Budget{{Epsilon: 1}}); err == nil {
+			t.Errorf("Check accepted %d sampled for 8 participants of 100", bad)
+		}
+	}
+}
+
+// TestDeltaSplit: Params.Delta is the target delta of the whole run of
+// Params.Rounds rounds. Every round spends at most its share
+// account.RoundDelta(D, T) = D/(2T) — the APES family splits it into
+// delta_s = share/(2k) for each of its k dimension-level releases and
+// delta' = share/2, FLAME uses it as delta_c, dp-central states its round
+// at it, and the engine gives it to the clients as the local delta of the
+// Gaussian mechanisms — so the run's accountant, composing the T rounds'
+// statements, spends at most D.
+func TestDeltaSplit(t *testing.T) {
+	const n, d, T, D = 400, 20, 8, 1e-6
+	share := account.RoundDelta(D, T)
+	small := Shape{Dim: d, Population: n, Participants: n}
+	flame := Shape{Dim: flameD, Population: flameN, Participants: flameN}
+	apesB := apesBudgets(t, "uniform2", n, d, 6)
+	// The whole-vector Laplace and Gaussian baselines: user-level budgets in
+	// [0.05, 1]; the Gaussian ones with the engine's local delta, the share.
+	gauss := make([]Budget, n)
+	lap := make([]Budget, n)
+	for i, e := range apesEpsilons(t, "uniform2", n, 6) {
+		gauss[i] = Budget{Epsilon: e, Delta: share}
+		lap[i] = Budget{Epsilon: e}
+	}
+	run := Params{Clip: 1, Delta: D, Rounds: T}
+	with := func(p Params, f func(*Params)) Params { f(&p); return p }
+	tests := []struct {
+		proto   string
+		params  Params
+		shape   Shape
+		budgets []Budget
+		k       int // dimension-level releases per round (delta_s = share/(2k)); 0: none
+	}{
+		{"apes", run, small, apesB, d},
+		{"unis", run, small, apesB, d},
+		{"s-apes", with(run, func(p *Params) { p.Extra = map[string]float64{"b": 4} }), small, apesB, 8},
+		{"pldp", run, small, apesB, 0},
+		{"ldp-min", with(run, func(p *Params) { p.Extra = map[string]float64{"min-epsilon": 0.05 * d} }), small, apesB, 0},
+		{"e-apes", run, small, gauss, 0},
+		{"ldp-laplace", run, small, lap, 0},
+		{"ldp-gaussian", run, small, gauss, 0},
+		{"ss-simple", with(run, func(p *Params) { p.Epsilon = flameEpsL; p.Extra = map[string]float64{"randomizer": 1} }), flame, []Budget{{Epsilon: flameEpsL}}, 0},
+		{"ss-double", with(run, func(p *Params) { p.Epsilon = flameEpsL; p.Extra = map[string]float64{"randomizer": 1} }), flame, []Budget{{Epsilon: flameEpsL}}, 0},
+		{"ss-topk", with(run, func(p *Params) { p.Epsilon = flameEpsL }), flame, []Budget{{Epsilon: flameEpsL}}, 0},
+		{"dp-central", with(run, func(p *Params) { p.Epsilon = 2; p.SampleRate = 0.1 }), Shape{Dim: d, Population: 10 * n, Participants: n}, nil, 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.proto, func(t *testing.T) {
+			t.Parallel() // the run accountant's compositions take seconds
+			p := mustNew(t, tc.proto, tc.params)
+			sp, pr := runSpent(t, p, tc.shape, tc.budgets, T, D)
+			if pr.CentralDelta > share*(1+1e-12) {
+				t.Errorf("a round spends delta %v, more than its share %v = D/(2T) of the run's %v", pr.CentralDelta, share, D)
+			}
+			if tc.k > 0 && (pr.CentralCoordDelta > share/float64(2*tc.k)*(1+1e-12) || strings.Contains(pr.Bound, "unamplified")) {
+				t.Errorf("per-dimension delta %v (%q), want amplification at delta_s = share/(2k) = %v", pr.CentralCoordDelta, pr.Bound, share/float64(2*tc.k))
+			}
+			if strings.HasPrefix(tc.proto, "ss-") && !(pr.CentralDelta >= share*(1-1e-12)) {
+				t.Errorf("FLAME's delta_c %v, want the round's share %v (not 0.01/n^1.1)", pr.CentralDelta, share)
+			}
+			if sp.Delta > D*(1+1e-12) || !(sp.Epsilon > 0) || math.IsInf(sp.Epsilon, 0) {
+				t.Errorf("%d rounds compose to (%v, %v) by %q, want a finite epsilon at delta <= %v", T, sp.Epsilon, sp.Delta, sp.Method, D)
 			}
 		})
 	}

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"sync"
 
+	"shufflefl/account"
 	"shufflefl/checks"
 )
 
@@ -33,8 +34,8 @@ const SAPESDefaultRatio = 0.2
 // S-APES could not have "the same eps^c as APES" (Table 3: 0.057 for both);
 // Algorithm 2's eps_i^l must therefore be the user-level budget d·eps_i^l,
 // and d·Δf/(d·eps_i^l) = Δf/eps_i^l: every coordinate is perturbed exactly
-// as in APES, λ_i = 2C/eps_i with Budget.Epsilon the per-dimension eps_i^l
-// (see APES for the budget reading).
+// as in APES, λ_i = 2C/eps_i^l with eps_i^l = Budget.Epsilon/d (see APES
+// for the budget reading: Budget.Epsilon is the user-level d·eps_i^l).
 //
 // Analyzer (Estimate). For coordinate k, user i's value is its noisy
 // coordinate Y ~ CLap(g_ik, λ_i, C) when k is among its top b, and a CLap(0)
@@ -62,12 +63,12 @@ const SAPESDefaultRatio = 0.2
 // and the estimate is noisier than APES's at the same budgets. APES does
 // not state an estimator for S-APES.
 //
-// Accounting (Account). Local: each coordinate is eps_i-LDP and the whole
-// report, a post-processing of d Clip-Laplace releases, is d·eps_i-LDP;
-// LocalEpsilon reports d·eps_i. APES Table 3 prints b·eps_i (78.5–1570) for
-// S-APES's eps^ul, but the top-b selection reads all d noisy coordinates and
-// no proof is given that the report is b·eps_i-LDP, so the sound d·eps_i is
-// reported. Central: the paper's claim — the same dimension-level EoN eps^c
+// Accounting (Account). Local: each coordinate is eps_i^l-LDP and the
+// whole report, a post-processing of d Clip-Laplace releases, is
+// d·eps_i^l-LDP = Budget.Epsilon; LocalEpsilon reports it. APES Table 3
+// prints b·eps_i^l (78.5–1570) for S-APES's eps^ul, but the top-b selection
+// reads all d noisy coordinates and no proof is given that the report is
+// b·eps_i^l-LDP, so the sound d·eps_i^l is reported. Central: the paper's claim — the same dimension-level EoN eps^c
 // as APES, and at user level S-APES Proposition 1,
 // eps^uc = eps^c sqrt(4 b ln(1/delta')) + 2b eps^c (e^eps^c - 1),
 // delta^uc = delta' + 2b delta^c, i.e. advanced composition of 2b
@@ -82,10 +83,9 @@ const SAPESDefaultRatio = 0.2
 // Options: "b" (integer, 1 <= b <= d; default round(0.2·d), at least 1),
 // "delta-prime", "secure" (as APES).
 type SAPES struct {
-	clip, deltaS, deltaPrime float64
-	secure                   bool
-	b                        int // 0: SAPESDefaultRatio·d
-	scratch                  *sync.Pool
+	apesOptions
+	b       int // 0: SAPESDefaultRatio·d
+	scratch *sync.Pool
 }
 
 func newSAPES(p Params) (Protocol, error) {
@@ -93,7 +93,7 @@ func newSAPES(p Params) (Protocol, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := SAPES{clip: o.clip, deltaS: o.deltaS, deltaPrime: o.deltaPrime, secure: o.secure,
+	m := SAPES{apesOptions: o,
 		scratch: &sync.Pool{New: func() any { return new([]float64) }}}
 	if v, ok := p.Extra["b"]; ok {
 		if v != math.Trunc(v) || v < 1 || v > math.MaxInt32 {
@@ -115,9 +115,10 @@ func (m SAPES) B(d int) int {
 	return max(1, int(math.Round(SAPESDefaultRatio*float64(d))))
 }
 
-// UserEpsilon returns the user-level local epsilon of one round, d·eps_i
-// (see the type documentation for why not b·eps_i).
-func (SAPES) UserEpsilon(s Shape, b Budget) float64 { return float64(s.Dim) * b.Epsilon }
+// UserEpsilon returns the user-level local epsilon of one round,
+// Budget.Epsilon = d·eps_i^l (see the type documentation for why not
+// b·eps_i^l).
+func (SAPES) UserEpsilon(_ Shape, b Budget) float64 { return b.Epsilon }
 
 // Check implements Protocol: APES's budget constraints plus 1 <= b <= d.
 func (m SAPES) Check(s Shape, budgets []Budget) error {
@@ -145,7 +146,8 @@ func (m SAPES) Encode(r *rand.Rand, s Shape, update []float64, bud Budget, out *
 	if err := m.checkB(s); err != nil {
 		return err
 	}
-	clap, err := apesClap(bud.Epsilon, m.clip, m.secure)
+	ce := bud.Epsilon / float64(s.Dim)
+	clap, err := apesClap(ce, m.clip, m.secure)
 	if err != nil {
 		return fmt.Errorf("s-apes: %w", err)
 	}
@@ -156,7 +158,7 @@ func (m SAPES) Encode(r *rand.Rand, s Shape, update []float64, bud Budget, out *
 	if err := clap.Perturb(r, out.Values); err != nil {
 		return fmt.Errorf("s-apes: %w", err)
 	}
-	out.Meta = append(out.Meta, bud.Epsilon)
+	out.Meta = append(out.Meta, ce)
 	d, b := s.Dim, m.B(s.Dim)
 	if b == d {
 		return nil
@@ -413,12 +415,13 @@ func (m SAPES) Account(s Shape, budgets []Budget) (Privacy, error) {
 	if err := m.Check(s, budgets); err != nil {
 		return Privacy{}, fmt.Errorf("s-apes accountant: %w", err)
 	}
-	eps := budgetEpsilons(budgets)
-	epsC, deltaC, bound := apesEoN(eps, m.deltaS)
-	if deltaC == 0 { // unamplified fallback: rigorous composition over all d coordinates
-		return apesPrivacy(s, eps, float64(s.Dim), epsC, deltaC, s.Dim, m.deltaPrime, bound, false)
-	}
+	eps := coordEpsilons(s, budgets)
 	b := m.B(s.Dim)
+	deltaS, deltaPrime := m.deltas(2 * b)
+	epsC, deltaC, bound := apesShuffleBound(eps, deltaS, m.hidden)
+	if deltaC == 0 { // unamplified fallback: rigorous composition over all d coordinates
+		return apesPrivacy(s, eps, budgetEpsilons(budgets), account.Component{Epsilon: epsC}, s.Dim, deltaPrime, bound, false)
+	}
 	bound += fmt.Sprintf("; S-APES Proposition 1 with b=%d (paper's claim: EoN applied to post-sparsified outputs without proof)", b)
-	return apesPrivacy(s, eps, float64(s.Dim), epsC, deltaC, 2*b, m.deltaPrime, bound, true)
+	return apesPrivacy(s, eps, budgetEpsilons(budgets), account.Component{Epsilon: epsC, Delta: deltaC}, 2*b, deltaPrime, bound, true)
 }

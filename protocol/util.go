@@ -52,16 +52,44 @@ func clipCoordinates(x []float64, c float64) {
 
 // clipL2 scales x in place so that its L2 norm is at most c, and returns the
 // norm before clipping.
+//
+// The norm is computed by scaling, m·sqrt(Σ (x_i/m)²) with m = max |x_i|, so
+// that squaring neither overflows (|x_i| > 1.3e154 made the plain sum of
+// squares +Inf and the clipped update all zeros) nor underflows (entries
+// below 1e-162 made it 0, so a vector longer than a tiny c escaped
+// clipping), and x is rescaled as (x_i/m)·(c/sqrt(Σ (x_i/m)²)), which stays
+// finite even when the norm itself exceeds the largest float64 (the returned
+// norm is then +Inf).
+//
+// x must be finite: callers validate updates with checkUpdate, which rejects
+// NaN and ±Inf (a diverged local model is an error, not something to clip).
+// As a last line of defence, a non-finite entry makes clipL2 zero the whole
+// vector (releasing nothing of it, which respects any bound c >= 0) and
+// return NaN.
 func clipL2(x []float64, c float64) float64 {
+	m := 0.0
+	for _, v := range x {
+		a := math.Abs(v)
+		if !(a <= math.MaxFloat64) { // NaN or ±Inf
+			clear(x)
+			return math.NaN()
+		}
+		m = math.Max(m, a)
+	}
+	if m == 0 {
+		return 0
+	}
 	s := 0.0
 	for _, v := range x {
-		s += v * v
+		u := v / m
+		s += u * u
 	}
-	norm := math.Sqrt(s)
+	r := math.Sqrt(s) // in [1, sqrt(len(x))]
+	norm := m * r     // may overflow to +Inf; only reported
 	if norm > c {
-		f := c / norm
-		for i := range x {
-			x[i] *= f
+		f := c / r
+		for i, v := range x {
+			x[i] = (v / m) * f
 		}
 	}
 	return norm

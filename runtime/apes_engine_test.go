@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"shufflefl/account"
 	"shufflefl/protocol"
 )
 
@@ -34,12 +35,13 @@ func TestAPESFamilyLearns(t *testing.T) {
 			cfg.ClientsPerRound = 0
 			cfg.Rounds = 4
 			cfg.EpsDist = "uniform2"
+			cfg.EpsScale = 7850 // APES Table 2 is per coordinate
 			cfg.Options = tc.options
 			cfg.Delta = 1e-5
 			var budgets []protocol.Budget
 			if tc.proto == "e-apes" {
 				for i := 0; i < cfg.Clients; i++ {
-					budgets = append(budgets, protocol.Budget{Epsilon: 20 + float64(i%5)*10, Delta: 1e-5})
+					budgets = append(budgets, protocol.Budget{Epsilon: 20 + float64(i%5)*10, Delta: account.RoundDelta(cfg.Delta, cfg.Rounds)})
 				}
 			}
 			e, err := New(cfg, split, budgets)
@@ -77,6 +79,7 @@ func TestAPESStreamingMatchesFaithful(t *testing.T) {
 			cfg := smallConfig()
 			cfg.Protocol = tc.proto
 			cfg.EpsDist = "uniform2"
+			cfg.EpsScale = 7850
 			cfg.Options = tc.options
 			cfg.Rounds = 2
 			streamingMatchesFaithful(t, cfg, split)
@@ -94,7 +97,6 @@ func TestAPESEngineBadInput(t *testing.T) {
 		want    string
 	}{
 		{"s-apes", map[string]float64{"b": 1e6}, "exceeds the dimension"},
-		{"ldp-min", nil, "min-epsilon"},
 		{"ldp-min", map[string]float64{"min-epsilon": 0.9}, "min-epsilon"},
 	} {
 		cfg := smallConfig()

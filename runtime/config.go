@@ -51,16 +51,34 @@ type Config struct {
 	Mode string `yaml:"mode"`
 
 	Clip float64 `yaml:"clip"`
-	// Epsilon is every client's local budget per round for local and shuffle
-	// protocols, and the target central epsilon of the whole run for
-	// dp-central.
+	// Epsilon is every client's local epsilon for its whole update in one
+	// round (user level), for every private protocol with local noise; a
+	// protocol that spends per coordinate derives eps/d itself. dp-central
+	// ignores it (see TargetEpsilon).
 	Epsilon float64 `yaml:"epsilon"`
 	// EpsDist names a personalized budget distribution (APES Table 2, E-APES
-	// Table 3); it overrides Epsilon for the clients' budgets.
+	// Table 3); it overrides Epsilon for the clients' budgets, which are user
+	// level like Epsilon.
 	EpsDist string `yaml:"eps-dist"`
-	// EpsFile is a file with one epsilon per client (read by the CLI).
-	EpsFile string  `yaml:"eps-file"`
-	Delta   float64 `yaml:"delta"`
+	// EpsFile is a file with one user-level epsilon per client (read by the
+	// CLI).
+	EpsFile string `yaml:"eps-file"`
+	// EpsScale multiplies every client's budget (0 means 1). The named
+	// distributions are in their papers' units — APES Table 2 states
+	// per-coordinate budgets — so `--eps-dist uniform2 --eps-scale 7850`
+	// gives APES's user-level budgets for d = 7,850.
+	EpsScale float64 `yaml:"eps-scale"`
+	// Delta is the target central delta of the whole run; every protocol
+	// derives its per-round (account.RoundDelta) and per-dimension deltas
+	// from it, and the run's accountant composes the rounds within it.
+	Delta float64 `yaml:"delta"`
+	// TargetEpsilon, if positive, is the target cumulative central epsilon
+	// of the whole run: before round 1 the local budgets (the uniform
+	// Epsilon, or a common scale of the personalized budgets) are calibrated
+	// so that the planned rounds spend at most TargetEpsilon at Delta, and a
+	// round that would exceed it is not released. dp-central requires it (its
+	// noise is calibrated to it).
+	TargetEpsilon float64 `yaml:"target-epsilon"`
 	// ClientCap is every client's total local epsilon over the whole run
 	// (0 means no cap). The engine's ledger refuses a release that would
 	// exceed it, and the client sits the round out (group-privacy paper: a
@@ -132,12 +150,14 @@ func (c *Config) Validate() error {
 	if err := checks.IntAtLeast("samples-per-client", c.SamplesPerClient, 0); err != nil {
 		return err
 	}
+	// alpha is only used by the dirichlet partition, but a bad value is
+	// an error whatever the partition (it is never silently ignored).
+	if err := checks.Positive("alpha", c.Alpha); err != nil {
+		return err
+	}
 	switch c.Partition {
 	case "iid":
 	case "dirichlet":
-		if err := checks.Positive("alpha", c.Alpha); err != nil {
-			return err
-		}
 	case "rotated":
 		if err := checks.IntInRange("groups", c.Groups, 1, c.Clients); err != nil {
 			return err
@@ -183,8 +203,21 @@ func (c *Config) Validate() error {
 	if err := checks.NonNegative("client-cap", c.ClientCap); err != nil {
 		return err
 	}
+	if c.EpsScale != 0 {
+		if err := checks.Positive("eps-scale", c.EpsScale); err != nil {
+			return err
+		}
+	}
+	if c.TargetEpsilon != 0 {
+		if err := checks.Epsilon("target-epsilon", c.TargetEpsilon); err != nil {
+			return err
+		}
+	}
 	if c.EpsDist != "" && c.EpsFile != "" {
 		return checks.Invalidf("set only one of eps-dist and eps-file")
+	}
+	if c.Protocol == "nonprivate" && (c.EpsDist != "" || c.EpsFile != "" || c.TargetEpsilon != 0) {
+		return checks.Invalidf("eps-dist, eps-file and target-epsilon have no effect with protocol nonprivate (it has no privacy budgets)")
 	}
 	for k, v := range c.Options {
 		if err := checks.Finite("option "+k, v); err != nil {

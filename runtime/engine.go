@@ -3,6 +3,7 @@ package runtime
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	goruntime "runtime"
 	"slices"
@@ -65,29 +66,34 @@ type Timing struct {
 // Engine runs a federated training simulation. It is not safe for concurrent
 // use; Step runs one round using all configured workers.
 type Engine struct {
-	cfg      Config
-	proto    protocol.Protocol
-	model    fl.Model
-	train    *data.Dataset
-	test     *data.Dataset
-	trainEx  fl.Examples
-	testEx   fl.Examples
-	groups   []int // rotation group of each client (partition "rotated")
-	shards   [][]int
-	budgets  []protocol.Budget
-	ledger   *account.Ledger
-	charges  bool
-	maxSpent float64
-	w        []float64
-	est      []float64
-	round    int
-	workers  int
-	poisson  bool
-	perRound int
-	local    fl.LocalConfig
-	scale    float64
-	pool     sync.Pool
-	trainers chan *worker
+	cfg     Config
+	proto   protocol.Protocol
+	model   fl.Model
+	train   *data.Dataset
+	test    *data.Dataset
+	trainEx fl.Examples
+	testEx  fl.Examples
+	groups  []int // rotation group of each client (partition "rotated")
+	shards  [][]int
+	budgets []protocol.Budget
+	ledger  *account.Ledger
+	acct    *account.Accountant // nil for non-private protocols
+	plan    Plan
+	halted  string // why the run stopped before its planned rounds
+	charges bool
+	// approxLocal: the local randomizer spends the budgets' deltas.
+	approxLocal bool
+	maxSpent    float64
+	w           []float64
+	est         []float64
+	round       int
+	workers     int
+	poisson     bool
+	perRound    int
+	local       fl.LocalConfig
+	scale       float64
+	pool        sync.Pool
+	trainers    chan *worker
 }
 
 type worker struct {
@@ -98,7 +104,10 @@ type worker struct {
 
 // Budgets resolves the clients' privacy budgets from the configuration: a
 // named distribution (EpsDist), an explicit list (one per client, e.g. read
-// from EpsFile by the caller), or the uniform Epsilon.
+// from EpsFile by the caller), or the uniform Epsilon. Every epsilon is user
+// level (a whole update in one round); every budget's delta is the round's
+// share account.RoundDelta(Delta, Rounds) of the run's target delta (the
+// local delta of approximate mechanisms such as ldp-gaussian and e-apes).
 func Budgets(cfg Config, explicit []float64) ([]protocol.Budget, error) {
 	n := cfg.Clients
 	var eps []float64
@@ -120,12 +129,17 @@ func Budgets(cfg Config, explicit []float64) ([]protocol.Budget, error) {
 			eps[i] = cfg.Epsilon
 		}
 	}
+	scale := cfg.EpsScale
+	if scale == 0 {
+		scale = 1
+	}
 	out := make([]protocol.Budget, n)
 	for i, e := range eps {
+		e *= scale
 		if err := checks.Epsilon(fmt.Sprintf("epsilon of client %d", i), e); err != nil {
 			return nil, err
 		}
-		out[i] = protocol.Budget{Epsilon: e, Delta: cfg.Delta}
+		out[i] = protocol.Budget{Epsilon: e, Delta: account.RoundDelta(cfg.Delta, cfg.Rounds)}
 	}
 	return out, nil
 }
@@ -191,11 +205,23 @@ func New(cfg Config, split data.Split, budgets []protocol.Budget) (*Engine, erro
 	if e.perRound == 0 {
 		e.perRound = cfg.Clients
 	}
-	params := protocol.Params{
-		Clip: cfg.Clip, Delta: cfg.Delta, Epsilon: cfg.Epsilon, Rounds: cfg.Rounds,
-		SampleRate: float64(e.perRound) / float64(cfg.Clients), Extra: cfg.Options, Secure: cfg.SecureNoise,
+	if cfg.Protocol == "ldp-min" {
+		// LDP-Min perturbs every client at the population's minimum budget;
+		// unless the option is given, derive it from the budgets.
+		if _, ok := cfg.Options["min-epsilon"]; !ok {
+			lo := math.Inf(1)
+			for _, b := range budgets {
+				lo = math.Min(lo, b.Epsilon)
+			}
+			opts := maps.Clone(cfg.Options)
+			if opts == nil {
+				opts = map[string]float64{}
+			}
+			opts["min-epsilon"] = lo
+			e.cfg.Options = opts
+		}
 	}
-	if e.proto, err = protocol.New(cfg.Protocol, params); err != nil {
+	if e.proto, err = e.buildProtocol(1); err != nil {
 		return nil, err
 	}
 	if ps, ok := e.proto.(protocol.PoissonSampler); ok && ps.PoissonSampling() {
@@ -228,18 +254,13 @@ func New(cfg Config, split data.Split, budgets []protocol.Budget) (*Engine, erro
 	}
 	e.pool.New = func() any { return protocol.NewAggregate(d) }
 
-	// Validate the protocol against the first round's shape now, so that bad
-	// parameters fail before any training.
-	s := e.shape(1)
-	if err := e.proto.Check(s, e.budgets[:min(len(e.budgets), e.perRound)]); err != nil {
+	// Pre-flight: validate the protocol against the first round's shape,
+	// calibrate the budgets to the privacy target, and check that the
+	// planned rounds compose within the run's delta, so that anything that
+	// would fail in round k fails before any training.
+	if err := e.preflight(); err != nil {
 		return nil, err
 	}
-	priv, err := e.proto.Account(s, e.budgets[:min(len(e.budgets), e.perRound)])
-	if err != nil {
-		return nil, err
-	}
-	// Only protocols that give clients a local guarantee charge the ledger.
-	e.charges = priv.Private && !math.IsInf(priv.LocalEpsilon.Max, 1)
 	if cfg.ClientCap > 0 && !e.charges {
 		return nil, checks.Invalidf("client-cap needs a protocol with a local guarantee; %s gives clients none", cfg.Protocol)
 	}
@@ -361,42 +382,24 @@ func (e *Engine) Step() (RoundResult, error) {
 		budgets[i] = e.budgets[c]
 	}
 	res := RoundResult{Round: t}
-	if err := e.proto.Check(s, budgets); err != nil {
-		return res, fmt.Errorf("round %d: %w", t, err)
+	sampled := len(parts)
+	if !e.poisson {
+		s.Sampled = sampled
 	}
 
 	// The accountant's statement does not depend on the data, so it is made
-	// before anything is released.
+	// before anything is released. Each participant's ledger is consulted
+	// first: a release that would exceed the client's cap is refused and the
+	// client sits the round out. The statement is then made for the clients
+	// who really report (fewer reporters, weaker amplification) at the true
+	// sampling rate.
 	t0 := time.Now()
 	var err error
-	if len(budgets) > 0 {
-		res.Privacy, err = e.proto.Account(s, budgets)
-	} else {
-		// Nobody was sampled (possible under Poisson sampling): account with
-		// the population's budgets so the statement still covers the round.
-		res.Privacy, err = e.proto.Account(s, e.budgets)
-	}
-	if err != nil {
-		return res, fmt.Errorf("round %d: accountant: %w", t, err)
-	}
-	// Each participant's ledger is charged before it computes anything: a
-	// release that would exceed the client's cap is refused and the client
-	// sits the round out. A charge is recorded before the report exists.
 	if e.charges {
 		kept := parts[:0:0]
 		var keptB []protocol.Budget
-		ul, perDim := e.proto.(protocol.UserLevelBudget)
 		for i, c := range parts {
-			// The ledger charges the local epsilon of the client's whole
-			// update (protocols that read budgets per dimension convert).
-			eps := budgets[i].Epsilon
-			if perDim {
-				eps = ul.UserEpsilon(s, budgets[i])
-			}
-			err := e.ledger.Charge(account.Release{
-				Client: strconv.Itoa(c), Round: t, Mechanism: e.proto.Name(),
-				LocalEpsilon: eps, LocalDelta: res.Privacy.LocalDelta,
-			})
+			err := e.ledger.Check(e.release(c, t, budgets[i]))
 			switch {
 			case err == nil:
 				kept = append(kept, c)
@@ -408,7 +411,51 @@ func (e *Engine) Step() (RoundResult, error) {
 			}
 		}
 		parts, budgets = kept, keptB
-		for _, c := range parts {
+	}
+	res.Participants = len(parts)
+	// Under fixed-size sampling the round's shape has the clients that
+	// really report. Poisson-sampled protocols keep the expected count
+	// (dp-central's fixed denominator) and release noise even when nobody
+	// takes part.
+	release := e.poisson || len(parts) > 0
+	if !e.poisson && len(parts) > 0 {
+		s.Participants = len(parts)
+	}
+	if release {
+		statBudgets := budgets
+		if len(statBudgets) == 0 {
+			statBudgets = e.budgets // Poisson round with nobody sampled
+		}
+		if err := e.proto.Check(s, statBudgets); err != nil {
+			return res, fmt.Errorf("round %d: %w", t, err)
+		}
+		if res.Privacy, err = e.proto.Account(s, statBudgets); err != nil {
+			return res, fmt.Errorf("round %d: accountant: %w", t, err)
+		}
+	}
+	var st account.Statement
+	if e.acct != nil {
+		st = statement(s, sampled, len(parts), release, res.Privacy)
+		if release && e.cfg.TargetEpsilon > 0 {
+			// The run's target is a hard limit: a round that would take the
+			// cumulative epsilon past it is not released.
+			sp, err := e.acct.Plan(st, 1)
+			if err != nil {
+				return res, fmt.Errorf("round %d: accountant: %w", t, err)
+			}
+			if sp.Epsilon > e.cfg.TargetEpsilon*(1+1e-9) {
+				release = false
+				st.Released = false
+				e.halted = fmt.Sprintf("round %d would take the cumulative epsilon to %.4g, past the target %g: stopped", t, sp.Epsilon, e.cfg.TargetEpsilon)
+			}
+		}
+	}
+	if release && e.charges {
+		// A charge is recorded before the report exists.
+		for i, c := range parts {
+			if err := e.ledger.Charge(e.release(c, t, budgets[i])); err != nil {
+				return res, fmt.Errorf("round %d: ledger: %w", t, err)
+			}
 			sp, err := e.ledger.Spent(strconv.Itoa(c))
 			if err != nil {
 				return res, fmt.Errorf("round %d: ledger: %w", t, err)
@@ -416,22 +463,7 @@ func (e *Engine) Step() (RoundResult, error) {
 			e.maxSpent = math.Max(e.maxSpent, sp.Epsilon)
 		}
 	}
-	res.Participants = len(parts)
-	// Under fixed-size sampling the round's shape is the number of clients
-	// that really report; if some refused, the statement is remade for the
-	// smaller round (less amplification, never more). Poisson-sampled
-	// protocols keep the expected count (dp-central's fixed denominator).
-	skip := false
-	if res.Refused > 0 && !e.poisson {
-		if len(parts) == 0 {
-			skip = true // nobody can report: the model stays as it is
-		} else {
-			s.Participants = len(parts)
-			if res.Privacy, err = e.proto.Account(s, budgets); err != nil {
-				return res, fmt.Errorf("round %d: accountant: %w", t, err)
-			}
-		}
-	}
+	skip := !release
 	res.Timing.Accounting = time.Since(t0).Seconds()
 
 	if !skip {
@@ -459,9 +491,24 @@ func (e *Engine) Step() (RoundResult, error) {
 		}
 		res.Timing.Analyze = time.Since(t0).Seconds()
 	} else {
-		res.Privacy.CentralEpsilon, res.Privacy.CentralDelta = 0, 0
-		res.Privacy.CentralCoordEpsilon, res.Privacy.CentralCoordDelta = 0, 0
+		loc := res.Privacy
+		res.Privacy = protocol.Privacy{Private: loc.Private, LocalEpsilon: loc.LocalEpsilon, LocalCoordEpsilon: loc.LocalCoordEpsilon}
 		res.Privacy.Bound = "no release (every sampled client refused: cap reached)"
+		if e.halted != "" {
+			res.Privacy.Bound = "no release (" + e.halted + ")"
+		}
+		res.Participants = 0
+	}
+	if e.acct != nil {
+		if err := e.acct.Record(st); err != nil {
+			return res, fmt.Errorf("round %d: %w", t, err)
+		}
+		sp := e.acct.Spent()
+		res.Privacy.Private = true
+		res.Privacy.CumulativeEpsilon, res.Privacy.CumulativeDelta, res.Privacy.CumulativeMethod = sp.Epsilon, sp.Delta, sp.Method
+		res.Privacy.CumulativeApproximate = sp.Approximate
+	} else {
+		res.Privacy.CumulativeEpsilon = math.Inf(1)
 	}
 
 	t0 = time.Now()
@@ -479,6 +526,21 @@ func (e *Engine) Step() (RoundResult, error) {
 	e.round = t
 	res.Seconds = time.Since(start).Seconds()
 	return res, nil
+}
+
+// release is the ledger entry of client c's report in round t: the local
+// epsilon of its whole update (user level) and the local delta.
+func (e *Engine) release(c, t int, b protocol.Budget) account.Release {
+	return account.Release{Client: strconv.Itoa(c), Round: t, Mechanism: e.proto.Name(), LocalEpsilon: b.Epsilon, LocalDelta: e.localDelta(b)}
+}
+
+// localDelta is the local delta a client's release spends (0 for pure
+// mechanisms: the protocol's statement says which it is).
+func (e *Engine) localDelta(b protocol.Budget) float64 {
+	if e.approxLocal {
+		return b.Delta
+	}
+	return 0
 }
 
 // clientReport runs one client's local update and encoding into w.report.
@@ -690,6 +752,10 @@ type Summary struct {
 	Workers          int              `json:"workers"`
 	TrainSamples     int              `json:"train_samples"`
 	TestSamples      int              `json:"test_samples"`
+	// Plan is the pre-flight privacy statement (planned rounds, calibration).
+	Plan Plan `json:"plan"`
+	// Halted says why the run stopped before its planned rounds ("" if not).
+	Halted string `json:"halted,omitempty"`
 }
 
 // Run executes the remaining rounds, calling observe after each (observe may
@@ -697,7 +763,7 @@ type Summary struct {
 func (e *Engine) Run(observe func(RoundResult)) (Summary, error) {
 	start := time.Now()
 	sum := Summary{Dim: e.model.Dim(), Workers: e.workers, TrainSamples: e.train.Len(), TestSamples: e.test.Len()}
-	for e.round < e.cfg.Rounds {
+	for e.round < e.cfg.Rounds && e.halted == "" {
 		res, err := e.Step()
 		if err != nil {
 			return sum, err
@@ -711,6 +777,7 @@ func (e *Engine) Run(observe func(RoundResult)) (Summary, error) {
 			observe(res)
 		}
 	}
+	sum.Plan, sum.Halted = e.plan, e.halted
 	sum.Seconds = time.Since(start).Seconds()
 	return sum, nil
 }

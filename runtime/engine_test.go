@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"math"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -55,7 +56,7 @@ func sameTrajectory(t *testing.T, a, b []RoundResult) {
 		if math.Float64bits(x.TestAccuracy) != math.Float64bits(y.TestAccuracy) ||
 			math.Float64bits(x.TestLoss) != math.Float64bits(y.TestLoss) ||
 			x.Participants != y.Participants || x.Reports != y.Reports || x.Dummies != y.Dummies ||
-			x.Privacy != y.Privacy || x.MaxClientEpsilon != y.MaxClientEpsilon {
+			!reflect.DeepEqual(x.Privacy, y.Privacy) || x.MaxClientEpsilon != y.MaxClientEpsilon {
 			t.Fatalf("round %d differs:\n%+v\n%+v", i+1, x, y)
 		}
 	}
@@ -68,6 +69,9 @@ func TestReproducibleAcrossWorkers(t *testing.T) {
 			cfg := smallConfig()
 			cfg.Protocol = proto
 			cfg.Epsilon = 50
+			if proto == "dp-central" {
+				cfg.TargetEpsilon = 50
+			}
 			cfg.Workers = 1
 			one := runAll(t, cfg, split)
 			cfg.Workers = 2
@@ -290,18 +294,24 @@ func TestBudgetsPersonalized(t *testing.T) {
 	}
 }
 
-// TestLedgerChargesUserLevel: APES reads budgets per dimension, so a client
-// at 0.5 per dimension spends 0.5·d on its whole update in a round.
+// TestLedgerChargesUserLevel: --epsilon is the whole update's epsilon for
+// every protocol; APES spends eps/d per coordinate, so a client at 3,925
+// spends 0.5 per dimension and its ledger is charged 3,925.
 func TestLedgerChargesUserLevel(t *testing.T) {
 	split := loadSample(t)
-	cfg := smallConfig()
-	cfg.Protocol = "apes"
-	cfg.Epsilon = 0.5
-	cfg.Rounds = 1
-	cfg.ClientsPerRound = 0
-	res := runAll(t, cfg, split)
-	if want := 0.5 * 7850; math.Abs(res[0].MaxClientEpsilon-want) > 1e-9 {
-		t.Fatalf("max client epsilon %v, want %v", res[0].MaxClientEpsilon, want)
+	for _, proto := range []string{"apes", "ldp-laplace", "pldp", "unis", "s-apes"} {
+		cfg := smallConfig()
+		cfg.Protocol = proto
+		cfg.Epsilon = 3925
+		cfg.Rounds = 1
+		cfg.ClientsPerRound = 0
+		res := runAll(t, cfg, split)
+		if want := 3925.0; math.Abs(res[0].MaxClientEpsilon-want) > 1e-9 || res[0].Privacy.LocalEpsilon.Max != want {
+			t.Fatalf("%s: max client epsilon %v, local %v, want %v", proto, res[0].MaxClientEpsilon, res[0].Privacy.LocalEpsilon.Max, want)
+		}
+		if c := res[0].Privacy.LocalCoordEpsilon.Max; math.Abs(c-0.5) > 1e-12 {
+			t.Fatalf("%s: local epsilon per coordinate %v, want 0.5", proto, c)
+		}
 	}
 }
 

@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"math"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -33,7 +34,7 @@ func TestFlameFaithfulEqualsStreaming(t *testing.T) {
 			cfg.LocalEpochs = 1
 			rs, rf := streamingMatchesFaithful(t, cfg, split)
 			for i := range rs {
-				if rs[i].Privacy != rf[i].Privacy {
+				if !reflect.DeepEqual(rs[i].Privacy, rf[i].Privacy) {
 					t.Fatalf("round %d privacy differs:\n%+v\n%+v", i+1, rs[i].Privacy, rf[i].Privacy)
 				}
 				if math.IsNaN(rs[i].TestAccuracy) || math.Abs(rs[i].TestAccuracy-rf[i].TestAccuracy) > 0.01 {

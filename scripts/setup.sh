@@ -28,5 +28,7 @@ fi
 
 echo "setup: downloading Go modules and building bin/shufflefl"
 go mod download
-go build -o bin/shufflefl ./cmd/shufflefl
+# -buildvcs=true records the git commit in the binary (shufflefl --version
+# and the header of every config.yaml), whatever GOFLAGS says.
+go build -buildvcs=true -o bin/shufflefl ./cmd/shufflefl 2>/dev/null || go build -o bin/shufflefl ./cmd/shufflefl
 echo "setup: done"

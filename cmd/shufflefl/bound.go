@@ -1,16 +1,14 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"math"
 	"os"
-	"sort"
+	"slices"
 	"strings"
-	"text/tabwriter"
 
 	"shufflefl/account"
 	"shufflefl/amplify"
@@ -40,177 +38,77 @@ Protocols and tools:
   flame-topk    FLAME Theorem 5 / Proposition 2 (nu-index privacy of SS-Topk)
   sapes         S-APES Proposition 1 (user level after b-of-d sparsification)
   subsample     amplification by subsampling (without replacement or Poisson)
-  compose       composition over rounds (basic, advanced, best)
+  compose       composition over rounds (basic, advanced, rdp, pld, best)
+  sgm           the Poisson-subsampled Gaussian mechanism (DP-SGD, DP-FedAvg) over T steps (rdp or pld)
 
 Common flags: --json (one JSON object), --compare (every applicable bound side by side),
---target-epsilon (the inverse question), --rounds R (compose the per-round guarantee).
+--target-epsilon (the inverse question), --rounds R with --composition basic|advanced|rdp|pld|best
+(compose the per-round guarantee; default best, which names the winner).
+Every numeric flag is checked before any computation: NaN, infinities and
+out-of-range values are rejected (exit status 2, one line on stderr).
 Run 'shufflefl bound SUBCOMMAND --help' for all flags.
 `
-
-// boundOpts holds every flag of every subcommand; each subcommand registers
-// only the flags it reads.
-type boundOpts struct {
-	eps0, epsL, delta, delta0, deltaPrime, q, nu, beta, targetEps, epsC, deltaC, deltaLocal float64
-	n, d, k, np, rounds, b, seed                                                            int
-	mech, variant, form, method, epsFile, epsDist                                           string
-	legacy, jsonOut, compare, noSubsample                                                   bool
-	// composeInside is set when the subcommand handles --rounds itself (or
-	// when composition already happened inside an inverse search).
-	composeInside bool
-	tv            float64
-}
-
-// flagSpec registers one flag on fs.
-type flagSpec func(fs *flag.FlagSet, o *boundOpts)
-
-var boundFlags = map[string]flagSpec{
-	"eps0": func(fs *flag.FlagSet, o *boundOpts) {
-		fs.Float64Var(&o.eps0, "eps0", 1, "local epsilon of each report (eps0 > 0)")
-	},
-	"eps-l": func(fs *flag.FlagSet, o *boundOpts) {
-		fs.Float64Var(&o.epsL, "eps-l", 78.5, "a client's local budget for its whole d-dimensional vector (FLAME's eps_l)")
-	},
-	"n": func(fs *flag.FlagSet, o *boundOpts) {
-		fs.IntVar(&o.n, "n", 1000, "number of shuffled reports (users); with --eps-dist, the number of budgets drawn (n >= 2)")
-	},
-	"delta": func(fs *flag.FlagSet, o *boundOpts) {
-		fs.Float64Var(&o.delta, "delta", 1e-6, "target central delta in (0, 1) (APES: delta_s; FLAME: delta_c)")
-	},
-	"d": func(fs *flag.FlagSet, o *boundOpts) {
-		fs.IntVar(&o.d, "d", 7850, "model dimension d")
-	},
-	"k": func(fs *flag.FlagSet, o *boundOpts) {
-		fs.IntVar(&o.k, "k", 157, "dimensions sampled per user (SS-Double: beta = k/d); for blanket: domain size of krr/rgb")
-	},
-	"np": func(fs *flag.FlagSet, o *boundOpts) {
-		fs.IntVar(&o.np, "np", 333, "SS-Double/SS-Topk dummy padding: reports per dimension after padding (n_p >= beta n)")
-	},
-	"rounds": func(fs *flag.FlagSet, o *boundOpts) {
-		fs.IntVar(&o.rounds, "rounds", 1, "number of rounds: the per-round guarantee is composed over them (compose: the mechanism's; other subcommands: the better of basic and advanced composition with --delta-prime, E-APES: mu sqrt(rounds)); with --target-epsilon the target applies after composition")
-	},
-	"nu": func(fs *flag.FlagSet, o *boundOpts) {
-		fs.Float64Var(&o.nu, "nu", 0, "requested nu-index privacy (1 <= nu <= 1/beta); 0 prints the strongest nu allowed (Theorem 5)")
-	},
-	"beta": func(fs *flag.FlagSet, o *boundOpts) {
-		fs.Float64Var(&o.beta, "beta", 0, "sampling ratio beta = k/d in (0, 1]; 0 means k/d from --k and --d")
-	},
-	"mech": func(fs *flag.FlagSet, o *boundOpts) {
-		fs.StringVar(&o.mech, "mech", "laplace", "local randomizer: laplace (scale 1/eps0 on [0,1]), krr (k-ary RR, --k), rgb (Balle's R_{gamma,b}, b = --k), generic (any eps0-LDP)")
-	},
-	"mech-best": func(fs *flag.FlagSet, o *boundOpts) {
-		fs.StringVar(&o.mech, "mech", "generic", "local randomizer: generic (any eps0-LDP, default), laplace (scale 1/eps0 on [0,1]), krr (k-ary RR, --k), rgb (Balle's R_{gamma,b}, b = --k); a specific mechanism adds its privacy-blanket bounds")
-	},
-	"variant": func(fs *flag.FlagSet, o *boundOpts) {
-		fs.StringVar(&o.variant, "variant", "bennett", "privacy-blanket concentration bound: bennett (corrected, default) or hoeffding")
-	},
-	"legacy-flame-typo": func(fs *flag.FlagSet, o *boundOpts) {
-		fs.BoolVar(&o.legacy, "legacy-flame-typo", false, "use the FLAWED pre-July-2020 Bennett code (extra factor 1/(m(e^eps-1)) per term) that FLAME's published 0.91/0.24/20.53 came from; it UNDERSTATES delta and must not be used to certify privacy")
-	},
-	"form": func(fs *flag.FlagSet, o *boundOpts) {
-		fs.StringVar(&o.form, "form", "numerical", "numerical (default, tightest) or closed; clones also accepts theorem (FMT Theorem 3.1 as printed); blanket accepts closed (FLAME Lemma 1, needs --mech rgb)")
-	},
-	"method": func(fs *flag.FlagSet, o *boundOpts) {
-		fs.StringVar(&o.method, "method", "", "subsample: wor (without replacement, default) or poisson; compose: best (default), basic or advanced")
-	},
-	"eps-file": func(fs *flag.FlagSet, o *boundOpts) {
-		fs.StringVar(&o.epsFile, "eps-file", "", "personalized budgets: a file with one epsilon per line, or CSV ('-' reads stdin)")
-	},
-	"eps-dist": func(fs *flag.FlagSet, o *boundOpts) {
-		fs.StringVar(&o.epsDist, "eps-dist", "", "personalized budgets drawn from a named distribution ("+strings.Join(account.BudgetDistributions(), ", ")+") with --n and --seed")
-	},
-	"seed": func(fs *flag.FlagSet, o *boundOpts) {
-		fs.IntVar(&o.seed, "seed", 1, "seed for --eps-dist (reproducible)")
-	},
-	"delta0": func(fs *flag.FlagSet, o *boundOpts) {
-		fs.Float64Var(&o.delta0, "delta0", 0, "delta of the mechanism being subsampled or composed, in [0, 1)")
-	},
-	"delta-prime": func(fs *flag.FlagSet, o *boundOpts) {
-		fs.Float64Var(&o.deltaPrime, "delta-prime", 1e-8, "the slack delta' of advanced composition, in (0, 1)")
-	},
-	"q": func(fs *flag.FlagSet, o *boundOpts) {
-		fs.Float64Var(&o.q, "q", 0.01, "sampling rate q in (0, 1] (m/n without replacement, inclusion probability for Poisson)")
-	},
-	"eps-c": func(fs *flag.FlagSet, o *boundOpts) {
-		fs.Float64Var(&o.epsC, "eps-c", 0, "dimension-level central epsilon eps^c (0: compute it by EoN numerical from --eps-file/--eps-dist and --delta)")
-	},
-	"delta-c": func(fs *flag.FlagSet, o *boundOpts) {
-		fs.Float64Var(&o.deltaC, "delta-c", 0, "dimension-level central delta^c (with --eps-c)")
-	},
-	"b": func(fs *flag.FlagSet, o *boundOpts) {
-		fs.IntVar(&o.b, "b", 1570, "S-APES: dimensions uploaded after post-sparsification (0 < b <= d)")
-	},
-	"tv": func(fs *flag.FlagSet, o *boundOpts) {
-		fs.Float64Var(&o.tv, "tv", 0, "E-APES Theorem 3's Berry–Esseen distance tau = C/sqrt(n-1) (the paper's example: 0.0206); > 0 also reports the corrected epsilon (still an approximation; vacuous for delta below about tau)")
-	},
-	"delta-local": func(fs *flag.FlagSet, o *boundOpts) {
-		fs.Float64Var(&o.deltaLocal, "delta-local", 0, "E-APES: every user's local delta_i in [0, 1)")
-	},
-	"target-epsilon": func(fs *flag.FlagSet, o *boundOpts) {
-		fs.Float64Var(&o.targetEps, "target-epsilon", 0, "inverse question: the largest local epsilon (or, for personalized budgets, the largest scale factor on the budget vector) whose central epsilon is at most this")
-	},
-	"json": func(fs *flag.FlagSet, o *boundOpts) {
-		fs.BoolVar(&o.jsonOut, "json", false, "print one JSON object (bound, epsilon, delta, approximation, note, inputs)")
-	},
-	"compare": func(fs *flag.FlagSet, o *boundOpts) {
-		fs.BoolVar(&o.compare, "compare", false, "print every applicable bound side by side (approximations and inapplicable bounds labelled)")
-	},
-	"no-subsampling": func(fs *flag.FlagSet, o *boundOpts) {
-		fs.BoolVar(&o.noSubsample, "no-subsampling", false, "SS-Double without the subsampling credit of Theorem 3 (FLAME's 20.53 figure)")
-	},
-}
 
 // boundCmd is one `shufflefl bound` subcommand.
 type boundCmd struct {
 	summary string
 	flags   []string
-	run     func(o *boundOpts, fs *flag.FlagSet, out *boundOutput) error
+	// check validates combinations of flags; it runs after every flag's
+	// own check and before run.
+	check func(o *boundOpts) error
+	run   func(o *boundOpts, out *boundOutput) error
 }
 
-var personalFlags = []string{"eps-file", "eps-dist", "n", "seed", "delta", "rounds", "delta-prime", "target-epsilon", "compare", "json"}
+var personalFlags = []string{"eps-file", "eps-dist", "n", "seed", "delta", "rounds", "composition", "delta-prime", "target-epsilon", "compare", "json"}
 
 var boundCmds = map[string]boundCmd{
 	"erlingsson": {"Erlingsson et al. 2019: eps = 12 eps0 sqrt(log(1/delta)/n) (eps0 <= 1/2, n >= 1000, delta <= 0.01)",
-		[]string{"eps0", "n", "delta", "rounds", "delta-prime", "target-epsilon", "compare", "json"}, runErlingsson},
+		[]string{"eps0", "n", "delta", "rounds", "composition", "delta-prime", "target-epsilon", "compare", "json"}, nil, runErlingsson},
 	"blanket": {"Balle et al. 2019 privacy blanket: numerical Bennett (default) or Hoeffding bound, or the closed form of FLAME Lemma 1",
-		[]string{"eps0", "n", "delta", "mech", "k", "variant", "form", "legacy-flame-typo", "rounds", "delta-prime", "target-epsilon", "compare", "json"}, runBlanket},
+		[]string{"eps0", "n", "delta", "domain", "k-domain", "mech", "variant", "form", "legacy-flame-typo", "rounds", "composition", "delta-prime", "target-epsilon", "compare", "json"}, checkBlanket, runBlanket},
 	"clones": {"Feldman, McMillan and Talwar 2022: numerical bound (every clone count exact, guaranteed upper bound) or closed form",
-		[]string{"eps0", "n", "delta", "form", "rounds", "delta-prime", "target-epsilon", "compare", "json"}, runClones},
+		[]string{"eps0", "n", "delta", "form", "rounds", "composition", "delta-prime", "target-epsilon", "compare", "json"}, checkForm("numerical", "closed", "theorem"), runClones},
 	"best": {"the tightest valid rigorous bound, named (uniform; personalized with --eps-file or --eps-dist); never an approximation",
-		[]string{"eps0", "n", "delta", "mech-best", "k", "eps-file", "eps-dist", "seed", "rounds", "delta-prime", "compare", "json"}, runBest},
+		[]string{"eps0", "n", "delta", "domain", "k-domain", "mech-best", "eps-file", "eps-dist", "seed", "rounds", "composition", "delta-prime", "compare", "json"}, checkBest, runBest},
 	"unis": {"UniS baseline: the clones bound at max eps_i for all users (default numerical, APES Table 3's 0.069; --form closed is APES Eq. (2))",
-		append([]string{"form"}, personalFlags...), runUniS},
+		append([]string{"form"}, personalFlags...), checkForm("numerical", "closed"), runUniS},
 	"eon": {"APES Echo of Neighbors: numerical (default; exact Poisson-binomial clone counts) or closed form (Theorem 4)",
-		append([]string{"form"}, personalFlags...), runEoN},
-	"eapes": {"E-APES mu-GDP, mu = 2/sqrt(sum p_i): an APPROXIMATION (central limit), not an upper bound",
-		append([]string{"delta-local", "tv"}, personalFlags...), runEAPES},
+		append([]string{"form"}, personalFlags...), checkForm("numerical", "closed"), runEoN},
+	"eapes": {"E-APES mu-GDP, mu = 2/sqrt(sum p_i): an APPROXIMATION (central limit), not an upper bound; rounds compose as mu sqrt(rounds)",
+		[]string{"delta-local", "tv", "eps-file", "eps-dist", "n", "seed", "delta", "rounds", "target-epsilon", "compare", "json"}, checkEAPES, runEAPES},
 	"flame-simple": {"FLAME Theorem 1 (SS-Simple): per-dimension shuffle at eps_l/d, composed over d",
-		[]string{"eps-l", "d", "n", "delta", "mech", "k", "variant", "legacy-flame-typo", "rounds", "delta-prime", "target-epsilon", "json"}, runFlameSimple},
+		[]string{"eps-l", "d", "n", "delta", "domain", "k-domain", "mech", "variant", "legacy-flame-typo", "rounds", "composition-protocol", "delta-prime", "target-epsilon", "json"}, nil, runFlameSimple},
 	"flame-double": {"FLAME Theorems 3-4 (SS-Double): k of d dimensions, padding to n_p, subsampling, composition over 2 beta d",
-		[]string{"eps-l", "d", "k", "n", "np", "delta", "mech", "variant", "legacy-flame-typo", "no-subsampling", "rounds", "delta-prime", "target-epsilon", "json"}, runFlameDouble},
+		[]string{"eps-l", "d", "k", "n", "np", "delta", "domain", "mech", "variant", "legacy-flame-typo", "no-subsampling", "rounds", "composition-protocol", "delta-prime", "target-epsilon", "json"}, nil, runFlameDouble},
 	"flame-topk": {"FLAME Theorem 5 / Proposition 2: nu-index privacy of SS-Topk (the central guarantee is that of flame-double)",
-		[]string{"n", "np", "k", "d", "beta", "nu", "json"}, runFlameTopk},
-	"sapes": {"S-APES Proposition 1: user-level guarantee after b-of-d post-sparsification",
-		[]string{"eps-c", "delta-c", "b", "delta-prime", "eps-file", "eps-dist", "n", "seed", "delta", "json"}, runSAPES},
+		[]string{"n", "np", "d", "k", "beta", "nu", "json"}, checkFlameTopk, runFlameTopk},
+	"sapes": {"S-APES Proposition 1: user-level guarantee after b-of-d post-sparsification (2b compositions of the dimension-level guarantee)",
+		[]string{"eps-c", "delta-c", "b", "composition-protocol", "delta-prime-sapes", "eps-file", "eps-dist", "n", "seed", "delta", "json"}, checkSAPES, runSAPES},
 	"subsample": {"amplification by subsampling (Balle, Barthe, Gaboardi 2018; FLAME Lemma 4): wor or poisson",
-		[]string{"eps0", "delta0", "q", "method", "json"}, runSubsample},
-	"compose": {"composition of rounds: basic, advanced (FLAME Lemma 3 / APES Lemma 2) or best",
-		[]string{"eps0", "delta0", "rounds", "delta-prime", "method", "json"}, runCompose},
+		[]string{"eps0-or-zero", "delta0", "q", "method", "json"}, nil, runSubsample},
+	"compose": {"composition of --rounds rounds of an (eps0, delta0)-DP mechanism: basic, advanced (FLAME Lemma 3 / APES Lemma 2), rdp, pld or best",
+		[]string{"eps0-or-zero", "delta0", "rounds", "delta-prime", "composition", "compose-method", "json"}, nil, runCompose},
+	"sgm": {"Poisson-subsampled Gaussian mechanism (rate q, noise multiplier sigma) composed over T steps: epsilon at --delta or delta at --epsilon, by the rdp (default) or pld accountant",
+		[]string{"sgm-q", "sigma", "steps", "sgm-delta", "sgm-epsilon", "accountant", "json"}, nil, runSGM},
 }
 
-// boundOutput collects what a subcommand reports.
-type boundOutput struct {
-	result  amplify.Bound
-	rows    []amplify.Candidate
-	extra   map[string]any
-	inputs  map[string]any
-	text    []string
-	inverse bool
+func init() {
+	boundFlags["delta-prime-sapes"] = flagDef{"delta-prime", func(fs *flag.FlagSet, o *boundOpts) {
+		fs.Float64Var(&o.deltaPrime, "delta-prime", 1e-8, "the slack delta' of S-APES Proposition 1 (and of --composition advanced, rdp or pld over the 2b compositions), in (0, 1); it is added to the total delta")
+	}, boundFlags["delta-prime"].check}
+	boundFlags["composition-protocol"] = flagDef{"composition", func(fs *flag.FlagSet, o *boundOpts) {
+		fs.StringVar(&o.composition, "composition", "best", "how guarantees compose: basic, advanced, rdp, pld or best (the tightest, named). Over --rounds the default is best; inside the protocol (FLAME: over the dimensions, S-APES: over 2b) the default is the paper's theorem and a given --composition replaces it")
+	}, boundFlags["composition"].check}
 }
 
-// runBound implements `shufflefl bound SUBCOMMAND [flags]`. It returns the process exit status: 0 on success, 2 on a usage or invalid-parameter error (one clear message on stderr), 1 on an internal failure.
+// runBound implements `shufflefl bound SUBCOMMAND [flags]`. It returns the
+// process exit status: 0 on success (and for --help, which prints to stdout),
+// 2 on a usage or invalid-parameter error (one line on stderr), 1 on an
+// internal failure.
 //
-// The pure computations live in package amplify (and account); this
-// function only parses flags, loads budgets, calls them and prints.
+// Every flag is validated before any computation. The pure computations live
+// in package amplify (and account); this function only parses flags, loads
+// budgets, calls them and prints.
 func runBound(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, boundUsage)
@@ -224,184 +122,523 @@ func runBound(args []string, stdout, stderr io.Writer) int {
 	name := args[0]
 	cmd, ok := boundCmds[name]
 	if !ok {
-		fmt.Fprintf(stderr, "shufflefl bound: unknown subcommand %q\n\n%s", name, boundUsage)
+		fmt.Fprintf(stderr, "shufflefl bound: unknown subcommand %q (run 'shufflefl bound --help' for the list)\n", name)
 		return 2
 	}
-	fs := flag.NewFlagSet("shufflefl bound "+name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	o := &boundOpts{rounds: 1}
-	for _, f := range cmd.flags {
-		boundFlags[f](fs, o)
-	}
-	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: shufflefl bound %s [flags]\n\n%s\n\nFlags:\n", name, cmd.summary)
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args[1:]); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "shufflefl bound %s: unexpected argument %q\n", name, fs.Arg(0))
-		return 2
-	}
-	out := &boundOutput{inputs: map[string]any{}, extra: map[string]any{}}
-	fs.VisitAll(func(f *flag.Flag) {
-		if g, ok := f.Value.(flag.Getter); ok {
-			out.inputs[f.Name] = g.Get()
-		}
-	})
-	if err := checks.IntAtLeast("--rounds", o.rounds, 1); err != nil {
-		fmt.Fprintf(stderr, "shufflefl bound %s: %v\n", name, err)
-		return 2
-	}
-	if name == "compose" || name == "subsample" || name == "flame-topk" || name == "sapes" {
-		o.composeInside = true
-	}
-	err := cmd.run(o, fs, out)
-	if err == nil && !o.composeInside && o.rounds > 1 {
-		err = composeOutput(o, out)
-	}
-	if err != nil {
+	fail := func(err error) int {
 		fmt.Fprintf(stderr, "shufflefl bound %s: %v\n", name, err)
 		if errors.Is(err, checks.ErrInvalid) {
 			return 2
 		}
 		return 1
 	}
-	if err := printBound(stdout, name, o, out); err != nil {
+	fs := flag.NewFlagSet("shufflefl bound "+name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard) // errors are reported on one line below
+	o := &boundOpts{rounds: 1, set: map[string]bool{}}
+	for _, f := range cmd.flags {
+		boundFlags[f].register(fs, o)
+	}
+	if err := fs.Parse(args[1:]); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fs.SetOutput(stdout)
+			fmt.Fprintf(stdout, "Usage: shufflefl bound %s [flags]\n\n%s\n\nFlags:\n", name, cmd.summary)
+			printFlags(stdout, fs)
+			return 0
+		}
+		fmt.Fprintf(stderr, "shufflefl bound %s: %s (run 'shufflefl bound %s --help')\n", name, flagError(err), name)
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "shufflefl bound %s: unexpected argument %q\n", name, fs.Arg(0))
+		return 2
+	}
+	fs.Visit(func(f *flag.Flag) { o.set[f.Name] = true })
+	if err := normalizeAliases(o, cmd); err != nil {
+		return fail(err)
+	}
+	for _, f := range cmd.flags {
+		if c := boundFlags[f].check; c != nil {
+			if err := c(o); err != nil {
+				return fail(err)
+			}
+		}
+	}
+	if err := checkRoundsFlags(name, o); err != nil {
+		return fail(err)
+	}
+	if cmd.check != nil {
+		if err := cmd.check(o); err != nil {
+			return fail(err)
+		}
+	}
+	out := &boundOutput{inputs: map[string]any{}, extra: map[string]any{}}
+	fs.VisitAll(func(f *flag.Flag) {
+		if strings.HasPrefix(f.Usage, "DEPRECATED") && !o.set[f.Name] {
+			return
+		}
+		if g, ok := f.Value.(flag.Getter); ok {
+			out.inputs[f.Name] = g.Get()
+		}
+	})
+	switch name {
+	case "compose", "subsample", "flame-topk", "sapes", "sgm":
+		o.composeInside = true
+	}
+	err := cmd.run(o, out)
+	if err == nil {
+		markLegacy(out)
+		if !o.composeInside && o.rounds > 1 {
+			err = composeOutput(o, out)
+		}
+	}
+	if err == nil && !out.noEpsDelta && (!isFinite(out.result.Epsilon) || !isFinite(out.result.Delta)) {
+		err = checks.Invalidf("result is not finite (epsilon = %v, delta = %v): the parameters are beyond what this bound can express", out.result.Epsilon, out.result.Delta)
+	}
+	if err != nil {
+		return fail(err)
+	}
+	if err := printBound(stdout, o, out); err != nil {
 		fmt.Fprintf(stderr, "shufflefl bound %s: %v\n", name, err)
 		return 1
 	}
 	return 0
 }
 
-// printBound writes the result as text or as one JSON object.
-func printBound(w io.Writer, name string, o *boundOpts, out *boundOutput) error {
-	if o.jsonOut {
-		obj := map[string]any{
-			"bound":         out.result.Name,
-			"epsilon":       out.result.Epsilon,
-			"delta":         out.result.Delta,
-			"approximation": out.result.Approximation,
-			"inputs":        out.inputs,
+// normalizeAliases resolves deprecated flag names: --k for the domain size
+// (blanket, best, flame-simple; now --domain) and compose's --method (now
+// --composition). Giving both names with different values is an error.
+func normalizeAliases(o *boundOpts, cmd boundCmd) error {
+	if slices.Contains(cmd.flags, "k-domain") && o.set["k"] {
+		if o.set["domain"] && o.domain != o.kAlias {
+			return checks.Invalidf("--k (deprecated) and --domain disagree (%d and %d); give --domain only", o.kAlias, o.domain)
 		}
-		if out.result.Note != "" {
-			obj["note"] = out.result.Note
+		if o.kAlias < 2 {
+			return checks.Invalidf("--k (deprecated alias of --domain) must be >= 2, got %d", o.kAlias)
 		}
-		for k, v := range out.extra {
-			obj[k] = v
-		}
-		if out.rows != nil {
-			rows := make([]map[string]any, 0, len(out.rows))
-			for _, r := range out.rows {
-				m := map[string]any{"bound": r.Name, "approximation": r.Approximation}
-				if r.Err != "" {
-					m["error"] = r.Err
-					m["epsilon"] = nil
-				} else {
-					m["epsilon"] = r.Epsilon
-					m["delta"] = r.Delta
-					m["note"] = r.Note
-				}
-				rows = append(rows, m)
-			}
-			obj["compare"] = rows
-		}
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(obj)
+		o.domain = o.kAlias
+		o.set["domain"] = true
 	}
-	for _, t := range out.text {
-		fmt.Fprintln(w, t)
+	if slices.Contains(cmd.flags, "compose-method") && o.set["method"] {
+		if o.set["composition"] && o.method != o.composition {
+			return checks.Invalidf("--method (deprecated) and --composition disagree (%q and %q); give --composition only", o.method, o.composition)
+		}
+		o.composition = o.method
+		o.set["composition"] = true
 	}
-	if out.rows != nil {
-		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "BOUND\tEPSILON\tDELTA\tNOTE")
-		for _, r := range out.rows {
-			if r.Err != "" {
-				fmt.Fprintf(tw, "%s\t-\t-\tnot applicable: %s\n", r.Name, r.Err)
-				continue
-			}
-			note := r.Note
-			if r.Approximation {
-				note = "APPROXIMATION (not an upper bound): " + note
-			}
-			fmt.Fprintf(tw, "%s\t%.6g\t%.3g\t%s\n", r.Name, r.Epsilon, r.Delta, note)
-		}
-		if err := tw.Flush(); err != nil {
-			return err
-		}
-		fmt.Fprintf(w, "best (rigorous): %s epsilon = %.6g delta = %.3g\n", out.result.Name, out.result.Epsilon, out.result.Delta)
+	return nil
+}
+
+// checkRoundsFlags rejects --composition and --delta-prime where they would
+// be ignored: in the subcommands that compose only over --rounds, when there
+// is a single round (FLAME also composes over dimensions; S-APES, compose and
+// sgm always use them).
+func checkRoundsFlags(name string, o *boundOpts) error {
+	if o.rounds > 1 {
 		return nil
 	}
-	r := out.result
-	label := "epsilon"
-	if out.inverse {
-		label = "central epsilon at that value"
+	switch name {
+	case "compose", "sapes", "sgm", "subsample", "flame-topk":
+		return nil
+	case "flame-simple", "flame-double":
+		if o.set["delta-prime"] {
+			return checks.Invalidf("--delta-prime applies only with --rounds > 1 (FLAME's composition over dimensions uses delta_cd as its slack)")
+		}
+		return nil
 	}
-	fmt.Fprintf(w, "%s: %s = %.6g, delta = %.3g\n", r.Name, label, r.Epsilon, r.Delta)
-	if r.Approximation {
-		fmt.Fprintln(w, "WARNING: this is an APPROXIMATION (central-limit step), not a proven upper bound")
-	}
-	if r.Note != "" {
-		fmt.Fprintf(w, "  (%s)\n", r.Note)
-	}
-	keys := make([]string, 0, len(out.extra))
-	for k := range out.extra {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		fmt.Fprintf(w, "  %s = %v\n", k, out.extra[k])
+	for _, f := range []string{"composition", "delta-prime"} {
+		if o.set[f] {
+			return checks.Invalidf("--%s applies only with --rounds > 1", f)
+		}
 	}
 	return nil
 }
 
-// composeRounds composes a rigorous per-round guarantee over o.rounds rounds
-// with the better of basic and advanced composition (account.ComposeBest).
-func composeRounds(o *boundOpts, b amplify.Bound) (amplify.Bound, error) {
-	if o.rounds <= 1 {
-		return b, nil
-	}
-	if b.Approximation {
-		return b, checks.Invalidf("bound %s is an approximation and is not composed here", b.Name)
-	}
-	e, d, adv, err := account.ComposeBest(b.Epsilon, b.Delta, o.rounds, o.deltaPrime)
-	if err != nil {
-		return b, err
-	}
-	how := "basic"
-	if adv {
-		how = "advanced"
-	}
-	b.Note = fmt.Sprintf("%s; composed over %d rounds (%s composition)", b.Note, o.rounds, how)
-	b.Epsilon, b.Delta = e, d
-	return b, nil
+// checkForm returns a check accepting the given --form values.
+func checkForm(allowed ...string) func(o *boundOpts) error {
+	return func(o *boundOpts) error { return oneOf("--form", o.form, allowed...) }
 }
 
-// composeOutput applies --rounds to the result and to every comparison row.
-func composeOutput(o *boundOpts, out *boundOutput) error {
-	out.extra["per_round_epsilon"] = out.result.Epsilon
-	out.extra["per_round_delta"] = out.result.Delta
-	out.extra["rounds"] = o.rounds
-	var err error
-	if !out.result.Approximation && out.result.Name != "" {
-		if out.result, err = composeRounds(o, out.result); err != nil {
+func checkBlanket(o *boundOpts) error {
+	if err := checkForm("numerical", "closed")(o); err != nil {
+		return err
+	}
+	if o.form == "closed" {
+		if o.mech != "rgb" {
+			return checks.Invalidf("--form closed (FLAME Lemma 1) applies to --mech rgb only")
+		}
+		if o.legacy || o.set["variant"] {
+			return checks.Invalidf("--variant and --legacy-flame-typo apply to --form numerical only")
+		}
+	}
+	return nil
+}
+
+func checkBest(o *boundOpts) error {
+	if o.epsFile != "" || o.epsDist != "" {
+		for _, f := range []string{"eps0", "mech", "domain"} {
+			if o.set[f] {
+				return checks.Invalidf("--%s applies to uniform budgets; it cannot be combined with --eps-file or --eps-dist", f)
+			}
+		}
+	}
+	return nil
+}
+
+func checkEAPES(o *boundOpts) error {
+	if o.set["target-epsilon"] {
+		return checks.Invalidf("--target-epsilon is not offered for E-APES: it is an approximation, not an upper bound; use eon")
+	}
+	if o.tv > 0 && o.rounds > 1 {
+		return checks.Invalidf("--tv (the Berry–Esseen correction) is per round; it cannot be combined with --rounds")
+	}
+	return nil
+}
+
+func checkFlameTopk(o *boundOpts) error {
+	if o.set["beta"] && (o.set["k"] || o.set["d"]) {
+		return checks.Invalidf("give --beta or --k and --d, not both")
+	}
+	if o.set["beta"] && o.beta == 0 {
+		return checks.Invalidf("--beta must be in (0, 1], got 0")
+	}
+	if o.nu != 0 && (o.set["n"] || o.set["np"]) {
+		return checks.Invalidf("--n and --np are not used with --nu (Proposition 2 depends on nu and beta only)")
+	}
+	return nil
+}
+
+func checkSAPES(o *boundOpts) error {
+	if err := checks.IntInRange("--b", o.b, 1, math.MaxInt32); err != nil {
+		return err
+	}
+	if o.set["eps-c"] {
+		for _, f := range []string{"delta", "eps-file", "eps-dist", "n", "seed"} {
+			if o.set[f] {
+				return checks.Invalidf("--%s cannot be combined with --eps-c: it configures the EoN computation of eps^c; give the dimension-level delta with --delta-c", f)
+			}
+		}
+		return nil
+	}
+	if o.set["delta-c"] {
+		return checks.Invalidf("--delta-c needs --eps-c (without --eps-c both are computed by EoN from the budgets and --delta)")
+	}
+	return nil
+}
+
+// setCompare fills out with a comparison and its best rigorous row (rows are
+// sorted by epsilon): the first that is neither an approximation nor legacy
+// and needs no extra assumption (amplify.Bound.Assumption); only if there is
+// none, the first rigorous one under an assumption, which is then printed.
+func setCompare(out *boundOutput, rows []amplify.Candidate) error {
+	out.rows = rows
+	for _, standard := range []bool{true, false} {
+		for _, r := range rows {
+			if r.Err == "" && !r.Approximation && !isLegacy(r.Bound) && (!standard || r.Assumption == "") {
+				out.result = r.Bound
+				return nil
+			}
+		}
+	}
+	return checks.Invalidf("no bound applies to these parameters")
+}
+
+func randomizer(o *boundOpts) (amplify.Randomizer, error) {
+	m, err := amplify.ParseMechanism(o.mech)
+	if err != nil {
+		return amplify.Randomizer{}, err
+	}
+	return amplify.Randomizer{Mech: m, K: o.domain}, nil
+}
+
+func blanketVariant(o *boundOpts) (amplify.BlanketVariant, error) {
+	if o.legacy {
+		return amplify.BennettLegacyFLAME, nil
+	}
+	switch o.variant {
+	case "bennett":
+		return amplify.Bennett, nil
+	case "hoeffding":
+		return amplify.Hoeffding, nil
+	}
+	return 0, checks.Invalidf("--variant must be bennett or hoeffding, got %q", o.variant)
+}
+
+// capError reports that an inverse search stopped at its cap: every value up
+// to the cap meets the target, so there is no finite answer to report.
+func capError(what string, limit, epsAtCap, target float64) error {
+	return checks.Invalidf("the search for the largest %s reached its cap %s = %v (central epsilon there is %s <= target %v): the target does not constrain %s below the cap; lower --target-epsilon",
+		what, what, limit, epsUp(epsAtCap), target, what)
+}
+
+// Caps of the inverse searches.
+const (
+	capEps0  = 30  // uniform local epsilon
+	capEpsL  = 1e5 // FLAME's eps_l
+	capScale = 1e3 // scale factor on a personalized budget vector
+)
+
+// inverseUniform answers --target-epsilon for a uniform amplifier: the largest
+// eps0 whose guarantee, composed over --rounds by --composition, is at most
+// the target. The search and the reported result use the same function, so
+// the printed epsilon, delta and composition are the ones achieved at the
+// returned eps0.
+func inverseUniform(o *boundOpts, out *boundOutput, name, note string, amp1 amplify.Amplifier) error {
+	o.composeInside = true
+	total := func(e0 float64) (amplify.Bound, string, error) {
+		e, err := amp1(e0, o.n, o.delta)
+		if err != nil {
+			return amplify.Bound{}, "", err
+		}
+		return composeRounds(o, amplify.Bound{Name: name, Epsilon: e, Delta: o.delta, Note: "inverse calibration; " + note})
+	}
+	amp := func(e0 float64, _ int, _ float64) (float64, error) {
+		b, _, err := total(e0)
+		return b.Epsilon, err
+	}
+	e0, err := amplify.InverseEps0(amp, o.targetEps, o.n, o.delta, capEps0)
+	if err != nil {
+		return err
+	}
+	b, how, err := total(e0)
+	if err != nil {
+		return err
+	}
+	if e0 >= capEps0 {
+		return capError("eps0", capEps0, b.Epsilon, o.targetEps)
+	}
+	if o.rounds > 1 {
+		out.extra["rounds"] = o.rounds
+		out.extra["composition"] = how
+	}
+	out.inverse = true
+	out.result = b
+	out.extra["max_eps0"] = e0
+	out.text = append(out.text, fmt.Sprintf("largest local eps0 = %s for target central epsilon %v (n = %d, delta = %v per round)", fmtSig(e0, 6, false), o.targetEps, o.n, o.delta))
+	return nil
+}
+
+func runErlingsson(o *boundOpts, out *boundOutput) error {
+	if o.compare {
+		rows, err := amplify.CompareUniform(o.eps0, o.n, o.delta, amplify.Randomizer{Mech: amplify.Generic}, false)
+		if err != nil {
 			return err
 		}
+		return setCompare(out, rows)
 	}
-	for i, r := range out.rows {
-		if r.Err != "" || r.Approximation {
-			continue
-		}
-		if out.rows[i].Bound, err = composeRounds(o, r.Bound); err != nil {
-			out.rows[i].Err = err.Error()
-		}
+	const note = "Erlingsson et al. 2019"
+	if o.set["target-epsilon"] {
+		return inverseUniform(o, out, "erlingsson", note, amplify.Erlingsson)
 	}
+	e, err := amplify.Erlingsson(o.eps0, o.n, o.delta)
+	if err != nil {
+		return err
+	}
+	out.result = amplify.Bound{Name: "erlingsson", Epsilon: e, Delta: o.delta, Note: note}
 	return nil
+}
+
+func runBlanket(o *boundOpts, out *boundOutput) error {
+	r, err := randomizer(o)
+	if err != nil {
+		return err
+	}
+	if o.compare {
+		rows, err := amplify.CompareUniform(o.eps0, o.n, o.delta, r, o.legacy)
+		if err != nil {
+			return err
+		}
+		return setCompare(out, rows)
+	}
+	if o.form == "closed" {
+		amp := func(e0 float64, n int, d float64) (float64, error) { return amplify.BlanketClosedForm(e0, r.K, n, d) }
+		const note = "Balle et al. 2019 / FLAME Lemma 1"
+		if o.set["target-epsilon"] {
+			return inverseUniform(o, out, "blanket-closed", note, amp)
+		}
+		e, err := amp(o.eps0, o.n, o.delta)
+		if err != nil {
+			return err
+		}
+		out.result = amplify.Bound{Name: "blanket-closed", Epsilon: e, Delta: o.delta, Note: note}
+		return nil
+	}
+	v, err := blanketVariant(o)
+	if err != nil {
+		return err
+	}
+	name := "blanket-" + v.String() + "-" + r.Mech.String()
+	note := "Balle et al. 2019, numerical"
+	if v == amplify.BennettLegacyFLAME {
+		note = "FLAWED legacy pre-July-2020 Bennett code: understates delta; for reproducing FLAME's figures only"
+	}
+	if o.set["target-epsilon"] {
+		return inverseUniform(o, out, name, note, amplify.BlanketAmplifier(r, v))
+	}
+	e, ok, err := amplify.BlanketEpsilon(r, v, o.eps0, o.n, o.delta)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		note += "; no amplification at these parameters (eps0 returned)"
+	}
+	out.result = amplify.Bound{Name: name, Epsilon: e, Delta: o.delta, Note: note}
+	return nil
+}
+
+func runClones(o *boundOpts, out *boundOutput) error {
+	if o.compare {
+		rows, err := amplify.CompareUniform(o.eps0, o.n, o.delta, amplify.Randomizer{Mech: amplify.Generic}, false)
+		if err != nil {
+			return err
+		}
+		return setCompare(out, rows)
+	}
+	var amp amplify.Amplifier
+	var name, note string
+	switch o.form {
+	case "numerical":
+		amp, name, note = amplify.ClonesNumerical, "clones-numerical", "FMT 2022 numerical, every clone count exact (guaranteed upper bound)"
+	case "closed":
+		amp, name, note = amplify.ClonesClosedForm, "clones-closed", "FMT 2022 closed form (authors' code form)"
+	case "theorem":
+		amp, name, note = amplify.ClonesTheorem, "clones-theorem", "FMT 2022 Theorem 3.1 as printed (APES Eq. 2)"
+	default:
+		return checks.Invalidf("--form must be numerical, closed or theorem, got %q", o.form)
+	}
+	if o.set["target-epsilon"] {
+		return inverseUniform(o, out, name, note, amp)
+	}
+	e, err := amp(o.eps0, o.n, o.delta)
+	if err != nil {
+		return err
+	}
+	out.result = amplify.Bound{Name: name, Epsilon: e, Delta: o.delta, Note: note}
+	return nil
+}
+
+// budgets loads personalized epsilons from --eps-file or --eps-dist (the
+// flags were validated by runBound: one source, n <= account.MaxBudgets).
+func budgets(o *boundOpts, out *boundOutput) ([]float64, error) {
+	var eps []float64
+	switch {
+	case o.epsFile != "":
+		var r io.Reader = os.Stdin
+		if o.epsFile != "-" {
+			f, err := os.Open(o.epsFile)
+			if err != nil {
+				return nil, checks.Invalidf("--eps-file: %v", err)
+			}
+			defer f.Close()
+			r = f
+		}
+		e, err := account.ReadBudgets(r)
+		if err != nil {
+			return nil, fmt.Errorf("--eps-file %s: %w", o.epsFile, err)
+		}
+		eps = e
+	case o.epsDist != "":
+		e, err := account.Budgets(o.epsDist, o.n, rng.Stream(uint64(o.seed)))
+		if err != nil {
+			return nil, fmt.Errorf("--eps-dist %s: %w", o.epsDist, err)
+		}
+		eps = e
+	default:
+		return nil, checks.Invalidf("personalized bounds need --eps-file FILE or --eps-dist NAME (with --n and --seed)")
+	}
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for _, e := range eps {
+		lo, hi = math.Min(lo, e), math.Max(hi, e)
+	}
+	out.inputs["budgets"] = map[string]any{"count": len(eps), "min": lo, "max": hi}
+	return eps, nil
+}
+
+// personalCmd runs a personalized bound with --compare and --target-epsilon.
+func personalCmd(o *boundOpts, out *boundOutput, bound amplify.PersonalBound) error {
+	eps, err := budgets(o, out)
+	if err != nil {
+		return err
+	}
+	if o.compare {
+		rows, err := comparePersonal(o, out, eps)
+		if err != nil {
+			return err
+		}
+		return setCompare(out, rows)
+	}
+	if o.set["target-epsilon"] {
+		o.composeInside = true
+		var how string
+		composed := func(e []float64, d float64) (amplify.Bound, error) {
+			b, err := bound(e, d)
+			if err != nil {
+				return b, err
+			}
+			b, how, err = composeRounds(o, b)
+			return b, err
+		}
+		s, err := amplify.InverseScale(composed, eps, o.delta, o.targetEps, capScale)
+		if err != nil {
+			return err
+		}
+		scaled := make([]float64, len(eps))
+		for i, e := range eps {
+			scaled[i] = s * e
+		}
+		b, err := composed(scaled, o.delta)
+		if err != nil {
+			return err
+		}
+		if s >= capScale {
+			return capError("scale factor", capScale, b.Epsilon, o.targetEps)
+		}
+		if o.rounds > 1 {
+			out.extra["rounds"] = o.rounds
+			out.extra["composition"] = how
+		}
+		out.inverse = true
+		out.result = b
+		out.extra["scale"] = s
+		out.text = append(out.text, fmt.Sprintf("largest scale factor on the budget vector = %s for target central epsilon %v", fmtSig(s, 6, false), o.targetEps))
+		return nil
+	}
+	b, err := bound(eps, o.delta)
+	if err != nil {
+		return err
+	}
+	out.result = b
+	return nil
+}
+
+func runUniS(o *boundOpts, out *boundOutput) error {
+	if o.form == "closed" {
+		return personalCmd(o, out, amplify.UniS)
+	}
+	return personalCmd(o, out, amplify.UniSNumerical)
+}
+
+func runEoN(o *boundOpts, out *boundOutput) error {
+	if o.form == "closed" {
+		return personalCmd(o, out, amplify.EoNClosedForm)
+	}
+	return personalCmd(o, out, amplify.EoNNumerical)
+}
+
+func runEAPES(o *boundOpts, out *boundOutput) error {
+	if !o.compare {
+		// The single E-APES result composes by GDP inside eapesRounds.
+		o.composeInside = true
+	}
+	return personalCmd(o, out, func(eps []float64, delta float64) (amplify.Bound, error) {
+		var ds []float64
+		if o.deltaLocal > 0 {
+			ds = make([]float64, len(eps))
+			for i := range ds {
+				ds[i] = o.deltaLocal
+			}
+		}
+		return eapesRounds(o, out, eps, ds, delta)
+	})
 }
 
 // eapesRounds returns E-APES for eps composed over o.rounds rounds: GDP
@@ -424,9 +661,8 @@ func eapesRounds(o *boundOpts, out *boundOutput, eps, ds []float64, delta float6
 		return amplify.Bound{}, err
 	}
 	if o.tv > 0 {
-		if o.rounds > 1 {
-			return amplify.Bound{}, checks.Invalidf("--tv (the Berry–Esseen correction) is per round; it cannot be combined with --rounds")
-		}
+		// --tv, --delta-local and --delta were validated: an error here
+		// means the correction is vacuous at this delta, a result.
 		ec, err := amplify.EAPESCorrectedEpsilon(mu, o.tv, o.deltaLocal, delta)
 		if err != nil {
 			out.extra["eps_berry_esseen_corrected"] = "none: " + err.Error()
@@ -457,327 +693,24 @@ func comparePersonal(o *boundOpts, out *boundOutput, eps []float64) ([]amplify.C
 	return rows, nil
 }
 
-// setCompare fills out with a comparison and its best rigorous row.
-func setCompare(out *boundOutput, rows []amplify.Candidate) error {
-	out.rows = rows
-	for _, r := range rows {
-		if r.Err == "" && !r.Approximation && !strings.Contains(r.Name, "legacy") {
-			out.result = r.Bound
-			return nil
-		}
-	}
-	return checks.Invalidf("no bound applies to these parameters")
-}
-
-func randomizer(o *boundOpts) (amplify.Randomizer, error) {
-	m, err := amplify.ParseMechanism(o.mech)
-	if err != nil {
-		return amplify.Randomizer{}, err
-	}
-	return amplify.Randomizer{Mech: m, K: o.k}, nil
-}
-
-func blanketVariant(o *boundOpts) (amplify.BlanketVariant, error) {
-	if o.legacy {
-		return amplify.BennettLegacyFLAME, nil
-	}
-	switch o.variant {
-	case "bennett":
-		return amplify.Bennett, nil
-	case "hoeffding":
-		return amplify.Hoeffding, nil
-	}
-	return 0, checks.Invalidf("--variant must be bennett or hoeffding, got %q", o.variant)
-}
-
-// inverseUniform answers --target-epsilon for a uniform amplifier.
-func inverseUniform(o *boundOpts, out *boundOutput, name string, amp1 amplify.Amplifier) error {
-	amp := func(e0 float64, n int, d float64) (float64, error) {
-		e, err := amp1(e0, n, d)
-		if err != nil {
-			return 0, err
-		}
-		b, err := composeRounds(o, amplify.Bound{Epsilon: e, Delta: d})
-		return b.Epsilon, err
-	}
-	o.composeInside = true
-	e0, err := amplify.InverseEps0(amp, o.targetEps, o.n, o.delta, 30)
-	if err != nil {
-		return err
-	}
-	e, err := amp(e0, o.n, o.delta)
-	if err != nil {
-		return err
-	}
-	out.inverse = true
-	out.result, _ = composeRounds(o, amplify.Bound{Name: name, Epsilon: e, Delta: o.delta, Note: "inverse calibration"})
-	if o.rounds > 1 {
-		out.result.Epsilon = e
-	}
-	out.extra["max_eps0"] = e0
-	out.text = append(out.text, fmt.Sprintf("largest local eps0 = %.6g for target central epsilon %.6g (n = %d, delta = %.3g)", e0, o.targetEps, o.n, o.delta))
-	return nil
-}
-
-func runErlingsson(o *boundOpts, _ *flag.FlagSet, out *boundOutput) error {
-	if o.compare {
-		rows, err := amplify.CompareUniform(o.eps0, o.n, o.delta, amplify.Randomizer{Mech: amplify.Generic}, false)
-		if err != nil {
-			return err
-		}
-		return setCompare(out, rows)
-	}
-	if o.targetEps > 0 {
-		return inverseUniform(o, out, "erlingsson", amplify.Erlingsson)
-	}
-	e, err := amplify.Erlingsson(o.eps0, o.n, o.delta)
-	if err != nil {
-		return err
-	}
-	out.result = amplify.Bound{Name: "erlingsson", Epsilon: e, Delta: o.delta, Note: "Erlingsson et al. 2019"}
-	return nil
-}
-
-func runBlanket(o *boundOpts, _ *flag.FlagSet, out *boundOutput) error {
-	r, err := randomizer(o)
-	if err != nil {
-		return err
-	}
-	if o.compare {
-		rows, err := amplify.CompareUniform(o.eps0, o.n, o.delta, r, o.legacy)
-		if err != nil {
-			return err
-		}
-		return setCompare(out, rows)
-	}
-	if o.form == "closed" {
-		if r.Mech != amplify.RGammaB {
-			return checks.Invalidf("--form closed (FLAME Lemma 1) applies to --mech rgb only")
-		}
-		amp := func(e0 float64, n int, d float64) (float64, error) { return amplify.BlanketClosedForm(e0, r.K, n, d) }
-		if o.targetEps > 0 {
-			return inverseUniform(o, out, "blanket-closed", amp)
-		}
-		e, err := amp(o.eps0, o.n, o.delta)
-		if err != nil {
-			return err
-		}
-		out.result = amplify.Bound{Name: "blanket-closed", Epsilon: e, Delta: o.delta, Note: "Balle et al. 2019 / FLAME Lemma 1"}
-		return nil
-	} else if o.form != "numerical" {
-		return checks.Invalidf("--form must be numerical or closed for blanket, got %q", o.form)
-	}
-	v, err := blanketVariant(o)
-	if err != nil {
-		return err
-	}
-	name := "blanket-" + v.String() + "-" + r.Mech.String()
-	if o.targetEps > 0 {
-		return inverseUniform(o, out, name, amplify.BlanketAmplifier(r, v))
-	}
-	e, ok, err := amplify.BlanketEpsilon(r, v, o.eps0, o.n, o.delta)
-	if err != nil {
-		return err
-	}
-	note := "Balle et al. 2019, numerical"
-	if v == amplify.BennettLegacyFLAME {
-		note = "FLAWED legacy pre-July-2020 Bennett code: understates delta; for reproducing FLAME's figures only"
-	}
-	if !ok {
-		note += "; no amplification at these parameters (eps0 returned)"
-	}
-	out.result = amplify.Bound{Name: name, Epsilon: e, Delta: o.delta, Note: note}
-	return nil
-}
-
-func runClones(o *boundOpts, _ *flag.FlagSet, out *boundOutput) error {
-	if o.compare {
-		rows, err := amplify.CompareUniform(o.eps0, o.n, o.delta, amplify.Randomizer{Mech: amplify.Generic}, false)
-		if err != nil {
-			return err
-		}
-		return setCompare(out, rows)
-	}
-	var amp amplify.Amplifier
-	var name, note string
-	switch o.form {
-	case "numerical":
-		amp, name, note = amplify.ClonesNumerical, "clones-numerical", "FMT 2022 numerical, every clone count exact (guaranteed upper bound)"
-	case "closed":
-		amp, name, note = amplify.ClonesClosedForm, "clones-closed", "FMT 2022 closed form (authors' code form)"
-	case "theorem":
-		amp, name, note = amplify.ClonesTheorem, "clones-theorem", "FMT 2022 Theorem 3.1 as printed (APES Eq. 2)"
-	default:
-		return checks.Invalidf("--form must be numerical, closed or theorem, got %q", o.form)
-	}
-	if o.targetEps > 0 {
-		return inverseUniform(o, out, name, amp)
-	}
-	e, err := amp(o.eps0, o.n, o.delta)
-	if err != nil {
-		return err
-	}
-	out.result = amplify.Bound{Name: name, Epsilon: e, Delta: o.delta, Note: note}
-	return nil
-}
-
-// budgets loads personalized epsilons from --eps-file or --eps-dist.
-func budgets(o *boundOpts, out *boundOutput) ([]float64, error) {
-	var eps []float64
-	switch {
-	case o.epsFile != "" && o.epsDist != "":
-		return nil, checks.Invalidf("give either --eps-file or --eps-dist, not both")
-	case o.epsFile != "":
-		var r io.Reader = os.Stdin
-		if o.epsFile != "-" {
-			f, err := os.Open(o.epsFile)
-			if err != nil {
-				return nil, checks.Invalidf("--eps-file: %v", err)
-			}
-			defer f.Close()
-			r = f
-		}
-		e, err := account.ReadBudgets(r)
-		if err != nil {
-			return nil, fmt.Errorf("--eps-file %s: %w", o.epsFile, err)
-		}
-		eps = e
-	case o.epsDist != "":
-		if o.seed < 0 {
-			return nil, checks.Invalidf("--seed must be >= 0, got %d", o.seed)
-		}
-		e, err := account.Budgets(o.epsDist, o.n, rng.Stream(uint64(o.seed)))
-		if err != nil {
-			return nil, err
-		}
-		eps = e
-	default:
-		return nil, checks.Invalidf("personalized bounds need --eps-file FILE or --eps-dist NAME (with --n and --seed)")
-	}
-	lo, hi := math.Inf(1), math.Inf(-1)
-	for _, e := range eps {
-		lo, hi = math.Min(lo, e), math.Max(hi, e)
-	}
-	out.inputs["budgets"] = map[string]any{"count": len(eps), "min": lo, "max": hi}
-	return eps, nil
-}
-
-// personalCmd runs a personalized bound with --compare and --target-epsilon.
-func personalCmd(o *boundOpts, out *boundOutput, bound amplify.PersonalBound) error {
-	eps, err := budgets(o, out)
-	if err != nil {
-		return err
-	}
-	if o.compare {
-		rows, err := comparePersonal(o, out, eps)
-		if err != nil {
-			return err
-		}
-		return setCompare(out, rows)
-	}
-	if o.targetEps > 0 {
-		o.composeInside = true
-		composed := func(e []float64, d float64) (amplify.Bound, error) {
-			b, err := bound(e, d)
-			if err != nil {
-				return b, err
-			}
-			return composeRounds(o, b)
-		}
-		s, err := amplify.InverseScale(composed, eps, o.delta, o.targetEps, 1e3)
-		if err != nil {
-			return err
-		}
-		scaled := make([]float64, len(eps))
-		for i, e := range eps {
-			scaled[i] = s * e
-		}
-		b, err := composed(scaled, o.delta)
-		if err != nil {
-			return err
-		}
-		out.inverse = true
-		out.result = b
-		out.extra["scale"] = s
-		out.text = append(out.text, fmt.Sprintf("largest scale factor on the budget vector = %.6g for target central epsilon %.6g", s, o.targetEps))
-		return nil
-	}
-	b, err := bound(eps, o.delta)
-	if err != nil {
-		return err
-	}
-	out.result = b
-	return nil
-}
-
-func runUniS(o *boundOpts, _ *flag.FlagSet, out *boundOutput) error {
-	switch o.form {
-	case "closed":
-		return personalCmd(o, out, amplify.UniS)
-	case "numerical", "":
-		return personalCmd(o, out, amplify.UniSNumerical)
-	}
-	return checks.Invalidf("--form must be closed or numerical, got %q", o.form)
-}
-
-func runEoN(o *boundOpts, _ *flag.FlagSet, out *boundOutput) error {
-	switch o.form {
-	case "numerical", "":
-		return personalCmd(o, out, amplify.EoNNumerical)
-	case "closed":
-		return personalCmd(o, out, amplify.EoNClosedForm)
-	}
-	return checks.Invalidf("--form must be numerical or closed, got %q", o.form)
-}
-
-func runEAPES(o *boundOpts, _ *flag.FlagSet, out *boundOutput) error {
-	if err := checks.DeltaOrZero("--delta-local", o.deltaLocal); err != nil {
-		return err
-	}
-	if o.targetEps > 0 {
-		return checks.Invalidf("--target-epsilon is not offered for E-APES: it is an approximation, not an upper bound; use eon")
-	}
-	if !o.compare {
-		// The single E-APES result composes by GDP inside eapesRounds.
-		o.composeInside = true
-	}
-	return personalCmd(o, out, func(eps []float64, delta float64) (amplify.Bound, error) {
-		var ds []float64
-		if o.deltaLocal > 0 {
-			ds = make([]float64, len(eps))
-			for i := range ds {
-				ds[i] = o.deltaLocal
-			}
-		}
-		return eapesRounds(o, out, eps, ds, delta)
-	})
-}
-
-func runBest(o *boundOpts, _ *flag.FlagSet, out *boundOutput) error {
+func runBest(o *boundOpts, out *boundOutput) error {
+	var rows []amplify.Candidate
 	if o.epsFile != "" || o.epsDist != "" {
 		eps, err := budgets(o, out)
 		if err != nil {
 			return err
 		}
-		rows, err := comparePersonal(o, out, eps)
+		if rows, err = comparePersonal(o, out, eps); err != nil {
+			return err
+		}
+	} else {
+		r, err := randomizer(o)
 		if err != nil {
 			return err
 		}
-		if err := setCompare(out, rows); err != nil {
+		if rows, err = amplify.CompareUniform(o.eps0, o.n, o.delta, r, false); err != nil {
 			return err
 		}
-		if !o.compare {
-			out.rows = nil
-		}
-		return nil
-	}
-	r, err := randomizer(o)
-	if err != nil {
-		return err
-	}
-	rows, err := amplify.CompareUniform(o.eps0, o.n, o.delta, r, false)
-	if err != nil {
-		return err
 	}
 	if err := setCompare(out, rows); err != nil {
 		return err
@@ -800,12 +733,25 @@ func flameAmp(o *boundOpts) (amplify.Amplifier, error) {
 	return amplify.BlanketAmplifier(r, v), nil
 }
 
-func protocolExtra(out *boundOutput, o *boundOpts, p amplify.ProtocolResult) {
-	out.result = p.Bound
-	if o.legacy {
-		out.result.Name += "-legacy-flame-typo"
-		out.result.Note += "; FLAWED legacy pre-July-2020 Bennett code: understates delta, for reproducing FLAME's published figures only"
+// flameCompose applies an explicit --composition to the composition over
+// dimensions of a FLAME protocol: the dimension-level (eps_cd, delta_cd) is
+// composed Compositions times with slack delta' = delta_cd, as in Theorems 1
+// and 4 (whose own rule, min of basic and advanced, is the default).
+func flameCompose(o *boundOpts, p amplify.ProtocolResult) (amplify.ProtocolResult, error) {
+	if !o.set["composition"] {
+		return p, nil
 	}
+	c, err := composeK(o.composition, p.EpsDim, p.DeltaDim, compositionCount(p.Compositions), p.DeltaDim)
+	if err != nil {
+		return p, fmt.Errorf("composition over dimensions: %w", err)
+	}
+	p.Epsilon, p.Delta = c.eps, c.delta
+	p.Note += fmt.Sprintf("; dimensions composed by %s", c.describe())
+	return p, nil
+}
+
+func protocolExtra(out *boundOutput, p amplify.ProtocolResult) {
+	out.result = p.Bound
 	out.extra["eps_local_per_dimension"] = p.EpsLocal
 	out.extra["eps_shuffle"] = p.EpsShuffle
 	out.extra["delta_shuffle"] = p.DeltaShuffle
@@ -814,91 +760,103 @@ func protocolExtra(out *boundOutput, o *boundOpts, p amplify.ProtocolResult) {
 	out.extra["compositions"] = p.Compositions
 }
 
-// inverseProtocol answers --target-epsilon for a protocol: the largest eps_l.
-func inverseProtocol(o *boundOpts, out *boundOutput, f func(epsL float64) (amplify.ProtocolResult, error)) error {
-	o.composeInside = true
-	amp := func(e float64, _ int, _ float64) (float64, error) {
-		p, err := f(e)
+// protocolCmd runs a FLAME protocol at --eps-l, or answers --target-epsilon
+// with the largest eps_l.
+func protocolCmd(o *boundOpts, out *boundOutput, f func(epsL float64) (amplify.ProtocolResult, error)) error {
+	g := func(epsL float64) (amplify.ProtocolResult, error) {
+		p, err := f(epsL)
 		if err != nil {
-			return 0, err
+			return p, err
 		}
-		b, err := composeRounds(o, p.Bound)
+		if o.legacy {
+			// Labelled before any composition, which keeps the label.
+			p.Name += "-legacy-flame-typo"
+			p.Approximation = true
+			p.Note += "; FLAWED legacy pre-July-2020 Bennett code: understates delta, NOT RIGOROUS, for reproducing FLAME's published figures only"
+		}
+		return flameCompose(o, p)
+	}
+	if !o.set["target-epsilon"] {
+		p, err := g(o.epsL)
+		if err != nil {
+			return err
+		}
+		protocolExtra(out, p)
+		return nil
+	}
+	o.composeInside = true
+	total := func(e float64) (amplify.ProtocolResult, amplify.Bound, string, error) {
+		p, err := g(e)
+		if err != nil {
+			return p, amplify.Bound{}, "", err
+		}
+		b, how, err := composeRounds(o, p.Bound)
+		return p, b, how, err
+	}
+	amp := func(e float64, _ int, _ float64) (float64, error) {
+		_, b, _, err := total(e)
 		return b.Epsilon, err
 	}
-	e, err := amplify.InverseEps0(amp, o.targetEps, o.n, o.delta, 1e5)
+	e, err := amplify.InverseEps0(amp, o.targetEps, o.n, o.delta, capEpsL)
 	if err != nil {
 		return err
 	}
-	p, err := f(e)
+	p, b, how, err := total(e)
 	if err != nil {
 		return err
 	}
-	protocolExtra(out, o, p)
-	if out.result, err = composeRounds(o, out.result); err != nil {
-		return err
+	if e >= capEpsL {
+		return capError("eps_l", capEpsL, b.Epsilon, o.targetEps)
+	}
+	protocolExtra(out, p)
+	out.result.Epsilon, out.result.Delta, out.result.Note = b.Epsilon, b.Delta, b.Note
+	if o.rounds > 1 {
+		out.extra["rounds"] = o.rounds
+		out.extra["composition"] = how
 	}
 	out.inverse = true
 	out.extra["max_eps_l"] = e
-	out.text = append(out.text, fmt.Sprintf("largest eps_l = %.6g for target central epsilon %.6g", e, o.targetEps))
+	out.text = append(out.text, fmt.Sprintf("largest eps_l = %s for target central epsilon %v", fmtSig(e, 6, false), o.targetEps))
 	return nil
 }
 
-func runFlameSimple(o *boundOpts, _ *flag.FlagSet, out *boundOutput) error {
+func runFlameSimple(o *boundOpts, out *boundOutput) error {
 	amp, err := flameAmp(o)
 	if err != nil {
 		return err
 	}
-	f := func(epsL float64) (amplify.ProtocolResult, error) {
+	return protocolCmd(o, out, func(epsL float64) (amplify.ProtocolResult, error) {
 		return amplify.SSSimple(epsL, o.d, o.n, o.delta, amp)
-	}
-	if o.targetEps > 0 {
-		return inverseProtocol(o, out, f)
-	}
-	p, err := f(o.epsL)
-	if err != nil {
-		return err
-	}
-	protocolExtra(out, o, p)
-	return nil
+	})
 }
 
-func runFlameDouble(o *boundOpts, _ *flag.FlagSet, out *boundOutput) error {
+func runFlameDouble(o *boundOpts, out *boundOutput) error {
 	amp, err := flameAmp(o)
 	if err != nil {
 		return err
 	}
-	f := func(epsL float64) (amplify.ProtocolResult, error) {
+	return protocolCmd(o, out, func(epsL float64) (amplify.ProtocolResult, error) {
 		return amplify.SSDouble(epsL, o.d, o.k, o.n, o.np, o.delta, amp, !o.noSubsample)
-	}
-	if o.targetEps > 0 {
-		return inverseProtocol(o, out, f)
-	}
-	p, err := f(o.epsL)
-	if err != nil {
-		return err
-	}
-	protocolExtra(out, o, p)
-	return nil
+	})
 }
 
-func runFlameTopk(o *boundOpts, _ *flag.FlagSet, out *boundOutput) error {
+func runFlameTopk(o *boundOpts, out *boundOutput) error {
 	beta := o.beta
 	if beta == 0 {
-		if err := checks.IntAtLeast("--d", o.d, 1); err != nil {
-			return err
-		}
 		beta = float64(o.k) / float64(o.d)
 	}
+	out.noEpsDelta = true
 	if o.nu > 0 {
 		lmin, lmax, err := amplify.FLAMEIndexSlots(o.nu, beta)
 		if err != nil {
 			return err
 		}
-		out.result = amplify.Bound{Name: "flame-index-privacy", Note: "FLAME Proposition 2 / Algorithm 4: valid l range"}
+		out.result = amplify.Bound{Name: "flame-index-privacy", Note: "FLAME Proposition 2 / Algorithm 4: valid l range; epsilon/delta do not apply (the analyzer's guarantee is flame-double's)"}
 		out.extra["nu"] = o.nu
 		out.extra["beta"] = beta
 		out.extra["l_min"] = lmin
 		out.extra["l_max"] = lmax
+		out.text = append(out.text, fmt.Sprintf("nu-index privacy nu = %v holds for l in [%d, %d] slots per top-k index (beta = %.6g)", o.nu, lmin, lmax, beta))
 		return nil
 	}
 	nu, l, err := amplify.FLAMEIndexNu(o.n, o.np, beta)
@@ -913,9 +871,10 @@ func runFlameTopk(o *boundOpts, _ *flag.FlagSet, out *boundOutput) error {
 	return nil
 }
 
-func runSAPES(o *boundOpts, _ *flag.FlagSet, out *boundOutput) error {
+func runSAPES(o *boundOpts, out *boundOutput) error {
 	ec, dc := o.epsC, o.deltaC
-	if ec == 0 {
+	assumption := "" // of the EoN step, inherited by the user-level result
+	if !o.set["eps-c"] {
 		eps, err := budgets(o, out)
 		if err != nil {
 			return err
@@ -924,27 +883,37 @@ func runSAPES(o *boundOpts, _ *flag.FlagSet, out *boundOutput) error {
 		if err != nil {
 			return err
 		}
-		ec, dc = b.Epsilon, b.Delta
+		ec, dc, assumption = b.Epsilon, b.Delta, b.Assumption
 		out.extra["eps_c"] = ec
 		out.extra["delta_c"] = dc
+	}
+	if o.set["composition"] {
+		c, err := composeK(o.composition, ec, dc, 2*o.b, o.deltaPrime)
+		if err != nil {
+			return fmt.Errorf("S-APES: composition over 2b = %d: %w", 2*o.b, err)
+		}
+		out.result = amplify.Bound{Name: "sapes-user-level", Epsilon: c.eps, Delta: c.delta,
+			Note: fmt.Sprintf("S-APES Proposition 1 with the 2b = %d compositions done by %s", 2*o.b, c.describe()), Assumption: assumption}
+		out.extra["composition"] = c.method
+		return nil
 	}
 	b, err := amplify.SAPESUserLevel(ec, dc, o.b, o.deltaPrime)
 	if err != nil {
 		return err
 	}
+	b.Assumption = assumption
 	out.result = b
 	return nil
 }
 
-func runSubsample(o *boundOpts, _ *flag.FlagSet, out *boundOutput) error {
+func runSubsample(o *boundOpts, out *boundOutput) error {
 	var e, d float64
 	var err error
-	name := "subsample-wor"
+	name := "subsample-" + o.method
 	switch o.method {
-	case "", "wor":
+	case "wor":
 		e, d, err = account.SubsampleWOR(o.eps0, o.delta0, o.q)
 	case "poisson":
-		name = "subsample-poisson"
 		e, d, err = account.SubsamplePoisson(o.eps0, o.delta0, o.q)
 	default:
 		return checks.Invalidf("--method must be wor or poisson, got %q", o.method)
@@ -956,26 +925,13 @@ func runSubsample(o *boundOpts, _ *flag.FlagSet, out *boundOutput) error {
 	return nil
 }
 
-func runCompose(o *boundOpts, _ *flag.FlagSet, out *boundOutput) error {
-	var e, d float64
-	var err error
-	name := "compose-" + o.method
-	switch o.method {
-	case "", "best":
-		name = "compose-best"
-		var adv bool
-		e, d, adv, err = account.ComposeBest(o.eps0, o.delta0, o.rounds, o.deltaPrime)
-		out.extra["advanced_won"] = adv
-	case "basic":
-		e, d, err = account.ComposeBasic(o.eps0, o.delta0, o.rounds)
-	case "advanced":
-		e, d, err = account.ComposeAdvanced(o.eps0, o.delta0, o.rounds, o.deltaPrime)
-	default:
-		return checks.Invalidf("--method must be best, basic or advanced, got %q", o.method)
-	}
+func runCompose(o *boundOpts, out *boundOutput) error {
+	c, err := composeK(o.composition, o.eps0, o.delta0, o.rounds, o.deltaPrime)
 	if err != nil {
 		return err
 	}
-	out.result = amplify.Bound{Name: name, Epsilon: e, Delta: d, Note: "composition of --rounds rounds"}
+	out.result = amplify.Bound{Name: "compose-" + o.composition, Epsilon: c.eps, Delta: c.delta,
+		Note: fmt.Sprintf("%d rounds, %s", o.rounds, c.describe())}
+	out.extra["composition"] = c.method
 	return nil
 }

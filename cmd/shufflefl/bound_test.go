@@ -3,16 +3,46 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"flag"
+	"fmt"
+	"math"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
+
+	"shufflefl/account"
+	"shufflefl/amplify"
 )
 
 func runB(args ...string) (int, string, string) {
 	var out, errb bytes.Buffer
 	code := runBound(args, &out, &errb)
 	return code, out.String(), errb.String()
+}
+
+// wantOneLine fails unless errs is exactly one non-empty line.
+func wantOneLine(t *testing.T, errs string) {
+	t.Helper()
+	if errs == "" || strings.Count(errs, "\n") != 1 || !strings.HasSuffix(errs, "\n") {
+		t.Errorf("want one line on stderr, got:\n%s", errs)
+	}
+}
+
+// runJSON runs a bound with --json and decodes its one JSON object.
+func runJSON(t *testing.T, args ...string) map[string]any {
+	t.Helper()
+	code, out, errs := runB(append(args, "--json")...)
+	if code != 0 {
+		t.Fatalf("%v: exit %d: %s", args, code, errs)
+	}
+	var obj map[string]any
+	if err := json.Unmarshal([]byte(out), &obj); err != nil {
+		t.Fatalf("%v: not one JSON object: %v\n%s", args, err, out)
+	}
+	return obj
 }
 
 func TestBoundCommands(t *testing.T) {
@@ -27,7 +57,7 @@ func TestBoundCommands(t *testing.T) {
 		{"help", []string{"--help"}, 0, []string{"erlingsson", "flame-double", "--target-epsilon"}, ""},
 		{"unknown", []string{"nope"}, 2, nil, `unknown subcommand "nope"`},
 		{"clones", []string{"clones", "--eps0", "4", "--n", "100000", "--delta", "1e-6"}, 0, []string{"clones-numerical: epsilon = 0.1697"}, ""},
-		{"clones closed", []string{"clones", "--form", "closed", "--eps0", "4", "--n", "100000", "--delta", "1e-6"}, 0, []string{"0.537804"}, ""},
+		{"clones closed", []string{"clones", "--form", "closed", "--eps0", "4", "--n", "100000", "--delta", "1e-6"}, 0, []string{"epsilon = 0.537805"}, ""},
 		{"clones invalid region", []string{"clones", "--form", "closed", "--eps0", "9", "--n", "100000"}, 2, nil, "eps0 <= log(n/(16 log(4/delta)))"},
 		{"bad eps0", []string{"clones", "--eps0", "-1"}, 2, nil, "eps0 must be > 0"},
 		{"bad delta", []string{"erlingsson", "--eps0", "0.1", "--n", "100000", "--delta", "0"}, 2, nil, "delta must be in (0, 1)"},
@@ -45,7 +75,7 @@ func TestBoundCommands(t *testing.T) {
 		{"eon needs budgets", []string{"eon"}, 2, nil, "--eps-file"},
 		{"eapes labelled", []string{"eapes", "--eps-dist", "uniform2", "--n", "10000", "--delta", "1e-8"}, 0, []string{"APPROXIMATION", "mu ="}, ""},
 		{"eapes no inverse", []string{"eapes", "--eps-dist", "uniform2", "--target-epsilon", "0.1"}, 2, nil, "approximation"},
-		{"compare personal", []string{"eon", "--eps-dist", "uniform2", "--n", "10000", "--delta", "1e-8", "--compare"}, 0, []string{"eon-numerical", "unis", "APPROXIMATION (not an upper bound)", "best (rigorous): eon-numerical"}, ""},
+		{"compare personal", []string{"eon", "--eps-dist", "uniform2", "--n", "10000", "--delta", "1e-8", "--compare"}, 0, []string{"eon-numerical", "unis", "APPROXIMATION (not an upper bound)", "best (rigorous): "}, ""},
 		{"best uniform", []string{"best", "--eps0", "4", "--n", "100000", "--delta", "1e-6"}, 0, []string{"clones-numerical"}, ""},
 		{"best compare", []string{"best", "--eps0", "4", "--n", "100000", "--delta", "1e-6", "--compare"}, 0, []string{"not applicable", "best (rigorous): clones-numerical"}, ""},
 		{"inverse clones", []string{"clones", "--n", "100000", "--delta", "1e-6", "--target-epsilon", "0.17"}, 0, []string{"largest local eps0 = 4.00"}, ""},
@@ -53,8 +83,11 @@ func TestBoundCommands(t *testing.T) {
 		{"subsample", []string{"subsample", "--eps0", "1", "--q", "0.1"}, 0, []string{"subsample-wor: epsilon = 0.15"}, ""},
 		{"subsample bad q", []string{"subsample", "--eps0", "1", "--q", "2"}, 2, nil, "q must be in (0, 1]"},
 		{"compose", []string{"compose", "--eps0", "0.1", "--rounds", "100", "--method", "basic"}, 0, []string{"compose-basic: epsilon = 10"}, ""},
-		{"rounds", []string{"clones", "--eps0", "4", "--n", "100000", "--delta", "1e-6", "--rounds", "10"}, 0, []string{"epsilon = 1.6977", "delta = 1e-05", "basic composition"}, ""},
-		{"rounds advanced", []string{"clones", "--eps0", "4", "--n", "100000", "--delta", "1e-6", "--rounds", "1000", "--delta-prime", "1e-6"}, 0, []string{"advanced composition"}, ""},
+		{"rounds", []string{"clones", "--eps0", "4", "--n", "100000", "--delta", "1e-6", "--rounds", "10"}, 0, []string{"epsilon = 1.6977", "delta = 1e-05", "basic composition, the tightest of basic, advanced, rdp, pld"}, ""},
+		{"rounds advanced", []string{"clones", "--eps0", "4", "--n", "100000", "--delta", "1e-6", "--rounds", "1000", "--delta-prime", "1e-6", "--composition", "advanced"}, 0, []string{"(advanced composition)", "delta = 0.001001"}, ""},
+		{"rounds best", []string{"clones", "--eps0", "4", "--n", "100000", "--delta", "1e-6", "--rounds", "1000", "--delta-prime", "1e-6"}, 0, []string{"composition, the tightest of basic, advanced, rdp, pld"}, ""},
+		{"rounds rdp", []string{"clones", "--eps0", "4", "--n", "100000", "--delta", "1e-6", "--rounds", "1000", "--delta-prime", "1e-6", "--composition", "rdp"}, 0, []string{"(rdp composition)", "delta = 0.001001"}, ""},
+		{"rounds pld", []string{"clones", "--eps0", "4", "--n", "100000", "--delta", "1e-6", "--rounds", "1000", "--delta-prime", "1e-6", "--composition", "pld"}, 0, []string{"(pld composition)", "delta = 0.001001"}, ""},
 		{"rounds zero", []string{"clones", "--rounds", "0"}, 2, nil, "--rounds must be >= 1"},
 		{"rounds inverse", []string{"clones", "--n", "100000", "--delta", "1e-6", "--rounds", "10", "--target-epsilon", "1"}, 0, []string{"largest local eps0 = 3.11"}, ""},
 		{"eapes rounds", []string{"eapes", "--eps-dist", "uniform2", "--n", "10000", "--delta", "1e-8", "--rounds", "4"}, 0, []string{"mu sqrt(rounds)", "APPROXIMATION"}, ""},
@@ -76,8 +109,8 @@ func TestBoundCommands(t *testing.T) {
 			if tc.inStderr != "" && !strings.Contains(errs, tc.inStderr) {
 				t.Errorf("stderr lacks %q:\n%s", tc.inStderr, errs)
 			}
-			if tc.code == 2 && tc.args != nil && strings.Count(strings.TrimSpace(errs), "\n") > 0 && !strings.Contains(errs, "Usage") {
-				t.Errorf("want one line on stderr, got:\n%s", errs)
+			if tc.code == 2 && tc.args != nil {
+				wantOneLine(t, errs)
 			}
 		})
 	}
@@ -85,19 +118,25 @@ func TestBoundCommands(t *testing.T) {
 
 func TestBoundSubcommandHelp(t *testing.T) {
 	for name, cmd := range boundCmds {
-		code, _, errs := runB(name, "--help")
-		if code != 0 {
-			t.Errorf("%s --help: exit %d", name, code)
+		code, out, errs := runB(name, "--help")
+		if code != 0 || errs != "" {
+			t.Errorf("%s --help: exit %d, stderr %q", name, code, errs)
 		}
 		for _, f := range cmd.flags {
-			flagName := f
-			if f == "mech-best" {
-				flagName = "mech"
-			}
-			if !strings.Contains(errs, "-"+flagName) {
-				t.Errorf("%s --help does not explain -%s:\n%s", name, flagName, errs)
+			if fl := "  --" + boundFlags[f].name; !strings.Contains(out, fl+" ") && !strings.Contains(out, fl+"\n") {
+				t.Errorf("%s --help does not explain --%s:\n%s", name, boundFlags[f].name, out)
 			}
 		}
+	}
+	// Finding 12: --k has one meaning per subcommand; blanket's domain size
+	// is --domain, --k kept as a deprecated alias.
+	_, out, _ := runB("blanket", "--help")
+	if !strings.Contains(out, "-domain") || !strings.Contains(out, "DEPRECATED alias of --domain") {
+		t.Errorf("blanket --help does not explain --domain and the deprecated --k:\n%s", out)
+	}
+	_, out, _ = runB("flame-double", "--help")
+	if !strings.Contains(out, "dimensions sampled per user") || strings.Contains(out, "DEPRECATED") {
+		t.Errorf("flame-double --help: --k must mean dimensions sampled only:\n%s", out)
 	}
 }
 
@@ -159,5 +198,519 @@ func TestBoundEpsFile(t *testing.T) {
 	code, _, errs = runB("eon", "--eps-file", filepath.Join(dir, "missing"))
 	if code != 2 || !strings.Contains(errs, "--eps-file") {
 		t.Errorf("missing file: exit %d, %s", code, errs)
+	}
+}
+
+// TestBoundInverseMatchesForward: finding 1. The inverse search and the
+// forward computation at its answer use the same composition, and the
+// reported delta and composition are the ones achieved (the printed delta
+// is never below the true one).
+func TestBoundInverseMatchesForward(t *testing.T) {
+	base := []string{"clones", "--n", "10000", "--delta", "1e-7", "--rounds", "50"}
+	for _, comp := range []string{"", "basic", "advanced", "rdp", "pld", "best"} {
+		t.Run("composition="+comp, func(t *testing.T) {
+			args := append([]string{}, base...)
+			if comp != "" {
+				args = append(args, "--composition", comp)
+			}
+			inv := runJSON(t, append(args, "--target-epsilon", "3")...)
+			e0 := inv["max_eps0"].(float64)
+			fwd := runJSON(t, append(args, "--eps0", strconv.FormatFloat(e0, 'g', -1, 64))...)
+			for _, k := range []string{"epsilon", "delta", "composition"} {
+				if inv[k] != fwd[k] {
+					t.Errorf("%s: inverse reports %v, forward at eps0 = %v gives %v", k, inv[k], e0, fwd[k])
+				}
+			}
+			if e := inv["epsilon"].(float64); e > 3 {
+				t.Errorf("epsilon %v above the target 3", e)
+			}
+			if comp != "" && comp != "best" && inv["composition"] != comp {
+				t.Errorf("composition %v, want %s", inv["composition"], comp)
+			}
+			// The text output names the same composition and prints a
+			// delta no smaller than the achieved one.
+			code, out, _ := runB(append(args, "--target-epsilon", "3")...)
+			if code != 0 || !strings.Contains(out, inv["composition"].(string)+" composition") {
+				t.Errorf("text output does not name %v composition:\n%s", inv["composition"], out)
+			}
+			result := strings.SplitN(out, "central epsilon at that value", 2)[1]
+			printed := strings.Fields(strings.SplitN(result, "delta = ", 2)[1])[0]
+			if d, err := strconv.ParseFloat(printed, 64); err != nil || d < inv["delta"].(float64) {
+				t.Errorf("printed delta %s is below the achieved %v", printed, inv["delta"])
+			}
+		})
+	}
+	// The report of the finding: advanced composition achieves 5.01e-6,
+	// which is what must be printed (it used to say 5e-06, basic).
+	code, out, _ := runB(append(base, "--target-epsilon", "3", "--composition", "advanced")...)
+	if code != 0 || !strings.Contains(out, "delta = 5.01e-06") || !strings.Contains(out, "(advanced composition)") {
+		t.Errorf("exit %d:\n%s", code, out)
+	}
+}
+
+// TestBoundFmtSig: printed bounds are rounded to the safe side.
+func TestBoundFmtSig(t *testing.T) {
+	tests := []struct {
+		v    float64
+		prec int
+		up   bool
+		want string
+	}{
+		{5.01e-6, 3, true, "5.01e-06"},
+		{5.0149e-6, 3, true, "5.02e-06"},
+		{5.0149e-6, 3, false, "5.01e-06"},
+		{10 * 1e-6, 3, true, "1e-05"},
+		{0.99999, 3, true, "1"},
+		{1.0390852019190788, 6, false, "1.03908"},
+		{1.0390852019190788, 6, true, "1.03909"},
+		{0, 3, true, "0"},
+	}
+	for _, tc := range tests {
+		if got := fmtSig(tc.v, tc.prec, tc.up); got != tc.want {
+			t.Errorf("fmtSig(%v, %d, %v) = %s, want %s", tc.v, tc.prec, tc.up, got, tc.want)
+		}
+	}
+}
+
+// TestBoundRejects: findings 2-8 and 12, each bad input exits 2 with one line
+// on stderr naming the problem, before any heavy work.
+func TestBoundRejects(t *testing.T) {
+	dir := t.TempDir()
+	twoPerLine := filepath.Join(dir, "two.txt")
+	os.WriteFile(twoPerLine, []byte("0.5 0.6\n0.7\n0.8\n"), 0o600)
+	noEpsColumn := filepath.Join(dir, "header.csv")
+	os.WriteFile(noEpsColumn, []byte("budget\n0.5\n0.7\n"), 0o600)
+	dist := []string{"--eps-dist", "uniform2", "--n", "1000"}
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		// Finding 2.
+		{"target negative", []string{"clones", "--target-epsilon", "-1"}, "--target-epsilon must be > 0"},
+		{"target zero", []string{"clones", "--target-epsilon", "0"}, "--target-epsilon must be > 0"},
+		{"target NaN", []string{"clones", "--target-epsilon", "NaN"}, "--target-epsilon must be a finite number"},
+		{"target Inf", []string{"erlingsson", "--target-epsilon", "Inf"}, "--target-epsilon must be a finite number"},
+		{"target eon NaN", append([]string{"eon", "--target-epsilon", "NaN"}, dist...), "--target-epsilon must be a finite number"},
+		{"target flame zero", []string{"flame-simple", "--target-epsilon", "0"}, "--target-epsilon must be > 0"},
+		{"target at cap", []string{"clones", "--n", "10000", "--target-epsilon", "1000"}, "reached its cap eps0 = 30"},
+		{"target at cap flame", []string{"flame-simple", "--target-epsilon", "1e9"}, "reached its cap eps_l = 100000"},
+		{"target at cap eon", append([]string{"eon", "--target-epsilon", "1e6"}, dist...), "reached its cap scale factor = 1000"},
+		{"target with compare", []string{"clones", "--target-epsilon", "1", "--compare"}, "--target-epsilon cannot be combined with --compare"},
+		// Finding 3.
+		{"eapes tv 2", append([]string{"eapes", "--tv", "2"}, dist...), "--tv must be in [0, 1), got 2"},
+		{"eapes tv rounds", append([]string{"eapes", "--tv", "0.01", "--rounds", "2"}, dist...), "cannot be combined with --rounds"},
+		// Finding 4.
+		{"huge n dist", []string{"eon", "--eps-dist", "uniform1", "--n", "9223372036854775807"}, "--n must be in [1, 100000000]"},
+		{"1e9 dist", []string{"eon", "--eps-dist", "uniform1", "--n", "1000000000"}, "--n must be in [1, 100000000]"},
+		{"bad flag after huge dist", []string{"eon", "--eps-dist", "uniform1", "--n", "100000000", "--delta", "2"}, "--delta must be in (0, 1)"},
+		{"bad form after huge dist", []string{"unis", "--eps-dist", "uniform1", "--n", "100000000", "--form", "x"}, "--form must be one of numerical, closed"},
+		{"unknown dist", []string{"eon", "--eps-dist", "zipf"}, `--eps-dist: unknown budget distribution "zipf"`},
+		{"n with eps-file", []string{"eon", "--eps-file", twoPerLine, "--n", "5"}, "--n and --seed apply to --eps-dist only"},
+		// Finding 5 (the systematic sweep is TestBoundRejectsEveryNumericFlag).
+		{"tv NaN", append([]string{"eapes", "--tv", "NaN"}, dist...), "--tv must be a finite number"},
+		{"tv negative", append([]string{"eapes", "--tv", "-0.1"}, dist...), "--tv must be in [0, 1)"},
+		{"nu NaN", []string{"flame-topk", "--nu", "NaN"}, "--nu must be a finite number"},
+		{"nu negative", []string{"flame-topk", "--nu", "-3"}, "--nu must be 0 (strongest) or >= 1"},
+		{"nu with n", []string{"flame-topk", "--nu", "2", "--n", "10"}, "--n and --np are not used with --nu"},
+		{"beta with k", []string{"flame-topk", "--beta", "0.1", "--k", "10"}, "give --beta or --k and --d, not both"},
+		{"k above d", []string{"flame-double", "--k", "8000"}, "--k must be in [1, 7850]"},
+		{"variant with legacy", []string{"blanket", "--legacy-flame-typo", "--variant", "hoeffding"}, "--variant cannot be combined with --legacy-flame-typo"},
+		{"composition without rounds", []string{"clones", "--composition", "rdp"}, "--composition applies only with --rounds > 1"},
+		{"delta-prime without rounds", []string{"eon", "--delta-prime", "1e-6", "--eps-dist", "uniform2"}, "--delta-prime applies only with --rounds > 1"},
+		{"flame delta-prime without rounds", []string{"flame-simple", "--delta-prime", "1e-6"}, "--delta-prime applies only with --rounds > 1"},
+		{"unknown composition", []string{"clones", "--rounds", "2", "--composition", "fancy"}, "--composition must be one of basic, advanced, best, rdp, pld"},
+		// Finding 6.
+		{"sapes eps-c with delta", []string{"sapes", "--eps-c", "0.05", "--delta", "1e-3"}, "--delta cannot be combined with --eps-c"},
+		{"sapes eps-c with budgets", []string{"sapes", "--eps-c", "0.05", "--eps-dist", "uniform2"}, "--eps-dist cannot be combined with --eps-c"},
+		{"sapes delta-c alone", append([]string{"sapes", "--delta-c", "1e-9"}, dist...), "--delta-c needs --eps-c"},
+		{"sapes eps-c zero", []string{"sapes", "--eps-c", "0"}, "--eps-c must be > 0"},
+		// Finding 7.
+		{"compose infinite", []string{"compose", "--eps0", "1e308", "--rounds", "10", "--composition", "basic"}, "result is not finite"},
+		{"compose infinite json", []string{"compose", "--eps0", "1e308", "--rounds", "10", "--composition", "basic", "--json"}, "result is not finite"},
+		{"compose huge best", []string{"compose", "--eps0", "1e308", "--rounds", "10"}, "result is not finite"},
+		// Finding 8.
+		{"eps-file two per line", []string{"eon", "--eps-file", twoPerLine}, "line 1: invalid parameter: 2 values on one line"},
+		{"eps-file header without epsilon", []string{"eon", "--eps-file", noEpsColumn}, `line 1: invalid parameter: "budget" is neither a number nor a CSV header`},
+		// Finding 12.
+		{"krr needs domain", []string{"blanket", "--mech", "krr"}, "--mech krr needs --domain"},
+		{"flame-double krr needs domain", []string{"flame-double", "--mech", "krr"}, "--mech krr needs --domain"},
+		{"k and domain disagree", []string{"blanket", "--mech", "krr", "--k", "10", "--domain", "12"}, "--k (deprecated) and --domain disagree"},
+		{"domain one", []string{"blanket", "--mech", "krr", "--domain", "1"}, "--domain must be >= 2"},
+		// Compose's deprecated --method.
+		{"compose method disagrees", []string{"compose", "--method", "basic", "--composition", "rdp"}, "--method (deprecated) and --composition disagree"},
+		// sgm.
+		{"sgm both", []string{"sgm", "--q", "0.01", "--sigma", "1", "--steps", "10", "--delta", "1e-5", "--epsilon", "1"}, "give exactly one of --delta and --epsilon"},
+		{"sgm neither", []string{"sgm", "--q", "0.01", "--sigma", "1", "--steps", "10"}, "give exactly one of --delta and --epsilon"},
+		{"sgm missing q", []string{"sgm", "--sigma", "1", "--steps", "10", "--delta", "1e-5"}, "--q must be in (0, 1]"},
+		{"sgm missing sigma", []string{"sgm", "--q", "0.01", "--steps", "10", "--delta", "1e-5"}, "--sigma must be > 0"},
+		{"sgm accountant", []string{"sgm", "--q", "0.01", "--sigma", "1", "--steps", "10", "--delta", "1e-5", "--accountant", "moments"}, "--accountant must be one of rdp, pld"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			start := time.Now()
+			code, out, errs := runB(tc.args...)
+			if code != 2 {
+				t.Fatalf("exit %d, want 2\nstdout: %s\nstderr: %s", code, out, errs)
+			}
+			if !strings.Contains(errs, tc.want) {
+				t.Errorf("stderr lacks %q:\n%s", tc.want, errs)
+			}
+			if out != "" {
+				t.Errorf("stdout not empty:\n%s", out)
+			}
+			wantOneLine(t, errs)
+			if d := time.Since(start); d > 2*time.Second {
+				t.Errorf("took %v: the input must be rejected before any heavy work", d)
+			}
+		})
+	}
+}
+
+// TestBoundRejectsEveryNumericFlag: finding 5. Every numeric flag of every
+// subcommand rejects NaN, infinities, negative and out-of-range values with
+// exit status 2 and one line naming the flag.
+func TestBoundRejectsEveryNumericFlag(t *testing.T) {
+	base := map[string][]string{
+		"unis":      {"--eps-dist", "uniform2", "--n", "1000"},
+		"eon":       {"--eps-dist", "uniform2", "--n", "1000"},
+		"eapes":     {"--eps-dist", "uniform2", "--n", "1000"},
+		"sapes":     {"--eps-c", "0.05", "--delta-c", "1e-9"},
+		"sgm":       {"--q", "0.01", "--sigma", "1", "--steps", "10", "--delta", "1e-5"},
+		"subsample": {"--eps0", "1"},
+	}
+	// Values beyond the upper end of each bounded flag.
+	tooBig := map[string]string{
+		"delta": "1", "delta0": "1", "delta-prime": "1", "delta-c": "1", "delta-local": "1",
+		"q": "1.5", "tv": "1", "beta": "1.5", "k": "100000", "b": "4294967296", "d": "1099511627777",
+	}
+	// Conflicting combinations tested elsewhere.
+	skip := map[string]bool{"sapes/delta": true, "sapes/n": true, "sapes/seed": true}
+	for name, cmd := range boundCmds {
+		for _, key := range cmd.flags {
+			f := boundFlags[key].name
+			fs := flag.NewFlagSet("", flag.ContinueOnError)
+			boundFlags[key].register(fs, &boundOpts{})
+			var probe any = fs.Lookup(f).Value.(flag.Getter).Get()
+			switch probe.(type) {
+			case float64, int:
+			default:
+				continue
+			}
+			if skip[name+"/"+f] {
+				continue
+			}
+			bad := []string{"NaN", "Inf", "-Inf", "-1", "1e400"}
+			if v, ok := tooBig[f]; ok && key != "k-domain" {
+				bad = append(bad, v)
+			}
+			for _, v := range bad {
+				t.Run(name+"/"+f+"="+v, func(t *testing.T) {
+					args := append(append([]string{name}, base[name]...), "--"+f, v)
+					code, _, errs := runB(args...)
+					if code != 2 {
+						t.Fatalf("exit %d, want 2; stderr: %s", code, errs)
+					}
+					if !strings.Contains(errs, "-"+f) {
+						t.Errorf("stderr does not name -%s: %s", f, errs)
+					}
+					wantOneLine(t, errs)
+				})
+			}
+		}
+	}
+}
+
+// TestBoundNonFiniteJSON: finding 7. Non-finite numbers are written as null,
+// never as an encoding failure (exit 1 "unsupported value").
+func TestBoundNonFiniteJSON(t *testing.T) {
+	out := &boundOutput{
+		result: amplify.Bound{Name: "x", Epsilon: 1, Delta: 1e-6},
+		extra:  map[string]any{"eps_shuffle": math.Inf(1), "nested": map[string]any{"v": math.NaN()}},
+		inputs: map[string]any{"eps0": 1.0},
+		rows:   []amplify.Candidate{{Bound: amplify.Bound{Name: "y", Epsilon: math.Inf(1)}}},
+	}
+	var b bytes.Buffer
+	if err := printBound(&b, &boundOpts{jsonOut: true}, out); err != nil {
+		t.Fatal(err)
+	}
+	var obj map[string]any
+	if err := json.Unmarshal(b.Bytes(), &obj); err != nil {
+		t.Fatalf("invalid JSON: %v\n%s", err, b.String())
+	}
+	if v, ok := obj["eps_shuffle"]; !ok || v != nil {
+		t.Errorf("eps_shuffle = %v, want null", v)
+	}
+	if obj["nested"].(map[string]any)["v"] != nil {
+		t.Errorf("nested NaN not null: %v", obj["nested"])
+	}
+	if obj["compare"].([]any)[0].(map[string]any)["epsilon"] != nil {
+		t.Errorf("row epsilon not null: %v", obj["compare"])
+	}
+}
+
+// TestBoundEpsFileFormats: finding 8, through the CLI. A CSV with a header
+// naming an epsilon column reads that column only; comments are allowed.
+func TestBoundEpsFileFormats(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "budgets.csv")
+	var b strings.Builder
+	b.WriteString("# exported budgets\nuser,epsilon,weight\n")
+	for i := 0; i < 2000; i++ {
+		fmt.Fprintf(&b, "u%d,0.5,%d\n", i, i)
+	}
+	os.WriteFile(p, []byte(b.String()), 0o600)
+	obj := runJSON(t, "eon", "--eps-file", p, "--delta", "1e-6")
+	bud := obj["inputs"].(map[string]any)["budgets"].(map[string]any)
+	if bud["count"].(float64) != 2000 || bud["max"].(float64) != 0.5 {
+		t.Errorf("budgets %v, want 2000 budgets of 0.5 (the weight column must be ignored)", bud)
+	}
+}
+
+// TestBoundLegacyNotRigorous: finding 9. Results of --legacy-flame-typo are
+// labelled not rigorous in text and JSON, also after composition; and
+// flame-topk does not print a meaningless epsilon 0.
+func TestBoundLegacyNotRigorous(t *testing.T) {
+	for _, args := range [][]string{
+		{"flame-double", "--delta", "5.011872336272725e-06", "--legacy-flame-typo"},
+		{"flame-simple", "--legacy-flame-typo"},
+		{"blanket", "--legacy-flame-typo", "--eps0", "1", "--n", "10000"},
+		{"flame-double", "--legacy-flame-typo", "--rounds", "3"},
+		{"flame-simple", "--legacy-flame-typo", "--target-epsilon", "1"},
+	} {
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			obj := runJSON(t, args...)
+			if obj["approximation"] != true || obj["rigorous"] != false {
+				t.Errorf("approximation = %v, rigorous = %v; want true, false", obj["approximation"], obj["rigorous"])
+			}
+			_, out, _ := runB(args...)
+			if !strings.Contains(out, "NOT RIGOROUS") {
+				t.Errorf("text output does not say NOT RIGOROUS:\n%s", out)
+			}
+		})
+	}
+	// In a comparison the legacy row is labelled and never chosen.
+	_, out, _ := runB("blanket", "--legacy-flame-typo", "--eps0", "1", "--n", "10000", "--compare")
+	if !strings.Contains(out, "NOT RIGOROUS (flawed legacy code") || strings.Contains(out, "best (rigorous): blanket-bennett-legacy") {
+		t.Errorf("compare output:\n%s", out)
+	}
+	// Rigorous results say so.
+	if obj := runJSON(t, "flame-double", "--delta", "5.011872336272725e-06"); obj["rigorous"] != true {
+		t.Errorf("flame-double rigorous = %v", obj["rigorous"])
+	}
+	obj := runJSON(t, "flame-topk")
+	for _, k := range []string{"epsilon", "delta"} {
+		if _, ok := obj[k]; ok {
+			t.Errorf("flame-topk JSON has %s = %v; nu-index privacy has none", k, obj[k])
+		}
+	}
+	if obj["nu"].(float64) != 3.125 {
+		t.Errorf("nu = %v", obj["nu"])
+	}
+	_, out, _ = runB("flame-topk")
+	if strings.Contains(out, "epsilon = 0") {
+		t.Errorf("flame-topk prints epsilon 0:\n%s", out)
+	}
+}
+
+// TestBoundComposition: the --composition flag of compose, the --rounds
+// path, FLAME and S-APES.
+func TestBoundComposition(t *testing.T) {
+	eps := func(args ...string) float64 { return runJSON(t, args...)["epsilon"].(float64) }
+	c := []string{"compose", "--eps0", "0.1", "--rounds", "100"}
+	basic := eps(append(c, "--composition", "basic")...)
+	adv := eps(append(c, "--composition", "advanced")...)
+	rdp := eps(append(c, "--composition", "rdp")...)
+	pldEps := eps(append(c, "--composition", "pld")...)
+	best := runJSON(t, c...)
+	if math.Abs(basic-10) > 1e-9 || !(pldEps < rdp && rdp < adv && adv < basic) {
+		t.Errorf("basic %v, advanced %v, rdp %v, pld %v: want pld < rdp < advanced < basic = 10", basic, adv, rdp, pldEps)
+	}
+	if best["epsilon"].(float64) != pldEps || best["composition"] != "pld" {
+		t.Errorf("best = %v (%v), want pld's %v", best["epsilon"], best["composition"], pldEps)
+	}
+	// Large per-round epsilon: basic wins, and best says so.
+	if obj := runJSON(t, "compose", "--eps0", "3", "--rounds", "5"); obj["composition"] != "basic" || obj["epsilon"].(float64) != 15 {
+		t.Errorf("compose eps0 = 3, 5 rounds: %v", obj)
+	}
+	// Deprecated --method still works.
+	if e := eps("compose", "--eps0", "0.1", "--rounds", "100", "--method", "advanced"); e != adv {
+		t.Errorf("--method advanced = %v, want %v", e, adv)
+	}
+	// rdp and pld with a per-round delta: rounds * delta + delta' in total.
+	for _, m := range []string{"rdp", "pld"} {
+		obj := runJSON(t, "compose", "--eps0", "0.1", "--delta0", "1e-7", "--rounds", "100", "--composition", m, "--delta-prime", "1e-6")
+		if d := obj["delta"].(float64); math.Abs(d-(100*1e-7+1e-6)) > 1e-15 {
+			t.Errorf("%s delta = %v, want 100*1e-7 + 1e-6", m, d)
+		}
+	}
+	// FLAME: an explicit advanced composition is the theorem's number; best
+	// is at most it.
+	flame := []string{"flame-simple", "--delta", "5.011872336272725e-06"}
+	theorem := eps(flame...)
+	if e := eps(append(flame, "--composition", "advanced")...); math.Abs(e-theorem) > 1e-12 {
+		t.Errorf("flame-simple --composition advanced = %v, theorem %v", e, theorem)
+	}
+	for _, m := range []string{"best", "pld", "rdp"} {
+		if e := eps(append(flame, "--composition", m)...); e > theorem {
+			t.Errorf("flame-simple --composition %s = %v > theorem %v", m, e, theorem)
+		}
+	}
+	// S-APES: advanced is Proposition 1.
+	sapes := []string{"sapes", "--eps-c", "0.05749", "--delta-c", "4.621171572600098e-09", "--b", "1570", "--delta-prime", "2.1489e-05"}
+	prop := eps(sapes...)
+	if e := eps(append(sapes, "--composition", "advanced")...); math.Abs(e-prop) > 1e-9*prop {
+		t.Errorf("sapes --composition advanced = %v, Proposition 1 %v", e, prop)
+	}
+	if e := eps(append(sapes, "--composition", "best")...); e > prop {
+		t.Errorf("sapes best %v > Proposition 1 %v", e, prop)
+	}
+	// Counts where the pld package cannot be trusted are rejected.
+	code, _, errs := runB("compose", "--eps0", "0.1", "--rounds", "9223372036854775807", "--composition", "pld")
+	if code != 2 || !strings.Contains(errs, "at most 2^40") {
+		t.Errorf("exit %d: %s", code, errs)
+	}
+}
+
+// rrDelta returns the exact delta at eps of the k-fold composition of binary
+// randomized response with parameter eps0, the worst case of k eps0-DP
+// mechanisms (Kairouz, Oh and Viswanath 2015): the privacy loss is
+// (2j - k) eps0 with j ~ Bin(k, e^eps0/(1+e^eps0)).
+func rrDelta(eps0 float64, k int, eps float64) float64 {
+	lp := -math.Log1p(math.Exp(-eps0)) // log p
+	lq := lp - eps0                    // log(1-p)
+	lk, _ := math.Lgamma(float64(k + 1))
+	d := 0.0
+	for j := 0; j <= k; j++ {
+		if l := float64(2*j-k) * eps0; l > eps {
+			a, _ := math.Lgamma(float64(j + 1))
+			b, _ := math.Lgamma(float64(k - j + 1))
+			d += math.Exp(lk-a-b+float64(j)*lp+float64(k-j)*lq) * -math.Expm1(eps-l)
+		}
+	}
+	return d
+}
+
+// TestBoundComposeRigorous: every composition method returns an epsilon at which
+// the exact (optimal) delta of k-fold randomized response is at most the
+// slack; pld is also close to the exact optimum.
+func TestBoundComposeRigorous(t *testing.T) {
+	const slack = 1e-8
+	for _, tc := range []struct {
+		eps0 float64
+		k    int
+	}{{0.1, 100}, {0.0016821526841020193, 7850}, {1.3, 50}, {0.5, 1}, {3, 5}} {
+		for _, m := range []string{"basic", "advanced", "rdp", "pld", "best"} {
+			c, err := composeK(m, tc.eps0, 0, tc.k, slack)
+			if err != nil {
+				t.Errorf("%s eps0 = %v, k = %d: %v", m, tc.eps0, tc.k, err)
+				continue
+			}
+			if d := rrDelta(tc.eps0, tc.k, c.eps); d > slack {
+				t.Errorf("%s eps0 = %v, k = %d: epsilon %v has exact delta %v > %v", m, tc.eps0, tc.k, c.eps, d, slack)
+			}
+			if m == "pld" && c.eps < float64(tc.k)*tc.eps0 {
+				// Within 1% of the optimum: the exact delta at 0.99 eps is above the slack.
+				if d := rrDelta(tc.eps0, tc.k, 0.99*c.eps); d <= slack {
+					t.Errorf("pld eps0 = %v, k = %d: epsilon %v is loose (exact delta at 0.99x is %v)", tc.eps0, tc.k, c.eps, d)
+				}
+			}
+		}
+	}
+}
+
+// TestBoundPureDPRDP checks the RDP curve of eps-DP against its limits: the zCDP
+// bound alpha eps^2/2, eps itself, and KL = eps tanh(eps/2) as alpha -> 1.
+func TestBoundPureDPRDP(t *testing.T) {
+	for _, eps := range []float64{1e-4, 0.01, 0.1, 1, 5} {
+		for _, a := range []float64{1.01, 1.5, 2, 10, 512} {
+			r := pureDPRDP(eps, a)
+			if r > a*eps*eps/2*(1+1e-12) || r > eps || r <= 0 {
+				t.Errorf("pureDPRDP(%v, %v) = %v outside (0, min(eps, alpha eps^2/2)]", eps, a, r)
+			}
+		}
+		if eps >= 0.01 {
+			kl := eps * math.Tanh(eps/2)
+			if r := pureDPRDP(eps, 1+1e-6); math.Abs(r-kl) > 1e-4*kl {
+				t.Errorf("pureDPRDP(%v, 1+) = %v, want KL %v", eps, r, kl)
+			}
+		}
+	}
+}
+
+// TestBoundSGM: the sgm subcommand agrees with the account package and its
+// two directions are consistent.
+func TestBoundSGM(t *testing.T) {
+	obj := runJSON(t, "sgm", "--q", "0.01", "--sigma", "1.1", "--steps", "1000", "--delta", "1e-5")
+	want, err := account.SampledGaussianEpsilon(0.01, 1.1, 1000, 1e-5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if obj["epsilon"].(float64) != want || obj["delta"].(float64) != 1e-5 {
+		t.Errorf("epsilon %v, want %v", obj["epsilon"], want)
+	}
+	for k, v := range map[string]any{"accountant": "rdp", "q": 0.01, "sigma": 1.1, "steps": 1000.0} {
+		if obj[k] != v {
+			t.Errorf("%s = %v, want %v", k, obj[k], v)
+		}
+	}
+	back := runJSON(t, "sgm", "--q", "0.01", "--sigma", "1.1", "--steps", "1000", "--epsilon", strconv.FormatFloat(want, 'g', -1, 64))
+	if d := back["delta"].(float64); d > 1e-5*(1+1e-6) {
+		t.Errorf("delta at the epsilon of delta 1e-5 is %v", d)
+	}
+	code, out, _ := runB("sgm", "--q", "0.01", "--sigma", "1.1", "--steps", "1000", "--delta", "1e-5")
+	if code != 0 || !strings.Contains(out, "sgm-rdp: epsilon = ") {
+		t.Errorf("exit %d:\n%s", code, out)
+	}
+	// PLD: tighter than RDP, and its two directions agree.
+	p := runJSON(t, "sgm", "--q", "0.01", "--sigma", "1.1", "--steps", "1000", "--delta", "1e-5", "--accountant", "pld")
+	pe := p["epsilon"].(float64)
+	if p["accountant"] != "pld" || !(pe > 0.5*want && pe <= want) {
+		t.Errorf("pld epsilon %v, rdp %v: want pld in (rdp/2, rdp]", pe, want)
+	}
+	back = runJSON(t, "sgm", "--q", "0.01", "--sigma", "1.1", "--steps", "1000", "--epsilon", strconv.FormatFloat(pe, 'g', -1, 64), "--accountant", "pld")
+	if d := back["delta"].(float64); d > 1e-5*(1+1e-6) {
+		t.Errorf("pld delta at the epsilon of delta 1e-5 is %v", d)
+	}
+}
+
+// TestBoundSetCompare: the best row of a comparison is never an
+// approximation or legacy, and needs no extra assumption unless nothing else
+// applies; the assumption is then printed.
+func TestBoundSetCompare(t *testing.T) {
+	rows := []amplify.Candidate{
+		{Bound: amplify.Bound{Name: "approx", Epsilon: 0.1, Approximation: true}},
+		{Bound: amplify.Bound{Name: "blanket-bennett-legacy-flame-typo-laplace", Epsilon: 0.2}},
+		{Bound: amplify.Bound{Name: "assumed", Epsilon: 0.3, Assumption: "some assumption"}},
+		{Bound: amplify.Bound{Name: "standard", Epsilon: 0.4}},
+		{Bound: amplify.Bound{Name: "broken"}, Err: "not applicable"},
+	}
+	out := &boundOutput{}
+	if err := setCompare(out, rows); err != nil || out.result.Name != "standard" {
+		t.Fatalf("best = %q, %v; want standard", out.result.Name, err)
+	}
+	if err := setCompare(out, rows[:3]); err != nil || out.result.Name != "assumed" {
+		t.Fatalf("best = %q, %v; want assumed", out.result.Name, err)
+	}
+	var b bytes.Buffer
+	printBound(&b, &boundOpts{}, out)
+	if !strings.Contains(b.String(), "best (rigorous): assumed epsilon = 0.3 delta = 0 (only under some assumption)") {
+		t.Errorf("output:\n%s", b.String())
+	}
+	if err := setCompare(out, rows[:2]); err == nil {
+		t.Fatalf("approximation or legacy chosen: %v", out.result)
+	}
+}
+
+// TestBoundSAPESInheritsAssumption: S-APES computed from EoN needs whatever
+// assumption EoN needs, and says so.
+func TestBoundSAPESInheritsAssumption(t *testing.T) {
+	dist := []string{"--eps-dist", "uniform2", "--n", "10000", "--delta", "1e-8"}
+	eon := runJSON(t, append([]string{"eon"}, dist...)...)
+	for _, extra := range [][]string{nil, {"--composition", "pld"}} {
+		sapes := runJSON(t, append(append([]string{"sapes"}, dist...), extra...)...)
+		if sapes["assumption"] != eon["assumption"] {
+			t.Errorf("sapes %v: assumption %v, EoN's is %v", extra, sapes["assumption"], eon["assumption"])
+		}
 	}
 }

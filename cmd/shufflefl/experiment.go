@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"time"
 
 	"shufflefl/data"
 	"shufflefl/metrics"
@@ -55,65 +56,98 @@ const experimentUsage = `Usage: shufflefl experiment NAME [flags]
 
 Runs the comparison of one paper end to end with the same engine as
 'shufflefl run', and writes under --out a markdown table per comparison
-(results.md), an accuracy plot per table, and each run's own metrics.jsonl,
-summary.json, config.yaml and plots in a subdirectory.
+(results.md), an accuracy plot per table (accuracy-tN.png), run.log (all it
+printed), and each run's own metrics.jsonl, summary.json, config.yaml, run.log
+and plots in a subdirectory tN-LABEL. Every run's settings are checked, and
+its engine built, before the first run starts. The --out directory must be
+empty or absent unless --overwrite is given (see shufflefl run --help).
 
 Experiments:
 %s
 Flags:
 `
 
+const experimentExamples = `
+Examples:
+  shufflefl experiment flame --dataset mnist-10k --out out/flame-mnist
+  shufflefl experiment apes --rounds 3 --only APES,UniS --out out/apes-quick
+  shufflefl experiment eapes --dataset fashion-mnist --overwrite
+`
+
+// plannedRun is one run of an experiment, checked and ready to start.
+type plannedRun struct {
+	ti           int // index of its table in experiment.tables
+	table, label string
+	cfg          runtime.Config
+}
+
 func runExperiment(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("experiment", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	var (
-		dataset  = fs.String("dataset", "fashion-mnist", "dataset `name`: "+strings.Join(data.Names(), ", "))
-		dataDir  = fs.String("data-dir", "", "`directory` with the dataset's files (see shufflefl run --help)")
-		rounds   = fs.Int("rounds", 0, "rounds per run (0 = the experiment's default)")
-		out      = fs.String("out", "", "output `directory` (default out/experiment-NAME-DATASET)")
-		seed     = fs.Uint64("seed", 1, "random seed")
-		workers  = fs.Int("workers", 0, "worker goroutines; 0 means all cores")
-		only     = fs.String("only", "", "comma-separated run labels to run (default all)")
-		progress = fs.String("progress", "log", "per-round progress: log or none")
+		dataset   = fs.String("dataset", "fashion-mnist", "dataset `name`: "+strings.Join(data.ClassificationNames(), ", "))
+		dataDir   = fs.String("data-dir", "", "`directory` with the dataset's files (see shufflefl run --help)")
+		rounds    = fs.Int("rounds", 0, "rounds per run, >= 1 (default: the experiment's own)")
+		out       = fs.String("out", "", "output `directory` (default out/experiment-NAME-DATASET); it must be empty or absent unless --overwrite is given")
+		seed      = fs.Uint64("seed", 1, "random seed")
+		workers   = fs.Int("workers", 0, "worker goroutines; 0 means all cores")
+		only      = fs.String("only", "", "comma-separated run `labels` to run (default all)")
+		progress  = fs.String("progress", "log", "per-round progress: log or none (each run's run.log gets the lines either way)")
+		overwrite = fs.Bool("overwrite", false, "write into a non-empty --out directory, removing the shufflefl outputs already there first (other files are kept)")
 	)
 	var list strings.Builder
 	for _, n := range experimentNames() {
 		fmt.Fprintf(&list, "  %-8s %s\n", n, experiments[n].summary)
 	}
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), experimentUsage, list.String())
-		fs.PrintDefaults()
+		fmt.Fprintf(stdout, experimentUsage, list.String())
+		printFlags(stdout, fs)
+		fmt.Fprint(stdout, experimentExamples)
+	}
+	var log io.Writer = io.Discard
+	fail := func(code int, format string, a ...any) int {
+		msg := strings.ReplaceAll(strings.TrimSpace(fmt.Sprintf(format, a...)), "\n", "; ")
+		msg = "shufflefl experiment: " + msg + "\n"
+		fmt.Fprint(stderr, msg)
+		fmt.Fprint(log, msg)
+		return code
 	}
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
 		if len(args) > 0 && (args[0] == "-h" || args[0] == "-help" || args[0] == "--help") {
-			fs.SetOutput(stderr)
 			fs.Usage()
 			return 0
 		}
-		fmt.Fprintf(stderr, "shufflefl experiment: name an experiment (%s); see shufflefl experiment --help\n", strings.Join(experimentNames(), ", "))
-		return 2
+		return fail(2, "name an experiment (%s); see shufflefl experiment --help", strings.Join(experimentNames(), ", "))
 	}
 	name := args[0]
 	exp, ok := experiments[name]
 	if !ok {
-		fmt.Fprintf(stderr, "shufflefl experiment: unknown experiment %q (known: %s)\n", name, strings.Join(experimentNames(), ", "))
-		return 2
+		return fail(2, "unknown experiment %q (known: %s)", name, strings.Join(experimentNames(), ", "))
 	}
 	if err := fs.Parse(args[1:]); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fs.SetOutput(stderr)
-			fs.Usage()
+		if errors.Is(err, flag.ErrHelp) { // Parse has printed the help
 			return 0
 		}
-		fmt.Fprintf(stderr, "shufflefl experiment: %v (see shufflefl experiment --help)\n", err)
-		return 2
+		return fail(2, "%s (see shufflefl experiment --help)", flagError(err))
+	}
+	if fs.NArg() > 0 {
+		return fail(2, "unexpected argument %q (flags start with --; one experiment per command)", fs.Arg(0))
+	}
+	if flagSet(fs)["rounds"] && *rounds < 1 {
+		return fail(2, "invalid parameter: rounds must be >= 1, got %d", *rounds)
 	}
 	if *progress != "log" && *progress != "none" {
-		fmt.Fprintf(stderr, "shufflefl experiment: unknown progress mode %q (known: log, none)\n", *progress)
-		return 2
+		return fail(2, "unknown progress mode %q (known: log, none)", *progress)
+	}
+	if data.IsRegression(*dataset) {
+		return fail(2, "invalid parameter: dataset %s is a regression set; the experiments train classifiers: choose one of %s",
+			*dataset, strings.Join(data.ClassificationNames(), ", "))
 	}
 	if *out == "" {
 		*out = filepath.Join("out", "experiment-"+name+"-"+*dataset)
+	}
+	if err := checkOutDir(*out, *overwrite); err != nil {
+		return fail(2, "%v", err)
 	}
 	want := map[string]bool{}
 	for _, l := range strings.Split(*only, ",") {
@@ -123,25 +157,20 @@ func runExperiment(args []string, stdout, stderr io.Writer) int {
 	}
 	split, err := data.Load(*dataset, data.Options{DataDir: *dataDir, Seed: *seed})
 	if err != nil {
-		fmt.Fprintf(stderr, "shufflefl experiment: %v\n", err)
-		return 2
+		return fail(2, "%v", err)
 	}
-	if err := os.MkdirAll(*out, 0o755); err != nil {
-		fmt.Fprintf(stderr, "shufflefl experiment: %v\n", err)
-		return 2
-	}
-	var md strings.Builder
-	fmt.Fprintf(&md, "# Experiment `%s` on `%s`\n\n%s\n\nCommand: `shufflefl experiment %s`\n\n",
-		name, *dataset, exp.summary, strings.Join(args, " "))
-	matched := 0
+
+	// Plan every run and build its engine once, so that a setting no run
+	// can honour fails now, not after hours of the runs before it. The
+	// engines are not kept (a planned APES engine holds tens of MB; the
+	// experiment's 18 would be held at once): each run builds its own again.
+	checkStart := time.Now()
+	var plan []plannedRun
 	for ti, tab := range exp.tables {
-		var series []metrics.Series
-		var rows []string
 		for _, run := range tab.runs {
 			if len(want) > 0 && !want[run.label] {
 				continue
 			}
-			matched++
 			cfg := runtime.DefaultConfig()
 			cfg.Dataset, cfg.DataDir, cfg.Seed, cfg.Workers = *dataset, *dataDir, *seed, *workers
 			exp.base(&cfg, split.Train.Len())
@@ -152,18 +181,60 @@ func runExperiment(args []string, stdout, stderr io.Writer) int {
 			if *rounds > 0 {
 				cfg.Rounds = *rounds
 			}
-			cfg.Out = filepath.Join(*out, fmt.Sprintf("t%d-%s", ti+1, run.label))
-			fmt.Fprintf(stderr, "== %s: %s (%s)\n", tab.title, run.label, cfg.Protocol)
-			recs, sum, err := runOne(cfg, split, *progress, stderr)
-			if err != nil {
-				fmt.Fprintf(stderr, "shufflefl experiment: run %s: %v\n", run.label, err)
-				if runtime.IsUsageError(err) {
-					return 2
-				}
-				return 1
+			if cfg.Protocol == "nonprivate" {
+				// The base's budgets mean nothing without privacy; clear
+				// them so that the run's config.yaml reruns as it is.
+				cfg.EpsDist, cfg.EpsFile, cfg.EpsScale = "", "", 0
 			}
-			series = append(series, metrics.Series{Name: run.label, Records: recs})
-			rows = append(rows, tableRow(run.label, cfg, recs, sum))
+			cfg.Out = filepath.Join(*out, fmt.Sprintf("t%d-%s", ti+1, run.label))
+			if _, err := buildRun(cfg, split); err != nil {
+				return fail(usageCode(err), "run %s: %v", run.label, err)
+			}
+			plan = append(plan, plannedRun{ti: ti, table: tab.title, label: run.label, cfg: cfg})
+		}
+	}
+	if len(plan) == 0 {
+		return fail(2, "--only %q matches no run of %s", *only, name)
+	}
+
+	if err := prepareOutDir(*out, *overwrite); err != nil {
+		return fail(2, "%v", err)
+	}
+	lf, err := os.Create(filepath.Join(*out, runLogFile))
+	if err != nil {
+		return fail(1, "writing %s: %v", runLogFile, err)
+	}
+	defer lf.Close()
+	log = lf
+	stdout, stderr = teeWriter{stdout, lf}, teeWriter{stderr, lf}
+	fmt.Fprintf(stderr, "%s: %d runs checked (settings, engines and privacy plans) in %s\n", name, len(plan), time.Since(checkStart).Round(time.Millisecond))
+
+	var md strings.Builder
+	fmt.Fprintf(&md, "# Experiment `%s` on `%s`\n\n%s\n\nCommand: `shufflefl experiment %s`\n\n",
+		name, *dataset, exp.summary, strings.Join(args, " "))
+	start := time.Now()
+	k := 0
+	for ti, tab := range exp.tables {
+		var series []metrics.Series
+		var rows []string
+		for ; k < len(plan) && plan[k].ti == ti; k++ {
+			pr := plan[k]
+			eta := ""
+			if k > 0 {
+				left := time.Duration(float64(time.Since(start)) / float64(k) * float64(len(plan)-k))
+				eta = fmt.Sprintf(", ETA %s", left.Round(time.Second))
+			}
+			fmt.Fprintf(stderr, "== run %d of %d%s: %s: %s (%s)\n", k+1, len(plan), eta, pr.table, pr.label, pr.cfg.Protocol)
+			eng, err := buildRun(pr.cfg, split)
+			if err != nil {
+				return fail(usageCode(err), "run %s: %v", pr.label, err)
+			}
+			recs, sum, err := runOne(pr.cfg, eng, *progress, stderr)
+			if err != nil {
+				return fail(usageCode(err), "run %s: %v", pr.label, err)
+			}
+			series = append(series, metrics.Series{Name: pr.label, Records: recs})
+			rows = append(rows, tableRow(pr.label, pr.cfg, recs, sum))
 		}
 		if len(rows) == 0 {
 			continue
@@ -176,48 +247,67 @@ func runExperiment(args []string, stdout, stderr io.Writer) int {
 		}
 		plotName := fmt.Sprintf("accuracy-t%d.png", ti+1)
 		if err := metrics.PlotCompare(filepath.Join(*out, plotName), fmt.Sprintf("%s: %s", name, tab.title), series); err != nil {
-			fmt.Fprintf(stderr, "shufflefl experiment: %v\n", err)
-			return 1
+			return fail(1, "%v", err)
 		}
 		fmt.Fprintf(&md, "\n![accuracy](%s)\n\n", plotName)
 	}
-	if matched == 0 {
-		fmt.Fprintf(stderr, "shufflefl experiment: --only %q matches no run of %s\n", *only, name)
-		return 2
-	}
 	if err := os.WriteFile(filepath.Join(*out, "results.md"), []byte(md.String()), 0o644); err != nil {
-		fmt.Fprintf(stderr, "shufflefl experiment: %v\n", err)
-		return 1
+		return fail(1, "%v", err)
 	}
 	fmt.Fprint(stdout, md.String())
+	if err := lf.Close(); err != nil {
+		fmt.Fprintf(stderr, "shufflefl experiment: writing %s: %v\n", runLogFile, err)
+		return 1
+	}
 	return 0
 }
 
-// runOne runs one configuration and writes its outputs like `shufflefl run`.
-func runOne(cfg runtime.Config, split data.Split, progress string, stderr io.Writer) ([]metrics.Record, runtime.Summary, error) {
-	if err := cfg.Validate(); err != nil {
-		return nil, runtime.Summary{}, err
+// usageCode is the exit status of err: 2 for invalid input, else 1.
+func usageCode(err error) int {
+	if runtime.IsUsageError(err) {
+		return 2
+	}
+	return 1
+}
+
+// buildRun checks one run's settings as `shufflefl run` does and builds its
+// engine, whose pre-flight validates the protocol against the first round
+// (FLAME's k <= d, say) and plans the privacy of every round.
+func buildRun(cfg runtime.Config, split data.Split) (*runtime.Engine, error) {
+	if err := checkRunConfig(cfg); err != nil {
+		return nil, err
 	}
 	budgets, err := runtime.Budgets(cfg, nil)
 	if err != nil {
-		return nil, runtime.Summary{}, err
+		return nil, err
 	}
-	eng, err := runtime.New(cfg, split, budgets)
-	if err != nil {
-		return nil, runtime.Summary{}, err
-	}
+	return runtime.New(cfg, split, budgets)
+}
+
+// runOne runs one planned configuration and writes its outputs like
+// `shufflefl run` into cfg.Out.
+func runOne(cfg runtime.Config, eng *runtime.Engine, progress string, stderr io.Writer) ([]metrics.Record, runtime.Summary, error) {
+	var log strings.Builder
+	fmt.Fprintf(&log, "shufflefl: %s on %s, model %s (d=%d), %d clients, %d rounds, %d workers\n",
+		cfg.Protocol, cfg.Dataset, cfg.Model, eng.Model().Dim(), cfg.Clients, cfg.Rounds, eng.Workers())
 	var recs []metrics.Record
 	sum, err := eng.Run(func(r runtime.RoundResult) {
 		rec := metrics.FromResult(r)
 		recs = append(recs, rec)
+		line := fmt.Sprintf("round %d/%d  acc %.4f  loss %.4f  %.2fs\n", r.Round, cfg.Rounds, r.TestAccuracy, r.TestLoss, r.Seconds)
+		log.WriteString(line)
 		if progress == "log" {
-			fmt.Fprintf(stderr, "round %d/%d  acc %.4f  loss %.4f  %.2fs\n", r.Round, cfg.Rounds, r.TestAccuracy, r.TestLoss, r.Seconds)
+			fmt.Fprint(stderr, line)
 		}
 	})
 	if err != nil {
 		return nil, sum, err
 	}
-	if err := writeRunOutputs(cfg, recs, sum); err != nil {
+	if sum.Halted != "" {
+		fmt.Fprintf(&log, "shufflefl: %s\n", sum.Halted)
+		fmt.Fprintf(stderr, "shufflefl: %s\n", sum.Halted)
+	}
+	if err := writeRunOutputs(cfg, recs, sum, log.String()); err != nil {
 		return nil, sum, err
 	}
 	return recs, sum, nil
@@ -254,8 +344,8 @@ func tableRow(label string, cfg runtime.Config, recs []metrics.Record, sum runti
 		bound += " [approximation]"
 	}
 	return fmt.Sprintf("| %s | %s | %s | %s | %s | %s%s | %s%s | %s | %.4f | %.4f | %.1f |\n",
-		label, cfg.Protocol, fmtRange(coordMin, last.LocalCoordEpsilon), fmtRange(last.LocalEpsilonMin, last.LocalEpsilonMax),
-		fmtEps(last.CentralCoordEpsilon), fmtEps(last.CentralEpsilon), delta(last.CentralDelta),
+		label, cfg.Protocol, fmtRange(coordMin, last.LocalCoordEpsilonMax), fmtRange(last.LocalEpsilonMin, last.LocalEpsilonMax),
+		fmtEps(last.RoundCentralCoordEpsilon), fmtEps(last.RoundCentralEpsilon), delta(last.RoundCentralDelta),
 		fmtEps(last.CumulativeEpsilon), delta(last.CumulativeDelta), bound,
 		sum.FinalAccuracy, sum.BestAccuracy, sum.Seconds)
 }

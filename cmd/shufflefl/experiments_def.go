@@ -1,10 +1,11 @@
 package main
 
 import (
+	"maps"
 	"math"
-	"slices"
 	"strings"
 
+	"shufflefl/account"
 	"shufflefl/protocol"
 	"shufflefl/runtime"
 )
@@ -15,9 +16,11 @@ import (
 
 func init() {
 	// FLAME (Liu et al. AAAI 2021), Evaluations: logistic regression,
-	// d = 7,850, n = 1,000 users, eps_l = 78.5, delta_c = 0.01/n^1.1, the
-	// Laplace randomizer for SS-*, k = d/50 (beta = 1/50, the reading that
-	// gives the paper's nu = 3.125, l = 16), n/n_p = 3 for SS-Double.
+	// d = 7,850, n = 1,000 users, eps_l = 78.5, delta_c = 0.01/n^1.1 per
+	// round (the run's --delta is 2T·delta_c, so that each round's share
+	// account.RoundDelta is the paper's delta_c), the Laplace randomizer for
+	// SS-*, k = d/50 (beta = 1/50, the reading that gives the paper's
+	// nu = 3.125, l = 16), n/n_p = 3 for SS-Double.
 	flameBase := func(c *runtime.Config, trainLen int) {
 		c.Model = "logreg"
 		c.Clients = min(1000, trainLen)
@@ -27,27 +30,33 @@ func init() {
 		c.LR = 0.1
 		c.Clip = 0.05
 		c.Epsilon = 78.5
-		c.Delta = 0.01 / math.Pow(1000, 1.1)
 		c.Rounds = 10
+		c.Delta = 2 * float64(c.Rounds) * 0.01 / math.Pow(1000, 1.1)
 	}
 	// dpMatching makes dp-central spend, over the whole run, the cumulative
-	// central epsilon that protocol name states after the same rounds.
+	// central epsilon that protocol name's accountant states after the same
+	// rounds (planned with account.Accountant, every client reporting).
 	dpMatching := func(name string, opts map[string]float64) func(c *runtime.Config) {
 		return func(c *runtime.Config) {
 			eps := c.Epsilon
 			p, err := protocol.New(name, protocol.Params{Clip: c.Clip, Delta: c.Delta, Epsilon: c.Epsilon, Rounds: c.Rounds, SampleRate: 1, Extra: opts})
-			if err == nil {
+			acct, aerr := account.NewAccountant(c.Delta)
+			if err == nil && aerr == nil {
 				budgets := make([]protocol.Budget, c.Clients)
 				for i := range budgets {
-					budgets[i] = protocol.Budget{Epsilon: eps, Delta: c.Delta}
+					budgets[i] = protocol.Budget{Epsilon: eps, Delta: account.RoundDelta(c.Delta, c.Rounds)}
 				}
-				s := protocol.Shape{Round: c.Rounds, Dim: flameDim, Population: c.Clients, Participants: c.Clients}
-				if priv, err := p.Account(s, budgets); err == nil && !math.IsInf(priv.CumulativeEpsilon, 0) {
-					eps = priv.CumulativeEpsilon
+				s := protocol.Shape{Round: 1, Dim: flameDim, Population: c.Clients, Participants: c.Clients}
+				if priv, err := p.Account(s, budgets); err == nil {
+					st := account.Statement{Round: 1, SampleRate: 1, Sampled: c.Clients, Reporters: c.Clients, Released: true,
+						Epsilon: priv.CentralEpsilon, Delta: priv.CentralDelta, Components: priv.Components, RDP: priv.RDP}
+					if sp, err := acct.Plan(st, c.Rounds); err == nil && !math.IsInf(sp.Epsilon, 0) {
+						eps = sp.Epsilon
+					}
 				}
 			}
 			c.Protocol = "dp-central"
-			c.Epsilon = eps
+			c.TargetEpsilon = eps
 			c.Clip = 1 // L2 clip of the whole update
 		}
 	}
@@ -78,9 +87,12 @@ const flameDim = 784*10 + 10
 func init() {
 	// APES (Liu et al. AAAI 2023), Experiments: logistic regression
 	// (d = 7,850), n = 10,000 users with the data split evenly, FedProx,
-	// delta_s = 1e-8, budgets from Table 2 (per dimension). Clip bound, local
-	// schedule and rounds are not stated: C = 0.05, 5 local epochs of batch
-	// 10 at lr 0.1, mu = 0.01, 10 rounds.
+	// delta_s = delta' = 1e-8 (options delta-s and delta-prime), budgets from
+	// Table 2, which are per dimension: --eps-scale 7850 makes them the
+	// user-level budgets shufflefl takes. The run's delta must cover the
+	// rounds' d·delta_s + delta' = 7.85e-5 each: 1e-3 over 10 rounds. Clip
+	// bound, local schedule and rounds are not stated: C = 0.05, 5 local
+	// epochs of batch 10 at lr 0.1, mu = 0.01, 10 rounds.
 	apesBase := func(c *runtime.Config, trainLen int) {
 		c.Model = "logreg"
 		c.Clients = min(10000, trainLen/6)
@@ -90,29 +102,40 @@ func init() {
 		c.LR = 0.1
 		c.Mu = 0.01
 		c.Clip = 0.05
-		c.Delta = 1e-8
+		c.Delta = 1e-3
 		c.EpsDist = "uniform2"
+		c.EpsScale = flameDim
 		c.Rounds = 10
 	}
-	// ldpMin runs LDP-Min at the population's smallest budget.
-	ldpMin := func(c *runtime.Config) {
-		c.Protocol = "ldp-min"
-		b, err := runtime.Budgets(*c, nil)
-		if err != nil {
-			return // Validate reports the error when the run starts
-		}
-		eps := make([]float64, len(b))
-		for i, x := range b {
-			eps[i] = x.Epsilon
-		}
-		c.Options = map[string]float64{"min-epsilon": slices.Min(eps)}
+	// apesOpts are APES Table 3's delta_s and delta' plus extra options.
+	// APES and S-APES are accounted as in the paper, under its hidden-budget
+	// assumption (option hidden-budget; the bound string says so); without
+	// it shufflefl states the standard-DP figure (UniS's for Table 3).
+	apesOpts := func(extra map[string]float64) map[string]float64 {
+		o := map[string]float64{"delta-s": 1e-8, "delta-prime": 1e-8}
+		maps.Copy(o, extra)
+		return o
 	}
-	proto := func(name string) func(c *runtime.Config) { return func(c *runtime.Config) { c.Protocol = name } }
+	proto := func(name string) func(c *runtime.Config) {
+		return func(c *runtime.Config) {
+			c.Protocol = name
+			switch name {
+			case "nonprivate":
+				c.EpsDist, c.EpsScale = "", 0 // no budgets
+			case "e-apes":
+			case "apes", "s-apes":
+				c.Options = apesOpts(map[string]float64{"hidden-budget": 1})
+			default:
+				c.Options = apesOpts(nil)
+			}
+		}
+	}
+	ldpMin := proto("ldp-min") // min-epsilon is derived from the budgets
 	var fig2b []expRun
 	for _, dist := range []string{"uniform1", "uniform2", "gauss1", "gauss2", "mixgauss1", "mixgauss2"} {
 		for _, p := range []string{"apes", "unis"} {
 			dist, p := dist, p
-			fig2b = append(fig2b, expRun{p + "-" + dist, func(c *runtime.Config) { c.Protocol = p; c.EpsDist = dist }})
+			fig2b = append(fig2b, expRun{p + "-" + dist, func(c *runtime.Config) { proto(p)(c); c.EpsDist = dist }})
 		}
 	}
 	registerExperiment(experiment{
@@ -128,7 +151,10 @@ func init() {
 					{"PLDP", proto("pldp")},
 					{"UniS", proto("unis")},
 					{"APES", proto("apes")},
-					{"S-APES", func(c *runtime.Config) { c.Protocol = "s-apes"; c.Options = map[string]float64{"b": 1570} }},
+					{"S-APES", func(c *runtime.Config) {
+						c.Protocol = "s-apes"
+						c.Options = apesOpts(map[string]float64{"b": 1570, "hidden-budget": 1})
+					}},
 				},
 			},
 			{title: "Figure 2b: accuracy across the budget distributions of Table 2", runs: fig2b},
@@ -147,8 +173,8 @@ func init() {
 		c.Batch = 10
 		c.LR = 0.1
 		c.Clip = 1
-		c.Delta = 1e-5
 		c.Rounds = 10
+		c.Delta = 2 * float64(c.Rounds) * 1e-5 // each client's delta_i = 1e-5 per round
 	}
 	var eapesRuns []expRun
 	eapesRuns = append(eapesRuns, expRun{"Non-Private", proto("nonprivate")})

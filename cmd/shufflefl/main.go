@@ -1,23 +1,34 @@
 // Command shufflefl runs differentially private federated learning in the
-// shuffle model: simulations (`shufflefl run`) and privacy accounting
-// (`shufflefl bound`).
+// shuffle model: simulations (`shufflefl run`), the papers' comparisons
+// (`shufflefl experiment`) and privacy accounting (`shufflefl bound`).
 package main
 
 import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/debug"
 )
+
+// version is the shufflefl release; config.yaml and `shufflefl version`
+// state it with the git commit the binary was built from.
+const version = "0.3.0-dev"
 
 const usage = `shufflefl: differentially private federated learning in the shuffle model
 
 Usage:
   shufflefl run   [flags]              train a model with simulated clients (Encode -> Shuffle -> Analyze)
-  shufflefl bound SUBCOMMAND [flags]   compute privacy amplification bounds and composition
   shufflefl experiment NAME [flags]    reproduce a paper's comparison (flame, apes, eapes)
-  shufflefl help  [COMMAND]            show help for a command
+  shufflefl bound SUBCOMMAND [flags]   compute privacy amplification bounds and composition
+  shufflefl help  [COMMAND [SUBCOMMAND]]  show help for a command
+  shufflefl version                    print the version and git commit (also --version)
 
 Run 'shufflefl COMMAND --help' for the flags of a command.
+
+Examples:
+  shufflefl run --protocol apes --target-epsilon 5 --delta 1e-6 --rounds 10 --out out/apes
+  shufflefl experiment flame --dataset mnist-10k --out out/flame
+  shufflefl bound clones --eps0 4 --n 100000 --delta 1e-6
 `
 
 func main() {
@@ -38,14 +49,51 @@ func realMain(args []string, stdout, stderr io.Writer) int {
 		return runExperiment(args[1:], stdout, stderr)
 	case "bound":
 		return runBound(args[1:], stdout, stderr)
+	case "version", "--version", "-version":
+		fmt.Fprintln(stdout, versionString())
+		return 0
 	case "help", "-h", "-help", "--help":
-		if len(args) > 1 {
-			return realMain([]string{args[1], "--help"}, stdout, stderr)
+		if len(args) > 1 && args[1] != "help" {
+			// "help bound clones" is "bound clones --help".
+			return realMain(append(append([]string{}, args[1:]...), "--help"), stdout, stderr)
 		}
 		fmt.Fprint(stdout, usage)
 		return 0
 	default:
-		fmt.Fprintf(stderr, "shufflefl: unknown command %q\n\n%s", args[0], usage)
+		fmt.Fprintf(stderr, "shufflefl: unknown command %q (run 'shufflefl help' for the commands)\n", args[0])
 		return 2
 	}
+}
+
+// versionString is "shufflefl VERSION (commit REV)", REV being the git
+// commit the binary was built from (with "+modified" when the working tree
+// had uncommitted changes), or "unknown" when the build recorded none (go
+// test, go run, or a build outside a git checkout).
+func versionString() string {
+	return fmt.Sprintf("shufflefl %s (commit %s)", version, buildCommit())
+}
+
+// buildCommit returns the vcs.revision recorded by the Go toolchain, or
+// "unknown".
+func buildCommit() string {
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "unknown"
+	}
+	rev, modified := "", false
+	for _, s := range info.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			modified = s.Value == "true"
+		}
+	}
+	if rev == "" {
+		return "unknown"
+	}
+	if modified {
+		rev += "+modified"
+	}
+	return rev
 }

