@@ -47,19 +47,22 @@ func mixture(pa float64, a, b func(*rand.Rand) float64) func(*rand.Rand) float64
 // Table 3 writes N(mu, sigma^2) but its caption says the second argument is
 // the standard deviation; we follow the caption (N(0.5, 0.2) has sd 0.2).
 var budgetDists = map[string]budgetDist{
-	// APES (Liu et al., AAAI 2023), Table 2.
-	"uniform1":  {"APES Table 2 Uniform1: U(0.05, 0.5), clip [0.05, 0.5]", uniform(0.05, 0.5), 0.05, 0.5},
-	"uniform2":  {"APES Table 2 Uniform2: U(0.05, 1), clip [0.05, 1]", uniform(0.05, 1), 0.05, 1},
-	"gauss1":    {"APES Table 2 Gauss1: N(0.1, 1), clip [0.05, 0.5]", normal(0.1, 1), 0.05, 0.5},
-	"gauss2":    {"APES Table 2 Gauss2: N(0.2, 1), clip [0.05, 1]", normal(0.2, 1), 0.05, 1},
-	"mixgauss1": {"APES Table 2 MixGauss1: 90% N(0.1, 1) + 10% N(0.5, 1), clip [0.05, 0.5]", mixture(0.9, normal(0.1, 1), normal(0.5, 1)), 0.05, 0.5},
-	"mixgauss2": {"APES Table 2 MixGauss2: 90% N(0.2, 1) + 10% N(1, 1), clip [0.05, 1]", mixture(0.9, normal(0.2, 1), normal(1, 1)), 0.05, 1},
-	// E-APES (Chen, Cao and Ge 2023), Table 3.
-	"eapes-uniform1": {"E-APES Table 3 Uniform 1: U(0.05, 1), clip [0.05, 1]", uniform(0.05, 1), 0.05, 1},
-	"eapes-uniform2": {"E-APES Table 3 Uniform 2: U(0.01, 2), clip [0.01, 2]", uniform(0.01, 2), 0.01, 2},
-	"eapes-gauss1":   {"E-APES Table 3 Gauss 1: N(0.5, sd 0.2), clip [0.05, 1]", normal(0.5, 0.2), 0.05, 1},
-	"eapes-gauss2":   {"E-APES Table 3 Gauss 2: N(1, sd 0.2), clip [0.01, 2]", normal(1, 0.2), 0.01, 2},
-	"eapes-gauss3":   {"E-APES Table 3 Gauss 3: N(1, sd 0.5), clip [0.01, 2]", normal(1, 0.5), 0.01, 2},
+	// APES (Liu et al., AAAI 2023), Table 2: PER-COORDINATE epsilons (APES
+	// states every budget per dimension). shufflefl's budgets are user
+	// level, so a user-level reading multiplies them by d (`--eps-scale d`).
+	"uniform1":  {"APES Table 2 Uniform1: U(0.05, 0.5), clip [0.05, 0.5] (per coordinate in APES: scale by d for user level)", uniform(0.05, 0.5), 0.05, 0.5},
+	"uniform2":  {"APES Table 2 Uniform2: U(0.05, 1), clip [0.05, 1] (per coordinate in APES: scale by d for user level)", uniform(0.05, 1), 0.05, 1},
+	"gauss1":    {"APES Table 2 Gauss1: N(0.1, 1), clip [0.05, 0.5] (per coordinate in APES: scale by d for user level)", normal(0.1, 1), 0.05, 0.5},
+	"gauss2":    {"APES Table 2 Gauss2: N(0.2, 1), clip [0.05, 1] (per coordinate in APES: scale by d for user level)", normal(0.2, 1), 0.05, 1},
+	"mixgauss1": {"APES Table 2 MixGauss1: 90% N(0.1, 1) + 10% N(0.5, 1), clip [0.05, 0.5] (per coordinate in APES: scale by d for user level)", mixture(0.9, normal(0.1, 1), normal(0.5, 1)), 0.05, 0.5},
+	"mixgauss2": {"APES Table 2 MixGauss2: 90% N(0.2, 1) + 10% N(1, 1), clip [0.05, 1] (per coordinate in APES: scale by d for user level)", mixture(0.9, normal(0.2, 1), normal(1, 1)), 0.05, 1},
+	// E-APES (Chen, Cao and Ge 2023), Table 3: user-level epsilons (one
+	// (eps_i, delta_i) per user's whole noisy update).
+	"eapes-uniform1": {"E-APES Table 3 Uniform 1: U(0.05, 1), clip [0.05, 1] (user level)", uniform(0.05, 1), 0.05, 1},
+	"eapes-uniform2": {"E-APES Table 3 Uniform 2: U(0.01, 2), clip [0.01, 2] (user level)", uniform(0.01, 2), 0.01, 2},
+	"eapes-gauss1":   {"E-APES Table 3 Gauss 1: N(0.5, sd 0.2), clip [0.05, 1] (user level)", normal(0.5, 0.2), 0.05, 1},
+	"eapes-gauss2":   {"E-APES Table 3 Gauss 2: N(1, sd 0.2), clip [0.01, 2] (user level)", normal(1, 0.2), 0.01, 2},
+	"eapes-gauss3":   {"E-APES Table 3 Gauss 3: N(1, sd 0.5), clip [0.01, 2] (user level)", normal(1, 0.5), 0.01, 2},
 }
 
 // EAPESGroups returns the default groups of E-APES Section 4.2 (after

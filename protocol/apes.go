@@ -14,6 +14,17 @@ import (
 
 func init() {
 	Register("apes", "APES (Liu et al. AAAI 2023, Algorithm 1): per-coordinate Clip-Laplace with each client's per-dimension eps_i, per-dimension shuffling of values and of the epsilon list, Eq. (1) calibration, EoN accounting", newAPES)
+	RegisterInfo("apes", Info{
+		Summary: "APES: personalized per-coordinate Clip-Laplace, per-dimension shuffling, Echo-of-Neighbors accounting",
+		Paper:   "APES (Liu et al., AAAI 2023), Algorithm 1",
+		Options: []OptionSpec{
+			apesDeltaSInfo("the round's share of --delta / (2d)", "delta_s, the delta of one dimension's shuffle (EoN) bound"),
+			apesDeltaPrimeInfo("delta', the slack of advanced composition over the d coordinates (APES Lemma 2)"),
+			apesHiddenInfo(apesHiddenUsed),
+			apesSecureInfo(),
+		},
+		Budgets: budgetsPersonalizedCoord,
+	})
 }
 
 // APES is the basic framework of "Echo of Neighbors" (Liu, Zhao, Xiong, Liu

@@ -15,6 +15,43 @@ func init() {
 	Register("pldp", "PLDP baseline of APES: per-coordinate classic Laplace with each client's per-dimension eps_i (scale 2C/eps_i), no shuffler", newPLDP)
 	Register("ldp-min", "LDP-Min baseline of APES: every client perturbs with the population's minimum per-dimension epsilon (option min-epsilon), no shuffler", newLDPMin)
 	Register("unis", "UniS baseline of APES: per-coordinate classic Laplace with personalized eps_i, per-dimension shuffling, FMT bound at max eps_i (APES Eq. 2, numerical)", newUniS)
+	composeD := "delta', the slack of advanced composition over the d coordinates (APES Lemma 2)"
+	RegisterInfo("pldp", Info{
+		Summary: "APES's PLDP baseline: personalized per-coordinate Laplace, no shuffler",
+		Paper:   "APES (Liu et al., AAAI 2023), baseline PLDP",
+		Options: []OptionSpec{
+			apesDeltaSInfo("the round's share of --delta / (2d)", apesUnused("no shuffler")),
+			apesDeltaPrimeInfo(composeD),
+			apesHiddenInfo(apesUnused("no shuffler")),
+			apesSecureInfo(),
+		},
+		Budgets: budgetsPersonalizedCoord,
+	})
+	RegisterInfo("ldp-min", Info{
+		Summary: "APES's LDP-Min baseline: every client perturbs at the population's minimum budget, no shuffler",
+		Paper:   "APES (Liu et al., AAAI 2023), baseline LDP-Min",
+		Options: []OptionSpec{
+			{Name: "min-epsilon", Default: "min of the clients' budgets",
+				Meaning: "the user-level epsilon every client perturbs with (min-epsilon/d per coordinate); scaled with the budgets under --target-epsilon",
+				Range:   "> 0 and at most every participant's budget"},
+			apesDeltaSInfo("the round's share of --delta / (2d)", apesUnused("no shuffler")),
+			apesDeltaPrimeInfo(composeD),
+			apesHiddenInfo(apesUnused("no shuffler")),
+			apesSecureInfo(),
+		},
+		Budgets: "personalized: --epsilon, --eps-dist or --eps-file (user level); every client spends the minimum, min-epsilon/d per coordinate",
+	})
+	RegisterInfo("unis", Info{
+		Summary: "APES's UniS baseline: personalized per-coordinate Laplace, per-dimension shuffling, FMT bound",
+		Paper:   "APES (Liu et al., AAAI 2023), baseline UniS (Eq. 2)",
+		Options: []OptionSpec{
+			apesDeltaSInfo("the round's share of --delta / (2d)", "delta_s, the delta of one dimension's shuffle (FMT) bound"),
+			apesDeltaPrimeInfo(composeD),
+			apesHiddenInfo(apesUnused("UniS uses the FMT bound, not EoN")),
+			apesSecureInfo(),
+		},
+		Budgets: budgetsPersonalizedCoord,
+	})
 }
 
 // apesLaplaceEncode is the client of the APES baselines (PLDP, LDP-Min,

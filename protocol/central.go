@@ -12,6 +12,11 @@ import (
 
 func init() {
 	Register("dp-central", "DP-FedAvg: L2 clipping, Gaussian noise added by a trusted analyzer, RDP accountant for Poisson-sampled rounds", newCentral)
+	RegisterInfo("dp-central", Info{
+		Summary: "central DP: L2 clipping, Gaussian noise added by a trusted analyzer, RDP accounting",
+		Paper:   "DP-FL (DP-FedAvg, McMahan et al. 2018)",
+		Budgets: "none: --target-epsilon (with --delta) calibrates the analyzer's noise over the planned rounds",
+	})
 }
 
 // PoissonSampler is implemented by protocols whose accounting assumes that

@@ -14,6 +14,17 @@ import (
 
 func init() {
 	Register("e-apes", "E-APES (Chen, Cao and Ge 2023, Algorithm 1): L2 clipping, personalized (eps_i, delta_i) Gaussian noise, whole-report shuffling; rigorous central bound plus the paper's mu-GDP approximation", newEAPES)
+	RegisterInfo("e-apes", Info{
+		Summary: "E-APES: personalized (eps_i, delta_i) Gaussian noise, whole-report shuffling",
+		Paper:   "E-APES (Chen, Cao and Ge 2023), Algorithm 1 and Theorems 2-3",
+		Options: []OptionSpec{
+			apesDeltaSInfo("half the round's share of --delta", "the delta at which the paper's mu-GDP approximation is stated (the rigorous bound does not use it)"),
+			apesDeltaPrimeInfo(apesUnused("no composition over coordinates")),
+			apesHiddenInfo(apesUnused("no EoN bound")),
+			apesSecureInfo(),
+		},
+		Budgets: budgetsPersonalizedDelta,
+	})
 }
 
 // EAPES is the shuffled noisy SGD of "Enhancing Privacy in Personalized

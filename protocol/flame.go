@@ -363,6 +363,12 @@ func (f flameBase) account(s Shape, budgets []Budget, coordEps float64, extraDel
 
 func init() {
 	Register("ss-simple", "FLAME SS-Simple: every coordinate randomized with eps_l/d (R_{gamma,b} or Laplace), per-dimension shuffling, FLAME Theorem 1", newSSSimple)
+	RegisterInfo("ss-simple", Info{
+		Summary: "FLAME SS-Simple: every coordinate randomized with eps_l/d, per-dimension shuffling",
+		Paper:   "FLAME (Liu et al., AAAI 2021), Algorithm 2 and Theorem 1",
+		Options: flameOptionInfo(),
+		Budgets: "one public --epsilon (user level, eps/d per coordinate)",
+	})
 }
 
 // SSSimple is FLAME's SS-Simple protocol (Liu et al. 2021, Algorithm 2 with

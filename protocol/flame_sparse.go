@@ -13,6 +13,31 @@ import (
 func init() {
 	Register("ss-double", "FLAME SS-Double: k random coordinates per user with eps_l/k, dummy padding to n_p per dimension, FLAME Theorems 3-4", newSSDouble)
 	Register("ss-topk", "FLAME SS-Topk: top-k coordinates plus k(l-1) blanket dummies for nu-index privacy, padding to n_p, FLAME Algorithm 4 and Theorem 5", newSSTopk)
+	RegisterInfo("ss-double", Info{
+		Summary: "FLAME SS-Double: k random coordinates per user with eps_l/k, dummy padding to n_p per dimension",
+		Paper:   "FLAME (Liu et al., AAAI 2021), Algorithms 2-3 and Theorems 3-4",
+		Options: append([]OptionSpec{
+			flameKInfo("k, the coordinates each user samples uniformly and reports"),
+			{Name: flameOptNp, Default: "max(n/3, the smallest n_p that some dimension overflows with probability <= 1e-9)",
+				Meaning: "n_p, the values per dimension after the shuffler's dummy padding (FLAME Algorithm 3)",
+				Range:   "integer >= that smallest safe n_p for n, k and d (any np >= n works)"},
+		}, flameOptionInfo()...),
+		Budgets: "one public --epsilon (user level, eps/k per reported coordinate)",
+	})
+	RegisterInfo("ss-topk", Info{
+		Summary: "FLAME SS-Topk: top-k coordinates plus blanket dummies for nu-index privacy, padding to n_p",
+		Paper:   "FLAME (Liu et al., AAAI 2021), Algorithm 4 and Theorem 5",
+		Options: append([]OptionSpec{
+			flameKInfo("k, the top coordinates (by |clipped update|) each user reports"),
+			{Name: flameOptNp, Default: "n (the participants)",
+				Meaning: "n_p, the values per dimension after the shuffler's dummy padding (FLAME Algorithm 3)",
+				Range:   "integer >= n (top-k indexes are data-dependent)"},
+			{Name: flameOptNu, Default: "the strongest nu the slots allow, l = min(floor(n_p d/(n k)), floor(d/k))",
+				Meaning: "requested nu-index privacy (FLAME Definition 3): sets the slots l per top index; a weaker nu sends fewer blanket dummies",
+				Range:   "[1, d/k], and reachable with the l that n_p allows"},
+		}, flameOptionInfo()...),
+		Budgets: "one public --epsilon (user level, eps/k per reported coordinate)",
+	})
 }
 
 // flameScratch is per-goroutine working memory of the sparse encoders.

@@ -12,6 +12,16 @@ import (
 func init() {
 	Register("ldp-laplace", "LDP-FL: per-coordinate clipping to [-C, C] and Laplace noise, eps_i/d per coordinate, no shuffle credit", newLDPLaplace)
 	Register("ldp-gaussian", "LDP-FL: per-coordinate clipping to [-C, C] and analytic Gaussian noise with (eps_i, delta_i), no shuffle credit", newLDPGaussian)
+	RegisterInfo("ldp-laplace", Info{
+		Summary: "local DP: per-coordinate clipping and Laplace noise, no shuffler",
+		Paper:   "LDP-FL baseline (FLAME's evaluation; PLDP of APES when budgets differ)",
+		Budgets: budgetsPersonalizedCoord,
+	})
+	RegisterInfo("ldp-gaussian", Info{
+		Summary: "local DP: per-coordinate clipping and analytic Gaussian noise, no shuffler",
+		Paper:   "LDP-FL baseline with the analytic Gaussian mechanism (Balle and Wang 2018)",
+		Budgets: budgetsPersonalizedDelta,
+	})
 }
 
 // LDPLaplace is the local-DP baseline (LDP-FL in FLAME's evaluation, PLDP in

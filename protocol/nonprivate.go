@@ -11,6 +11,11 @@ func init() {
 		}
 		return NonPrivateFedAvg{}, nil
 	})
+	RegisterInfo("nonprivate", Info{
+		Summary: "FedAvg without privacy: clients send their updates unchanged",
+		Paper:   "NP-FL baseline (FedAvg, McMahan et al. 2017)",
+		Budgets: "none",
+	})
 }
 
 // NonPrivateFedAvg is plain federated averaging (McMahan et al. 2017): each

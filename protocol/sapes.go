@@ -14,6 +14,20 @@ import (
 
 func init() {
 	Register("s-apes", "S-APES (APES Algorithm 2): Clip-Laplace on every coordinate, keep the b largest noisy coordinates, pad the other d-b with fresh CLap(0) draws; per-dimension shuffling; option b (default 0.2 d)", newSAPES)
+	RegisterInfo("s-apes", Info{
+		Summary: "S-APES: APES with post-sparsification to the b largest noisy coordinates",
+		Paper:   "APES (Liu et al., AAAI 2023), Algorithm 2 and Proposition 1",
+		Options: []OptionSpec{
+			{Name: "b", Default: fmt.Sprintf("round(%g d), at least 1 (1,570 for d = 7,850)", SAPESDefaultRatio),
+				Meaning: "b, the noisy coordinates each client keeps (the other d-b are fresh CLap(0) dummies)",
+				Range:   "integer in [1, d]"},
+			apesDeltaSInfo("the round's share of --delta / (4b)", "delta_s, the delta of one dimension's shuffle (EoN) bound"),
+			apesDeltaPrimeInfo("delta', the slack of advanced composition over the 2b releases (S-APES Proposition 1)"),
+			apesHiddenInfo(apesHiddenUsed),
+			apesSecureInfo(),
+		},
+		Budgets: budgetsPersonalizedCoord,
+	})
 }
 
 // SAPESDefaultRatio is the default sparsification ratio b/d of S-APES when

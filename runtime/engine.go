@@ -83,6 +83,7 @@ type Engine struct {
 	charges bool
 	// approxLocal: the local randomizer spends the budgets' deltas.
 	approxLocal bool
+	stop        func() bool // Run stops before a round when it returns true
 	maxSpent    float64
 	w           []float64
 	est         []float64
@@ -169,13 +170,8 @@ func New(cfg Config, split data.Split, budgets []protocol.Budget) (*Engine, erro
 		return nil, checks.Invalidf("%d budgets for %d clients", len(budgets), cfg.Clients)
 	}
 	e.budgets = budgets
-	e.ledger = account.NewLedger(account.NewMemoryStore())
-	capEps := cfg.ClientCap
-	if capEps == 0 {
-		capEps = math.MaxFloat64
-	}
-	if err := e.ledger.SetDefaultCap(account.Cap{Epsilon: capEps, Delta: math.Nextafter(1, 0)}); err != nil {
-		return nil, fmt.Errorf("ledger: %w", err)
+	if e.ledger, err = newLedger(cfg); err != nil {
+		return nil, err
 	}
 
 	// Partition the training set.
@@ -764,6 +760,9 @@ func (e *Engine) Run(observe func(RoundResult)) (Summary, error) {
 	start := time.Now()
 	sum := Summary{Dim: e.model.Dim(), Workers: e.workers, TrainSamples: e.train.Len(), TestSamples: e.test.Len()}
 	for e.round < e.cfg.Rounds && e.halted == "" {
+		if e.stop != nil && e.stop() {
+			break
+		}
 		res, err := e.Step()
 		if err != nil {
 			return sum, err

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -35,6 +36,9 @@ type experiment struct {
 }
 
 type expTable struct {
+	// title heads the table in results.md and titles its plot; "{n}" and
+	// "{d}" stand for the runs' number of clients and model dimension
+	// (tableTitle fills them in).
 	title string
 	runs  []expRun
 }
@@ -79,6 +83,7 @@ type plannedRun struct {
 	ti           int // index of its table in experiment.tables
 	table, label string
 	cfg          runtime.Config
+	dim          int // the model's dimension
 }
 
 func runExperiment(args []string, stdout, stderr io.Writer) int {
@@ -187,11 +192,19 @@ func runExperiment(args []string, stdout, stderr io.Writer) int {
 				cfg.EpsDist, cfg.EpsFile, cfg.EpsScale = "", "", 0
 			}
 			cfg.Out = filepath.Join(*out, fmt.Sprintf("t%d-%s", ti+1, run.label))
-			if _, err := buildRun(cfg, split); err != nil {
+			eng, err := buildRun(cfg, split)
+			if err != nil {
 				return fail(usageCode(err), "run %s: %v", run.label, err)
 			}
-			plan = append(plan, plannedRun{ti: ti, table: tab.title, label: run.label, cfg: cfg})
+			plan = append(plan, plannedRun{ti: ti, table: tab.title, label: run.label, cfg: cfg, dim: eng.Model().Dim()})
 		}
+	}
+	titles := make([]string, len(exp.tables))
+	for ti, tab := range exp.tables {
+		titles[ti] = tableTitle(tab.title, ti, plan)
+	}
+	for k := range plan {
+		plan[k].table = titles[plan[k].ti]
 	}
 	if len(plan) == 0 {
 		return fail(2, "--only %q matches no run of %s", *only, name)
@@ -214,7 +227,7 @@ func runExperiment(args []string, stdout, stderr io.Writer) int {
 		name, *dataset, exp.summary, strings.Join(args, " "))
 	start := time.Now()
 	k := 0
-	for ti, tab := range exp.tables {
+	for ti := range exp.tables {
 		var series []metrics.Series
 		var rows []string
 		for ; k < len(plan) && plan[k].ti == ti; k++ {
@@ -239,14 +252,14 @@ func runExperiment(args []string, stdout, stderr io.Writer) int {
 		if len(rows) == 0 {
 			continue
 		}
-		fmt.Fprintf(&md, "## %s\n\n", tab.title)
+		fmt.Fprintf(&md, "## %s\n\n", titles[ti])
 		md.WriteString("| run | protocol | local ε per coordinate (min–max) | local ε per user (min–max) | central ε per coordinate, one round | central ε per user, one round (δ) | cumulative ε (δ) | bound | final accuracy | best accuracy | seconds |\n")
 		md.WriteString("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")
 		for _, r := range rows {
 			md.WriteString(r)
 		}
 		plotName := fmt.Sprintf("accuracy-t%d.png", ti+1)
-		if err := metrics.PlotCompare(filepath.Join(*out, plotName), fmt.Sprintf("%s: %s", name, tab.title), series); err != nil {
+		if err := metrics.PlotCompare(filepath.Join(*out, plotName), fmt.Sprintf("%s: %s", name, titles[ti]), series); err != nil {
 			return fail(1, "%v", err)
 		}
 		fmt.Fprintf(&md, "\n![accuracy](%s)\n\n", plotName)
@@ -260,6 +273,47 @@ func runExperiment(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// tableTitle fills the placeholders of the title of table ti: "{n}" with
+// its planned runs' number of clients and "{d}" with their model dimension
+// (a range when the runs differ), written with thousands separators.
+func tableTitle(title string, ti int, plan []plannedRun) string {
+	nLo, nHi, dLo, dHi := -1, -1, -1, -1
+	for _, pr := range plan {
+		if pr.ti != ti {
+			continue
+		}
+		if nLo < 0 {
+			nLo, nHi, dLo, dHi = pr.cfg.Clients, pr.cfg.Clients, pr.dim, pr.dim
+		}
+		nLo, nHi = min(nLo, pr.cfg.Clients), max(nHi, pr.cfg.Clients)
+		dLo, dHi = min(dLo, pr.dim), max(dHi, pr.dim)
+	}
+	if nLo < 0 {
+		return title
+	}
+	span := func(lo, hi int) string {
+		if lo == hi {
+			return groupDigits(lo)
+		}
+		return groupDigits(lo) + "–" + groupDigits(hi)
+	}
+	return strings.NewReplacer("{n}", span(nLo, nHi), "{d}", span(dLo, dHi)).Replace(title)
+}
+
+// groupDigits writes v with thousands separators: 10,000.
+func groupDigits(v int) string {
+	s := strconv.Itoa(v)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	if neg {
+		s = "-" + s
+	}
+	return s
 }
 
 // usageCode is the exit status of err: 2 for invalid input, else 1.

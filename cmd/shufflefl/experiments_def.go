@@ -68,7 +68,7 @@ func init() {
 		summary: "FLAME (AAAI 2021): NP-FL, DP-FL, LDP-FL, SS-Simple, SS-Double, SS-Topk; logistic regression, n = 1,000, eps_l = 78.5",
 		base:    flameBase,
 		tables: []expTable{{
-			title: "FLAME protocols at eps_l = 78.5, n = 1,000, d = 7,850",
+			title: "FLAME protocols at eps_l = 78.5, n = {n}, d = {d}",
 			runs: []expRun{
 				{"NP-FL", func(c *runtime.Config) { c.Protocol = "nonprivate" }},
 				{"DP-FL (= SS-Double's cumulative eps)", dpMatching("ss-double", double)},
@@ -144,7 +144,7 @@ func init() {
 		base:    apesBase,
 		tables: []expTable{
 			{
-				title: "Table 3: Uniform2 budgets, n = 10,000, d = 7,850, delta_s = 1e-8",
+				title: "Table 3: Uniform2 budgets, n = {n}, d = {d}, delta_s = 1e-8",
 				runs: []expRun{
 					{"Non-Private", proto("nonprivate")},
 					{"LDP-Min", ldpMin},
@@ -157,7 +157,7 @@ func init() {
 					}},
 				},
 			},
-			{title: "Figure 2b: accuracy across the budget distributions of Table 2", runs: fig2b},
+			{title: "Figure 2b: accuracy across the budget distributions of Table 2, n = {n}, d = {d}", runs: fig2b},
 		},
 	})
 
@@ -191,6 +191,6 @@ func init() {
 		name:    "eapes",
 		summary: "E-APES (2023): shuffled noisy SGD with personalized (eps_i, delta_i) Gaussian noise on an MLP, budgets of E-APES Table 3; rigorous central bound beside the paper's mu-GDP approximation",
 		base:    eapesBase,
-		tables:  []expTable{{title: "E-APES on the MLP (d = 101,770), n = 1,000", runs: eapesRuns}},
+		tables:  []expTable{{title: "E-APES on the MLP (d = {d}), n = {n}", runs: eapesRuns}},
 	})
 }

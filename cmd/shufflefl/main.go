@@ -20,6 +20,7 @@ Usage:
   shufflefl run   [flags]              train a model with simulated clients (Encode -> Shuffle -> Analyze)
   shufflefl experiment NAME [flags]    reproduce a paper's comparison (flame, apes, eapes)
   shufflefl bound SUBCOMMAND [flags]   compute privacy amplification bounds and composition
+  shufflefl protocols [NAME]           list the protocols, or one protocol's options and budgets
   shufflefl help  [COMMAND [SUBCOMMAND]]  show help for a command
   shufflefl version                    print the version and git commit (also --version)
 
@@ -49,6 +50,8 @@ func realMain(args []string, stdout, stderr io.Writer) int {
 		return runExperiment(args[1:], stdout, stderr)
 	case "bound":
 		return runBound(args[1:], stdout, stderr)
+	case "protocols":
+		return runProtocols(args[1:], stdout, stderr)
 	case "version", "--version", "-version":
 		fmt.Fprintln(stdout, versionString())
 		return 0

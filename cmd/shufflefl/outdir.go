@@ -16,7 +16,7 @@ import (
 const runLogFile = "run.log"
 
 // runOutputs are the files `shufflefl run` writes into its --out directory.
-var runOutputs = []string{"metrics.jsonl", "summary.json", "config.yaml", "accuracy.png", "privacy.png", runLogFile}
+var runOutputs = []string{"metrics.jsonl", "summary.json", "config.yaml", "accuracy.png", "privacy.png", runLogFile, checkpointFile, modelFile, checkpointFile + ".tmp", modelFile + ".tmp"}
 
 // experimentOutputs are the files `shufflefl experiment` writes at the top of
 // its --out directory besides the per-table plots (expPlotRE) and the run

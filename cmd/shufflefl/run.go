@@ -6,10 +6,14 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"runtime/pprof"
 	"strings"
+	"sync/atomic"
+	"syscall"
 	"time"
 
 	"shufflefl/account"
@@ -72,6 +76,8 @@ type runExtras struct {
 	progress   string
 	cpuprofile string
 	overwrite  bool
+	resume     string // --resume DIR
+	stopAfter  int    // --stop-after N
 }
 
 // newRunFlags binds every setting of cfg and ex to a flag set whose defaults
@@ -82,6 +88,7 @@ func newRunFlags(cfg *runtime.Config, ex *runExtras, stdout io.Writer) *flag.Fla
 	fs.Usage = func() {
 		fmt.Fprint(stdout, runUsage)
 		printFlags(stdout, fs)
+		writeRunProtocolHelp(stdout, fs, cfg.Protocol)
 		fmt.Fprint(stdout, runExamples)
 	}
 	if ex.progress == "" {
@@ -125,6 +132,8 @@ func newRunFlags(cfg *runtime.Config, ex *runExtras, stdout io.Writer) *flag.Fla
 	fs.StringVar(&cfg.Out, "out", cfg.Out, "output `directory`; it must be empty or absent unless --overwrite is given")
 	fs.StringVar(&ex.progress, "progress", ex.progress, "progress display: auto (a bar on a terminal, log lines otherwise), bar, log, or none (run.log gets the log lines whatever the display)")
 	fs.BoolVar(&ex.overwrite, "overwrite", ex.overwrite, "write into a non-empty --out directory, removing the shufflefl outputs already there first (other files are kept)")
+	fs.IntVar(&ex.stopAfter, "stop-after", ex.stopAfter, "stop after this round (checkpointed) to resume later with --resume; 0 runs every round")
+	fs.StringVar(&ex.resume, "resume", ex.resume, "continue the run in `directory` from its last checkpoint (its config.yaml gives the settings; --rounds may extend it)")
 	fs.StringVar(&ex.cpuprofile, "cpuprofile", ex.cpuprofile, "write a CPU profile (pprof) to `file`")
 	return fs
 }
@@ -222,14 +231,19 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 	if errors.Is(err, flag.ErrHelp) {
 		return 0
 	}
+	if err == nil && ex.resume != "" {
+		cfg, ex, err = resolveResume(args, ex.resume, stdout)
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "shufflefl run: %s\n", oneLine(err))
 		return 2
 	}
 	// A used output directory is refused before any data is loaded.
-	if err := checkOutDir(cfg.Out, ex.overwrite); err != nil {
-		fmt.Fprintf(stderr, "shufflefl run: %s\n", oneLine(err))
-		return 2
+	if ex.resume == "" {
+		if err := checkOutDir(cfg.Out, ex.overwrite); err != nil {
+			fmt.Fprintf(stderr, "shufflefl run: %s\n", oneLine(err))
+			return 2
+		}
 	}
 	if ex.cpuprofile != "" {
 		f, err := os.Create(ex.cpuprofile)
@@ -293,12 +307,21 @@ func execute(cfg runtime.Config, ex runExtras, stdout, stderr io.Writer, log *io
 	if err != nil {
 		return usageOr(err)
 	}
-	// Everything is checked: replace the previous outputs (--overwrite)
-	// and start writing.
-	if err := prepareOutDir(cfg.Out, ex.overwrite); err != nil {
+	var recs []metrics.Record
+	if ex.resume != "" {
+		if recs, err = restoreRun(eng, cfg.Out); err != nil {
+			return usageOr(err)
+		}
+	} else if err := prepareOutDir(cfg.Out, ex.overwrite); err != nil {
+		// Everything is checked: replace the previous outputs
+		// (--overwrite) and start writing.
 		return 2, err
 	}
-	lf, err := os.Create(filepath.Join(cfg.Out, runLogFile))
+	logFlags := os.O_CREATE | os.O_WRONLY | os.O_TRUNC
+	if ex.resume != "" {
+		logFlags = os.O_CREATE | os.O_WRONLY | os.O_APPEND
+	}
+	lf, err := os.OpenFile(filepath.Join(cfg.Out, runLogFile), logFlags, 0o644)
 	if err != nil {
 		return 2, fmt.Errorf("writing %s: %w", runLogFile, err)
 	}
@@ -307,12 +330,36 @@ func execute(cfg runtime.Config, ex runExtras, stdout, stderr io.Writer, log *io
 	if err := writeConfigFile(cfg); err != nil {
 		return 2, err
 	}
+	// metrics.jsonl holds exactly the rounds done (a resumed run rewrites
+	// the restored ones, dropping a record written after the checkpoint).
 	mf, err := os.Create(filepath.Join(cfg.Out, "metrics.jsonl"))
 	if err != nil {
 		return 2, fmt.Errorf("writing metrics.jsonl: %w", err)
 	}
 	defer mf.Close()
 	jl := metrics.NewJSONL(mf)
+	for _, r := range recs {
+		if err := jl.Write(r); err != nil {
+			return 1, err
+		}
+	}
+	if ex.resume != "" {
+		fmt.Fprintf(stderr, "shufflefl: resuming %s after round %d of %d\n", cfg.Out, eng.Round(), cfg.Rounds)
+	}
+	// SIGINT and SIGTERM finish the round in progress, then the run writes
+	// its checkpoint, summary and plots and says how to resume.
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	var interrupted atomic.Bool
+	go func() {
+		if _, ok := <-sigs; ok {
+			interrupted.Store(true)
+			fmt.Fprintf(stderr, "\nshufflefl: interrupted; finishing the round in progress\n")
+		}
+	}()
+	stopped := func() bool { return ex.stopAfter > 0 && eng.Round() >= ex.stopAfter }
+	eng.SetStop(func() bool { return interrupted.Load() || stopped() })
 
 	prog := newProgress(ex.progress, stderrOf(stderr), lf, cfg.Rounds)
 	fmt.Fprintf(stderr, "shufflefl: %s on %s (%d train / %d test), model %s (d=%d), %d clients, %d rounds, %d workers\n",
@@ -324,7 +371,6 @@ func execute(cfg runtime.Config, ex runExtras, stdout, stderr io.Writer, log *io
 		}
 		fmt.Fprintf(stderr, "privacy plan: %d rounds spend at most epsilon %.4g at delta %.3g (%s)%s\n", plan.Rounds, plan.Epsilon, plan.Delta, plan.Method, how)
 	}
-	var recs []metrics.Record
 	var werr error
 	sum, err := eng.Run(func(r runtime.RoundResult) {
 		rec := metrics.FromResult(r)
@@ -332,11 +378,15 @@ func execute(cfg runtime.Config, ex runExtras, stdout, stderr io.Writer, log *io
 		if e := jl.Write(rec); e != nil && werr == nil {
 			werr = e
 		}
+		// The checkpoint follows the round's record (see restoreRun).
+		if e := writeCheckpoint(eng, cfg.Out); e != nil && werr == nil {
+			werr = e
+		}
 		prog.round(rec)
 	})
 	prog.done()
 	if err != nil {
-		return usageOr(err)
+		return usageOr(fmt.Errorf("%w (partial results of the rounds before are in %s; resume with: shufflefl run --resume %s)", err, cfg.Out, cfg.Out))
 	}
 	if werr != nil {
 		return 1, werr
@@ -344,8 +394,30 @@ func execute(cfg runtime.Config, ex runExtras, stdout, stderr io.Writer, log *io
 	if err := mf.Close(); err != nil {
 		return 1, fmt.Errorf("writing metrics.jsonl: %w", err)
 	}
+	if err := writeModel(eng, cfg, split.Train.Features, split.Train.Classes); err != nil {
+		return 1, err
+	}
+	// The summary covers every round of the run, resumed or not.
+	sum.Rounds = eng.Round()
+	for _, r := range recs {
+		sum.BestAccuracy = math.Max(sum.BestAccuracy, r.TestAccuracy)
+	}
+	if n := len(recs); n > 0 && sum.FinalAccuracy == 0 && sum.FinalLoss == 0 {
+		sum.FinalAccuracy, sum.FinalLoss = recs[n-1].TestAccuracy, recs[n-1].TestLoss
+	}
+	if ex.resume != "" || interrupted.Load() || stopped() {
+		if err := writeConfigFile(cfg); err != nil {
+			return 2, err
+		}
+	}
 	if err := writeSummaryAndPlots(cfg, recs, sum); err != nil {
 		return 1, err
+	}
+	if (interrupted.Load() || stopped()) && eng.Round() < cfg.Rounds && sum.Halted == "" {
+		fmt.Fprintf(stderr, "shufflefl: stopped after round %d of %d; outputs so far are in %s; resume with: shufflefl run --resume %s\n", eng.Round(), cfg.Rounds, cfg.Out, cfg.Out)
+		if interrupted.Load() {
+			return 130, errInterrupted
+		}
 	}
 	srec := metrics.NewSummary(cfg, sum)
 	if sum.Halted != "" {
@@ -375,7 +447,8 @@ func stderrOf(w io.Writer) io.Writer {
 	return w
 }
 
-// writeSummaryAndPlots writes summary.json, accuracy.png and privacy.png.
+// writeSummaryAndPlots writes summary.json, accuracy.png and privacy.png
+// (the last only when some round has a finite cumulative epsilon).
 func writeSummaryAndPlots(cfg runtime.Config, recs []metrics.Record, sum runtime.Summary) error {
 	sb, err := json.MarshalIndent(metrics.NewSummary(cfg, sum), "", "  ")
 	if err != nil {
@@ -387,6 +460,9 @@ func writeSummaryAndPlots(cfg runtime.Config, recs []metrics.Record, sum runtime
 	title := fmt.Sprintf("%s, %s, %s", cfg.Protocol, cfg.Dataset, cfg.Model)
 	if err := metrics.PlotAccuracy(filepath.Join(cfg.Out, "accuracy.png"), title, recs); err != nil {
 		return err
+	}
+	if !metrics.HasCumulativeEpsilon(recs) {
+		return nil // non-private: no guarantee to plot
 	}
 	return metrics.PlotPrivacy(filepath.Join(cfg.Out, "privacy.png"), title, recs)
 }

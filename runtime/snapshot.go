@@ -1,0 +1,174 @@
+package runtime
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"strconv"
+
+	"shufflefl/account"
+	"shufflefl/checks"
+)
+
+// Snapshot is the state of a run after its last completed round: with the
+// run's configuration it is everything needed to continue the run exactly
+// as if it had not stopped. Every random draw of round t comes from streams
+// named by (seed, purpose, t, client), so no generator state needs saving;
+// the model, the per-client ledger, the run's accountant and the round
+// number do. A Snapshot is plain data (JSON); package runtime does no I/O.
+type Snapshot struct {
+	// Version is the snapshot format (SnapshotVersion).
+	Version int `json:"version"`
+	// Protocol, Seed, Clients and Dim identify the run it belongs to.
+	Protocol string `json:"protocol"`
+	Seed     uint64 `json:"seed"`
+	Clients  int    `json:"clients"`
+	Dim      int    `json:"dim"`
+	// Round is the number of completed rounds.
+	Round int `json:"round"`
+	// Weights is the global model after Round rounds.
+	Weights []float64 `json:"weights"`
+	// Ledger holds every release charged so far, in order per client.
+	Ledger []account.Release `json:"ledger"`
+	// Accountant is the run accountant's checkpoint (account.Accountant's
+	// JSON), absent for non-private runs.
+	Accountant json.RawMessage `json:"accountant,omitempty"`
+	// MaxClientEpsilon is the largest total local epsilon charged to a
+	// client so far.
+	MaxClientEpsilon float64 `json:"max_client_epsilon"`
+	// Halted is set when the run stopped at its privacy target.
+	Halted string `json:"halted,omitempty"`
+}
+
+// SnapshotVersion is the current Snapshot format.
+const SnapshotVersion = 1
+
+// Snapshot returns the engine's state after the last completed round.
+func (e *Engine) Snapshot() (Snapshot, error) {
+	s := Snapshot{
+		Version: SnapshotVersion, Protocol: e.cfg.Protocol, Seed: e.cfg.Seed, Clients: e.cfg.Clients, Dim: len(e.w),
+		Round: e.round, Weights: append([]float64(nil), e.w...), MaxClientEpsilon: e.maxSpent, Halted: e.halted,
+	}
+	if !e.charges {
+		s.MaxClientEpsilon = 0
+	}
+	for c := 0; c < e.cfg.Clients; c++ {
+		rs, err := e.ledger.Entries(strconv.Itoa(c))
+		if err != nil {
+			return Snapshot{}, fmt.Errorf("snapshot: ledger: %w", err)
+		}
+		s.Ledger = append(s.Ledger, rs...)
+	}
+	if e.acct != nil {
+		b, err := e.acct.MarshalJSON()
+		if err != nil {
+			return Snapshot{}, fmt.Errorf("snapshot: accountant: %w", err)
+		}
+		s.Accountant = b
+	}
+	return s, nil
+}
+
+// Restore sets a freshly built engine (no round run yet) to the state of
+// snap, which must come from a run of the same protocol, seed, population
+// and model. The configuration may plan more rounds than the snapshot's run
+// did; the pre-flight check is then redone for the remaining rounds on top
+// of what was already spent, and an error says if they no longer fit the
+// run's delta or target. Nothing is changed on error.
+func (e *Engine) Restore(snap Snapshot) error {
+	switch {
+	case snap.Version != SnapshotVersion:
+		return checks.Invalidf("checkpoint format %d, this shufflefl reads %d", snap.Version, SnapshotVersion)
+	case e.round != 0:
+		return checks.Invalidf("restore needs an engine that has not run a round yet")
+	case snap.Protocol != e.cfg.Protocol || snap.Seed != e.cfg.Seed || snap.Clients != e.cfg.Clients || snap.Dim != len(e.w):
+		return checks.Invalidf("checkpoint of %s (seed %d, %d clients, d = %d) does not match the run (%s, seed %d, %d clients, d = %d)",
+			snap.Protocol, snap.Seed, snap.Clients, snap.Dim, e.cfg.Protocol, e.cfg.Seed, e.cfg.Clients, len(e.w))
+	case snap.Round < 0 || snap.Round > e.cfg.Rounds:
+		return checks.Invalidf("checkpoint after round %d, but the run has %d rounds (raise --rounds to continue it)", snap.Round, e.cfg.Rounds)
+	case len(snap.Weights) != len(e.w):
+		return checks.Invalidf("checkpoint has %d weights, the model %d", len(snap.Weights), len(e.w))
+	}
+	for i, v := range snap.Weights {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return checks.Invalidf("checkpoint weight %d is %v", i, v)
+		}
+	}
+	ledger, err := newLedger(e.cfg)
+	if err != nil {
+		return fmt.Errorf("restore: %w", err)
+	}
+	maxSpent := 0.0
+	for _, r := range snap.Ledger {
+		if err := ledger.Charge(r); err != nil {
+			return fmt.Errorf("restore: ledger entry %+v: %w", r, err)
+		}
+		sp, err := ledger.Spent(r.Client)
+		if err != nil {
+			return fmt.Errorf("restore: ledger: %w", err)
+		}
+		maxSpent = math.Max(maxSpent, sp.Epsilon)
+	}
+	var acct *account.Accountant
+	if e.acct != nil {
+		if len(snap.Accountant) == 0 {
+			return checks.Invalidf("checkpoint of a private run has no accountant state")
+		}
+		a, err := account.RestoreAccountant(snap.Accountant)
+		if err != nil {
+			return fmt.Errorf("restore: %w", err)
+		}
+		if a.TargetDelta() != e.cfg.Delta {
+			return checks.Invalidf("checkpoint's run targets delta %g, the run %g", a.TargetDelta(), e.cfg.Delta)
+		}
+		if a.Rounds() != snap.Round {
+			return checks.Invalidf("checkpoint's accountant has %d rounds, the checkpoint %d", a.Rounds(), snap.Round)
+		}
+		// The remaining planned rounds must still fit on top of what was
+		// spent.
+		if more := e.cfg.Rounds - snap.Round; more > 0 {
+			_, priv, err := e.planRounds(e.proto, e.budgets, false, true)
+			if err != nil {
+				return err
+			}
+			st := statement(e.shape(snap.Round+1), e.perRound, e.perRound, true, priv)
+			sp, err := a.Plan(st, more)
+			if err != nil {
+				return err
+			}
+			if sp.Delta > e.cfg.Delta*(1+1e-12) || math.IsInf(sp.Epsilon, 1) || e.cfg.TargetEpsilon > 0 && sp.Epsilon > e.cfg.TargetEpsilon*(1+1e-9) {
+				return checks.Invalidf("the %d remaining rounds do not fit the run's privacy budget on top of the %d done (they would reach epsilon %.4g at delta %.3g)",
+					more, snap.Round, sp.Epsilon, sp.Delta)
+			}
+		}
+		acct = a
+	} else if len(snap.Accountant) != 0 {
+		return checks.Invalidf("checkpoint has accountant state but %s is not private", e.cfg.Protocol)
+	}
+	copy(e.w, snap.Weights)
+	e.ledger, e.acct, e.round, e.halted = ledger, acct, snap.Round, snap.Halted
+	e.maxSpent = math.Max(maxSpent, snap.MaxClientEpsilon)
+	if !e.charges {
+		e.maxSpent = 0
+	}
+	return nil
+}
+
+// newLedger returns an empty per-client ledger with every client's cap set
+// to cfg.ClientCap (none when 0).
+func newLedger(cfg Config) (*account.Ledger, error) {
+	l := account.NewLedger(account.NewMemoryStore())
+	capEps := cfg.ClientCap
+	if capEps == 0 {
+		capEps = math.MaxFloat64
+	}
+	if err := l.SetDefaultCap(account.Cap{Epsilon: capEps, Delta: math.Nextafter(1, 0)}); err != nil {
+		return nil, fmt.Errorf("ledger: %w", err)
+	}
+	return l, nil
+}
+
+// SetStop installs a function that Run calls before each round; when it
+// returns true, Run returns after the round in progress (the engine is then
+// consistent and can be snapshotted).
+func (e *Engine) SetStop(stop func() bool) { e.stop = stop }
