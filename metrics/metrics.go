@@ -10,6 +10,7 @@ import (
 	"io"
 	"math"
 
+	"shufflefl/protocol"
 	"shufflefl/runtime"
 )
 
@@ -25,13 +26,8 @@ type Record struct {
 	TestLoss     float64 `json:"test_loss"`
 	// Local: each participant's local epsilon for its whole update in this
 	// round, and per coordinate, summarised over participants.
-	LocalEpsilonMin         *float64 `json:"local_epsilon_min"`
-	LocalEpsilonMedian      *float64 `json:"local_epsilon_median"`
-	LocalEpsilonMax         *float64 `json:"local_epsilon_max"`
-	LocalCoordEpsilonMin    *float64 `json:"local_coord_epsilon_min"`
-	LocalCoordEpsilonMedian *float64 `json:"local_coord_epsilon_median"`
-	LocalCoordEpsilonMax    *float64 `json:"local_coord_epsilon_max"`
-	LocalDelta              float64  `json:"local_delta"`
+	LocalEpsilons
+	LocalDelta float64 `json:"local_delta"`
 	// Round: this round's central guarantee.
 	RoundCentralEpsilon      *float64 `json:"round_central_epsilon"`
 	RoundCentralDelta        float64  `json:"round_central_delta"`
@@ -52,6 +48,26 @@ type Record struct {
 	Timing                runtime.Timing `json:"timing"`
 }
 
+// LocalEpsilons summarises the participants' local epsilons of one round:
+// user level (a whole update) and per coordinate; JSON null means no local
+// guarantee.
+type LocalEpsilons struct {
+	LocalEpsilonMin         *float64 `json:"local_epsilon_min"`
+	LocalEpsilonMedian      *float64 `json:"local_epsilon_median"`
+	LocalEpsilonMax         *float64 `json:"local_epsilon_max"`
+	LocalCoordEpsilonMin    *float64 `json:"local_coord_epsilon_min"`
+	LocalCoordEpsilonMedian *float64 `json:"local_coord_epsilon_median"`
+	LocalCoordEpsilonMax    *float64 `json:"local_coord_epsilon_max"`
+}
+
+// localEpsilons returns p's local figures.
+func localEpsilons(p protocol.Privacy) LocalEpsilons {
+	return LocalEpsilons{
+		LocalEpsilonMin: finite(p.LocalEpsilon.Min), LocalEpsilonMedian: finite(p.LocalEpsilon.Median), LocalEpsilonMax: finite(p.LocalEpsilon.Max),
+		LocalCoordEpsilonMin: finite(p.LocalCoordEpsilon.Min), LocalCoordEpsilonMedian: finite(p.LocalCoordEpsilon.Median), LocalCoordEpsilonMax: finite(p.LocalCoordEpsilon.Max),
+	}
+}
+
 // finite returns a pointer to v, or nil for ±Inf and NaN (JSON null).
 func finite(v float64) *float64 {
 	if math.IsInf(v, 0) || math.IsNaN(v) {
@@ -69,12 +85,7 @@ func FromResult(r runtime.RoundResult) Record {
 		Refused:                  r.Refused,
 		TestAccuracy:             r.TestAccuracy,
 		TestLoss:                 r.TestLoss,
-		LocalEpsilonMin:          finite(p.LocalEpsilon.Min),
-		LocalEpsilonMedian:       finite(p.LocalEpsilon.Median),
-		LocalEpsilonMax:          finite(p.LocalEpsilon.Max),
-		LocalCoordEpsilonMin:     finite(p.LocalCoordEpsilon.Min),
-		LocalCoordEpsilonMedian:  finite(p.LocalCoordEpsilon.Median),
-		LocalCoordEpsilonMax:     finite(p.LocalCoordEpsilon.Max),
+		LocalEpsilons:            localEpsilons(p),
 		LocalDelta:               p.LocalDelta,
 		RoundCentralEpsilon:      finite(p.CentralEpsilon),
 		RoundCentralDelta:        p.CentralDelta,
@@ -126,13 +137,8 @@ type SummaryRecord struct {
 	CumulativeDelta     float64  `json:"cumulative_delta"`
 	CumulativeMethod    string   `json:"cumulative_method"`
 	// Local budgets of the last round (user level and per coordinate).
-	LocalEpsilonMin         *float64 `json:"local_epsilon_min"`
-	LocalEpsilonMedian      *float64 `json:"local_epsilon_median"`
-	LocalEpsilonMax         *float64 `json:"local_epsilon_max"`
-	LocalCoordEpsilonMin    *float64 `json:"local_coord_epsilon_min"`
-	LocalCoordEpsilonMedian *float64 `json:"local_coord_epsilon_median"`
-	LocalCoordEpsilonMax    *float64 `json:"local_coord_epsilon_max"`
-	MaxClientEpsilon        *float64 `json:"max_client_epsilon"`
+	LocalEpsilons
+	MaxClientEpsilon *float64 `json:"max_client_epsilon"`
 	// The pre-flight plan: target, calibration, planned cumulative figures.
 	TargetEpsilon  *float64 `json:"target_epsilon"`
 	TargetDelta    float64  `json:"target_delta"`
@@ -163,8 +169,7 @@ func NewSummary(cfg runtime.Config, s runtime.Summary) SummaryRecord {
 		Rounds: s.Rounds, FinalAccuracy: s.FinalAccuracy, FinalLoss: s.FinalLoss, BestAccuracy: s.BestAccuracy,
 		RoundCentralEpsilon: finite(p.CentralEpsilon), RoundCentralDelta: p.CentralDelta,
 		CumulativeEpsilon: finite(p.CumulativeEpsilon), CumulativeDelta: p.CumulativeDelta, CumulativeMethod: p.CumulativeMethod,
-		LocalEpsilonMin: finite(p.LocalEpsilon.Min), LocalEpsilonMedian: finite(p.LocalEpsilon.Median), LocalEpsilonMax: finite(p.LocalEpsilon.Max),
-		LocalCoordEpsilonMin: finite(p.LocalCoordEpsilon.Min), LocalCoordEpsilonMedian: finite(p.LocalCoordEpsilon.Median), LocalCoordEpsilonMax: finite(p.LocalCoordEpsilon.Max),
+		LocalEpsilons:    localEpsilons(p),
 		MaxClientEpsilon: finite(s.MaxClientEpsilon),
 		TargetEpsilon:    target, TargetDelta: cfg.Delta, BudgetScale: s.Plan.Scale, PlannedEpsilon: finite(s.Plan.Epsilon),
 		Halted: s.Halted, Bound: p.Bound, Approximate: p.Approximate || p.CumulativeApproximate,
