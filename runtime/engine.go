@@ -95,6 +95,7 @@ type Engine struct {
 	scale       float64
 	pool        sync.Pool
 	trainers    chan *worker
+	hooks       Hooks
 }
 
 type worker struct {
@@ -475,7 +476,7 @@ func (e *Engine) Step() (RoundResult, error) {
 		res.Reports, res.Dummies = agg.Reports, agg.Dummies
 
 		t0 = time.Now()
-		if err := e.proto.Estimate(rng.Stream(e.cfg.Seed, rng.LabelAnalyzer, uint64(t)), s, agg, e.est); err != nil {
+		if err := e.proto.Estimate(e.mechStream(rng.LabelAnalyzer, uint64(t)), s, agg, e.est); err != nil {
 			return res, fmt.Errorf("round %d: analyzer: %w", t, err)
 		}
 		for j, v := range e.est {
@@ -547,9 +548,15 @@ func (e *Engine) clientReport(w *worker, t int, s protocol.Shape, client int, b 
 		return fmt.Errorf("client %d: local update: %w", client, err)
 	}
 	t1 := time.Now()
-	rn := rng.Stream(e.cfg.Seed, rng.LabelNoise, uint64(t), uint64(client))
+	if e.hooks.Update != nil {
+		e.hooks.Update(t, client, w.update)
+	}
+	rn := e.mechStream(rng.LabelNoise, uint64(t), uint64(client))
 	if err := e.proto.Encode(rn, s, w.update, b, &w.report); err != nil {
 		return fmt.Errorf("client %d: encode: %w", client, err)
+	}
+	if e.hooks.Report != nil {
+		e.hooks.Report(t, client, &w.report)
 	}
 	trainNS.Add(int64(t1.Sub(t0)))
 	encodeNS.Add(int64(time.Since(t1)))
@@ -683,7 +690,7 @@ func (e *Engine) collectStreaming(t int, s protocol.Shape, parts []int, budgets 
 	tm.Clients = time.Since(start).Seconds()
 
 	t0 := time.Now()
-	pad := rng.Stream(e.cfg.Seed, rng.LabelShuffle, uint64(t), 0)
+	pad := e.mechStream(rng.LabelShuffle, uint64(t), 0)
 	counts := slices.Clone(total.Count)
 	if err := e.proto.Pad(pad, s, counts, total.AddValue); err != nil {
 		return nil, fmt.Errorf("shuffler: padding: %w", err)
@@ -719,8 +726,8 @@ func (e *Engine) collectFaithful(t int, s protocol.Shape, parts []int, budgets [
 	tm.Clients = time.Since(start).Seconds()
 
 	t0 := time.Now()
-	pad := rng.Stream(e.cfg.Seed, rng.LabelShuffle, uint64(t), 0)
-	perm := rng.Stream(e.cfg.Seed, rng.LabelShuffle, uint64(t), 1)
+	pad := e.mechStream(rng.LabelShuffle, uint64(t), 0)
+	perm := e.mechStream(rng.LabelShuffle, uint64(t), 1)
 	sh, err := protocol.Shuffle(pad, perm, e.proto, s, reports)
 	if err != nil {
 		return nil, fmt.Errorf("shuffler: %w", err)
