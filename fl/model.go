@@ -36,6 +36,11 @@ type Model interface {
 	// for callers that need full precision. It panics like Loss, and if
 	// len(grad) != Dim().
 	Gradient(grad, w []float64, ex Examples, idx []int) float64
+	// Layers lists the named blocks of the flat parameter vector in order;
+	// they tile [0, Dim()) without gaps. Per-layer mechanisms (the
+	// group-privacy paper's per-layer sanitization) and attacks (gradient
+	// inversion of a fully connected layer) use them.
+	Layers() []Layer
 
 	shape() *dense
 }
@@ -71,6 +76,17 @@ func NewModel(name string, features, classes int) (Model, error) {
 	return nil, checks.Invalidf("unknown model %q (known models: %s)", name, strings.Join(Models(), ", "))
 }
 
+// Layer is one named block of a model's flat parameter vector: parameters
+// [Offset, Offset+Len). Shape gives its tensor shape in storage order
+// (row-major): a fully connected weight is [in, out] (input-major: the
+// weights leaving input k are contiguous), a bias is [out].
+type Layer struct {
+	Name   string
+	Offset int
+	Len    int
+	Shape  []int
+}
+
 // dense is a fully connected network with zero or one ReLU hidden layer;
 // hidden == 0 is multinomial logistic regression.
 type dense struct {
@@ -104,6 +120,23 @@ func (m *dense) Classes() int  { return m.out }
 func (m *dense) shape() *dense { return m }
 func (m *dense) String() string {
 	return fmt.Sprintf("%s(%d→%d→%d, d=%d)", m.name, m.in, m.hidden, m.out, m.dim)
+}
+
+// Layers returns fc1.weight, fc1.bias (logreg: the only layer) and, with a
+// hidden layer, fc2.weight, fc2.bias.
+func (m *dense) Layers() []Layer {
+	if m.hidden == 0 {
+		return []Layer{
+			{Name: "fc1.weight", Offset: m.w1, Len: m.in * m.out, Shape: []int{m.in, m.out}},
+			{Name: "fc1.bias", Offset: m.b1, Len: m.out, Shape: []int{m.out}},
+		}
+	}
+	return []Layer{
+		{Name: "fc1.weight", Offset: m.w1, Len: m.in * m.hidden, Shape: []int{m.in, m.hidden}},
+		{Name: "fc1.bias", Offset: m.b1, Len: m.hidden, Shape: []int{m.hidden}},
+		{Name: "fc2.weight", Offset: m.w2, Len: m.hidden * m.out, Shape: []int{m.hidden, m.out}},
+		{Name: "fc2.bias", Offset: m.b2, Len: m.out, Shape: []int{m.out}},
+	}
 }
 
 func (m *dense) Init(r *rand.Rand, w []float64) {

@@ -191,3 +191,26 @@ func maxAbsDiff(x, y []float64) float64 {
 	}
 	return m
 }
+
+func TestLayersTile(t *testing.T) {
+	for _, name := range Models() {
+		m, err := NewModel(name, 784, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		off := 0
+		for _, l := range m.Layers() {
+			n := 1
+			for _, s := range l.Shape {
+				n *= s
+			}
+			if l.Offset != off || l.Len != n {
+				t.Fatalf("%s: layer %s at %d (len %d, shape %v), want offset %d", name, l.Name, l.Offset, l.Len, l.Shape, off)
+			}
+			off += l.Len
+		}
+		if off != m.Dim() {
+			t.Fatalf("%s: layers cover %d of %d parameters", name, off, m.Dim())
+		}
+	}
+}
