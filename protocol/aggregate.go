@@ -68,6 +68,9 @@ func (a *Aggregate) AddReport(rep *Report) error {
 	return nil
 }
 
+// CheckReport reports whether AddReport would accept rep, changing nothing.
+func (a *Aggregate) CheckReport(rep *Report) error { return a.checkReport(rep) }
+
 func (a *Aggregate) checkReport(rep *Report) error {
 	d := len(a.Sum)
 	if rep.Coords == nil {

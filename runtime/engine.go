@@ -18,6 +18,7 @@ import (
 	"shufflefl/fl"
 	"shufflefl/protocol"
 	"shufflefl/rng"
+	"shufflefl/role"
 )
 
 // blockSize is the number of consecutive participants whose reports one
@@ -86,7 +87,6 @@ type Engine struct {
 	stop        func() bool // Run stops before a round when it returns true
 	maxSpent    float64
 	w           []float64
-	est         []float64
 	round       int
 	workers     int
 	poisson     bool
@@ -96,6 +96,9 @@ type Engine struct {
 	pool        sync.Pool
 	trainers    chan *worker
 	hooks       Hooks
+	// an is the analyzer role: it holds the global model (w, shared) and
+	// the run's accountant.
+	an *role.Analyzer
 }
 
 type worker struct {
@@ -244,7 +247,6 @@ func New(cfg Config, split data.Split, budgets []protocol.Budget) (*Engine, erro
 	d := model.Dim()
 	e.w = make([]float64, d)
 	model.Init(rng.Stream(cfg.Seed, rng.LabelInit), e.w)
-	e.est = make([]float64, d)
 	e.trainers = make(chan *worker, e.workers)
 	for i := 0; i < e.workers; i++ {
 		e.trainers <- &worker{trainer: fl.NewTrainer(model), update: make([]float64, d)}
@@ -260,6 +262,9 @@ func New(cfg Config, split data.Split, budgets []protocol.Budget) (*Engine, erro
 	}
 	if cfg.ClientCap > 0 && !e.charges {
 		return nil, checks.Invalidf("client-cap needs a protocol with a local guarantee; %s gives clients none", cfg.Protocol)
+	}
+	if e.an, err = role.NewAnalyzer(role.AnalyzerConfig{Protocol: e.proto, Model: e.w, ServerLR: e.scale, Accountant: e.acct}); err != nil {
+		return nil, err
 	}
 	return e, nil
 }
@@ -374,9 +379,9 @@ func (e *Engine) Step() (RoundResult, error) {
 	t := e.round + 1
 	s := e.shape(t)
 	parts := e.Sample(t)
-	budgets := make([]protocol.Budget, len(parts))
+	clients := make([]*role.Client, len(parts))
 	for i, c := range parts {
-		budgets[i] = e.budgets[c]
+		clients[i] = e.client(c)
 	}
 	res := RoundResult{Round: t}
 	sampled := len(parts)
@@ -394,20 +399,24 @@ func (e *Engine) Step() (RoundResult, error) {
 	var err error
 	if e.charges {
 		kept := parts[:0:0]
-		var keptB []protocol.Budget
+		var keptC []*role.Client
 		for i, c := range parts {
-			err := e.ledger.Check(e.release(c, t, budgets[i]))
+			err := clients[i].Check(t)
 			switch {
 			case err == nil:
 				kept = append(kept, c)
-				keptB = append(keptB, budgets[i])
+				keptC = append(keptC, clients[i])
 			case errors.Is(err, account.ErrCapExceeded):
 				res.Refused++
 			default:
 				return res, fmt.Errorf("round %d: ledger: %w", t, err)
 			}
 		}
-		parts, budgets = kept, keptB
+		parts, clients = kept, keptC
+	}
+	budgets := make([]protocol.Budget, len(clients))
+	for i, cl := range clients {
+		budgets[i] = cl.Budget()
 	}
 	res.Participants = len(parts)
 	// Under fixed-size sampling the round's shape has the clients that
@@ -449,11 +458,11 @@ func (e *Engine) Step() (RoundResult, error) {
 	}
 	if release && e.charges {
 		// A charge is recorded before the report exists.
-		for i, c := range parts {
-			if err := e.ledger.Charge(e.release(c, t, budgets[i])); err != nil {
+		for i, cl := range clients {
+			if err := cl.Charge(t); err != nil {
 				return res, fmt.Errorf("round %d: ledger: %w", t, err)
 			}
-			sp, err := e.ledger.Spent(strconv.Itoa(c))
+			sp, err := e.ledger.Spent(strconv.Itoa(parts[i]))
 			if err != nil {
 				return res, fmt.Errorf("round %d: ledger: %w", t, err)
 			}
@@ -463,31 +472,36 @@ func (e *Engine) Step() (RoundResult, error) {
 	skip := !release
 	res.Timing.Accounting = time.Since(t0).Seconds()
 
+	if err := e.an.Open(s); err != nil {
+		return res, fmt.Errorf("round %d: %w", t, err)
+	}
 	if !skip {
-		var agg *protocol.Aggregate
 		if e.cfg.Faithful {
-			agg, err = e.collectFaithful(t, s, parts, budgets, &res.Timing)
+			err = e.collectFaithful(t, s, parts, clients, &res.Timing)
 		} else {
-			agg, err = e.collectStreaming(t, s, parts, budgets, &res.Timing)
+			err = e.collectStreaming(t, s, parts, clients, &res.Timing)
 		}
 		if err != nil {
 			return res, fmt.Errorf("round %d: %w", t, err)
 		}
+		agg := e.an.Aggregate()
 		res.Reports, res.Dummies = agg.Reports, agg.Dummies
 
 		t0 = time.Now()
-		if err := e.proto.Estimate(e.mechStream(rng.LabelAnalyzer, uint64(t)), s, agg, e.est); err != nil {
-			return res, fmt.Errorf("round %d: analyzer: %w", t, err)
+		if e.acct == nil {
+			st = account.Statement{Round: t, Released: true}
 		}
-		for j, v := range e.est {
-			nw := e.w[j] + e.scale*v
-			if math.IsNaN(nw) || math.IsInf(nw, 0) {
-				return res, fmt.Errorf("round %d: the global model diverged (parameter %d is %v); lower lr or server-lr", t, j, nw)
-			}
-			e.w[j] = nw
+		if _, err := e.an.Release(e.mechStream(rng.LabelAnalyzer, uint64(t)), st); err != nil {
+			return res, fmt.Errorf("round %d: analyzer: %w", t, err)
 		}
 		res.Timing.Analyze = time.Since(t0).Seconds()
 	} else {
+		if e.acct == nil {
+			st = account.Statement{Round: t}
+		}
+		if err := e.an.Void(st); err != nil {
+			return res, fmt.Errorf("round %d: %w", t, err)
+		}
 		loc := res.Privacy
 		res.Privacy = protocol.Privacy{Private: loc.Private, LocalEpsilon: loc.LocalEpsilon, LocalCoordEpsilon: loc.LocalCoordEpsilon}
 		res.Privacy.Bound = "no release (every sampled client refused: cap reached)"
@@ -497,9 +511,6 @@ func (e *Engine) Step() (RoundResult, error) {
 		res.Participants = 0
 	}
 	if e.acct != nil {
-		if err := e.acct.Record(st); err != nil {
-			return res, fmt.Errorf("round %d: %w", t, err)
-		}
 		sp := e.acct.Spent()
 		res.Privacy.Private = true
 		res.Privacy.CumulativeEpsilon, res.Privacy.CumulativeDelta, res.Privacy.CumulativeMethod = sp.Epsilon, sp.Delta, sp.Method
@@ -525,23 +536,21 @@ func (e *Engine) Step() (RoundResult, error) {
 	return res, nil
 }
 
-// release is the ledger entry of client c's report in round t: the local
-// epsilon of its whole update (user level) and the local delta.
-func (e *Engine) release(c, t int, b protocol.Budget) account.Release {
-	return account.Release{Client: strconv.Itoa(c), Round: t, Mechanism: e.proto.Name(), LocalEpsilon: b.Epsilon, LocalDelta: e.localDelta(b)}
-}
-
-// localDelta is the local delta a client's release spends (0 for pure
-// mechanisms: the protocol's statement says which it is).
-func (e *Engine) localDelta(b protocol.Budget) float64 {
-	if e.approxLocal {
-		return b.Delta
+// client returns the client role of client c for one round: its budget,
+// the run's ledger (when the protocol charges clients) and whether its
+// releases spend their local delta (approximate local randomizers). The
+// role is per round: its state (charged, encoded) guards one round, and
+// the ledger carries everything across rounds.
+func (e *Engine) client(c int) *role.Client {
+	cc := role.ClientConfig{ID: strconv.Itoa(c), Budget: e.budgets[c], Protocol: e.proto, LocalDelta: e.approxLocal}
+	if e.charges {
+		cc.Ledger = e.ledger
 	}
-	return 0
+	return role.NewClient(cc)
 }
 
 // clientReport runs one client's local update and encoding into w.report.
-func (e *Engine) clientReport(w *worker, t int, s protocol.Shape, client int, b protocol.Budget, trainNS, encodeNS *atomic.Int64) error {
+func (e *Engine) clientReport(w *worker, t int, s protocol.Shape, client int, cl *role.Client, trainNS, encodeNS *atomic.Int64) error {
 	t0 := time.Now()
 	rt := rng.Stream(e.cfg.Seed, rng.LabelTraining, uint64(t), uint64(client))
 	if _, err := w.trainer.LocalUpdate(w.update, rt, e.w, e.trainEx, e.shards[client], e.local); err != nil {
@@ -552,8 +561,8 @@ func (e *Engine) clientReport(w *worker, t int, s protocol.Shape, client int, b 
 		e.hooks.Update(t, client, w.update)
 	}
 	rn := e.mechStream(rng.LabelNoise, uint64(t), uint64(client))
-	if err := e.proto.Encode(rn, s, w.update, b, &w.report); err != nil {
-		return fmt.Errorf("client %d: encode: %w", client, err)
+	if err := cl.Encode(rn, s, w.update, &w.report); err != nil {
+		return err
 	}
 	if e.hooks.Report != nil {
 		e.hooks.Report(t, client, &w.report)
@@ -582,7 +591,7 @@ func (c *clientTimes) into(tm *Timing) {
 // goroutine), and closeBlock is called for the blocks strictly in block
 // order, under a lock — so what it does is deterministic whatever the number of
 // workers. The first error stops the phase.
-func (e *Engine) runClients(t int, s protocol.Shape, parts []int, budgets []protocol.Budget, ct *clientTimes,
+func (e *Engine) runClients(t int, s protocol.Shape, parts []int, clients []*role.Client, ct *clientTimes,
 	open func() any, fold func(st any, w *worker, i int) error, closeBlock func(st any) error) error {
 	nb := (len(parts) + blockSize - 1) / blockSize
 	window := 2 * e.workers
@@ -623,7 +632,7 @@ func (e *Engine) runClients(t int, s protocol.Shape, parts []int, budgets []prot
 				st := open()
 				var err error
 				for i := b * blockSize; i < min((b+1)*blockSize, len(parts)); i++ {
-					if err = e.clientReport(w, t, s, parts[i], budgets[i], &ct.train, &ct.encode); err != nil {
+					if err = e.clientReport(w, t, s, parts[i], clients[i], &ct.train, &ct.encode); err != nil {
 						break
 					}
 					if err = fold(st, w, i); err != nil {
@@ -659,14 +668,15 @@ func (e *Engine) runClients(t int, s protocol.Shape, parts []int, budgets []prot
 }
 
 // collectStreaming runs the clients in parallel, folding their reports into
-// per-block aggregates that are merged in block order (deterministic whatever
-// the number of workers), then lets the shuffler pad the aggregate. Memory is
-// O(workers·d), not O(n·d).
-func (e *Engine) collectStreaming(t int, s protocol.Shape, parts []int, budgets []protocol.Budget, tm *Timing) (*protocol.Aggregate, error) {
+// per-block aggregates that the analyzer merges in block order
+// (deterministic whatever the number of workers), then lets the shuffler
+// pad from the per-coordinate counts. The shuffler's permutation is
+// skipped: the analyzer's aggregate does not depend on the order of
+// reports. Memory is O(workers·d), not O(n·d).
+func (e *Engine) collectStreaming(t int, s protocol.Shape, parts []int, clients []*role.Client, tm *Timing) error {
 	start := time.Now()
-	total := protocol.NewAggregate(s.Dim)
 	var ct clientTimes
-	err := e.runClients(t, s, parts, budgets, &ct,
+	err := e.runClients(t, s, parts, clients, &ct,
 		func() any {
 			agg := e.pool.Get().(*protocol.Aggregate)
 			agg.Reset()
@@ -681,32 +691,56 @@ func (e *Engine) collectStreaming(t int, s protocol.Shape, parts []int, budgets 
 		func(st any) error {
 			agg := st.(*protocol.Aggregate)
 			defer e.pool.Put(agg)
-			return total.Merge(agg)
+			return e.an.Merge(agg)
 		})
 	if err != nil {
-		return nil, err
+		return err
 	}
 	ct.into(tm)
 	tm.Clients = time.Since(start).Seconds()
 
 	t0 := time.Now()
-	pad := e.mechStream(rng.LabelShuffle, uint64(t), 0)
-	counts := slices.Clone(total.Count)
-	if err := e.proto.Pad(pad, s, counts, total.AddValue); err != nil {
-		return nil, fmt.Errorf("shuffler: padding: %w", err)
+	sh, err := role.NewShuffler[role.Plain](e.proto, s, e.minReports())
+	if err != nil {
+		return err
+	}
+	var derr error
+	emit := func(j int, v float64) {
+		if err := e.an.AddDummy(j, v); err != nil && derr == nil {
+			derr = err
+		}
+	}
+	counts := slices.Clone(e.an.Aggregate().Count)
+	if err := sh.CloseCounts(e.mechStream(rng.LabelShuffle, uint64(t), 0), len(parts), counts, emit); err != nil {
+		return err
+	}
+	if derr != nil {
+		return fmt.Errorf("shuffler: padding: %w", derr)
 	}
 	tm.Shuffle = time.Since(t0).Seconds()
-	return total, nil
+	return nil
 }
 
-// collectFaithful runs the clients in parallel, keeps every report, and has
-// the shuffler pad and permute them before the analyzer aggregates — the data
-// flow of a deployment. Memory is O(n·d).
-func (e *Engine) collectFaithful(t int, s protocol.Shape, parts []int, budgets []protocol.Budget, tm *Timing) (*protocol.Aggregate, error) {
+// minReports is the shuffler's minimum number of reports for a round to be
+// released: one, except under Poisson sampling, where central DP adds its
+// noise whoever takes part.
+func (e *Engine) minReports() int {
+	if e.poisson {
+		return 0
+	}
+	return 1
+}
+
+// collectFaithful runs the clients in parallel and keeps every report; each
+// client then submits its messages to the shuffler role (in participant
+// order), which pads and permutes them, and the analyzer role absorbs the
+// shuffled batch — the data flow of a deployment, in the clear. Memory is
+// O(n·d).
+func (e *Engine) collectFaithful(t int, s protocol.Shape, parts []int, clients []*role.Client, tm *Timing) error {
 	start := time.Now()
 	reports := make([]protocol.Report, len(parts))
 	var ct clientTimes
-	err := e.runClients(t, s, parts, budgets, &ct,
+	err := e.runClients(t, s, parts, clients, &ct,
 		func() any { return nil },
 		func(_ any, w *worker, i int) error {
 			// Each participant owns its slot: no two workers write the same one.
@@ -720,26 +754,36 @@ func (e *Engine) collectFaithful(t int, s protocol.Shape, parts []int, budgets [
 		},
 		func(any) error { return nil })
 	if err != nil {
-		return nil, err
+		return err
 	}
 	ct.into(tm)
 	tm.Clients = time.Since(start).Seconds()
 
 	t0 := time.Now()
-	pad := e.mechStream(rng.LabelShuffle, uint64(t), 0)
-	perm := e.mechStream(rng.LabelShuffle, uint64(t), 1)
-	sh, err := protocol.Shuffle(pad, perm, e.proto, s, reports)
+	mode := e.proto.Mode()
+	sh, err := role.NewShuffler[role.Plain](e.proto, s, e.minReports())
 	if err != nil {
-		return nil, fmt.Errorf("shuffler: %w", err)
+		return err
+	}
+	var msgs []role.Message[role.Plain]
+	for i := range reports {
+		msgs = role.Messages(mode, &reports[i], msgs[:0])
+		if err := sh.Accept(clients[i].ID(), msgs); err != nil {
+			return fmt.Errorf("client %d: %w", parts[i], err)
+		}
+		reports[i] = protocol.Report{} // the shuffler holds the values now
+	}
+	batch, err := sh.Close(e.mechStream(rng.LabelShuffle, uint64(t), 0), e.mechStream(rng.LabelShuffle, uint64(t), 1), role.PlainDummy(mode))
+	if err != nil {
+		return err
 	}
 	tm.Shuffle = time.Since(t0).Seconds()
 	t0 = time.Now()
-	agg, err := sh.Aggregate()
-	if err != nil {
-		return nil, err
+	if err := e.an.Absorb(batch); err != nil {
+		return err
 	}
 	tm.Aggregate = time.Since(t0).Seconds()
-	return agg, nil
+	return nil
 }
 
 // Summary is the outcome of a whole run.

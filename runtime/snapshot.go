@@ -145,7 +145,9 @@ func (e *Engine) Restore(snap Snapshot) error {
 	} else if len(snap.Accountant) != 0 {
 		return checks.Invalidf("checkpoint has accountant state but %s is not private", e.cfg.Protocol)
 	}
-	copy(e.w, snap.Weights)
+	if err := e.an.Restore(snap.Round, snap.Weights, acct); err != nil {
+		return fmt.Errorf("restore: %w", err)
+	}
 	e.ledger, e.acct, e.round, e.halted = ledger, acct, snap.Round, snap.Halted
 	e.maxSpent = math.Max(maxSpent, snap.MaxClientEpsilon)
 	if !e.charges {

@@ -1,0 +1,60 @@
+package role_test
+
+import (
+	"fmt"
+	"strconv"
+
+	"shufflefl/account"
+	"shufflefl/protocol"
+	"shufflefl/rng"
+	"shufflefl/role"
+)
+
+// One round of SS-Simple driven by hand: every client charges its ledger
+// and encodes, the shuffler strips identities and permutes each coordinate,
+// and the analyzer releases the estimate and records the round's privacy.
+func Example() {
+	const n, d = 50, 4
+	p, _ := protocol.New("ss-simple", protocol.Params{Clip: 1, Delta: 1e-6, Epsilon: 8, Rounds: 1, SampleRate: 1,
+		Extra: map[string]float64{"randomizer": 1}})
+	ledger := account.NewLedger(account.NewMemoryStore())
+	_ = ledger.SetDefaultCap(account.Cap{Epsilon: 100}) // each client's total budget
+	acct, _ := account.NewAccountant(1e-6)
+	an, _ := role.NewAnalyzer(role.AnalyzerConfig{Protocol: p, Model: make([]float64, d), ServerLR: 1, Accountant: acct})
+
+	s := protocol.Shape{Round: 1, Dim: d, Population: n, Participants: n}
+	sh, _ := role.NewShuffler[role.Plain](p, s, n/2)
+	budget := protocol.Budget{Epsilon: 8}
+	for i := 0; i < n; i++ {
+		c := role.NewClient(role.ClientConfig{ID: strconv.Itoa(i), Budget: budget, Protocol: p, Ledger: ledger})
+		if err := c.Charge(s.Round); err != nil { // durable before anything leaves
+			panic(err)
+		}
+		var rep protocol.Report
+		update := []float64{0.5, -0.5, 0.25, 0}
+		if err := c.Encode(rng.Stream(1, uint64(i)), s, update, &rep); err != nil {
+			panic(err)
+		}
+		if err := sh.Accept(c.ID(), role.Messages(p.Mode(), &rep, nil)); err != nil {
+			panic(err)
+		}
+	}
+	batch, _ := sh.Close(rng.Stream(2), rng.Stream(3), role.PlainDummy(p.Mode()))
+
+	priv, _ := p.Account(s, []protocol.Budget{budget})
+	st := account.Statement{Round: 1, SampleRate: 1, Sampled: n, Reporters: batch.Senders, Released: true,
+		Epsilon: priv.CentralEpsilon, Delta: priv.CentralDelta, Components: priv.Components, Bound: priv.Bound}
+	_ = an.Open(s)
+	if err := an.Absorb(batch); err != nil {
+		panic(err)
+	}
+	if _, err := an.Release(rng.Stream(4), st); err != nil {
+		panic(err)
+	}
+	_, err := an.Release(rng.Stream(4), st)
+	fmt.Println("reports:", batch.Senders, "rounds recorded:", acct.Rounds())
+	fmt.Println("release again:", err)
+	// Output:
+	// reports: 50 rounds recorded: 1
+	// release again: analyzer: round 1: round already released
+}

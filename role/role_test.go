@@ -1,0 +1,339 @@
+package role
+
+import (
+	"errors"
+	"math"
+	"slices"
+	"strconv"
+	"testing"
+
+	"shufflefl/account"
+	"shufflefl/checks"
+	"shufflefl/protocol"
+	"shufflefl/rng"
+)
+
+func newProto(t *testing.T, name string, extra map[string]float64) protocol.Protocol {
+	t.Helper()
+	p, err := protocol.New(name, protocol.Params{Clip: 0.1, Delta: 1e-6, Epsilon: 10, Rounds: 1, SampleRate: 1, Extra: extra})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestClientOrder(t *testing.T) {
+	p := newProto(t, "ss-simple", nil)
+	ledger := account.NewLedger(account.NewMemoryStore())
+	if err := ledger.SetDefaultCap(account.Cap{Epsilon: 15}); err != nil {
+		t.Fatal(err)
+	}
+	c := NewClient(ClientConfig{ID: "7", Budget: protocol.Budget{Epsilon: 10}, Protocol: p, Ledger: ledger})
+	s := protocol.Shape{Round: 1, Dim: 4, Population: 10, Participants: 5}
+	var rep protocol.Report
+	r := rng.Stream(1)
+	if err := c.Encode(r, s, []float64{1, 2, 3, 4}, &rep); !errors.Is(err, ErrOrder) {
+		t.Fatalf("encode before the charge: %v, want ErrOrder", err)
+	}
+	if err := c.Check(1); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Charge(1); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Charge(1); !errors.Is(err, account.ErrDuplicateRelease) {
+		t.Fatalf("second charge: %v, want ErrDuplicateRelease", err)
+	}
+	if err := c.Encode(r, s, []float64{1, 2, 3, 4}, &rep); err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Values) != 4 {
+		t.Fatalf("report has %d values", len(rep.Values))
+	}
+	if err := c.Encode(r, s, []float64{1, 2, 3, 4}, &rep); !errors.Is(err, ErrOrder) {
+		t.Fatalf("second encode: %v, want ErrOrder (no re-randomization)", err)
+	}
+	// Round 2 would take the client to 20 > 15: refused, nothing charged.
+	if err := c.Check(2); !errors.Is(err, account.ErrCapExceeded) {
+		t.Fatalf("check over the cap: %v", err)
+	}
+	if sp, _ := ledger.Spent("7"); sp.Epsilon != 10 {
+		t.Fatalf("ledger spent %v, want 10", sp.Epsilon)
+	}
+	// Without a ledger (no local guarantee) nothing is charged.
+	np := NewClient(ClientConfig{ID: "8", Protocol: newProto(t, "nonprivate", nil)})
+	if err := np.Encode(r, s, []float64{1, 2, 3, 4}, &rep); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestMessages(t *testing.T) {
+	dense := &protocol.Report{Values: []float64{1, 2, 3}, Meta: []float64{0.5}}
+	sparse := &protocol.Report{Coords: []int32{4, 1}, Values: []float64{7, 8}}
+	got := Messages(protocol.PerCoordinate, dense, nil)
+	want := []Message[Plain]{{0, Plain{Value: 1}}, {1, Plain{Value: 2}}, {2, Plain{Value: 3}}, {MetaLabel, Plain{Value: 0.5}}}
+	if !slices.Equal(got, want) {
+		t.Fatalf("dense per-coordinate: %v", got)
+	}
+	got = Messages(protocol.PerCoordinate, sparse, nil)
+	if len(got) != 2 || got[0].Label != 4 || got[0].Payload.Value != 7 || got[1].Label != 1 {
+		t.Fatalf("sparse per-coordinate: %v", got)
+	}
+	got = Messages(protocol.WholeReport, dense, nil)
+	if len(got) != 2 || got[0].Label != ReportLabel || got[0].Payload.Report.Meta != nil || got[1].Label != MetaLabel {
+		t.Fatalf("whole report: %+v", got)
+	}
+}
+
+// plainMsgs builds a dense per-coordinate submission.
+func plainMsgs(vals ...float64) []Message[Plain] {
+	return Messages(protocol.PerCoordinate, &protocol.Report{Values: vals}, nil)
+}
+
+func TestShufflerRejects(t *testing.T) {
+	p := newProto(t, "ss-simple", nil)
+	s := protocol.Shape{Round: 3, Dim: 3, Population: 10}
+	cases := []struct {
+		name string
+		msgs []Message[Plain]
+		want error
+	}{
+		{"label out of range", []Message[Plain]{{Label: 3}}, ErrBadMessage},
+		{"negative label", []Message[Plain]{{Label: -7}}, ErrBadMessage},
+		{"whole report to a per-coordinate protocol", []Message[Plain]{{Label: ReportLabel}}, ErrBadMessage},
+		{"repeated coordinate", []Message[Plain]{{Label: 1}, {Label: 1}}, ErrBadMessage},
+		{"two metadata values", []Message[Plain]{{Label: 0}, {Label: MetaLabel}, {Label: MetaLabel}}, ErrBadMessage},
+		{"metadata only", []Message[Plain]{{Label: MetaLabel}}, ErrBadMessage},
+		{"empty", nil, ErrBadMessage},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			sh, err := NewShuffler[Plain](p, s, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := sh.Accept("a", tc.msgs); !errors.Is(err, tc.want) {
+				t.Fatalf("got %v, want %v", err, tc.want)
+			}
+			if sh.Senders() != 0 {
+				t.Fatal("a refused submission was counted")
+			}
+			// The refused sender may still submit a good one.
+			if err := sh.Accept("a", plainMsgs(1, 2, 3)); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+	whole := newProto(t, "e-apes", nil)
+	sh, _ := NewShuffler[Plain](whole, s, 1)
+	if err := sh.Accept("a", []Message[Plain]{{Label: 0}}); !errors.Is(err, ErrBadMessage) {
+		t.Fatalf("coordinate message to a whole-report protocol: %v", err)
+	}
+	if err := sh.Accept("a", []Message[Plain]{{Label: ReportLabel}, {Label: ReportLabel}}); !errors.Is(err, ErrBadMessage) {
+		t.Fatalf("two reports in one submission: %v", err)
+	}
+}
+
+func TestShufflerRound(t *testing.T) {
+	p := newProto(t, "ss-simple", nil)
+	s := protocol.Shape{Round: 1, Dim: 3, Population: 10}
+	sh, err := NewShuffler[Plain](p, s, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sh.Accept("a", plainMsgs(1, 2, 3)); err != nil {
+		t.Fatal(err)
+	}
+	if err := sh.Accept("a", plainMsgs(1, 2, 3)); !errors.Is(err, ErrDuplicateSender) {
+		t.Fatalf("second submission: %v", err)
+	}
+	if err := sh.Accept("b", plainMsgs(10, 20, 30)); err != nil {
+		t.Fatal(err)
+	}
+	b, err := sh.Close(rng.Stream(1), rng.Stream(2), PlainDummy(p.Mode()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.Senders != 2 || b.Round != 1 || len(b.Columns) != 3 {
+		t.Fatalf("batch %+v", b)
+	}
+	for j, col := range b.Columns {
+		var sum float64
+		for _, v := range col {
+			sum += v.Value
+		}
+		if len(col) != 2 || sum != float64(j+1)*11 {
+			t.Fatalf("column %d = %v", j, col)
+		}
+	}
+	if err := sh.Accept("c", plainMsgs(1, 2, 3)); !errors.Is(err, ErrClosed) {
+		t.Fatalf("after close: %v", err)
+	}
+	if _, err := sh.Close(rng.Stream(1), rng.Stream(2), PlainDummy(p.Mode())); !errors.Is(err, ErrClosed) {
+		t.Fatalf("second close: %v", err)
+	}
+
+	// Below the minimum the round is void and releases nothing.
+	sh, _ = NewShuffler[Plain](p, s, 2)
+	_ = sh.Accept("a", plainMsgs(1, 2, 3))
+	if b, err := sh.Close(rng.Stream(1), rng.Stream(2), PlainDummy(p.Mode())); !errors.Is(err, ErrTooFew) || b != nil {
+		t.Fatalf("one of two: %v, %v", b, err)
+	}
+	if err := sh.Accept("b", plainMsgs(1, 2, 3)); !errors.Is(err, ErrClosed) {
+		t.Fatalf("void round accepted: %v", err)
+	}
+}
+
+// TestShufflerPermutes checks that each column comes out in a uniformly
+// random order: over many rounds, each sender's value lands at each
+// position equally often.
+func TestShufflerPermutes(t *testing.T) {
+	p := newProto(t, "ss-simple", nil)
+	const n, trials = 4, 40000
+	var pos [n][n]int
+	for tr := 0; tr < trials; tr++ {
+		sh, _ := NewShuffler[Plain](p, protocol.Shape{Round: 1, Dim: 1, Population: n}, 1)
+		for i := 0; i < n; i++ {
+			_ = sh.Accept(strconv.Itoa(i), plainMsgs(float64(i)))
+		}
+		b, err := sh.Close(rng.Stream(0), rng.Stream(uint64(tr), 9), PlainDummy(p.Mode()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k, v := range b.Columns[0] {
+			pos[int(v.Value)][k]++
+		}
+	}
+	// Each cell is Binomial(trials, 1/n): mean 10,000, sd 86.6; 6 sd over
+	// 16 cells rejects a correct shuffler with probability < 1e-7.
+	for i := range pos {
+		for k := range pos[i] {
+			if d := math.Abs(float64(pos[i][k]) - trials/n); d > 6*math.Sqrt(trials*(1.0/n)*(1-1.0/n)) {
+				t.Fatalf("sender %d at position %d %d times of %d", i, k, pos[i][k], trials)
+			}
+		}
+	}
+}
+
+func TestShufflerPadsSSDouble(t *testing.T) {
+	p, err := protocol.New("ss-double", protocol.Params{Clip: 0.1, Delta: 1e-6, Epsilon: 10, Rounds: 1, SampleRate: 1,
+		Extra: map[string]float64{"k": 2, "np": 40}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := protocol.Shape{Round: 1, Dim: 8, Population: 20, Participants: 20}
+	sh, _ := NewShuffler[Plain](p, s, 1)
+	r := rng.Stream(5)
+	for i := 0; i < 20; i++ {
+		var rep protocol.Report
+		if err := p.Encode(r, s, make([]float64, 8), protocol.Budget{Epsilon: 10}, &rep); err != nil {
+			t.Fatal(err)
+		}
+		if err := sh.Accept(strconv.Itoa(i), Messages(p.Mode(), &rep, nil)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b, err := sh.Close(rng.Stream(1), rng.Stream(2), PlainDummy(p.Mode()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for j, col := range b.Columns {
+		if len(col) != 40 {
+			t.Fatalf("coordinate %d padded to %d values, want np = 40", j, len(col))
+		}
+	}
+}
+
+func TestAnalyzer(t *testing.T) {
+	p := newProto(t, "nonprivate", nil)
+	model := []float64{1, 1, 1}
+	a, err := NewAnalyzer(AnalyzerConfig{Protocol: p, Model: model, ServerLR: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := account.Statement{Round: 1, Released: true}
+	if _, err := a.Release(rng.Stream(1), st); !errors.Is(err, ErrOrder) {
+		t.Fatalf("release before open: %v", err)
+	}
+	if err := a.Open(protocol.Shape{Round: 2, Dim: 3, Population: 2, Participants: 2}); !errors.Is(err, ErrOrder) {
+		t.Fatalf("open round 2 first: %v", err)
+	}
+	s := protocol.Shape{Round: 1, Dim: 3, Population: 2, Participants: 2}
+	if err := a.Open(s); err != nil {
+		t.Fatal(err)
+	}
+	bad := []struct {
+		name string
+		b    *Batch[Plain]
+		want error
+	}{
+		{"other round", &Batch[Plain]{Round: 2, Dim: 3, Mode: p.Mode()}, ErrOrder},
+		{"other mode", &Batch[Plain]{Round: 1, Dim: 3, Mode: protocol.PerCoordinate}, ErrOrder},
+		{"NaN value", &Batch[Plain]{Round: 1, Dim: 3, Mode: p.Mode(), Reports: []Plain{{Report: &protocol.Report{Values: []float64{0, math.NaN(), 0}}}}}, checks.ErrInvalid},
+		{"short report", &Batch[Plain]{Round: 1, Dim: 3, Mode: p.Mode(), Reports: []Plain{{Report: &protocol.Report{Values: []float64{0}}}}}, checks.ErrInvalid},
+		{"coordinate out of range", &Batch[Plain]{Round: 1, Dim: 3, Mode: p.Mode(), Reports: []Plain{{Report: &protocol.Report{Coords: []int32{9}, Values: []float64{0}}}}}, checks.ErrInvalid},
+		{"missing report", &Batch[Plain]{Round: 1, Dim: 3, Mode: p.Mode(), Reports: []Plain{{}}}, checks.ErrInvalid},
+		{"infinite metadata", &Batch[Plain]{Round: 1, Dim: 3, Mode: p.Mode(), Meta: []Plain{{Value: math.Inf(1)}}}, checks.ErrInvalid},
+	}
+	for _, tc := range bad {
+		if err := a.Absorb(tc.b); !errors.Is(err, tc.want) {
+			t.Fatalf("%s: %v, want %v", tc.name, err, tc.want)
+		}
+	}
+	if err := a.AddDummy(3, 0); !errors.Is(err, checks.ErrInvalid) {
+		t.Fatalf("dummy out of range: %v", err)
+	}
+	if a.Aggregate().Reports != 0 || a.Aggregate().Sum[1] != 0 {
+		t.Fatal("a refused input changed the round")
+	}
+	good := &Batch[Plain]{Round: 1, Dim: 3, Mode: p.Mode(), Senders: 2, Reports: []Plain{
+		{Report: &protocol.Report{Values: []float64{1, 2, 3}}}, {Report: &protocol.Report{Values: []float64{3, 2, 1}}}}}
+	if err := a.Absorb(good); err != nil {
+		t.Fatal(err)
+	}
+	est, err := a.Release(rng.Stream(1), st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(est, []float64{2, 2, 2}) || !slices.Equal(a.Model(), []float64{3, 3, 3}) {
+		t.Fatalf("estimate %v, model %v", est, a.Model())
+	}
+	if _, err := a.Release(rng.Stream(1), st); !errors.Is(err, ErrReleased) {
+		t.Fatalf("second release: %v, want ErrReleased", err)
+	}
+	if a.Round() != 1 {
+		t.Fatalf("round %d", a.Round())
+	}
+}
+
+func TestAnalyzerRecordsOnlyFinishedRounds(t *testing.T) {
+	p := newProto(t, "ldp-laplace", nil)
+	acct, err := account.NewAccountant(1e-6)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, _ := NewAnalyzer(AnalyzerConfig{Protocol: p, Model: make([]float64, 2), ServerLR: 1, Accountant: acct})
+	s := protocol.Shape{Round: 1, Dim: 2, Population: 4, Participants: 1}
+	_ = a.Open(s)
+	if err := a.Void(account.Statement{Round: 1, Released: true}); !errors.Is(err, ErrOrder) {
+		t.Fatalf("void with a released statement: %v", err)
+	}
+	if err := a.Void(account.Statement{Round: 1, SampleRate: 0.25}); err != nil {
+		t.Fatal(err)
+	}
+	if acct.Rounds() != 1 || acct.Spent().Releases != 0 {
+		t.Fatalf("accountant after a void round: %d rounds, %d releases", acct.Rounds(), acct.Spent().Releases)
+	}
+	// Diverging update: refused before the model or the accountant change.
+	_ = a.Open(protocol.Shape{Round: 2, Dim: 2, Population: 4, Participants: 1})
+	if err := a.Absorb(&Batch[Plain]{Round: 2, Dim: 2, Mode: p.Mode(), Senders: 1, Reports: []Plain{{Report: &protocol.Report{Values: []float64{math.MaxFloat64, 0}}}}}); err != nil {
+		t.Fatal(err)
+	}
+	a.scale = 10
+	if _, err := a.Release(rng.Stream(1), account.Statement{Round: 2, SampleRate: 0.25, Sampled: 1, Reporters: 1, Released: true, Epsilon: 1}); err == nil {
+		t.Fatal("a diverging release was accepted")
+	}
+	if acct.Rounds() != 1 || a.Model()[0] != 0 {
+		t.Fatal("a refused release changed the accountant or the model")
+	}
+}

@@ -1,0 +1,293 @@
+package role
+
+import (
+	"fmt"
+	"math/rand/v2"
+
+	"shufflefl/checks"
+	"shufflefl/protocol"
+)
+
+// Public labels of messages that do not belong to one coordinate.
+const (
+	// MetaLabel marks a metadata value (APES's epsilon), shuffled apart
+	// from the values.
+	MetaLabel int32 = -1
+	// ReportLabel marks a whole report (whole-report and unshuffled
+	// protocols).
+	ReportLabel int32 = -2
+)
+
+// MaxMeta is the number of metadata values one submission may carry: every
+// protocol of package protocol sends at most one (APES's epsilon_i), and a
+// sender that sent more would weigh the analyzer's epsilon multiset.
+const MaxMeta = 1
+
+// Message is one unit the shuffler handles: a public label (a coordinate
+// index, MetaLabel or ReportLabel) and a payload the shuffler never reads.
+// In a deployment the payload is a ciphertext sealed to the analyzer (the
+// label is bound into its associated data); in a simulation it is Plain.
+type Message[P any] struct {
+	Label   int32
+	Payload P
+}
+
+// Plain is a payload in the clear, as a simulation passes it and as the
+// analyzer holds it after opening a sealed one: a single value (coordinate
+// and metadata messages) or a whole report (ReportLabel).
+type Plain struct {
+	Value  float64
+	Report *protocol.Report
+}
+
+// Batch is what the shuffler forwards to the analyzer for one round:
+// identities stripped, padded with the protocol's dummies, permuted. It
+// carries no sender, and within each group the order is uniformly random
+// (per-coordinate and whole-report modes) or the arrival order (no
+// shuffle).
+type Batch[P any] struct {
+	Round int
+	Mode  protocol.ShuffleMode
+	Dim   int
+	// Senders is the number of real submissions (the analyzer's accountant
+	// needs the number of reporters; it learns no more about them).
+	Senders int
+	// Columns[j] holds the payloads labelled j, real and dummy
+	// (per-coordinate mode).
+	Columns [][]P
+	// Reports holds whole reports and any dummies (other modes).
+	Reports []P
+	// Meta holds the metadata payloads.
+	Meta []P
+}
+
+type roundState uint8
+
+const (
+	stateOpen roundState = iota
+	stateClosed
+	stateVoid
+)
+
+// Shuffler is the shuffler's side of one round: it accepts one submission
+// per sender, checks the public labels, and when the round closes with
+// enough senders it pads with the protocol's dummies and permutes. It is
+// generic in the payload, which it never reads.
+//
+// A Shuffler serves one round and is not safe for concurrent use.
+type Shuffler[P any] struct {
+	proto   protocol.Protocol
+	s       protocol.Shape
+	mode    protocol.ShuffleMode
+	min     int
+	state   roundState
+	senders map[string]struct{}
+	nsend   int // senders (Accept's, or CloseCounts' vouched number)
+	counts  []int64 // real values per coordinate (per-coordinate mode)
+	stamp   []int32 // duplicate-label detection: attempt number per coordinate
+	attempt int32   // submissions checked so far (accepted or not)
+	batch   Batch[P]
+}
+
+// NewShuffler opens round s.Round of protocol p. min is the minimum number
+// of senders for the round to be released (0 releases even an empty round:
+// central DP under Poisson sampling adds its noise whoever takes part). s.Participants may
+// be 0: it is then set to the number of senders when the round closes.
+func NewShuffler[P any](p protocol.Protocol, s protocol.Shape, min int) (*Shuffler[P], error) {
+	if err := checks.IntAtLeast("round", s.Round, 1); err != nil {
+		return nil, err
+	}
+	if err := checks.IntAtLeast("dimension", s.Dim, 1); err != nil {
+		return nil, err
+	}
+	if err := checks.IntAtLeast("minimum reports", min, 0); err != nil {
+		return nil, err
+	}
+	mode := p.Mode()
+	sh := &Shuffler[P]{proto: p, s: s, mode: mode, min: min, senders: map[string]struct{}{}}
+	sh.batch = Batch[P]{Round: s.Round, Mode: mode, Dim: s.Dim}
+	if mode == protocol.PerCoordinate {
+		sh.counts = make([]int64, s.Dim)
+		sh.stamp = make([]int32, s.Dim)
+		sh.batch.Columns = make([][]P, s.Dim)
+	}
+	return sh, nil
+}
+
+// Senders returns the number of submissions accepted so far.
+func (sh *Shuffler[P]) Senders() int { return sh.nsend }
+
+// Accept takes one sender's submission for the round. The whole submission
+// is checked before any of it is kept: labels must be coordinates of the
+// model (each at most once) or MetaLabel (at most MaxMeta) in
+// per-coordinate mode, and exactly one ReportLabel plus at most MaxMeta
+// metadata otherwise. A second submission from a sender is
+// ErrDuplicateSender, one after the round closed ErrClosed.
+func (sh *Shuffler[P]) Accept(sender string, msgs []Message[P]) error {
+	if sh.state != stateOpen {
+		return fmt.Errorf("shuffler: round %d: %w", sh.s.Round, ErrClosed)
+	}
+	if _, dup := sh.senders[sender]; dup {
+		return fmt.Errorf("shuffler: round %d: %w", sh.s.Round, ErrDuplicateSender)
+	}
+	if err := sh.check(msgs); err != nil {
+		return fmt.Errorf("shuffler: round %d: %w", sh.s.Round, err)
+	}
+	sh.senders[sender] = struct{}{}
+	sh.nsend++
+	for _, m := range msgs {
+		switch {
+		case m.Label == MetaLabel:
+			sh.batch.Meta = append(sh.batch.Meta, m.Payload)
+		case m.Label == ReportLabel:
+			sh.batch.Reports = append(sh.batch.Reports, m.Payload)
+		default:
+			sh.batch.Columns[m.Label] = append(sh.batch.Columns[m.Label], m.Payload)
+			sh.counts[m.Label]++
+		}
+	}
+	return nil
+}
+
+// check validates the labels of one submission without keeping anything.
+func (sh *Shuffler[P]) check(msgs []Message[P]) error {
+	sh.attempt++
+	stamp := sh.attempt
+	var meta, reports int
+	for i, m := range msgs {
+		switch {
+		case m.Label == MetaLabel:
+			meta++
+		case m.Label == ReportLabel && sh.mode != protocol.PerCoordinate:
+			reports++
+		case m.Label >= 0 && int(m.Label) < sh.s.Dim && sh.mode == protocol.PerCoordinate:
+			if sh.stamp[m.Label] == stamp {
+				return fmt.Errorf("%w: message %d repeats coordinate %d", ErrBadMessage, i, m.Label)
+			}
+			sh.stamp[m.Label] = stamp
+		default:
+			return fmt.Errorf("%w: message %d has label %d, not valid for a %s protocol of dimension %d", ErrBadMessage, i, m.Label, sh.mode, sh.s.Dim)
+		}
+	}
+	if meta > MaxMeta {
+		return fmt.Errorf("%w: %d metadata values, at most %d", ErrBadMessage, meta, MaxMeta)
+	}
+	if sh.mode != protocol.PerCoordinate && reports != 1 {
+		return fmt.Errorf("%w: %d whole reports in one submission, want 1", ErrBadMessage, reports)
+	}
+	if sh.mode == protocol.PerCoordinate && len(msgs) == meta {
+		return fmt.Errorf("%w: a submission without values", ErrBadMessage)
+	}
+	return nil
+}
+
+// Close ends the round. With fewer senders than the minimum the round is
+// void, nothing is released and the error wraps ErrTooFew. Otherwise the
+// protocol's padding is drawn from pad (dummy turns each dummy value into
+// a payload — a deployment's shuffler seals it to the analyzer, so it is
+// indistinguishable from a real one), every group is permuted with perm,
+// and the batch is returned. A second Close is ErrClosed.
+//
+// In whole-report modes the shuffler cannot see which coordinates a report
+// covers; it counts every report for every coordinate (the papers'
+// whole-report protocols send dense reports and pad nothing).
+func (sh *Shuffler[P]) Close(pad, perm *rand.Rand, dummy func(coord int, v float64) (P, error)) (*Batch[P], error) {
+	if err := sh.close(); err != nil {
+		return nil, err
+	}
+	counts := sh.counts
+	if counts == nil {
+		counts = make([]int64, sh.s.Dim)
+		for j := range counts {
+			counts[j] = int64(len(sh.batch.Reports))
+		}
+	}
+	var derr error
+	emit := func(j int, v float64) {
+		if derr != nil {
+			return
+		}
+		if j < 0 || j >= sh.s.Dim {
+			derr = fmt.Errorf("dummy for coordinate %d outside [0, %d)", j, sh.s.Dim)
+			return
+		}
+		p, err := dummy(j, v)
+		if err != nil {
+			derr = err
+			return
+		}
+		if sh.mode == protocol.PerCoordinate {
+			sh.batch.Columns[j] = append(sh.batch.Columns[j], p)
+		} else {
+			sh.batch.Reports = append(sh.batch.Reports, p)
+		}
+	}
+	if err := sh.proto.Pad(pad, sh.s, counts, emit); err != nil {
+		return nil, fmt.Errorf("shuffler: round %d: padding: %w", sh.s.Round, err)
+	}
+	if derr != nil {
+		return nil, fmt.Errorf("shuffler: round %d: padding: %w", sh.s.Round, derr)
+	}
+	b := &sh.batch
+	switch sh.mode {
+	case protocol.PerCoordinate:
+		for _, col := range b.Columns {
+			perm.Shuffle(len(col), func(x, y int) { col[x], col[y] = col[y], col[x] })
+		}
+	case protocol.WholeReport:
+		perm.Shuffle(len(b.Reports), func(x, y int) { b.Reports[x], b.Reports[y] = b.Reports[y], b.Reports[x] })
+	}
+	if sh.mode != protocol.NoShuffle {
+		perm.Shuffle(len(b.Meta), func(x, y int) { b.Meta[x], b.Meta[y] = b.Meta[y], b.Meta[x] })
+	}
+	b.Senders = sh.nsend
+	return b, nil
+}
+
+// CloseCounts is Close for a simulation that streams reports straight into
+// the analyzer's aggregate instead of materialising the batch (the
+// aggregate does not depend on the order of reports, so the permutation
+// changes nothing the analyzer computes): the driver vouches that senders
+// distinct submissions were made and gives their per-coordinate counts,
+// and the shuffler draws the protocol's padding from pad into emit. The
+// minimum and the round's state are enforced as in Close. The shuffler must
+// not have accepted any submission itself.
+func (sh *Shuffler[P]) CloseCounts(pad *rand.Rand, senders int, counts []int64, emit func(coord int, v float64)) error {
+	if sh.nsend != 0 {
+		return fmt.Errorf("shuffler: round %d: %w: CloseCounts after Accept", sh.s.Round, ErrOrder)
+	}
+	if senders < 0 {
+		return fmt.Errorf("shuffler: round %d: %d senders: %w", sh.s.Round, senders, checks.ErrInvalid)
+	}
+	if len(counts) != sh.s.Dim {
+		return fmt.Errorf("shuffler: round %d: %d counts for dimension %d: %w", sh.s.Round, len(counts), sh.s.Dim, checks.ErrInvalid)
+	}
+	sh.nsend = senders
+	if err := sh.close(); err != nil {
+		return err
+	}
+	if err := sh.proto.Pad(pad, sh.s, counts, emit); err != nil {
+		return fmt.Errorf("shuffler: round %d: padding: %w", sh.s.Round, err)
+	}
+	return nil
+}
+
+// close moves the round out of the open state, voiding it below the
+// minimum.
+func (sh *Shuffler[P]) close() error {
+	if sh.state != stateOpen {
+		return fmt.Errorf("shuffler: round %d: %w", sh.s.Round, ErrClosed)
+	}
+	n := sh.nsend
+	if n < sh.min {
+		sh.state = stateVoid
+		sh.batch = Batch[P]{}
+		sh.senders = nil
+		return fmt.Errorf("shuffler: round %d: %d of at least %d senders: %w", sh.s.Round, n, sh.min, ErrTooFew)
+	}
+	sh.state = stateClosed
+	if sh.s.Participants == 0 {
+		sh.s.Participants = n
+	}
+	return nil
+}
