@@ -82,7 +82,7 @@ type Shuffler[P any] struct {
 	min     int
 	state   roundState
 	senders map[string]struct{}
-	nsend   int // senders (Accept's, or CloseCounts' vouched number)
+	nsend   int     // senders (Accept's, or CloseCounts' vouched number)
 	counts  []int64 // real values per coordinate (per-coordinate mode)
 	stamp   []int32 // duplicate-label detection: attempt number per coordinate
 	attempt int32   // submissions checked so far (accepted or not)
