@@ -46,6 +46,15 @@ type Record struct {
 	Dummies               int64          `json:"dummies"`
 	Seconds               float64        `json:"seconds"`
 	Timing                runtime.Timing `json:"timing"`
+	// DPrivacy: for protocols whose guarantee is d-privacy (ifca-dp), the
+	// leakage of one participation (n/nu) and the clients' cumulative
+	// leakage (Theorem 1 of the group-privacy paper); absent otherwise.
+	DPrivacy *runtime.DPrivacyRound `json:"d_privacy,omitempty"`
+	// Hypotheses: for clustered protocols (ifca, ifca-dp), each model's
+	// cluster size, the participants that chose it, its test accuracy and
+	// loss per test group, and the largest cumulative leakage of the
+	// clients that chose it; absent otherwise.
+	Hypotheses []runtime.Hypothesis `json:"hypotheses,omitempty"`
 }
 
 // LocalEpsilons summarises the participants' local epsilons of one round:
@@ -102,6 +111,8 @@ func FromResult(r runtime.RoundResult) Record {
 		Dummies:                  r.Dummies,
 		Seconds:                  r.Seconds,
 		Timing:                   r.Timing,
+		DPrivacy:                 r.DPrivacy,
+		Hypotheses:               r.Hypotheses,
 	}
 }
 

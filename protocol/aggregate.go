@@ -25,7 +25,23 @@ type Aggregate struct {
 	// shuffler's padding). The analyzer of a deployment cannot observe this
 	// split; simulations record it for diagnostics only.
 	Dummies int64
+	// Vectors holds a copy of every dense report's values when the
+	// aggregate keeps vectors (KeepVectors): the accumulator of whole-report
+	// protocols whose analyzer needs each released vector, not only their
+	// sum (IFCA's k-means). Their order is the order of absorption — block
+	// order in a simulation, which does not depend on the number of workers,
+	// and the shuffled order in a deployment — and carries no identity.
+	// Memory: 8·d bytes per report.
+	Vectors [][]float64
+	keep    bool
 }
+
+// KeepVectors makes the aggregate keep a copy of every dense report it
+// absorbs (see Vectors).
+func (a *Aggregate) KeepVectors() { a.keep = true }
+
+// KeepsVectors reports whether the aggregate keeps vectors.
+func (a *Aggregate) KeepsVectors() bool { return a.keep }
 
 // NewAggregate returns an empty aggregate for dimension dim.
 func NewAggregate(dim int) *Aggregate {
@@ -41,6 +57,7 @@ func (a *Aggregate) Reset() {
 	clear(a.Count)
 	a.Meta = a.Meta[:0]
 	a.Reports, a.Dummies = 0, 0
+	a.Vectors = nil
 }
 
 // AddReport absorbs one report. It rejects malformed reports — wrong length,
@@ -49,6 +66,9 @@ func (a *Aggregate) Reset() {
 func (a *Aggregate) AddReport(rep *Report) error {
 	if err := a.checkReport(rep); err != nil {
 		return err
+	}
+	if a.keep && rep.Coords == nil {
+		a.Vectors = append(a.Vectors, append([]float64(nil), rep.Values...))
 	}
 	if rep.Coords == nil {
 		for j, v := range rep.Values {
@@ -122,5 +142,6 @@ func (a *Aggregate) Merge(b *Aggregate) error {
 	a.Meta = append(a.Meta, b.Meta...)
 	a.Reports += b.Reports
 	a.Dummies += b.Dummies
+	a.Vectors = append(a.Vectors, b.Vectors...)
 	return nil
 }

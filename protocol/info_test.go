@@ -49,7 +49,10 @@ func optionTable() map[string]struct {
 		options  map[string]optionValues
 	}
 	return map[string]row{
-		"nonprivate":   {Params{}, nil, nil},
+		"nonprivate": {Params{}, nil, nil},
+		"ifca":       {Params{}, nil, map[string]optionValues{"k": {3, 0}}},
+		"ifca-dp": {Params{Layers: []int{2, 3}}, nil, map[string]optionValues{
+			"k": {3, 1.5}, "nu": {0.5, 0}, "min-radius": {1e-3, -1}, "per-layer": {1, 2}}},
 		"ldp-laplace":  {Params{Clip: 1}, nil, nil},
 		"ldp-gaussian": {Params{Clip: 1}, nil, nil},
 		"dp-central":   {central, nil, nil},

@@ -671,6 +671,8 @@ func TestPrivacyCoversEveryProtocol(t *testing.T) {
 		"ldp-gaussian", "e-apes", // TestPrivacyGaussianProtocols
 		"dp-central", // TestPrivacyCentralEstimate
 		"nonprivate", // no guarantee (checked below)
+		"ifca-dp",    // TestPrivacyIFCADP (d-privacy)
+		"ifca",       // no guarantee (TestIFCAAccount)
 	}
 	for _, name := range Names() {
 		if !slices.Contains(covered, name) {

@@ -253,6 +253,10 @@ type Privacy struct {
 	// Approximate is true when the central figure is an approximation rather
 	// than a rigorous upper bound (E-APES's Gaussian CLT step).
 	Approximate bool `json:"approximate"`
+	// DPrivacy is set by protocols whose guarantee is d-privacy (clustered
+	// FL with the Euclidean Laplace mechanism); such a round has no
+	// (epsilon, delta) guarantee (Private is false, the epsilons +Inf).
+	DPrivacy *DPrivacy `json:"d_privacy,omitempty"`
 }
 
 // NonPrivate is the Privacy of a round that offers no guarantee.
@@ -295,6 +299,10 @@ type Params struct {
 	// Mironov 2012) for every continuous noise the protocol draws. Deployment
 	// must set it; simulations may leave it off for speed.
 	Secure bool
+	// Layers are the sizes of the model's layers in parameter order (they
+	// sum to the dimension), for protocols that treat layers separately
+	// (ifca-dp's per-layer sanitization); nil means one block.
+	Layers []int
 	// Extra holds protocol-specific numeric options by name (for example "k",
 	// "np", "nu", "b"); unknown names are rejected by the constructor.
 	Extra map[string]float64

@@ -24,14 +24,18 @@ import (
 // An Analyzer is not safe for concurrent use.
 type Analyzer struct {
 	proto protocol.Protocol
-	acct  *account.Accountant
-	model []float64
-	est   []float64
-	scale float64
-	round int // last finished round (released or void)
-	open  bool
-	s     protocol.Shape
-	agg   *protocol.Aggregate
+	// clustered is set for protocols with k models (models[0] is model).
+	clustered protocol.Clustered
+	models    [][]float64
+	sizes     []int
+	acct      *account.Accountant
+	model     []float64
+	est       []float64
+	scale     float64
+	round     int // last finished round (released or void)
+	open      bool
+	s         protocol.Shape
+	agg       *protocol.Aggregate
 }
 
 // AnalyzerConfig describes an analyzer.
@@ -41,6 +45,10 @@ type AnalyzerConfig struct {
 	// Model is the initial global model. The analyzer updates it in place:
 	// the caller may read it between rounds but must not write it.
 	Model []float64
+	// Hypotheses are the other k−1 initial models of a clustered protocol
+	// (protocol.Clustered), each as long as Model and updated in place
+	// like it; nil otherwise.
+	Hypotheses [][]float64
 	// ServerLR scales the estimate before it is added to the model
 	// (FedAvg: the server learning rate; FedSGD: −server-lr × lr).
 	ServerLR float64
@@ -66,8 +74,37 @@ func NewAnalyzer(c AnalyzerConfig) (*Analyzer, error) {
 		}
 	}
 	d := len(c.Model)
-	return &Analyzer{proto: c.Protocol, acct: c.Accountant, model: c.Model, est: make([]float64, d), scale: c.ServerLR, agg: protocol.NewAggregate(d)}, nil
+	a := &Analyzer{proto: c.Protocol, acct: c.Accountant, model: c.Model, est: make([]float64, d), scale: c.ServerLR, agg: protocol.NewAggregate(d)}
+	if cl, ok := c.Protocol.(protocol.Clustered); ok {
+		if len(c.Hypotheses) != cl.Hypotheses()-1 {
+			return nil, checks.Invalidf("analyzer: %s keeps %d models, got %d", cl.Name(), cl.Hypotheses(), len(c.Hypotheses)+1)
+		}
+		a.clustered = cl
+		a.models = append([][]float64{c.Model}, c.Hypotheses...)
+		for i, h := range c.Hypotheses {
+			if err := checks.Vector(fmt.Sprintf("analyzer: initial hypothesis %d", i+1), h, d); err != nil {
+				return nil, err
+			}
+		}
+		a.agg.KeepVectors()
+	} else if len(c.Hypotheses) != 0 {
+		return nil, checks.Invalidf("analyzer: %s keeps one model, got %d", c.Protocol.Name(), len(c.Hypotheses)+1)
+	}
+	return a, nil
 }
+
+// Models returns the k models of a clustered protocol (models[0] is
+// Model()), or just Model(); not copies: do not modify.
+func (a *Analyzer) Models() [][]float64 {
+	if a.models == nil {
+		return [][]float64{a.model}
+	}
+	return a.models
+}
+
+// ClusterSizes returns, for a clustered protocol, how many released
+// vectors each model was estimated from in the last released round.
+func (a *Analyzer) ClusterSizes() []int { return a.sizes }
 
 // Model returns the global model (not a copy: do not modify).
 func (a *Analyzer) Model() []float64 { return a.model }
@@ -87,6 +124,27 @@ func (a *Analyzer) Restore(round int, model []float64, acct *account.Accountant)
 	}
 	copy(a.model, model)
 	a.round, a.acct = round, acct
+	return nil
+}
+
+// RestoreHypotheses sets the other k−1 models of a clustered protocol from
+// a checkpoint (see Restore for the first).
+func (a *Analyzer) RestoreHypotheses(hs [][]float64) error {
+	if a.open {
+		return fmt.Errorf("analyzer: restore with round %d open: %w", a.s.Round, ErrOrder)
+	}
+	want := max(len(a.models), 1) - 1
+	if len(hs) != want {
+		return checks.Invalidf("analyzer: checkpoint has %d models, the protocol keeps %d", len(hs)+1, want+1)
+	}
+	for i, h := range hs {
+		if err := checks.Vector(fmt.Sprintf("checkpoint hypothesis %d", i+1), h, len(a.model)); err != nil {
+			return err
+		}
+	}
+	for i, h := range hs {
+		copy(a.models[i+1], h)
+	}
 	return nil
 }
 
@@ -208,6 +266,9 @@ func (a *Analyzer) Release(r *rand.Rand, st account.Statement) ([]float64, error
 	if st.Round != a.s.Round || !st.Released {
 		return nil, fmt.Errorf("analyzer: releasing round %d with the statement of round %d (released: %v): %w", a.s.Round, st.Round, st.Released, ErrOrder)
 	}
+	if a.clustered != nil {
+		return nil, a.releaseModels(r, st)
+	}
 	if err := a.proto.Estimate(r, a.s, a.agg, a.est); err != nil {
 		return nil, fmt.Errorf("analyzer: round %d: %w", a.s.Round, err)
 	}
@@ -244,6 +305,39 @@ func (a *Analyzer) Void(st account.Statement) error {
 			return fmt.Errorf("analyzer: round %d: %w", a.s.Round, err)
 		}
 	}
+	a.open, a.round = false, a.s.Round
+	return nil
+}
+
+// releaseModels is Release for a clustered protocol: the k models are
+// re-estimated from the round's released vectors (on copies, so that a
+// refused result changes nothing) and replace the current ones; ServerLR
+// does not apply.
+func (a *Analyzer) releaseModels(r *rand.Rand, st account.Statement) error {
+	next := make([][]float64, len(a.models))
+	for i, m := range a.models {
+		next[i] = append([]float64(nil), m...)
+	}
+	sizes, err := a.clustered.EstimateModels(r, a.s, a.agg, next)
+	if err != nil {
+		return fmt.Errorf("analyzer: round %d: %w", a.s.Round, err)
+	}
+	for i, m := range next {
+		for j, v := range m {
+			if math.IsNaN(v) || math.IsInf(v, 0) {
+				return fmt.Errorf("round %d: model %d diverged (parameter %d is %v)", a.s.Round, i, j, v)
+			}
+		}
+	}
+	if a.acct != nil {
+		if err := a.acct.Record(st); err != nil {
+			return fmt.Errorf("analyzer: round %d: %w", a.s.Round, err)
+		}
+	}
+	for i, m := range next {
+		copy(a.models[i], m)
+	}
+	a.sizes = sizes
 	a.open, a.round = false, a.s.Round
 	return nil
 }

@@ -111,6 +111,27 @@ func (c *Client) Encode(r *rand.Rand, s protocol.Shape, update []float64, out *p
 	return nil
 }
 
+// EncodeModel is Encode for a clustered protocol (protocol.Clustered):
+// base is the model the client chose and trained, update its local change;
+// the same ordering rules apply.
+func (c *Client) EncodeModel(r *rand.Rand, s protocol.Shape, base, update []float64, out *protocol.Report) error {
+	cl, ok := c.proto.(protocol.Clustered)
+	if !ok {
+		return fmt.Errorf("client %s: %s keeps one model: %w", c.id, c.proto.Name(), ErrOrder)
+	}
+	if c.ledger != nil && c.charged != s.Round {
+		return fmt.Errorf("client %s: round %d: %w: the release is not charged", c.id, s.Round, ErrOrder)
+	}
+	if c.encoded == s.Round {
+		return fmt.Errorf("client %s: round %d: %w: the round's report was already produced", c.id, s.Round, ErrOrder)
+	}
+	if err := cl.EncodeModel(r, s, base, update, c.budget, out); err != nil {
+		return fmt.Errorf("client %s: encode: %w", c.id, err)
+	}
+	c.encoded = s.Round
+	return nil
+}
+
 // Messages splits a report into the messages the client hands to the
 // shuffler under the protocol's shuffle mode, appending them to dst:
 // per-coordinate protocols send every value as its own message labelled

@@ -337,3 +337,33 @@ func TestAnalyzerRecordsOnlyFinishedRounds(t *testing.T) {
 		t.Fatal("a refused release changed the accountant or the model")
 	}
 }
+
+func TestAnalyzerClustered(t *testing.T) {
+	p := newProto(t, "ifca", map[string]float64{"k": 2})
+	if _, err := NewAnalyzer(AnalyzerConfig{Protocol: p, Model: []float64{0, 0}, ServerLR: 1}); !errors.Is(err, checks.ErrInvalid) {
+		t.Fatalf("one model for k = 2: %v", err)
+	}
+	a, err := NewAnalyzer(AnalyzerConfig{Protocol: p, Model: []float64{0, 0}, Hypotheses: [][]float64{{10, 10}}, ServerLR: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.RestoreHypotheses(nil); !errors.Is(err, checks.ErrInvalid) {
+		t.Fatalf("checkpoint without the second model: %v", err)
+	}
+	s := protocol.Shape{Round: 1, Dim: 2, Population: 4, Participants: 4}
+	_ = a.Open(s)
+	var reps []Plain
+	for _, v := range [][]float64{{1, 1}, {-1, -1}, {9, 11}, {11, 9}} {
+		reps = append(reps, Plain{Report: &protocol.Report{Values: v}})
+	}
+	if err := a.Absorb(&Batch[Plain]{Round: 1, Dim: 2, Mode: p.Mode(), Senders: 4, Reports: reps}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Release(rng.Stream(1), account.Statement{Round: 1, Released: true}); err != nil {
+		t.Fatal(err)
+	}
+	m := a.Models()
+	if !slices.Equal(m[0], []float64{0, 0}) || !slices.Equal(m[1], []float64{10, 10}) || !slices.Equal(a.ClusterSizes(), []int{2, 2}) {
+		t.Fatalf("models %v, sizes %v", m, a.ClusterSizes())
+	}
+}

@@ -46,6 +46,39 @@ type RoundResult struct {
 	Dummies int64   `json:"dummies"`
 	Seconds float64 `json:"seconds"`
 	Timing  Timing  `json:"timing"`
+	// Hypotheses describes each model of a clustered protocol (nil
+	// otherwise).
+	Hypotheses []Hypothesis `json:"hypotheses,omitempty"`
+	// DPrivacy is the round's d-privacy accounting, for protocols whose
+	// guarantee is d-privacy (nil otherwise).
+	DPrivacy *DPrivacyRound `json:"d_privacy,omitempty"`
+}
+
+// Hypothesis is one model of a clustered protocol after a round.
+type Hypothesis struct {
+	// Size is the number of released vectors the analyzer's k-means put in
+	// this model's cluster.
+	Size int `json:"size"`
+	// Chosen is the number of participants that chose this model to train
+	// (the clients' private choice: a simulation diagnostic the analyzer
+	// of a deployment never learns).
+	Chosen int `json:"chosen"`
+	// Accuracy and Loss are the model's test accuracy and loss on each test
+	// group (one group unless the partition is "rotated").
+	Accuracy []float64 `json:"accuracy"`
+	Loss     []float64 `json:"loss"`
+	// MaxLeakage is the largest cumulative d-privacy leakage of the clients
+	// that chose this model this round (0 if none did).
+	MaxLeakage float64 `json:"max_leakage"`
+}
+
+// DPrivacyRound is the d-privacy accounting of one round: the leakage of
+// one participation, and the clients' cumulative leakage composed over
+// their participations (group-privacy paper, Theorem 1).
+type DPrivacyRound struct {
+	Level            float64 `json:"level"`
+	MaxCumulative    float64 `json:"max_cumulative"`
+	MedianCumulative float64 `json:"median_cumulative"`
 }
 
 // Timing splits a round's time. Train (local training), Encode (clipping and
@@ -99,7 +132,21 @@ type Engine struct {
 	// an is the analyzer role: it holds the global model (w, shared) and
 	// the run's accountant.
 	an *role.Analyzer
+	// Clustered protocols: the k models (models[0] is w), each
+	// participant's choice in the current round, every client's cumulative
+	// d-privacy leakage and the leakage of one participation.
+	clustered protocol.Clustered
+	models    [][]float64
+	chosen    []int
+	dleak     []float64
+	dlevel    float64
 }
+
+// maxKeptBytes bounds the memory of the whole-report accumulator (every
+// released vector kept for the analyzer, 8·d bytes each): 8 GiB, a third
+// of the 24 GiB machines this project targets. A variable so that tests can
+// lower it.
+var maxKeptBytes float64 = 8 << 30
 
 type worker struct {
 	trainer *fl.Trainer
@@ -251,7 +298,22 @@ func New(cfg Config, split data.Split, budgets []protocol.Budget) (*Engine, erro
 	for i := 0; i < e.workers; i++ {
 		e.trainers <- &worker{trainer: fl.NewTrainer(model), update: make([]float64, d)}
 	}
-	e.pool.New = func() any { return protocol.NewAggregate(d) }
+	if c, ok := e.proto.(protocol.Clustered); ok {
+		e.clustered = c
+		if need := float64(e.perRound) * float64(d) * 8; need > maxKeptBytes {
+			return nil, checks.Invalidf("%s keeps every released model for its k-means: %d clients per round × %d parameters need %.1f GiB, more than the %.1f GiB this engine allows; lower --clients-per-round or use a smaller model",
+				cfg.Protocol, e.perRound, d, need/(1<<30), maxKeptBytes/(1<<30))
+		}
+		e.models = e.initHypotheses(c.Hypotheses())
+		e.dleak = make([]float64, cfg.Clients)
+	}
+	e.pool.New = func() any {
+		agg := protocol.NewAggregate(d)
+		if e.clustered != nil {
+			agg.KeepVectors()
+		}
+		return agg
+	}
 
 	// Pre-flight: validate the protocol against the first round's shape,
 	// calibrate the budgets to the privacy target, and check that the
@@ -260,10 +322,14 @@ func New(cfg Config, split data.Split, budgets []protocol.Budget) (*Engine, erro
 	if err := e.preflight(); err != nil {
 		return nil, err
 	}
-	if cfg.ClientCap > 0 && !e.charges {
+	if cfg.ClientCap > 0 && !e.charges && !(e.dlevel > 0 && !math.IsInf(e.dlevel, 1)) {
 		return nil, checks.Invalidf("client-cap needs a protocol with a local guarantee; %s gives clients none", cfg.Protocol)
 	}
-	if e.an, err = role.NewAnalyzer(role.AnalyzerConfig{Protocol: e.proto, Model: e.w, ServerLR: e.scale, Accountant: e.acct}); err != nil {
+	ac := role.AnalyzerConfig{Protocol: e.proto, Model: e.w, ServerLR: e.scale, Accountant: e.acct}
+	if e.models != nil {
+		ac.Hypotheses = e.models[1:]
+	}
+	if e.an, err = role.NewAnalyzer(ac); err != nil {
 		return nil, err
 	}
 	return e, nil
@@ -414,6 +480,22 @@ func (e *Engine) Step() (RoundResult, error) {
 		}
 		parts, clients = kept, keptC
 	}
+	if e.dlevel > 0 && e.cfg.ClientCap > 0 {
+		// d-privacy: a client declines a release that would take its
+		// cumulative leakage past its cap (the paper decides right before
+		// releasing).
+		kept := parts[:0:0]
+		var keptC []*role.Client
+		for i, c := range parts {
+			if e.dleak[c]+e.dlevel > e.cfg.ClientCap*(1+1e-12) {
+				res.Refused++
+				continue
+			}
+			kept = append(kept, c)
+			keptC = append(keptC, clients[i])
+		}
+		parts, clients = kept, keptC
+	}
 	budgets := make([]protocol.Budget, len(clients))
 	for i, cl := range clients {
 		budgets[i] = cl.Budget()
@@ -476,6 +558,9 @@ func (e *Engine) Step() (RoundResult, error) {
 		return res, fmt.Errorf("round %d: %w", t, err)
 	}
 	if !skip {
+		if e.clustered != nil {
+			e.chosen = make([]int, len(parts))
+		}
 		if e.cfg.Faithful {
 			err = e.collectFaithful(t, s, parts, clients, &res.Timing)
 		} else {
@@ -495,6 +580,9 @@ func (e *Engine) Step() (RoundResult, error) {
 			return res, fmt.Errorf("round %d: analyzer: %w", t, err)
 		}
 		res.Timing.Analyze = time.Since(t0).Seconds()
+		if e.clustered != nil {
+			e.recordClusters(&res, parts)
+		}
 	} else {
 		if e.acct == nil {
 			st = account.Statement{Round: t}
@@ -519,8 +607,15 @@ func (e *Engine) Step() (RoundResult, error) {
 		res.Privacy.CumulativeEpsilon = math.Inf(1)
 	}
 
+	if e.dlevel > 0 {
+		res.DPrivacy = e.dprivacyRound()
+	}
 	t0 = time.Now()
-	res.TestAccuracy, res.TestLoss, err = fl.Evaluate(e.model, e.w, e.testEx, e.workers)
+	if e.clustered != nil {
+		err = e.evaluateClustered(&res)
+	} else {
+		res.TestAccuracy, res.TestLoss, err = fl.Evaluate(e.model, e.w, e.testEx, e.workers)
+	}
 	if err != nil {
 		return res, fmt.Errorf("round %d: evaluation: %w", t, err)
 	}
@@ -550,10 +645,17 @@ func (e *Engine) client(c int) *role.Client {
 }
 
 // clientReport runs one client's local update and encoding into w.report.
-func (e *Engine) clientReport(w *worker, t int, s protocol.Shape, client int, cl *role.Client, trainNS, encodeNS *atomic.Int64) error {
+func (e *Engine) clientReport(w *worker, t int, s protocol.Shape, slot, client int, cl *role.Client, trainNS, encodeNS *atomic.Int64) error {
 	t0 := time.Now()
 	rt := rng.Stream(e.cfg.Seed, rng.LabelTraining, uint64(t), uint64(client))
-	if _, err := w.trainer.LocalUpdate(w.update, rt, e.w, e.trainEx, e.shards[client], e.local); err != nil {
+	base := e.w
+	if e.clustered != nil {
+		// The client receives all k models and trains the one with the
+		// lowest loss on its own data (ties: the lowest index).
+		h := e.chooseHypothesis(e.shards[client])
+		e.chosen[slot], base = h, e.models[h]
+	}
+	if _, err := w.trainer.LocalUpdate(w.update, rt, base, e.trainEx, e.shards[client], e.local); err != nil {
 		return fmt.Errorf("client %d: local update: %w", client, err)
 	}
 	t1 := time.Now()
@@ -561,7 +663,11 @@ func (e *Engine) clientReport(w *worker, t int, s protocol.Shape, client int, cl
 		e.hooks.Update(t, client, w.update)
 	}
 	rn := e.mechStream(rng.LabelNoise, uint64(t), uint64(client))
-	if err := cl.Encode(rn, s, w.update, &w.report); err != nil {
+	if e.clustered != nil {
+		if err := cl.EncodeModel(rn, s, base, w.update, &w.report); err != nil {
+			return err
+		}
+	} else if err := cl.Encode(rn, s, w.update, &w.report); err != nil {
 		return err
 	}
 	if e.hooks.Report != nil {
@@ -632,7 +738,7 @@ func (e *Engine) runClients(t int, s protocol.Shape, parts []int, clients []*rol
 				st := open()
 				var err error
 				for i := b * blockSize; i < min((b+1)*blockSize, len(parts)); i++ {
-					if err = e.clientReport(w, t, s, parts[i], clients[i], &ct.train, &ct.encode); err != nil {
+					if err = e.clientReport(w, t, s, i, parts[i], clients[i], &ct.train, &ct.encode); err != nil {
 						break
 					}
 					if err = fold(st, w, i); err != nil {

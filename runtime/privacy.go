@@ -46,6 +46,9 @@ func (e *Engine) buildProtocol(scale float64) (protocol.Protocol, error) {
 		Clip: cfg.Clip, Delta: cfg.Delta, Epsilon: cfg.Epsilon * scale, Rounds: cfg.Rounds,
 		SampleRate: float64(e.perRound) / float64(cfg.Clients), Extra: cfg.Options, Secure: cfg.SecureNoise,
 	}
+	for _, l := range e.model.Layers() {
+		params.Layers = append(params.Layers, l.Len)
+	}
 	if cfg.Protocol == "dp-central" {
 		if cfg.TargetEpsilon <= 0 {
 			return nil, checks.Invalidf("dp-central calibrates its noise to a target central epsilon of the whole run: set --target-epsilon (--epsilon is a client's local budget, which dp-central does not have)")
@@ -162,6 +165,9 @@ func (e *Engine) preflight() error {
 	// Only protocols that give clients a local guarantee charge the ledger.
 	e.charges = priv.Private && !math.IsInf(priv.LocalEpsilon.Max, 1)
 	e.approxLocal = priv.LocalDelta > 0
+	if priv.DPrivacy != nil && !math.IsInf(priv.DPrivacy.Level, 1) {
+		e.dlevel = priv.DPrivacy.Level
+	}
 	if !priv.Private {
 		if cfg.TargetEpsilon > 0 {
 			return checks.Invalidf("target-epsilon needs a private protocol; %s gives no guarantee", cfg.Protocol)

@@ -38,6 +38,12 @@ type Snapshot struct {
 	MaxClientEpsilon float64 `json:"max_client_epsilon"`
 	// Halted is set when the run stopped at its privacy target.
 	Halted string `json:"halted,omitempty"`
+	// Hypotheses are the other k−1 models of a clustered protocol
+	// (Weights is the first).
+	Hypotheses [][]float64 `json:"hypotheses,omitempty"`
+	// DLeak is every client's cumulative d-privacy leakage (protocols whose
+	// guarantee is d-privacy).
+	DLeak []float64 `json:"d_leak,omitempty"`
 }
 
 // SnapshotVersion is the current Snapshot format.
@@ -51,6 +57,14 @@ func (e *Engine) Snapshot() (Snapshot, error) {
 	}
 	if !e.charges {
 		s.MaxClientEpsilon = 0
+	}
+	if e.models != nil {
+		for _, h := range e.models[1:] {
+			s.Hypotheses = append(s.Hypotheses, append([]float64(nil), h...))
+		}
+	}
+	if e.dlevel > 0 {
+		s.DLeak = append([]float64(nil), e.dleak...)
 	}
 	for c := 0; c < e.cfg.Clients; c++ {
 		rs, err := e.ledger.Entries(strconv.Itoa(c))
@@ -145,8 +159,17 @@ func (e *Engine) Restore(snap Snapshot) error {
 	} else if len(snap.Accountant) != 0 {
 		return checks.Invalidf("checkpoint has accountant state but %s is not private", e.cfg.Protocol)
 	}
+	if (e.dlevel > 0) != (snap.DLeak != nil) || snap.DLeak != nil && len(snap.DLeak) != e.cfg.Clients {
+		return checks.Invalidf("checkpoint has %d d-privacy leakage entries for %d clients of %s", len(snap.DLeak), e.cfg.Clients, e.cfg.Protocol)
+	}
+	if err := e.an.RestoreHypotheses(snap.Hypotheses); err != nil {
+		return fmt.Errorf("restore: %w", err)
+	}
 	if err := e.an.Restore(snap.Round, snap.Weights, acct); err != nil {
 		return fmt.Errorf("restore: %w", err)
+	}
+	if snap.DLeak != nil {
+		copy(e.dleak, snap.DLeak)
 	}
 	e.ledger, e.acct, e.round, e.halted = ledger, acct, snap.Round, snap.Halted
 	e.maxSpent = math.Max(maxSpent, snap.MaxClientEpsilon)

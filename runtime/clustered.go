@@ -1,0 +1,141 @@
+package runtime
+
+import (
+	"math"
+
+	"shufflefl/fl"
+	"shufflefl/protocol"
+	"shufflefl/rng"
+)
+
+// initSD is the standard deviation of the Gaussian perturbation that makes
+// the k initial hypotheses of a clustered protocol differ (IFCA starts from
+// random hypotheses; logistic regression's own initialisation is all
+// zeros, which would give k identical models and clusters that never
+// separate).
+const initSD = 0.01
+
+// initHypotheses returns the k initial models of a clustered protocol:
+// models[0] is the engine's model (e.w); every hypothesis (the first
+// included, when k > 1) is the model's initialisation from its own stream
+// plus N(0, initSD²) noise. With k = 1 the model is untouched, so the
+// one-model ablation starts exactly where plain FedAvg does.
+func (e *Engine) initHypotheses(k int) [][]float64 {
+	models := [][]float64{e.w}
+	for h := 1; h < k; h++ {
+		w := make([]float64, len(e.w))
+		e.model.Init(rng.Stream(e.cfg.Seed, rng.LabelInit, uint64(h)), w)
+		models = append(models, w)
+	}
+	if k > 1 {
+		for h, w := range models {
+			r := rng.Stream(e.cfg.Seed, rng.LabelInit, 1<<32+uint64(h))
+			for j := range w {
+				w[j] += initSD * r.NormFloat64()
+			}
+		}
+	}
+	return models
+}
+
+// chooseHypothesis is the client's private choice: the model with the
+// lowest loss on its shard (float64 reference loss; ties to the lowest
+// index). It reads the models, which do not change during the client phase.
+func (e *Engine) chooseHypothesis(shard []int) int {
+	if len(e.models) == 1 || len(shard) == 0 {
+		return 0
+	}
+	best, bl := 0, math.Inf(1)
+	for h, w := range e.models {
+		if l := e.model.Loss(w, e.trainEx, shard); l < bl {
+			best, bl = h, l
+		}
+	}
+	return best
+}
+
+// recordClusters charges the round's d-privacy leakage to its participants
+// and fills the round's per-hypothesis sizes, choices and leakage.
+func (e *Engine) recordClusters(res *RoundResult, parts []int) {
+	sizes := e.an.ClusterSizes()
+	res.Hypotheses = make([]Hypothesis, len(e.models))
+	for h := range res.Hypotheses {
+		if h < len(sizes) {
+			res.Hypotheses[h].Size = sizes[h]
+		}
+	}
+	for i, c := range parts {
+		if e.dlevel > 0 {
+			e.dleak[c] += e.dlevel
+		}
+		h := &res.Hypotheses[e.chosen[i]]
+		h.Chosen++
+		h.MaxLeakage = math.Max(h.MaxLeakage, e.dleak[c])
+	}
+}
+
+// dprivacyRound summarises every client's cumulative d-privacy leakage.
+func (e *Engine) dprivacyRound() *DPrivacyRound {
+	s := protocol.Summarize(e.dleak)
+	return &DPrivacyRound{Level: e.dlevel, MaxCumulative: s.Max, MedianCumulative: s.Median}
+}
+
+// testGroups splits the test set into its groups: one copy per rotation
+// group under the "rotated" partition, the whole set otherwise.
+func (e *Engine) testGroups() []fl.Examples {
+	g := 1
+	if e.groups != nil {
+		g = e.cfg.Groups
+	}
+	n := len(e.testEx.Y) / g
+	f := e.testEx.Features
+	out := make([]fl.Examples, g)
+	for i := range out {
+		out[i] = fl.Examples{X: e.testEx.X[i*n*f : (i+1)*n*f], Y: e.testEx.Y[i*n : (i+1)*n], Features: f}
+	}
+	return out
+}
+
+// evaluateClustered evaluates every model on every test group. As in IFCA,
+// a group's clients use the model with the lowest loss on their data: the
+// round's test accuracy and loss average, over groups, those of the
+// group's best model.
+func (e *Engine) evaluateClustered(res *RoundResult) error {
+	groups := e.testGroups()
+	if res.Hypotheses == nil {
+		res.Hypotheses = make([]Hypothesis, len(e.models))
+	}
+	for h, w := range e.models {
+		hy := &res.Hypotheses[h]
+		hy.Accuracy = make([]float64, len(groups))
+		hy.Loss = make([]float64, len(groups))
+		for g, ex := range groups {
+			acc, loss, err := fl.Evaluate(e.model, w, ex, e.workers)
+			if err != nil {
+				return err
+			}
+			hy.Accuracy[g], hy.Loss[g] = acc, loss
+		}
+	}
+	res.TestAccuracy, res.TestLoss = 0, 0
+	for g := range groups {
+		best := 0
+		for h := range res.Hypotheses {
+			if res.Hypotheses[h].Loss[g] < res.Hypotheses[best].Loss[g] {
+				best = h
+			}
+		}
+		res.TestAccuracy += res.Hypotheses[best].Accuracy[g] / float64(len(groups))
+		res.TestLoss += res.Hypotheses[best].Loss[g] / float64(len(groups))
+	}
+	return nil
+}
+
+// Models returns the k models of a clustered protocol (models[0] is
+// Weights()), or just the model; not copies: do not modify.
+func (e *Engine) Models() [][]float64 {
+	if e.models == nil {
+		return [][]float64{e.w}
+	}
+	return e.models
+}
