@@ -24,6 +24,9 @@ func clusteredConfig() Config {
 // TestClusteredLearnsGroups: on two rotation groups, two hypotheses beat
 // the one-model ablation, and each specialises on one group.
 func TestClusteredLearnsGroups(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains 24 rounds; the race-detector run (-short) skips it")
+	}
 	split := loadSample(t)
 	cfg := clusteredConfig()
 	two := runAll(t, cfg, split)
