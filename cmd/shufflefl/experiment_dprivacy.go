@@ -61,6 +61,8 @@ type dprivOpts struct {
 	workers   int
 	maxRounds int
 	nus, ks   string
+	nuList    []float64
+	kList     []int
 }
 
 const dprivUsage = `Usage: shufflefl experiment %s [flags]
@@ -107,6 +109,20 @@ func runDPrivExperiment(name string, args []string, stdout, stderr io.Writer) in
 	}
 	if o.seeds < 1 || o.maxRounds < 1 || o.workers < 0 {
 		return fail(2, "invalid parameter: --seeds and --max-rounds must be >= 1 and --workers >= 0")
+	}
+	if o.nus != "" || o.ks != "" {
+		var err error
+		if o.nuList, err = parseFloats(o.nus); err != nil {
+			return fail(2, "%v", err)
+		}
+		if o.kList, err = parseInts(o.ks); err != nil {
+			return fail(2, "%v", err)
+		}
+		for _, k := range o.kList {
+			if k > regU {
+				return fail(2, "invalid parameter: k = %d hypotheses is larger than the %d clients per round", k, regU)
+			}
+		}
 	}
 	if err := checkOutDir(o.out, *overwrite); err != nil {
 		return fail(2, "%v", err)

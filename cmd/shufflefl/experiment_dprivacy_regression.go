@@ -68,14 +68,7 @@ func regData(seed uint64) (train, val []ifca.Client, groups []int, err error) {
 }
 
 func runDPrivRegression(o dprivOpts, stdout, stderr io.Writer) error {
-	nus, err := parseFloats(o.nus)
-	if err != nil {
-		return err
-	}
-	ks, err := parseInts(o.ks)
-	if err != nil {
-		return err
-	}
+	nus, ks := o.nuList, o.kList
 	type cell struct {
 		rmse, median, max, rounds []float64
 	}
