@@ -43,8 +43,9 @@ type line struct {
 	xy   plotter.XYs
 }
 
-func plotLines(path, title, xl, yl string, lines []line, logY bool) error {
+func plotLines(path, title, xl, yl string, lines []line, logY, legendLeft bool) error {
 	p := newDPrivPlot(title, xl, yl)
+	p.Legend.Left = legendLeft
 	if logY {
 		p.Y.Scale = plot.LogScale{}
 		p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
@@ -58,8 +59,8 @@ func plotLines(path, title, xl, yl string, lines []line, logY bool) error {
 			return err
 		}
 		ln.Color, pts.Color = dprivColor(i), dprivColor(i)
-		ln.Dashes = [][]vg.Length{nil, {vg.Points(5), vg.Points(3)}, {vg.Points(1), vg.Points(2)}}[i%3]
-		pts.Shape = []draw.GlyphDrawer{draw.CircleGlyph{}, draw.TriangleGlyph{}, draw.BoxGlyph{}}[i%3]
+		ln.Dashes = [][]vg.Length{nil, {vg.Points(5), vg.Points(3)}, {vg.Points(1), vg.Points(2)}, {vg.Points(8), vg.Points(2), vg.Points(2), vg.Points(2)}}[i%4]
+		pts.Shape = []draw.GlyphDrawer{draw.CircleGlyph{}, draw.TriangleGlyph{}, draw.BoxGlyph{}, draw.PyramidGlyph{}}[i%4]
 		pts.Radius = vg.Points(2)
 		p.Add(ln, pts)
 		p.Legend.Add(l.name, ln, pts)

@@ -41,6 +41,7 @@ var synthVariants = []synthVariant{
 	{"unsanitized", "2 hypotheses, no sanitization", 2, 0, synthPatience, "Fig. 1d-f"},
 	{"one-hypothesis", "1 hypothesis, no sanitization", 1, 0, synthPatience, "Fig. 1a-c"},
 	{"sanitized-patience30", "2 hypotheses, sanitized (ν = 5), patience 30 (not in the paper)", 2, synthNu, 30, "-"},
+	{"sanitized-nu1", "2 hypotheses, sanitized (ν = 1, leakage 2 per participation; not in the paper)", 2, 1, synthPatience, "-"},
 }
 
 // synthData returns seed's training, validation and test clients (100
@@ -164,7 +165,7 @@ func runDPrivSynthetic(o dprivOpts, stdout, stderr io.Writer) error {
 		valLines = append(valLines, line{v.name, vl})
 	}
 	if err := plotLines(filepath.Join(o.out, "fig1-validation-loss.png"),
-		fmt.Sprintf("§5.1 validation loss (RMSE, Eq. 10) on held-out clients, seed %d", o.seed), "round", "validation RMSE", valLines, true); err != nil {
+		fmt.Sprintf("§5.1 validation loss (RMSE, Eq. 10), seed %d (sanitized-patience30 repeats sanitized, then goes on)", o.seed), "round", "validation RMSE (log scale)", valLines, true, false); err != nil {
 		return err
 	}
 	var leakLines []line
@@ -179,7 +180,7 @@ func runDPrivSynthetic(o dprivOpts, stdout, stderr io.Writer) error {
 	}
 	if err := plotLines(filepath.Join(o.out, "fig2-leakage.png"),
 		fmt.Sprintf("§5.1 max composed leakage per cluster, ν = 5 (n/ν = 0.4 per participation), seed %d", o.seed),
-		"round", "max leakage (d-privacy, Theorem 1)", leakLines, false); err != nil {
+		"round", "max leakage (d-privacy, Theorem 1)", leakLines, false, true); err != nil {
 		return err
 	}
 
