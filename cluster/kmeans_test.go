@@ -262,6 +262,7 @@ func BenchmarkStep(b *testing.B) {
 	// then means).
 	b.Run(fmt.Sprintf("n=%d/d=%d/read-once", n, d), func(b *testing.B) {
 		b.SetBytes(int64(n * d * 8))
+		start := processCPU()
 		for b.Loop() {
 			var s0, s1 float64
 			for _, p := range pts {
@@ -272,15 +273,20 @@ func BenchmarkStep(b *testing.B) {
 			}
 			benchSink = s0 + s1
 		}
+		b.ReportMetric(float64(processCPU()-start)/float64(b.N)/1e6, "cpu-ms/op")
 	})
 	for _, k := range []int{2, 4} {
 		b.Run(fmt.Sprintf("n=%d/d=%d/k=%d", n, d, k), func(b *testing.B) {
 			b.SetBytes(int64(n * d * 8))
+			start := processCPU()
 			for b.Loop() {
 				if _, err := Step(pts, pts[:k], 0); err != nil {
 					b.Fatal(err)
 				}
 			}
+			// Process CPU time over all workers: without contention the
+			// wall time is about this divided by the cores used.
+			b.ReportMetric(float64(processCPU()-start)/float64(b.N)/1e6, "cpu-ms/op")
 		})
 	}
 }
