@@ -110,10 +110,10 @@ type Round struct {
 	// lowest loss among the hypotheses), NaN if not validated this round.
 	ValLoss float64
 	// MaxLeakage and MedianLeakage are over all training clients after the
-	// round; GroupMaxLeakage[g] over the training clients of group g (the
-	// groups passed to Simulate).
-	MaxLeakage, MedianLeakage float64
-	GroupMaxLeakage           []float64
+	// round; GroupMaxLeakage[g] and GroupMedianLeakage[g] over the training
+	// clients of group g (the groups passed to Simulate).
+	MaxLeakage, MedianLeakage           float64
+	GroupMaxLeakage, GroupMedianLeakage []float64
 }
 
 // Summary is the outcome of Simulate.
@@ -241,8 +241,9 @@ func Simulate(cfg Config, init [][]float64, train, val []Client, groups []int, o
 		rec.Hypotheses = cloneAll(hyps)
 		rec.MaxLeakage, rec.MedianLeakage = ledger.LeakageStats(nil)
 		for _, m := range members {
-			mx, _ := ledger.LeakageStats(m)
+			mx, med := ledger.LeakageStats(m)
 			rec.GroupMaxLeakage = append(rec.GroupMaxLeakage, mx)
+			rec.GroupMedianLeakage = append(rec.GroupMedianLeakage, med)
 		}
 		sum.Rounds, sum.Final = t, hyps
 		halt := false

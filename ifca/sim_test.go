@@ -121,6 +121,17 @@ func TestSimulateLeakage(t *testing.T) {
 	if slices.Max(last.GroupMaxLeakage) != sum.MaxLeakage {
 		t.Errorf("group maxima %v, overall %v", last.GroupMaxLeakage, sum.MaxLeakage)
 	}
+	for g := range last.GroupMedianLeakage {
+		var members []int
+		for c, gc := range groups {
+			if gc == g {
+				members = append(members, c)
+			}
+		}
+		if _, med := sum.Ledger.LeakageStats(members); med != last.GroupMedianLeakage[g] {
+			t.Errorf("group %d median %v, ledger says %v", g, last.GroupMedianLeakage[g], med)
+		}
+	}
 }
 
 func TestSimulateCap(t *testing.T) {

@@ -175,6 +175,7 @@ type dprivRound struct {
 	MaxLeakage      *float64    `json:"max_leakage"`
 	MedianLeakage   *float64    `json:"median_leakage"`
 	GroupMaxLeakage []*float64  `json:"group_max_leakage"`
+	GroupMedian     []*float64  `json:"group_median_leakage"`
 }
 
 func finite(v float64) *float64 {
@@ -190,8 +191,9 @@ func toRound(r ifca.Round) dprivRound {
 	for _, n := range r.Declined {
 		d.Declined += n
 	}
-	for _, g := range r.GroupMaxLeakage {
-		d.GroupMaxLeakage = append(d.GroupMaxLeakage, finite(g))
+	for g := range r.GroupMaxLeakage {
+		d.GroupMaxLeakage = append(d.GroupMaxLeakage, finite(r.GroupMaxLeakage[g]))
+		d.GroupMedian = append(d.GroupMedian, finite(r.GroupMedianLeakage[g]))
 	}
 	return d
 }
