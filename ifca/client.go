@@ -78,6 +78,10 @@ type ClientConfig struct {
 	// declines a round whose cost would take its ledger above Cap. The cost
 	// n/ν is known before training, so a declining client does no work.
 	Cap float64
+	// KeepUpdated keeps a copy of the true updated vector in
+	// ClientResult.Updated (simulation plots only; it costs one more vector
+	// per client).
+	KeepUpdated bool
 }
 
 // Validate checks the configuration for vectors of dimension dim.
@@ -138,9 +142,9 @@ type ClientResult struct {
 	// Released is the sanitized full updated vector θ̂_j̄,c, or nil if the
 	// client declined.
 	Released []float64
-	// Updated is the client's true updated vector θ_j̄,c before
-	// sanitization (never sent; kept for the paper's plots), or nil if it
-	// declined before training.
+	// Updated is a copy of the client's true updated vector θ_j̄,c before
+	// sanitization (never sent; for the paper's plots), kept only with
+	// ClientConfig.KeepUpdated and if the client trained.
 	Updated []float64
 	// Chosen is j̄, the hypothesis the client trained (never sent).
 	Chosen int
@@ -193,7 +197,10 @@ func ClientRound(r *rand.Rand, c Client, hyps [][]float64, cfg ClientConfig, spe
 	if err := checks.Vector("updated parameters", theta, dim); err != nil {
 		return ClientResult{}, fmt.Errorf("client round: local update diverged: %w", err)
 	}
-	res := ClientResult{Chosen: j, Updated: slices.Clone(theta), UpdateNorm: dist(theta, hyps[j])}
+	res := ClientResult{Chosen: j, UpdateNorm: dist(theta, hyps[j])}
+	if cfg.KeepUpdated {
+		res.Updated = slices.Clone(theta)
+	}
 	if cfg.Nu == 0 {
 		res.Released, res.Cost = theta, cost
 		return res, nil

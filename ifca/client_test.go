@@ -80,9 +80,12 @@ func TestClientRound(t *testing.T) {
 		t.Errorf("hypotheses modified")
 	}
 	// Sanitized: full vector released, noisy, cost n/ν.
-	res, err = ClientRound(rng.NewSeeded(1), c, hyps, ClientConfig{Epochs: 1, Nu: 2}, 0)
+	res, err = ClientRound(rng.NewSeeded(1), c, hyps, ClientConfig{Epochs: 1, Nu: 2, KeepUpdated: true}, 0)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if !slices.Equal(res.Updated, []float64{9.5, 9.5, 9.5}) {
+		t.Errorf("updated %v", res.Updated)
 	}
 	if res.Cost != 1.5 || len(res.Released) != 3 || slices.Equal(res.Released, res.Updated) {
 		t.Errorf("sanitized result %+v", res)

@@ -196,6 +196,8 @@ func Simulate(cfg Config, init [][]float64, train, val []Client, groups []int, o
 		return Summary{}, err
 	}
 	hyps := cloneAll(init)
+	ccfg := cfg.Client
+	ccfg.KeepUpdated = ccfg.KeepUpdated || cfg.KeepVectors
 	stop := EarlyStop{Every: cfg.ValidateEvery, Patience: cfg.Patience}
 	sum := Summary{Ledger: ledger, BestLoss: math.NaN(), Best: cloneAll(init)}
 	sampler := rng.Stream(cfg.Seed, rng.LabelSampling)
@@ -208,7 +210,7 @@ func Simulate(cfg Config, init [][]float64, train, val []Client, groups []int, o
 			func(i int) *rand.Rand { return rng.Stream(cfg.Seed, rng.LabelTraining, uint64(t), uint64(part[i])) },
 			func(i int, r *rand.Rand) {
 				c := part[i]
-				results[i], errs[i] = ClientRound(r, train[c], hyps, cfg.Client, ledger.Spent(c))
+				results[i], errs[i] = ClientRound(r, train[c], hyps, ccfg, ledger.Spent(c))
 			})
 		rec := Round{Round: t, Participants: part, Declined: map[string]int{}, ValLoss: math.NaN()}
 		var releases [][]float64
