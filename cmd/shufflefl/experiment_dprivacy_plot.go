@@ -170,3 +170,24 @@ func plotErrorBars(path, title, xl, yl string, names []string, xs []float64, mea
 	p.X.Min, p.X.Max = -0.5, float64(len(xs))-0.5
 	return p.Save(7*vg.Inch, 4.5*vg.Inch, path)
 }
+
+// plotHistogram draws the distribution of the clients' composed leakage,
+// one bar per number of participations (values are multiples of unit).
+func plotHistogram(path, title, xl string, values []float64, unit float64) error {
+	p := newDPrivPlot(title, xl, "clients")
+	counts := map[int]float64{}
+	hi := 0
+	for _, v := range values {
+		k := int(math.Round(v / unit))
+		counts[k]++
+		hi = max(hi, k)
+	}
+	h := &plotter.Histogram{Width: unit, FillColor: withAlpha(dprivColor(0), 180)}
+	h.LineStyle = plotter.DefaultLineStyle
+	h.LineStyle.Color = dprivColor(0)
+	for k := 0; k <= hi; k++ {
+		h.Bins = append(h.Bins, plotter.HistogramBin{Min: (float64(k) - 0.5) * unit, Max: (float64(k) + 0.5) * unit, Weight: counts[k]})
+	}
+	p.Add(h)
+	return p.Save(7*vg.Inch, 4.5*vg.Inch, path)
+}

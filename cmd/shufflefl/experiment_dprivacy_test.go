@@ -16,8 +16,8 @@ func TestDPrivExperiments(t *testing.T) {
 	}{
 		{"dprivacy-synthetic", []string{"--seeds", "2", "--max-rounds", "8"},
 			[]string{"results.md", "results.json", "run.log", "fig1-sanitized.png", "fig1-unsanitized.png", "fig1-one-hypothesis.png", "fig1-validation-loss.png", "fig2-leakage.png"}},
-		{"dprivacy-regression", []string{"--seeds", "2", "--max-rounds", "5", "--nus", "0,5", "--ks", "1,3"},
-			[]string{"results.md", "results.json", "run.log", "rmse.png"}},
+		{"dprivacy-regression", []string{"--seeds", "3", "--max-rounds", "5", "--nus", "0,3", "--ks", "1,5"},
+			[]string{"results.md", "results.json", "run.log", "rmse.png", "fig3-leakage-histogram.png"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out := filepath.Join(t.TempDir(), "out")
