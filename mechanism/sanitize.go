@@ -27,7 +27,11 @@ type SanitizeOptions struct {
 	// grid depends on ε and so on ||δ_c||, which the paper's calibration
 	// makes data-dependent; the grid reveals only the power-of-two bucket of
 	// ν·||δ_c||/sqrt(n), far less than the radius of the noise itself
-	// already reveals (see SanitizeUpdate).
+	// already reveals (see SanitizeUpdate). Unlike Laplace's, no
+	// quantitative bound on the residual floating-point leakage is derived
+	// for this sampler; it follows the same recipe (full-precision draws,
+	// input-independent grid given ε) and passes the statistical privacy
+	// test (TestPrivacySanitizeUpdate).
 	Secure bool
 	// MinRadius, if positive, floors the neighbourhood radius:
 	// radius = max(||δ_c||, MinRadius) and ε = n/(ν·radius). Points within

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"shufflefl/checks"
+	mt "shufflefl/mechanism/mechanismtest"
 	"shufflefl/rng"
 )
 
@@ -378,6 +379,43 @@ func BenchmarkSanitizeUpdate(b *testing.B) {
 				}
 			}
 			stop()
+		})
+	}
+}
+
+// TestPrivacySanitizeUpdate runs the statistical privacy test (mechanismtest:
+// 10^6 draws per input, overall false-reject rate 1e-6) on SanitizeUpdate
+// with a data-independent ε: with MinRadius = R and updates of norm <= R
+// (here zero), ε = n/(ν·R), and inputs at distance D must be
+// ε·D-indistinguishable. n = 2, ν = 2, R = 1 gives ε = 1 per unit distance;
+// D = 1. The output is projected on the line through the two inputs
+// (post-processing). Negative control: ν = 1 (ε = 2) claimed at level 1 is
+// rejected.
+func TestPrivacySanitizeUpdate(t *testing.T) {
+	if testing.Short() {
+		t.Skip("2 x 4 x 10^6 draws")
+	}
+	const n, dist, R = 2, 1.0, 1.0
+	for _, secure := range []bool{false, true} {
+		t.Run(fmt.Sprintf("secure=%v", secure), func(t *testing.T) {
+			spread := 3 * float64(n+1)
+			bins := mt.Uniform{Lo: -spread, Hi: dist + spread, N: 150}
+			s := func(nu, shift float64) mt.Sampler {
+				theta := make([]float64, n)
+				hyp := make([]float64, n)
+				opt := SanitizeOptions{Secure: secure, MinRadius: R}
+				return func(r *rand.Rand) int {
+					clear(theta)
+					theta[0] = shift
+					copy(hyp, theta)
+					if _, err := SanitizeUpdate(r, theta, hyp, nu, opt); err != nil {
+						panic(err)
+					}
+					return bins.Bin(theta[0])
+				}
+			}
+			mt.RequirePrivate(t, 1, bins.Bins(), s(2, 0), s(2, dist), mt.Options{})
+			mt.RequireReject(t, 1, bins.Bins(), s(1, 0), s(1, dist), mt.Options{})
 		})
 	}
 }
