@@ -124,6 +124,8 @@ func plotReleases(path, title string, releases, updates plotter.XYs, traj []plot
 	if err := add("optimal θ*", st, color.Black, draw.PyramidGlyph{}, vg.Points(5)); err != nil {
 		return err
 	}
+	// Headroom for the legend above the data.
+	p.Y.Max += 0.3 * (p.Y.Max - p.Y.Min)
 	return p.Save(6*vg.Inch, 6*vg.Inch, path)
 }
 

@@ -158,14 +158,14 @@ func runDPrivSynthetic(o dprivOpts, stdout, stderr io.Writer) error {
 			upd = nil // the releases are the updates
 		}
 		name := fmt.Sprintf("fig1-%s.png", v.name)
-		title := fmt.Sprintf("§5.1 %s, seed %d (%s)", v.label, o.seed, v.fig)
+		title := fmt.Sprintf("§5.1 %s: k = %d, ν = %g, seed %d (%s)", v.name, v.k, v.nu, o.seed, v.fig)
 		if err := plotReleases(filepath.Join(o.out, name), title, rel, upd, traj, synthThetaStar, 25); err != nil {
 			return err
 		}
 		valLines = append(valLines, line{v.name, vl})
 	}
 	if err := plotLines(filepath.Join(o.out, "fig1-validation-loss.png"),
-		fmt.Sprintf("§5.1 validation loss (RMSE, Eq. 10), seed %d (sanitized-patience30 repeats sanitized, then goes on)", o.seed), "round", "validation RMSE (log scale)", valLines, true, false); err != nil {
+		fmt.Sprintf("§5.1 validation RMSE (Eq. 10), seed %d", o.seed), "round", "validation RMSE (log scale)", valLines, true, false); err != nil {
 		return err
 	}
 	var leakLines []line
@@ -179,7 +179,7 @@ func runDPrivSynthetic(o dprivOpts, stdout, stderr io.Writer) error {
 		leakLines = append(leakLines, line{fmt.Sprintf("cluster %d (θ* = %v)", g+1, synthThetaStar[g]), xy})
 	}
 	if err := plotLines(filepath.Join(o.out, "fig2-leakage.png"),
-		fmt.Sprintf("§5.1 max composed leakage per cluster, ν = 5 (n/ν = 0.4 per participation), seed %d", o.seed),
+		fmt.Sprintf("§5.1 max leakage per cluster, ν = 5 (0.4 per participation), seed %d", o.seed),
 		"round", "max leakage (d-privacy, Theorem 1)", leakLines, false, true); err != nil {
 		return err
 	}
