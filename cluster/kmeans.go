@@ -11,6 +11,7 @@ package cluster
 
 import (
 	"fmt"
+	"math"
 	"runtime"
 	"sync"
 
@@ -68,12 +69,16 @@ const block = 4096
 // 16·n·k bytes beyond the input, plus O(Workers) for the goroutines.
 //
 // Bad input (an error wrapping checks.ErrInvalid): no points or no centers,
-// a point or center of the wrong dimension or with a NaN or infinite entry.
+// a point or center of the wrong dimension or with a NaN or infinite entry,
+// or a squared distance that overflows float64 (entries near 1e154).
 func Step(points, centers [][]float64, workers int) (Result, error) {
 	if err := check(points, centers); err != nil {
 		return Result{}, err
 	}
-	res := step(points, centers, workerCount(workers, len(points)))
+	res, err := step(points, centers, workerCount(workers, len(points)))
+	if err != nil {
+		return Result{}, err
+	}
 	res.Iterations = 1
 	return res, nil
 }
@@ -100,7 +105,10 @@ func KMeans(points, init [][]float64, opt Options) (Result, error) {
 	var prev []int
 	var res Result
 	for it := 1; it <= maxIter; it++ {
-		res = step(points, centers, w)
+		var err error
+		if res, err = step(points, centers, w); err != nil {
+			return Result{}, err
+		}
 		res.Iterations = it
 		if prev != nil && equalInts(prev, res.Assign) {
 			res.Converged = true
@@ -145,15 +153,18 @@ func check(points, centers [][]float64) error {
 		}
 	}
 	for i, p := range points {
-		if err := checks.Vector(fmt.Sprintf("k-means point %d", i), p, d); err != nil {
-			return err
+		if len(p) != d {
+			return checks.Invalidf("k-means point %d has dimension %d, want %d", i, len(p), d)
 		}
 	}
+	// The points' entries are checked by the distance pass itself (a NaN
+	// or infinite entry makes its distances non-finite; see step), which
+	// spares a separate pass over n·d values.
 	return nil
 }
 
 // step is one checked Lloyd iteration.
-func step(points, centers [][]float64, workers int) Result {
+func step(points, centers [][]float64, workers int) (Result, error) {
 	n, k, d := len(points), len(centers), len(centers[0])
 	dist := make([]float64, n*k)
 	// Assignment: parallel over points; each worker walks the coordinate
@@ -171,6 +182,16 @@ func step(points, centers [][]float64, workers int) Result {
 			}
 		}
 	})
+	for i := range n {
+		for j := range k {
+			if d := dist[i*k+j]; math.IsNaN(d) || math.IsInf(d, 0) {
+				if err := checks.Vector(fmt.Sprintf("k-means point %d", i), points[i], -1); err != nil {
+					return Result{}, err
+				}
+				return Result{}, checks.Invalidf("k-means: the squared distance of point %d to center %d overflows float64", i, j)
+			}
+		}
+	}
 	res := Result{Assign: make([]int, n), Sizes: make([]int, k)}
 	for i := range n {
 		best, bd := 0, dist[i*k]
@@ -215,7 +236,7 @@ func step(points, centers [][]float64, workers int) Result {
 			}
 		}
 	})
-	return res
+	return res, nil
 }
 
 // sqDist returns ||a − b||² summed with four accumulators in a fixed order.

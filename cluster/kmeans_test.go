@@ -216,6 +216,9 @@ func TestBadInput(t *testing.T) {
 		{"NaN point", [][]float64{{nan}}, [][]float64{{1}}, Options{}},
 		{"Inf center", [][]float64{{1}}, [][]float64{{math.Inf(1)}}, Options{}},
 		{"MaxIter<0", [][]float64{{1}}, [][]float64{{1}}, Options{MaxIter: -1}},
+		{"Inf point", [][]float64{{1, 2}, {3, math.Inf(-1)}}, [][]float64{{1, 1}}, Options{}},
+		{"NaN late in a long point", [][]float64{append(make([]float64, 9000), nan)}, [][]float64{make([]float64, 9001)}, Options{}},
+		{"overflow", [][]float64{{1e300}}, [][]float64{{-1e300}}, Options{}},
 	} {
 		if _, err := KMeans(tc.pts, tc.centers, tc.opt); !errors.Is(err, checks.ErrInvalid) {
 			t.Errorf("%s: KMeans err = %v", tc.name, err)
