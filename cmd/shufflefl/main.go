@@ -47,6 +47,9 @@ func realMain(args []string, stdout, stderr io.Writer) int {
 	case "run":
 		return runRun(args[1:], stdout, stderr)
 	case "experiment":
+		if len(args) > 1 && isDPrivExperiment(args[1]) { // group-privacy paper: own driver
+			return runDPrivExperiment(args[1], args[2:], stdout, stderr)
+		}
 		return runExperiment(args[1:], stdout, stderr)
 	case "bound":
 		return runBound(args[1:], stdout, stderr)

@@ -1,0 +1,305 @@
+package ifca
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+
+	"shufflefl/checks"
+	"shufflefl/mechanism"
+	"shufflefl/rng"
+)
+
+// EarlyStop implements early stopping on held-out clients: the caller
+// validates every Every rounds and reports the loss; after Patience
+// consecutive validations without improvement the run should stop. The
+// paper states patience in rounds (Section 5.1: 6 rounds, validating every
+// round) or in validations (5.2: 30 validation rounds; 5.3: 5 validations
+// every 5 rounds = 25 rounds); here it counts validations, so Section 5.3 is
+// Every = 5, Patience = 5.
+type EarlyStop struct {
+	Every, Patience int
+
+	best      float64
+	bestRound int
+	bad       int
+	seen      bool
+}
+
+// Due reports whether round (1-based) is a validation round.
+func (e *EarlyStop) Due(round int) bool { return e.Every > 0 && round%e.Every == 0 }
+
+// Observe records the validation loss of round and reports whether it
+// improved on the best so far and whether the run should stop.
+func (e *EarlyStop) Observe(round int, loss float64) (improved, stop bool) {
+	if !e.seen || loss < e.best {
+		e.best, e.bestRound, e.bad, e.seen = loss, round, 0, true
+		return true, false
+	}
+	e.bad++
+	return false, e.Patience > 0 && e.bad >= e.Patience
+}
+
+// Best returns the best validation loss and its round (0, 0 before any).
+func (e *EarlyStop) Best() (loss float64, round int) { return e.best, e.bestRound }
+
+// Config is a simulation of Algorithm 1 (Simulate).
+type Config struct {
+	K         int // number of hypotheses k >= 1
+	PerRound  int // U, clients sampled per round (uniformly, without replacement), >= K
+	MaxRounds int // T, an upper bound on the rounds
+	Client    ClientConfig
+	// ValidateEvery (v) and Patience (p) drive early stopping on the
+	// validation clients; ValidateEvery = 0 disables validation.
+	ValidateEvery, Patience int
+	// ValSample, if positive, validates on that many validation clients
+	// drawn afresh each time (Section 5.2 samples 200); 0 uses all of them.
+	ValSample  int
+	KMeansIter int    // k-means iteration bound (0: 100)
+	Seed       uint64 // all randomness derives from it (rng.Stream)
+	Workers    int    // goroutines for clients and k-means; results do not depend on it
+	// KeepVectors keeps every round's released and true updated vectors in
+	// the records (the paper's Figure 1; only for small models).
+	KeepVectors bool
+}
+
+// Validate checks the configuration for models of dimension dim and the
+// given numbers of training and validation clients.
+func (c Config) Validate(dim, train, val int) error {
+	if err := checks.IntAtLeast("k (hypotheses)", c.K, 1); err != nil {
+		return err
+	}
+	if err := checks.IntAtLeast("clients per round U", c.PerRound, 1); err != nil {
+		return err
+	}
+	if c.K > c.PerRound {
+		return checks.Invalidf("k = %d hypotheses is larger than the %d clients per round: some clusters could never be estimated", c.K, c.PerRound)
+	}
+	if c.PerRound > train {
+		return checks.Invalidf("clients per round U = %d exceeds the %d training clients", c.PerRound, train)
+	}
+	if err := checks.IntAtLeast("rounds", c.MaxRounds, 1); err != nil {
+		return err
+	}
+	if c.ValidateEvery < 0 || c.Patience < 0 || c.ValSample < 0 || c.KMeansIter < 0 {
+		return checks.Invalidf("validation every %d, patience %d, validation sample %d and k-means iterations %d must be >= 0", c.ValidateEvery, c.Patience, c.ValSample, c.KMeansIter)
+	}
+	if c.ValidateEvery > 0 && val < 1 {
+		return checks.Invalidf("validation every %d rounds needs validation clients", c.ValidateEvery)
+	}
+	return c.Client.Validate(dim)
+}
+
+// Round is the record of one simulated round.
+type Round struct {
+	Round        int
+	Participants []int // training-client indices sampled this round
+	Chosen       []int // each participant's hypothesis (-1 if it declined before training; simulation only)
+	Released     int   // number of releases the server received
+	Declined     map[string]int
+	Assign       []int // k-means cluster of each release, in release order
+	Sizes        []int
+	// Hypotheses after the round (copied).
+	Hypotheses [][]float64
+	// Releases and Updates (KeepVectors only): the released vectors and the
+	// clients' true updated vectors, in participant order (nil for a client
+	// that released nothing).
+	Releases, Updates [][]float64
+	// ValLoss is the validation loss (mean over validation clients of the
+	// lowest loss among the hypotheses), NaN if not validated this round.
+	ValLoss float64
+	// MaxLeakage and MedianLeakage are over all training clients after the
+	// round; GroupMaxLeakage[g] and GroupMedianLeakage[g] over the training
+	// clients of group g (the groups passed to Simulate).
+	MaxLeakage, MedianLeakage           float64
+	GroupMaxLeakage, GroupMedianLeakage []float64
+}
+
+// Summary is the outcome of Simulate.
+type Summary struct {
+	Rounds        int         // rounds run
+	Stopped       bool        // stopped early (patience exhausted)
+	BestRound     int         // round of the best validation loss (0 if never validated)
+	BestLoss      float64     // best validation loss (NaN if never validated)
+	Best          [][]float64 // hypotheses at the best validation (the final ones if never validated)
+	Final         [][]float64 // hypotheses after the last round
+	Ledger        *Ledger
+	MaxLeakage    float64 // over all training clients at the end
+	MedianLeakage float64 // median over all training clients at the end
+}
+
+// ValidationLoss returns the personalized validation loss of hypotheses on
+// clients: the mean over clients of min_j Loss_c(θ_j) (each held-out client
+// picks its hypothesis as a participant would).
+func ValidationLoss(clients []Client, hyps [][]float64) float64 {
+	var s float64
+	for _, c := range clients {
+		best := math.Inf(1)
+		for _, h := range hyps {
+			best = min(best, c.Loss(h))
+		}
+		s += best
+	}
+	return s / float64(len(clients))
+}
+
+// Simulate runs Algorithm 1 on in-memory clients from the initial
+// hypotheses init: each round samples U training clients uniformly without
+// replacement, runs ClientRound for each (in parallel, each with its own
+// random streams rng.Stream(Seed, LabelTraining, round, client)), charges
+// the ledger, runs ServerRound on the releases in participant order, and
+// validates every ValidateEvery rounds; it stops after MaxRounds or when
+// Patience validations pass without improvement. groups (may be nil) labels
+// the training clients' latent group for GroupMaxLeakage. observe (may be
+// nil) is called after each round. Deterministic for any Workers.
+func Simulate(cfg Config, init [][]float64, train, val []Client, groups []int, observe func(Round)) (Summary, error) {
+	if err := checkHypotheses(init); err != nil {
+		return Summary{}, fmt.Errorf("simulate: %w", err)
+	}
+	if len(init) != cfg.K {
+		return Summary{}, checks.Invalidf("simulate: %d initial hypotheses for k = %d", len(init), cfg.K)
+	}
+	dim := len(init[0])
+	if err := cfg.Validate(dim, len(train), len(val)); err != nil {
+		return Summary{}, fmt.Errorf("simulate: %w", err)
+	}
+	for _, set := range [][]Client{train, val} {
+		for i, c := range set {
+			if err := checkClientDim(c, dim); err != nil {
+				return Summary{}, fmt.Errorf("simulate: client %d: %w", i, err)
+			}
+		}
+	}
+	nGroups := 1
+	if groups != nil {
+		if len(groups) != len(train) {
+			return Summary{}, checks.Invalidf("simulate: %d group labels for %d training clients", len(groups), len(train))
+		}
+		for _, g := range groups {
+			if g < 0 {
+				return Summary{}, checks.Invalidf("simulate: negative group label %d", g)
+			}
+			nGroups = max(nGroups, g+1)
+		}
+	}
+	members := make([][]int, nGroups)
+	for i := range train {
+		g := 0
+		if groups != nil {
+			g = groups[i]
+		}
+		members[g] = append(members[g], i)
+	}
+	ledger, err := NewLedger(len(train))
+	if err != nil {
+		return Summary{}, err
+	}
+	hyps := cloneAll(init)
+	ccfg := cfg.Client
+	ccfg.KeepUpdated = ccfg.KeepUpdated || cfg.KeepVectors
+	stop := EarlyStop{Every: cfg.ValidateEvery, Patience: cfg.Patience}
+	sum := Summary{Ledger: ledger, BestLoss: math.NaN(), Best: cloneAll(init)}
+	sampler := rng.Stream(cfg.Seed, rng.LabelSampling)
+	valRand := rng.Stream(cfg.Seed, rng.LabelSampling, 1)
+	for t := 1; t <= cfg.MaxRounds; t++ {
+		part := sampleWithoutReplacement(sampler, len(train), cfg.PerRound)
+		results := make([]ClientResult, len(part))
+		errs := make([]error, len(part))
+		mechanism.ForEachClient(len(part), cfg.Workers,
+			func(i int) *rand.Rand { return rng.Stream(cfg.Seed, rng.LabelTraining, uint64(t), uint64(part[i])) },
+			func(i int, r *rand.Rand) {
+				c := part[i]
+				results[i], errs[i] = ClientRound(r, train[c], hyps, ccfg, ledger.Spent(c))
+			})
+		rec := Round{Round: t, Participants: part, Declined: map[string]int{}, ValLoss: math.NaN()}
+		var releases [][]float64
+		for i, res := range results {
+			if errs[i] != nil {
+				return sum, fmt.Errorf("simulate: round %d, client %d: %w", t, part[i], errs[i])
+			}
+			rec.Chosen = append(rec.Chosen, res.Chosen)
+			if cfg.KeepVectors {
+				rec.Releases = append(rec.Releases, res.Released)
+				rec.Updates = append(rec.Updates, res.Updated)
+			}
+			if res.Declined != "" {
+				rec.Declined[res.Declined]++
+				continue
+			}
+			if err := ledger.Charge(part[i], res.Cost); err != nil {
+				return sum, fmt.Errorf("simulate: %w", err)
+			}
+			releases = append(releases, res.Released)
+		}
+		rec.Released = len(releases)
+		if len(releases) > 0 {
+			sr, err := ServerRound(releases, hyps, cfg.KMeansIter, cfg.Workers)
+			if err != nil {
+				return sum, fmt.Errorf("simulate: round %d: %w", t, err)
+			}
+			hyps, rec.Assign, rec.Sizes = sr.Hypotheses, sr.Assign, sr.Sizes
+		}
+		rec.Hypotheses = cloneAll(hyps)
+		rec.MaxLeakage, rec.MedianLeakage = ledger.LeakageStats(nil)
+		for _, m := range members {
+			mx, med := ledger.LeakageStats(m)
+			rec.GroupMaxLeakage = append(rec.GroupMaxLeakage, mx)
+			rec.GroupMedianLeakage = append(rec.GroupMedianLeakage, med)
+		}
+		sum.Rounds, sum.Final = t, hyps
+		halt := false
+		if stop.Due(t) {
+			vc := val
+			if cfg.ValSample > 0 && cfg.ValSample < len(val) {
+				idx := sampleWithoutReplacement(valRand, len(val), cfg.ValSample)
+				vc = make([]Client, len(idx))
+				for i, j := range idx {
+					vc[i] = val[j]
+				}
+			}
+			rec.ValLoss = ValidationLoss(vc, hyps)
+			improved, s := stop.Observe(t, rec.ValLoss)
+			if improved {
+				sum.Best = cloneAll(hyps)
+			}
+			halt = s
+		}
+		if observe != nil {
+			observe(rec)
+		}
+		if halt {
+			sum.Stopped = true
+			break
+		}
+	}
+	if stop.seen {
+		sum.BestLoss, sum.BestRound = stop.Best()
+	} else {
+		sum.Best = cloneAll(sum.Final)
+	}
+	sum.MaxLeakage, sum.MedianLeakage = ledger.LeakageStats(nil)
+	return sum, nil
+}
+
+// sampleWithoutReplacement returns m distinct indices of [0, n) in the
+// order drawn (a partial Fisher-Yates shuffle).
+func sampleWithoutReplacement(r *rand.Rand, n, m int) []int {
+	p := make([]int, n)
+	for i := range p {
+		p[i] = i
+	}
+	for i := range m {
+		j := i + r.IntN(n-i)
+		p[i], p[j] = p[j], p[i]
+	}
+	return p[:m:m]
+}
+
+func cloneAll(v [][]float64) [][]float64 {
+	out := make([][]float64, len(v))
+	for i := range v {
+		out[i] = slices.Clone(v[i])
+	}
+	return out
+}
