@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 
 	"shufflefl/checks"
+	"shufflefl/cluster"
 	"shufflefl/mechanism"
 )
 
@@ -37,7 +38,9 @@ func init() {
 // Algorithm 1, in the shuffle model. Every participant receives all k
 // hypotheses, picks the one with the lowest loss on its own data, trains
 // it for E local epochs, and releases its full updated parameter vector —
-// with ifca-dp sanitized by SanitizeUpdate (Algorithm 2): Euclidean Laplace
+// with ifca-dp sanitized by mechanism.SanitizeUpdate (Algorithm 2; per layer
+// with the per-layer option, mechanism.SanitizeUpdateLayers; the
+// floating-point-safe sampler under Params.Secure): Euclidean Laplace
 // noise in R^n with epsilon = n/(nu·||delta_c||), where delta_c is the
 // client's change to the hypothesis, so that the release is
 // n/nu-indistinguishable from every point within the client's
@@ -61,7 +64,8 @@ type IFCA struct {
 	k         int
 	nu        float64 // 0: no sanitization (plain IFCA)
 	minRadius float64
-	layers    []int // per-layer sanitization: layer sizes (nil: whole vector)
+	layers    []mechanism.Layer // per-layer sanitization (nil: whole vector)
+	secure    bool              // floating-point-safe sampler (deployment)
 	name      string
 }
 
@@ -84,7 +88,7 @@ func newIFCADP(p Params) (Protocol, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := IFCA{k: k, nu: 5, minRadius: 1e-6, name: "ifca-dp"}
+	m := IFCA{k: k, nu: 5, minRadius: 1e-6, secure: p.Secure, name: "ifca-dp"}
 	if v, ok := p.Extra["nu"]; ok {
 		if err := checks.Positive("nu", v); err != nil {
 			return nil, err
@@ -104,12 +108,14 @@ func newIFCADP(p Params) (Protocol, error) {
 			if len(p.Layers) == 0 {
 				return nil, checks.Invalidf("per-layer sanitization needs the model's layers")
 			}
+			off := 0
 			for i, n := range p.Layers {
 				if n < 1 {
 					return nil, checks.Invalidf("layer %d has %d parameters", i, n)
 				}
+				m.layers = append(m.layers, mechanism.Layer{Offset: off, Len: n})
+				off += n
 			}
-			m.layers = append([]int(nil), p.Layers...)
 		default:
 			return nil, checks.Invalidf("per-layer must be 0 or 1, got %v", v)
 		}
@@ -149,8 +155,8 @@ func (m IFCA) Check(s Shape, _ []Budget) error {
 	}
 	if m.layers != nil {
 		total := 0
-		for _, n := range m.layers {
-			total += n
+		for _, l := range m.layers {
+			total += l.Len
 		}
 		if total != s.Dim {
 			return checks.Invalidf("the layers cover %d parameters, the model has %d", total, s.Dim)
@@ -176,39 +182,23 @@ func (m IFCA) EncodeModel(r *rand.Rand, s Shape, base, update []float64, _ Budge
 	}
 	out.Reset()
 	out.Coords = nil
-	if m.nu > 0 {
-		blocks := m.layers
-		if blocks == nil {
-			blocks = []int{s.Dim}
-		}
-		off := 0
-		for _, n := range blocks {
-			if err := m.sanitize(r, update[off:off+n]); err != nil {
-				return err
-			}
-			off += n
-		}
-	}
 	out.Values = append(out.Values, base...)
 	for j, v := range update {
 		out.Values[j] += v
 	}
-	return nil
-}
-
-// sanitize adds Euclidean Laplace noise to delta in place, with
-// epsilon = n/(nu·max(||delta||, min-radius)).
-func (m IFCA) sanitize(r *rand.Rand, delta []float64) error {
-	var ss float64
-	for _, v := range delta {
-		ss += v * v
+	if m.nu == 0 {
+		return nil
 	}
-	radius := math.Max(math.Sqrt(ss), m.minRadius)
-	el, err := mechanism.NewEuclideanLaplaceMultiplier(m.nu, len(delta), radius)
+	opt := mechanism.SanitizeOptions{Secure: m.secure, MinRadius: m.minRadius}
+	var err error
+	if m.layers == nil {
+		_, err = mechanism.SanitizeUpdate(r, out.Values, base, m.nu, opt)
+	} else {
+		_, err = mechanism.SanitizeUpdateLayers(r, out.Values, base, m.nu, m.layers, opt)
+	}
 	if err != nil {
-		return fmt.Errorf("sanitize: %w", err)
+		return fmt.Errorf("%s: sanitize: %w", m.name, err)
 	}
-	el.Perturb(r, delta)
 	return nil
 }
 
@@ -221,11 +211,13 @@ func (m IFCA) Estimate(*rand.Rand, Shape, *Aggregate, []float64) error {
 	return checks.Invalidf("%s keeps k models: call EstimateModels", m.name)
 }
 
-// EstimateModels implements Clustered: Lloyd's k-means over the released
-// vectors, initialised at the current hypotheses (ties go to the lowest
-// index; at most 100 iterations, stopping when no assignment changes), and
-// each hypothesis becomes the mean of its cluster. A hypothesis no vector
-// chose keeps its parameters.
+// EstimateModels implements Clustered: Lloyd's k-means (package cluster)
+// over the released vectors, initialised at the current hypotheses (ties go
+// to the lowest index; at most 100 iterations, stopping when no assignment
+// changes), and each hypothesis becomes the mean of its cluster. A
+// hypothesis no vector chose keeps its parameters. The result does not
+// depend on the order of the vectors except through floating-point
+// summation order.
 func (m IFCA) EstimateModels(_ *rand.Rand, s Shape, agg *Aggregate, models [][]float64) ([]int, error) {
 	if len(models) != m.k {
 		return nil, checks.Invalidf("%d models for k = %d", len(models), m.k)
@@ -240,75 +232,17 @@ func (m IFCA) EstimateModels(_ *rand.Rand, s Shape, agg *Aggregate, models [][]f
 			return nil, err
 		}
 	}
-	sizes, err := kMeans(agg.Vectors, models, 100)
+	if len(agg.Vectors) == 0 {
+		return make([]int, m.k), nil
+	}
+	res, err := cluster.KMeans(agg.Vectors, models, cluster.Options{MaxIter: 100, Workers: 1})
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%s: k-means: %w", m.name, err)
 	}
-	return sizes, nil
-}
-
-// kMeans runs Lloyd's algorithm on xs from the centres cs (updated in
-// place) and returns the cluster sizes.
-func kMeans(xs, cs [][]float64, iters int) ([]int, error) {
-	k := len(cs)
-	assign := make([]int, len(xs))
-	for i := range assign {
-		assign[i] = -1
+	for j := range models {
+		copy(models[j], res.Centers[j])
 	}
-	sizes := make([]int, k)
-	sums := make([][]float64, k)
-	for j := range sums {
-		sums[j] = make([]float64, len(cs[j]))
-	}
-	for it := 0; it < iters; it++ {
-		changed := false
-		for i, x := range xs {
-			best, bd := 0, math.Inf(1)
-			for j, c := range cs {
-				var d float64
-				for t, v := range x {
-					e := v - c[t]
-					d += e * e
-				}
-				if d < bd {
-					best, bd = j, d
-				}
-			}
-			if assign[i] != best {
-				assign[i], changed = best, true
-			}
-		}
-		if !changed {
-			break
-		}
-		clear(sizes)
-		for j := range sums {
-			clear(sums[j])
-		}
-		for i, x := range xs {
-			j := assign[i]
-			sizes[j]++
-			for t, v := range x {
-				sums[j][t] += v
-			}
-		}
-		for j := range cs {
-			if sizes[j] == 0 {
-				continue
-			}
-			inv := 1 / float64(sizes[j])
-			for t := range cs[j] {
-				cs[j][t] = sums[j][t] * inv
-			}
-		}
-	}
-	clear(sizes)
-	for _, j := range assign {
-		if j >= 0 {
-			sizes[j]++
-		}
-	}
-	return sizes, nil
+	return res.Sizes, nil
 }
 
 // Account implements Protocol. The round has no (epsilon, delta)-DP
