@@ -39,19 +39,33 @@ func (e *Engine) initHypotheses(k int) [][]float64 {
 }
 
 // chooseHypothesis is the client's private choice: the model with the
-// lowest loss on its shard (float64 reference loss; ties to the lowest
-// index). It reads the models, which do not change during the client phase.
-func (e *Engine) chooseHypothesis(shard []int) int {
+// lowest loss on its shard (ties to the lowest index), computed with the
+// model's fast evaluation kernels on a copy of the shard in the worker's
+// scratch. It reads the models, which do not change during the client
+// phase.
+func (e *Engine) chooseHypothesis(w *worker, shard []int) (int, error) {
 	if len(e.models) == 1 || len(shard) == 0 {
-		return 0
+		return 0, nil
+	}
+	f := e.trainEx.Features
+	w.sub.Features = f
+	w.sub.X = w.sub.X[:0]
+	w.sub.Y = w.sub.Y[:0]
+	for _, i := range shard {
+		w.sub.X = append(w.sub.X, e.trainEx.X[i*f:(i+1)*f]...)
+		w.sub.Y = append(w.sub.Y, e.trainEx.Y[i])
 	}
 	best, bl := 0, math.Inf(1)
-	for h, w := range e.models {
-		if l := e.model.Loss(w, e.trainEx, shard); l < bl {
+	for h, m := range e.models {
+		_, l, err := fl.Evaluate(e.model, m, w.sub, 1)
+		if err != nil {
+			return 0, err
+		}
+		if l < bl {
 			best, bl = h, l
 		}
 	}
-	return best
+	return best, nil
 }
 
 // recordClusters charges the round's d-privacy leakage to its participants

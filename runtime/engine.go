@@ -152,6 +152,7 @@ type worker struct {
 	trainer *fl.Trainer
 	update  []float64
 	report  protocol.Report
+	sub     fl.Examples // a client's shard, for clustered protocols' model choice
 }
 
 // Budgets resolves the clients' privacy budgets from the configuration: a
@@ -652,7 +653,10 @@ func (e *Engine) clientReport(w *worker, t int, s protocol.Shape, slot, client i
 	if e.clustered != nil {
 		// The client receives all k models and trains the one with the
 		// lowest loss on its own data (ties: the lowest index).
-		h := e.chooseHypothesis(e.shards[client])
+		h, err := e.chooseHypothesis(w, e.shards[client])
+		if err != nil {
+			return fmt.Errorf("client %d: choosing a model: %w", client, err)
+		}
 		e.chosen[slot], base = h, e.models[h]
 	}
 	if _, err := w.trainer.LocalUpdate(w.update, rt, base, e.trainEx, e.shards[client], e.local); err != nil {
