@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"shufflefl/checks"
+	"shufflefl/fl"
 	"shufflefl/ifca"
 	"shufflefl/ifca/regress"
 	"shufflefl/runtime"
@@ -39,6 +40,10 @@ var dprivExperiments = map[string]dprivExperiment{
 		summary: "group-privacy paper §5.2 on a SYNTHETIC stand-in for the hospital-charge data (Figure 4, Table 3)",
 		run:     runDPrivRegression,
 	},
+	"dprivacy-rotated": {
+		summary: "group-privacy paper §5.3 (Table 4) on rotated Fashion-MNIST / MNIST-10k: ifca-dp through the engine, 1 vs several hypotheses across nu",
+		run:     runDPrivRotated,
+	},
 }
 
 func init() {
@@ -63,6 +68,7 @@ type dprivOpts struct {
 	nus, ks   string
 	nuList    []float64
 	kList     []int
+	rotated   rotatedOpts
 }
 
 const dprivUsage = `Usage: shufflefl experiment %s [flags]
@@ -82,6 +88,9 @@ func runDPrivExperiment(name string, args []string, stdout, stderr io.Writer) in
 	fs.SetOutput(io.Discard)
 	var o dprivOpts
 	defSeeds := 10
+	if name == "dprivacy-rotated" {
+		defSeeds = 3 // the issue's three seeds; each run trains an image model
+	}
 	fs.StringVar(&o.out, "out", filepath.Join("out", "experiment-"+name), "output `directory`; it must be empty or absent unless --overwrite is given")
 	fs.Uint64Var(&o.seed, "seed", 1, "first random seed; seeds seed..seed+seeds-1 are run")
 	fs.IntVar(&o.seeds, "seeds", defSeeds, "number of seeds (>= 1)")
@@ -90,6 +99,21 @@ func runDPrivExperiment(name string, args []string, stdout, stderr io.Writer) in
 	if name == "dprivacy-regression" {
 		fs.StringVar(&o.nus, "nus", "0,0.1,1,2,3,5", "comma-separated noise multipliers (0 = no sanitization)")
 		fs.StringVar(&o.ks, "ks", "1,3,5,7", "comma-separated numbers of hypotheses")
+	}
+	if name == "dprivacy-rotated" {
+		ro := &o.rotated
+		fs.StringVar(&o.nus, "nus", "0,0.001,0.01,0.1,1,3,5,10,15", "comma-separated noise multipliers (Table 4's; 0 = no sanitization)")
+		fs.StringVar(&o.ks, "ks", "1,2", "comma-separated numbers of hypotheses")
+		fs.StringVar(&ro.dataset, "dataset", "fashion-mnist", "dataset `name` (fashion-mnist, mnist-10k, mnist-dir, fashion-mnist-sample)")
+		fs.StringVar(&ro.dataDir, "data-dir", "", "data `directory` (see shufflefl run --help)")
+		fs.StringVar(&ro.model, "model", "mlp", "model `name`: "+strings.Join(fl.Models(), ", "))
+		fs.IntVar(&ro.groups, "groups", 2, "rotation groups: 2 is the paper's Bernoulli(0.5) 90° rotation, 4 IFCA's four rotations")
+		fs.IntVar(&ro.clients, "clients", 200, "clients")
+		fs.IntVar(&ro.perRound, "clients-per-round", 50, "clients per round (U)")
+		fs.IntVar(&ro.samples, "samples-per-client", 50, "training images per client")
+		fs.IntVar(&ro.rounds, "rounds", 20, "rounds per run")
+		fs.IntVar(&ro.epochs, "local-epochs", 1, "local epochs (E)")
+		fs.Float64Var(&ro.lr, "lr", 0.05, "local learning rate (s)")
 	}
 	overwrite := fs.Bool("overwrite", false, "write into a non-empty --out directory")
 	fail := func(code int, format string, a ...any) int {
@@ -119,9 +143,14 @@ func runDPrivExperiment(name string, args []string, stdout, stderr io.Writer) in
 			return fail(2, "%v", err)
 		}
 		for _, k := range o.kList {
-			if k > regU {
+			if k > regU && name == "dprivacy-regression" {
 				return fail(2, "invalid parameter: k = %d hypotheses is larger than the %d clients per round", k, regU)
 			}
+		}
+	}
+	if name == "dprivacy-rotated" {
+		if err := checkRotated(o); err != nil {
+			return fail(2, "%v", err)
 		}
 	}
 	if err := checkOutDir(o.out, *overwrite); err != nil {
