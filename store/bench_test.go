@@ -77,7 +77,7 @@ func BenchmarkInboxAccept(b *testing.B) {
 			if err := db.OpenInboxRound(0, nil); err != nil {
 				b.Fatal(err)
 			}
-			pool := benchReports(0, 256, c.msgs, c.size)
+			pool := benchReports(0, max(1, 256/c.msgs), c.msgs, c.size)
 			b.SetBytes(int64(c.msgs * c.size))
 			b.ResetTimer()
 			for i := 0; i < b.N; i += c.batch {
