@@ -520,3 +520,16 @@ func TestPackRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+func TestClosed(t *testing.T) {
+	db, err := Open(filepath.Join(t.TempDir(), "c.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.OpenRound(1); !errors.Is(err, ErrClosed) {
+		t.Errorf("write after Close: %v", err)
+	}
+}
