@@ -139,7 +139,20 @@ func crashChild(path string, ack *os.File) error {
 		r := rounds[len(rounds)-1]
 		inRound = r.Round
 		inCount = r.Reports
-		if r.Status != InboxOpen {
+		if r.Status == InboxShuffled {
+			// Killed between SaveBatch and MarkForwarded: the batch must
+			// be there and a second save refused.
+			if err := crashSaveBatch(db, r.Round); !errors.Is(err, ErrBatchSaved) {
+				return fmt.Errorf("re-save of batch %d: %v", r.Round, err)
+			}
+			if err := db.MarkForwarded(r.Round); err != nil {
+				return err
+			}
+			if err := send("F %d", r.Round); err != nil {
+				return err
+			}
+			inRound, inCount = r.Round+1, -1
+		} else if r.Status != InboxOpen {
 			inRound, inCount = r.Round+1, -1
 		} else if r.Reports > 0 {
 			c := fmt.Sprint("sc-", r.Reports-1)
@@ -204,6 +217,14 @@ func crashChild(path string, ack *os.File) error {
 			}
 			inCount += int64(len(rs))
 		} else {
+			// Shuffle once, save, then forward (a restart finds the
+			// round shuffled and forwards the saved batch).
+			if err := crashSaveBatch(db, inRound); err != nil {
+				return err
+			}
+			if err := send("S %d", inRound); err != nil {
+				return err
+			}
 			if err := db.MarkForwarded(inRound); err != nil {
 				return err
 			}
@@ -240,6 +261,21 @@ func crashChild(path string, ack *os.File) error {
 	}
 }
 
+// crashSaveBatch saves round's batch: its reports' messages in reverse
+// order plus one dummy.
+func crashSaveBatch(db *DB, round int64) error {
+	reps, err := db.RoundReports(round)
+	if err != nil {
+		return err
+	}
+	var ms []SealedMessage
+	for i := len(reps) - 1; i >= 0; i-- {
+		ms = append(ms, reps[i].Messages...)
+	}
+	ms = append(ms, SealedMessage{Label: 0, Sealed: []byte(fmt.Sprint("dummy ", round))})
+	return db.SaveBatch(round, []byte(fmt.Sprint("header ", round)), ms)
+}
+
 func randNonce() []byte {
 	b := make([]byte, 16)
 	rand.Read(b)
@@ -251,6 +287,7 @@ type acked struct {
 	outbox    map[string]int64 // client -> rounds acknowledged (0..n-1)
 	inbox     map[string]bool  // "round/client"
 	opened    map[int64]bool   // shuffler rounds
+	shuffled  map[int64]bool
 	forwarded map[int64]bool
 	released  map[int64]bool
 	lines     int
@@ -270,12 +307,12 @@ func (a *acked) add(line string) error {
 		}
 	case len(f) == 3 && f[0] == "I":
 		a.inbox[f[1]+"/"+f[2]] = true
-	case len(f) == 2 && strings.Contains("RFA", f[0]):
+	case len(f) == 2 && len(f[0]) == 1 && strings.Contains("RSFA", f[0]):
 		r, err := num(f[1])
 		if err != nil {
 			return err
 		}
-		map[string]map[int64]bool{"R": a.opened, "F": a.forwarded, "A": a.released}[f[0]][r] = true
+		map[string]map[int64]bool{"R": a.opened, "S": a.shuffled, "F": a.forwarded, "A": a.released}[f[0]][r] = true
 	default:
 		return fmt.Errorf("bad ack line %q", line)
 	}
@@ -285,7 +322,7 @@ func (a *acked) add(line string) error {
 
 func newAcked() *acked {
 	return &acked{outbox: map[string]int64{}, inbox: map[string]bool{}, opened: map[int64]bool{},
-		forwarded: map[int64]bool{}, released: map[int64]bool{}}
+		shuffled: map[int64]bool{}, forwarded: map[int64]bool{}, released: map[int64]bool{}}
 }
 
 // TestCrashDetectsEarlyAck is the negative control of TestCrashRecovery: a
@@ -490,8 +527,25 @@ func verifyCrash(path string, a *acked) error {
 				}
 			}
 		}
-		if r.Status == InboxForwarded && len(reps) != crashPerRound {
-			return fmt.Errorf("forwarded round %d has %d reports", r.Round, len(reps))
+		if r.Status == InboxForwarded || r.Status == InboxShuffled {
+			if len(reps) != crashPerRound {
+				return fmt.Errorf("shuffled round %d has %d reports", r.Round, len(reps))
+			}
+			b, err := db.Batch(r.Round)
+			if err != nil {
+				return err
+			}
+			want := 1
+			for _, rep := range reps {
+				want += len(rep.Messages)
+			}
+			last := b.Messages[len(b.Messages)-1]
+			if len(b.Messages) != want || string(last.Sealed) != fmt.Sprint("dummy ", r.Round) ||
+				!bytes.Equal(b.Messages[0].Sealed, reps[len(reps)-1].Messages[0].Sealed) {
+				return fmt.Errorf("batch of round %d is not the saved one", r.Round)
+			}
+		} else if _, err := db.Batch(r.Round); !errors.Is(err, ErrNoBatch) {
+			return fmt.Errorf("round %d is %s but has a batch (%v)", r.Round, r.Status, err)
 		}
 	}
 	for k := range a.inbox {
@@ -509,6 +563,11 @@ func verifyCrash(path string, a *acked) error {
 	for r := range a.opened {
 		if _, ok := status[r]; !ok {
 			return fmt.Errorf("acknowledged shuffler round %d missing", r)
+		}
+	}
+	for r := range a.shuffled {
+		if status[r] != InboxShuffled && status[r] != InboxForwarded {
+			return fmt.Errorf("acknowledged batch of round %d: status %q", r, status[r])
 		}
 	}
 	for r := range a.forwarded {

@@ -44,15 +44,23 @@ var (
 	ErrRoundClosed = errors.New("store: round is closed")
 	// ErrAlreadyForwarded: MarkForwarded on a round already forwarded.
 	ErrAlreadyForwarded = errors.New("store: round already forwarded")
+	// ErrBatchSaved: SaveBatch on a round whose batch is already saved, or
+	// VoidInboxRound on such a round (it must be forwarded as saved).
+	ErrBatchSaved = errors.New("store: round's shuffled batch already saved")
+	// ErrNoBatch: MarkForwarded on a round whose batch was never saved.
+	ErrNoBatch = errors.New("store: round has no saved batch")
 )
 
 // InboxStatus is the state of a round at the shuffler: it accepts reports
-// while open and moves once to forwarded or void.
+// while open; then either it is voided, or its shuffled batch is saved
+// (shuffled) and, once the analyzer acknowledged it, forwarded. Each move
+// happens once.
 type InboxStatus string
 
 // The states of a shuffler round.
 const (
 	InboxOpen      InboxStatus = "open"
+	InboxShuffled  InboxStatus = "shuffled"
 	InboxForwarded InboxStatus = "forwarded"
 	InboxVoid      InboxStatus = "void"
 )
@@ -390,16 +398,143 @@ func (db *DB) inboxRounds(where string, args ...any) ([]InboxRound, error) {
 	return out, rows.Err()
 }
 
-// MarkForwarded closes the open round as forwarded: the analyzer
-// acknowledged its batch. Afterwards the round accepts no report. A second
-// call wraps ErrAlreadyForwarded, a void round ErrRoundVoid, an unknown one
-// ErrUnknownRound.
+// batchChunkBytes bounds one stored chunk of a shuffled batch (SQLite's
+// default maximum blob is 10^9 bytes; a round's batch can be larger).
+const batchChunkBytes = 8 << 20
+
+// Batch is a round's shuffled batch as saved by SaveBatch.
+type Batch struct {
+	Round    int64
+	Header   []byte // opaque, e.g. the encoded wire.BatchHeader
+	Messages []SealedMessage
+}
+
+// SaveBatch stores the round's shuffled batch -- identities stripped,
+// dummies added, permuted -- and closes the round to reports (open ->
+// shuffled), in one transaction. The shuffler calls it before its first
+// attempt to forward, and every retry (after a lost acknowledgement or a
+// restart) sends Batch(round), never a fresh shuffle: two different shuffles
+// of the same reports would let the analyzer tell the dummies apart (they
+// are the messages not common to both). A second SaveBatch wraps
+// ErrBatchSaved; a void or forwarded round ErrRoundClosed.
+func (db *DB) SaveBatch(round int64, header []byte, ms []SealedMessage) error {
+	for i, m := range ms {
+		if len(m.Sealed) == 0 {
+			return fmt.Errorf("store: save batch of round %d: %w", round, checks.Invalidf("message %d is empty", i))
+		}
+	}
+	if header == nil {
+		header = []byte{}
+	}
+	// Pack in chunks.
+	var chunks [][]byte
+	var counts []int
+	var cur []byte
+	n := 0
+	for _, m := range ms {
+		if len(cur) > 0 && len(cur)+len(m.Sealed) > batchChunkBytes {
+			chunks, counts = append(chunks, cur), append(counts, n)
+			cur, n = nil, 0
+		}
+		cur = binary.AppendUvarint(cur, uint64(m.Label))
+		cur = binary.AppendUvarint(cur, uint64(len(m.Sealed)))
+		cur = append(cur, m.Sealed...)
+		n++
+	}
+	if n > 0 {
+		chunks, counts = append(chunks, cur), append(counts, n)
+	}
+	ctx := context.Background()
+	err := db.tx(ctx, func(t *sql.Tx) error {
+		var s string
+		err := t.QueryRowContext(ctx, `SELECT status FROM inbox_round WHERE round = ?`, round).Scan(&s)
+		if errors.Is(err, sql.ErrNoRows) {
+			return ErrUnknownRound
+		}
+		if err != nil {
+			return err
+		}
+		switch InboxStatus(s) {
+		case InboxShuffled:
+			return ErrBatchSaved
+		case InboxForwarded, InboxVoid:
+			return fmt.Errorf("%w (%s)", ErrRoundClosed, s)
+		}
+		if _, err := t.ExecContext(ctx, `INSERT INTO inbox_batch (round, header, n_messages, n_chunks, created_ns) VALUES (?, ?, ?, ?, ?)`,
+			round, header, len(ms), len(chunks), nowNS()); err != nil {
+			return err
+		}
+		for i, c := range chunks {
+			if _, err := t.ExecContext(ctx, `INSERT INTO inbox_batch_chunk (round, seq, n_messages, messages) VALUES (?, ?, ?, ?)`,
+				round, i, counts[i], c); err != nil {
+				return err
+			}
+		}
+		_, err = t.ExecContext(ctx, `UPDATE inbox_round SET status = 'shuffled' WHERE round = ?`, round)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("store: save batch of round %d: %w", round, err)
+	}
+	return nil
+}
+
+// Batch returns the round's saved shuffled batch, or an error wrapping
+// ErrNoBatch.
+func (db *DB) Batch(round int64) (Batch, error) {
+	b := Batch{Round: round}
+	var n, nc int
+	err := db.sql.QueryRow(`SELECT header, n_messages, n_chunks FROM inbox_batch WHERE round = ?`, round).Scan(&b.Header, &n, &nc)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Batch{}, fmt.Errorf("store: batch of round %d: %w", round, ErrNoBatch)
+	}
+	if err != nil {
+		return Batch{}, fmt.Errorf("store: batch of round %d: %w", round, err)
+	}
+	rows, err := db.sql.Query(`SELECT seq, n_messages, messages FROM inbox_batch_chunk WHERE round = ? ORDER BY seq`, round)
+	if err != nil {
+		return Batch{}, fmt.Errorf("store: batch of round %d: %w", round, err)
+	}
+	defer rows.Close()
+	b.Messages = make([]SealedMessage, 0, n)
+	seen := 0
+	for rows.Next() {
+		var seq, k int
+		var packed []byte
+		if err := rows.Scan(&seq, &k, &packed); err != nil {
+			return Batch{}, fmt.Errorf("store: batch of round %d: %w", round, err)
+		}
+		if seq != seen {
+			return Batch{}, fmt.Errorf("store: batch of round %d: chunk %d missing", round, seen)
+		}
+		ms, err := unpackMessages(packed, k)
+		if err != nil {
+			return Batch{}, fmt.Errorf("store: batch of round %d, chunk %d: %w", round, seq, err)
+		}
+		b.Messages = append(b.Messages, ms...)
+		seen++
+	}
+	if err := rows.Err(); err != nil {
+		return Batch{}, fmt.Errorf("store: batch of round %d: %w", round, err)
+	}
+	if seen != nc || len(b.Messages) != n {
+		return Batch{}, fmt.Errorf("store: batch of round %d: %d chunks and %d messages, want %d and %d", round, seen, len(b.Messages), nc, n)
+	}
+	return b, nil
+}
+
+// MarkForwarded records that the analyzer acknowledged the round's saved
+// batch (shuffled -> forwarded). A second call wraps ErrAlreadyForwarded;
+// a round without a saved batch ErrNoBatch; a void round ErrRoundVoid; an
+// unknown one ErrUnknownRound.
 func (db *DB) MarkForwarded(round int64) error {
 	return db.closeInboxRound(round, InboxForwarded)
 }
 
 // VoidInboxRound closes the open round without forwarding anything (below
-// the minimum count at the deadline). Same state rules as MarkForwarded.
+// the minimum count at the deadline). It wraps ErrBatchSaved if the batch
+// was saved (the round must then be forwarded as saved), ErrAlreadyForwarded
+// or ErrRoundVoid if closed, ErrUnknownRound if unknown.
 func (db *DB) VoidInboxRound(round int64) error {
 	return db.closeInboxRound(round, InboxVoid)
 }
@@ -415,11 +550,15 @@ func (db *DB) closeInboxRound(round int64, to InboxStatus) error {
 		if err != nil {
 			return err
 		}
-		switch InboxStatus(s) {
-		case InboxForwarded:
+		switch from := InboxStatus(s); {
+		case from == InboxForwarded:
 			return ErrAlreadyForwarded
-		case InboxVoid:
+		case from == InboxVoid:
 			return ErrRoundVoid
+		case to == InboxForwarded && from == InboxOpen:
+			return ErrNoBatch
+		case to == InboxVoid && from == InboxShuffled:
+			return ErrBatchSaved
 		}
 		_, err = t.ExecContext(ctx, `UPDATE inbox_round SET status = ?, closed_ns = ? WHERE round = ?`, string(to), nowNS(), round)
 		return err

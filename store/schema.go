@@ -65,7 +65,7 @@ var migrations = []migration{
 		// signed requests.
 		`CREATE TABLE inbox_round (
 			round        INTEGER PRIMARY KEY CHECK (round >= 0),
-			status       TEXT    NOT NULL CHECK (status IN ('open', 'forwarded', 'void')),
+			status       TEXT    NOT NULL CHECK (status IN ('open', 'shuffled', 'forwarded', 'void')),
 			announcement BLOB    NOT NULL,
 			opened_ns    INTEGER NOT NULL,
 			closed_ns    INTEGER
@@ -81,6 +81,23 @@ var migrations = []migration{
 			received_ns INTEGER NOT NULL,
 			UNIQUE (round, client)
 		)`,
+		// The shuffled batch of a round, saved once before the first forward
+		// attempt so that every retry sends the same permutation and the
+		// same dummies; packed like inbox_report.messages, in chunks.
+		`CREATE TABLE inbox_batch (
+			round      INTEGER PRIMARY KEY REFERENCES inbox_round (round),
+			header     BLOB    NOT NULL,
+			n_messages INTEGER NOT NULL CHECK (n_messages >= 0),
+			n_chunks   INTEGER NOT NULL CHECK (n_chunks >= 0),
+			created_ns INTEGER NOT NULL
+		)`,
+		`CREATE TABLE inbox_batch_chunk (
+			round      INTEGER NOT NULL REFERENCES inbox_batch (round),
+			seq        INTEGER NOT NULL CHECK (seq >= 0),
+			n_messages INTEGER NOT NULL CHECK (n_messages > 0),
+			messages   BLOB    NOT NULL,
+			PRIMARY KEY (round, seq)
+		) WITHOUT ROWID`,
 		`CREATE TABLE request_nonce (
 			client  TEXT    NOT NULL CHECK (client <> ''),
 			nonce   BLOB    NOT NULL,

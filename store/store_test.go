@@ -425,6 +425,26 @@ func TestInbox(t *testing.T) {
 	if err != nil || ir.Reports != 2 || ir.Messages != 5 || ir.Status != InboxOpen || string(ir.Announcement) != "announce-0" {
 		t.Errorf("InboxRound = %+v, %v", ir, err)
 	}
+	if err := db.MarkForwarded(0); !errors.Is(err, ErrNoBatch) {
+		t.Errorf("forward before SaveBatch: %v", err)
+	}
+	shuffled := []SealedMessage{reps[1].Messages[1], {Label: 0, Sealed: []byte("dummy")}, reps[0].Messages[0]}
+	if err := db.SaveBatch(0, []byte("header"), shuffled); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.SaveBatch(0, nil, shuffled[:1]); !errors.Is(err, ErrBatchSaved) {
+		t.Errorf("SaveBatch twice: %v", err)
+	}
+	if err := db.Accept(testReport(0, "c", 6, "c")); !errors.Is(err, ErrRoundClosed) {
+		t.Errorf("report after SaveBatch: %v", err)
+	}
+	if err := db.VoidInboxRound(0); !errors.Is(err, ErrBatchSaved) {
+		t.Errorf("void after SaveBatch: %v", err)
+	}
+	b, err := db.Batch(0)
+	if err != nil || string(b.Header) != "header" || len(b.Messages) != 3 || string(b.Messages[1].Sealed) != "dummy" || b.Messages[0].Label != 1 {
+		t.Errorf("Batch = %+v, %v", b, err)
+	}
 	if err := db.MarkForwarded(0); err != nil {
 		t.Fatal(err)
 	}
@@ -442,6 +462,12 @@ func TestInbox(t *testing.T) {
 	}
 	if err := db.MarkForwarded(1); !errors.Is(err, ErrRoundVoid) {
 		t.Errorf("forward void: %v", err)
+	}
+	if err := db.SaveBatch(1, nil, nil); !errors.Is(err, ErrRoundClosed) {
+		t.Errorf("SaveBatch of a void round: %v", err)
+	}
+	if _, err := db.Batch(1); !errors.Is(err, ErrNoBatch) {
+		t.Errorf("Batch of a void round: %v", err)
 	}
 	if err := db.MarkForwarded(7); !errors.Is(err, ErrUnknownRound) {
 		t.Errorf("forward unknown: %v", err)
@@ -531,5 +557,46 @@ func TestClosed(t *testing.T) {
 	}
 	if err := db.OpenRound(1); !errors.Is(err, ErrClosed) {
 		t.Errorf("write after Close: %v", err)
+	}
+}
+
+func TestBatchChunks(t *testing.T) {
+	db := openTemp(t)
+	if err := db.OpenInboxRound(0, nil); err != nil {
+		t.Fatal(err)
+	}
+	// 2.5 chunks' worth of messages, and an empty batch in another round.
+	ms := make([]SealedMessage, 5)
+	for i := range ms {
+		ms[i] = SealedMessage{Label: uint32(i), Sealed: bytes.Repeat([]byte{byte(i + 1)}, batchChunkBytes/2-16)}
+	}
+	if err := db.SaveBatch(0, nil, ms); err != nil {
+		t.Fatal(err)
+	}
+	var chunks int
+	db.sql.QueryRow(`SELECT n_chunks FROM inbox_batch WHERE round = 0`).Scan(&chunks)
+	if chunks != 3 {
+		t.Errorf("%d chunks, want 3", chunks)
+	}
+	b, err := db.Batch(0)
+	if err != nil || len(b.Messages) != 5 {
+		t.Fatalf("Batch = %d messages, %v", len(b.Messages), err)
+	}
+	for i := range ms {
+		if !bytes.Equal(b.Messages[i].Sealed, ms[i].Sealed) || b.Messages[i].Label != ms[i].Label {
+			t.Errorf("message %d differs", i)
+		}
+	}
+	if err := db.SaveBatch(0, nil, []SealedMessage{{Label: 1}}); !errors.Is(err, checks.ErrInvalid) {
+		t.Errorf("empty message: %v", err)
+	}
+	if err := db.OpenInboxRound(1, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.SaveBatch(1, []byte("h"), nil); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := db.Batch(1); err != nil || len(b.Messages) != 0 || string(b.Header) != "h" {
+		t.Errorf("empty batch = %+v, %v", b, err)
 	}
 }
