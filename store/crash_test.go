@@ -125,8 +125,14 @@ func crashChild(path string, ack *os.File) error {
 			if !errors.Is(err, ErrRoundReleased) {
 				return fmt.Errorf("re-release of round %d: %v", last.Round, err)
 			}
+			if err := send("X re-release-refused"); err != nil {
+				return err
+			}
 		case RoundOpen:
 			nextRelease = last.Round
+			if err := send("X analyzer-round-open"); err != nil {
+				return err
+			}
 		}
 	}
 	// Resume the shuffler: the open round, retrying its last report.
@@ -151,6 +157,9 @@ func crashChild(path string, ack *os.File) error {
 			if err := send("F %d", r.Round); err != nil {
 				return err
 			}
+			if err := send("X batch-saved-not-forwarded"); err != nil {
+				return err
+			}
 			inRound, inCount = r.Round+1, -1
 		} else if r.Status != InboxOpen {
 			inRound, inCount = r.Round+1, -1
@@ -159,6 +168,9 @@ func crashChild(path string, ack *os.File) error {
 			err := db.Accept(Report{Round: r.Round, Client: c, Nonce: randNonce(), Messages: crashMessages(r.Round, c)})
 			if !errors.Is(err, ErrAlreadyAccepted) {
 				return fmt.Errorf("retry of report %d/%s: %v", r.Round, c, err)
+			}
+			if err := send("X report-retry-refused"); err != nil {
+				return err
 			}
 		}
 	} else {
@@ -290,6 +302,7 @@ type acked struct {
 	shuffled  map[int64]bool
 	forwarded map[int64]bool
 	released  map[int64]bool
+	resumes   map[string]int // recovery paths the children took
 	lines     int
 }
 
@@ -297,6 +310,9 @@ func (a *acked) add(line string) error {
 	f := strings.Fields(line)
 	num := func(s string) (int64, error) { return strconv.ParseInt(s, 10, 64) }
 	switch {
+	case len(f) == 2 && f[0] == "X":
+		a.resumes[f[1]]++
+		return nil
 	case len(f) == 3 && f[0] == "O":
 		r, err := num(f[2])
 		if err != nil {
@@ -322,7 +338,7 @@ func (a *acked) add(line string) error {
 
 func newAcked() *acked {
 	return &acked{outbox: map[string]int64{}, inbox: map[string]bool{}, opened: map[int64]bool{},
-		shuffled: map[int64]bool{}, forwarded: map[int64]bool{}, released: map[int64]bool{}}
+		shuffled: map[int64]bool{}, forwarded: map[int64]bool{}, released: map[int64]bool{}, resumes: map[string]int{}}
 }
 
 // TestCrashDetectsEarlyAck is the negative control of TestCrashRecovery: a
@@ -374,7 +390,7 @@ func TestCrashRecovery(t *testing.T) {
 		}
 		t.Logf("iteration %d: killed after %v, %d acknowledged writes (total %d)", it, delay, a.lines-before, a.lines)
 	}
-	t.Logf("%d kills, %d acknowledged writes verified in %v", iters, a.lines, time.Since(start).Round(time.Millisecond))
+	t.Logf("%d kills, %d acknowledged writes verified in %v; recovery paths taken: %v", iters, a.lines, time.Since(start).Round(time.Millisecond), a.resumes)
 	if a.lines == 0 {
 		t.Fatal("no write was acknowledged: the test exercised nothing")
 	}

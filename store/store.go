@@ -11,7 +11,9 @@
 //   - the shuffler's inbox (each accepted report and its sealed messages are
 //     committed before the shuffler acknowledges them; a second report from a
 //     client in a round and a replayed nonce or ciphertext are refused with
-//     distinct errors);
+//     distinct errors; the shuffled batch of a round is saved once, before
+//     the first forward attempt, so a retry resends the same permutation
+//     and dummies);
 //   - the client's outbox (the sealed report for a round committed in the
 //     same transaction as the ledger charge that pays for it, so a retry
 //     resends the same bytes and never re-randomizes).
