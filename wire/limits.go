@@ -50,6 +50,7 @@ type FieldError struct {
 	Err     error
 }
 
+// Error formats the message type, the field and the cause.
 func (e *FieldError) Error() string {
 	return fmt.Sprintf("wire: %s.%s: %v", e.Message, e.Field, e.Err)
 }

@@ -66,6 +66,7 @@ func validateUnaryServer(ctx context.Context, req any, _ *grpc.UnaryServerInfo, 
 
 type validatingServerStream struct{ grpc.ServerStream }
 
+// RecvMsg receives and validates the next request message.
 func (s validatingServerStream) RecvMsg(m any) error {
 	if err := s.ServerStream.RecvMsg(m); err != nil {
 		return err
@@ -86,6 +87,7 @@ func validateUnaryClient(ctx context.Context, method string, req, reply any, cc 
 
 type validatingClientStream struct{ grpc.ClientStream }
 
+// RecvMsg receives and validates the next reply message.
 func (s validatingClientStream) RecvMsg(m any) error {
 	if err := s.ClientStream.RecvMsg(m); err != nil {
 		return err
