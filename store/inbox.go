@@ -155,12 +155,12 @@ func unpackMessages(b []byte, n int) ([]SealedMessage, error) {
 	out := make([]SealedMessage, 0, n)
 	for len(b) > 0 {
 		label, k := binary.Uvarint(b)
-		if k <= 0 || label > 1<<32-1 {
+		if k <= 0 || label > 1<<32-1 || k != uvarintLen(label) {
 			return nil, fmt.Errorf("corrupt packed label")
 		}
 		b = b[k:]
 		l, k := binary.Uvarint(b)
-		if k <= 0 || l == 0 || l > uint64(len(b)-k) {
+		if k <= 0 || l == 0 || l > uint64(len(b)-k) || k != uvarintLen(l) {
 			return nil, fmt.Errorf("corrupt packed length")
 		}
 		b = b[k:]
@@ -171,6 +171,17 @@ func unpackMessages(b []byte, n int) ([]SealedMessage, error) {
 		return nil, fmt.Errorf("packed messages: got %d, want %d", len(out), n)
 	}
 	return out, nil
+}
+
+// uvarintLen is the length of the canonical (shortest) uvarint encoding
+// of x; the decoder refuses any other, so that packing is a bijection.
+func uvarintLen(x uint64) int {
+	n := 1
+	for x >= 0x80 {
+		x >>= 7
+		n++
+	}
+	return n
 }
 
 // OpenInboxRound adds round to the inbox as open, with the announcement the

@@ -600,3 +600,24 @@ func TestBatchChunks(t *testing.T) {
 		t.Errorf("empty batch = %+v, %v", b, err)
 	}
 }
+
+// FuzzUnpackMessages feeds arbitrary bytes to the decoder of the packed
+// message blobs read back from disk: it must not panic, and whatever it
+// accepts must re-pack to the same bytes.
+func FuzzUnpackMessages(f *testing.F) {
+	f.Add(packMessages([]SealedMessage{{0, []byte{1}}, {1<<32 - 1, []byte("abc")}}), 2)
+	f.Add([]byte{0x80}, 1)
+	f.Add([]byte{}, 0)
+	f.Fuzz(func(t *testing.T, b []byte, n int) {
+		if n < 0 || n > 1<<16 {
+			return
+		}
+		ms, err := unpackMessages(b, n)
+		if err != nil {
+			return
+		}
+		if !bytes.Equal(packMessages(ms), b) {
+			t.Fatalf("unpack/pack of %x is not the identity", b)
+		}
+	})
+}
