@@ -2,6 +2,7 @@ package store
 
 import (
 	"bytes"
+	"context"
 	"database/sql"
 	"encoding/json"
 	"errors"
@@ -620,4 +621,49 @@ func FuzzUnpackMessages(f *testing.F) {
 			t.Fatalf("unpack/pack of %x is not the identity", b)
 		}
 	})
+}
+
+func TestAcceptor(t *testing.T) {
+	db := openTemp(t)
+	if err := db.OpenInboxRound(0, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.NewAcceptor(0); !errors.Is(err, checks.ErrInvalid) {
+		t.Errorf("NewAcceptor(0): %v", err)
+	}
+	acc, err := db.NewAcceptor(8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 40 clients, each submitting twice concurrently: exactly one of the
+	// pair is stored, the other is refused as a retry of it.
+	var wg sync.WaitGroup
+	errs := make([]error, 80)
+	for i := 0; i < 80; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			errs[i] = acc.Accept(context.Background(), testReport(0, fmt.Sprint("c", i/2), byte(i), fmt.Sprint("m", i/2)))
+		}(i)
+	}
+	wg.Wait()
+	for c := 0; c < 40; c++ {
+		a, b := errs[2*c], errs[2*c+1]
+		if (a == nil) == (b == nil) || !(errors.Is(a, ErrAlreadyAccepted) || errors.Is(b, ErrAlreadyAccepted)) {
+			t.Errorf("client %d: %v / %v", c, a, b)
+		}
+	}
+	if ir, _ := db.InboxRound(0); ir.Reports != 40 {
+		t.Errorf("stored %d reports, want 40", ir.Reports)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := acc.Accept(ctx, testReport(0, "late", 200, "x")); err != nil && !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled Accept: %v", err)
+	}
+	acc.Close()
+	acc.Close()
+	if err := acc.Accept(context.Background(), testReport(0, "z", 201, "z")); !errors.Is(err, ErrAcceptorClosed) {
+		t.Errorf("Accept after Close: %v", err)
+	}
 }
