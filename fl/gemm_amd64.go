@@ -1,0 +1,13 @@
+//go:build !purego
+
+package fl
+
+func convTileAsm(c, a, b, bias []float32, mr, nv, ns, kl, sa, lda, ldb, ldc, flags int) bool {
+	return false
+}
+
+func gradTileAsm(c, a, d []float32, mr, nv, ny, nx, ay, lda, dy, ldd, ldc int) bool {
+	return false
+}
+
+func gather96Asm(dst, w []float32, ld int, idx []int32, val []float32) bool { return false }
