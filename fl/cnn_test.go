@@ -91,8 +91,7 @@ func TestCNNInit(t *testing.T) {
 }
 
 // TestCNNGradientFiniteDifferences checks the float64 reference gradient
-// against central differences, on every bias and on random entries of every
-// weight block.
+// against central differences on random entries of every block.
 func TestCNNGradientFiniteDifferences(t *testing.T) {
 	for _, side := range []int{6, 9} {
 		const classes = 3
@@ -104,7 +103,7 @@ func TestCNNGradientFiniteDifferences(t *testing.T) {
 		for i := range w { // non-zero biases, so that every path is active
 			w[i] += 0.05 * (2*r.Float64() - 1)
 		}
-		idx := []int{0, 2, 3, 5}
+		idx := []int{0, 2, 5}
 		grad := make([]float64, m.Dim())
 		loss := m.Gradient(grad, w, ex, idx)
 		if l := m.Loss(w, ex, idx); l != loss {
@@ -112,13 +111,7 @@ func TestCNNGradientFiniteDifferences(t *testing.T) {
 		}
 		var coords []int
 		for _, l := range m.Layers() {
-			if len(l.Shape) == 1 {
-				for i := range l.Len {
-					coords = append(coords, l.Offset+i)
-				}
-				continue
-			}
-			for range 40 {
+			for range min(l.Len, 24) {
 				coords = append(coords, l.Offset+r.IntN(l.Len))
 			}
 		}

@@ -1,0 +1,130 @@
+package fl
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+func randVec(r *rand.Rand, n int) []float32 {
+	v := make([]float32, n)
+	for i := range v {
+		v[i] = float32(2*r.Float64() - 1)
+	}
+	return v
+}
+
+// TestTiles compares every tile shape of every kernel level with the
+// portable loops, with strides that make rows overlap, pad or leave gaps, and
+// checks that nothing outside the tile is written.
+func TestTiles(t *testing.T) {
+	withKernels(t, func(t *testing.T) {
+		r := rand.New(rand.NewPCG(3, 4))
+		for nv := 1; nv < len(maxTileRows); nv++ {
+			for mr := 1; mr <= maxTileRows[nv]; mr++ {
+				w := 16 * nv
+				ns, kl := 1+r.IntN(3), 1+r.IntN(40)
+				lda := r.IntN(50)
+				sa := mr*lda + r.IntN(30)
+				ldb, ldc := w+r.IntN(20), w+r.IntN(20)
+				a := randVec(r, (ns-1)*sa+(mr-1)*lda+kl+r.IntN(3))
+				b := randVec(r, (ns*kl-1)*ldb+w+r.IntN(3))
+				bias := randVec(r, w)
+				c0 := randVec(r, (mr-1)*ldc+w+5)
+				for _, flags := range []int{0, tileAccum, tileBias, tileBias | tileReLU, tileAccum | tileReLU} {
+					want := append([]float32(nil), c0...)
+					got := append([]float32(nil), c0...)
+					convTileGo(want, a, b, bias, mr, nv, ns, kl, sa, lda, ldb, ldc, flags)
+					convTile(got, a, b, bias, mr, nv, ns, kl, sa, lda, ldb, ldc, flags)
+					if e := maxDiff32(got, want); e > 1e-5*float64(ns*kl) {
+						t.Errorf("convTile %dx%d flags %d: differs from Go by %v", mr, nv, flags, e)
+					}
+					for i := range c0 {
+						if row, col := i/ldc, i%ldc; (row >= mr || col >= w) && got[i] != c0[i] {
+							t.Fatalf("convTile %dx%d wrote outside the tile at %d", mr, nv, i)
+						}
+					}
+				}
+
+				ny, nx := 1+r.IntN(4), 1+r.IntN(9)
+				lda = r.IntN(2 * mr)
+				ay := nx*lda + r.IntN(5)
+				ldd := r.IntN(2 * w)
+				dy := nx*ldd + r.IntN(5)
+				a = randVec(r, (ny-1)*ay+(nx-1)*lda+mr)
+				d := randVec(r, (ny-1)*dy+(nx-1)*ldd+w)
+				want := append([]float32(nil), c0...)
+				got := append([]float32(nil), c0...)
+				gradTileGo(want, a, d, mr, nv, ny, nx, ay, lda, dy, ldd, ldc)
+				gradTile(got, a, d, mr, nv, ny, nx, ay, lda, dy, ldd, ldc)
+				if e := maxDiff32(got, want); e > 1e-5*float64(ny*nx) {
+					t.Errorf("gradTile %dx%d: differs from Go by %v", mr, nv, e)
+				}
+				for i := range c0 {
+					if row, col := i/ldc, i%ldc; (row >= mr || col >= w) && got[i] != c0[i] {
+						t.Fatalf("gradTile %dx%d wrote outside the tile at %d", mr, nv, i)
+					}
+				}
+			}
+		}
+		for _, nnz := range []int{0, 1, 2, 3, 17, 144} {
+			const rows, ld = 60, 32
+			wm := randVec(r, rows*ld+96)
+			idx := make([]int32, nnz)
+			for j := range idx {
+				idx[j] = int32(r.IntN(rows))
+			}
+			val := randVec(r, nnz)
+			d0 := randVec(r, 100)
+			want := append([]float32(nil), d0...)
+			got := append([]float32(nil), d0...)
+			gatherAxpyGo(want[:96], wm, ld, idx, val)
+			gatherRows96(got, wm, ld, idx, val)
+			if e := maxDiff32(got, want); e > 1e-5*float64(1+nnz) {
+				t.Errorf("gatherRows96 nnz=%d: differs from Go by %v", nnz, e)
+			}
+			if got[96] != d0[96] || got[99] != d0[99] {
+				t.Errorf("gatherRows96 wrote past 96 columns")
+			}
+		}
+	})
+}
+
+// TestTileReLUKeepsNaN checks that the fused ReLU lets NaN through (so that
+// divergence is detected) at every level.
+func TestTileReLUKeepsNaN(t *testing.T) {
+	withKernels(t, func(t *testing.T) {
+		a := []float32{1}
+		b := make([]float32, 16)
+		b[3] = float32(math.NaN())
+		b[4] = -1
+		b[5] = 2
+		c := make([]float32, 16)
+		convTile(c, a, b, nil, 1, 1, 1, 1, 0, 0, 16, 16, tileReLU)
+		if !math.IsNaN(float64(c[3])) || c[4] != 0 || c[5] != 2 {
+			t.Errorf("ReLU of (NaN, −1, 2) = (%v, %v, %v)", c[3], c[4], c[5])
+		}
+	})
+}
+
+// TestTileShapesPanic checks that out-of-range tiles panic instead of
+// reading or writing outside their slices.
+func TestTileShapesPanic(t *testing.T) {
+	for _, f := range []func(){
+		func() { convTile(make([]float32, 16), make([]float32, 2), make([]float32, 16), nil, 1, 1, 1, 3, 0, 0, 16, 16, 0) },
+		func() { convTile(make([]float32, 15), make([]float32, 1), make([]float32, 16), nil, 1, 1, 1, 1, 0, 0, 16, 16, 0) },
+		func() { convTile(make([]float32, 16), make([]float32, 1), make([]float32, 16), nil, 1, 1, 1, 1, 0, 0, 16, 16, tileBias) },
+		func() { convTile(make([]float32, 400), make([]float32, 400), make([]float32, 400), nil, 7, 4, 1, 1, 0, 0, 64, 64, 0) },
+		func() { gradTile(make([]float32, 16), make([]float32, 1), make([]float32, 16), 2, 1, 1, 1, 0, 0, 0, 0, 16) },
+		func() { gatherRows96(make([]float32, 96), make([]float32, 100), 32, []int32{1}, []float32{1}) },
+	} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Error("no panic")
+				}
+			}()
+			f()
+		}()
+	}
+}
