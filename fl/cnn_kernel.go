@@ -143,11 +143,11 @@ func (k *cnnKernel) conv2Pool(w []float32, pl []float32, arg []uint8) {
 	}
 }
 
-// pool2 max-pools two rows r0, r1 of channel-last activations (64 channels)
-// into one row of len(dst)/64 pooled pixels, recording in arg which of the
-// window's positions (0: r0 left, 1: r0 right, 2: r1 left, 3: r1 right) holds
-// the first maximum.
-func pool2(dst []float32, arg []uint8, r0, r1 []float32) {
+// pool2Go max-pools two rows r0, r1 of channel-last activations (64
+// channels) into one row of len(dst)/64 pooled pixels, recording in arg which
+// of the window's positions (0: r0 left, 1: r0 right, 2: r1 left, 3: r1 right)
+// holds the first maximum. The reference for pool2AVX512.
+func pool2Go(dst []float32, arg []uint8, r0, r1 []float32) {
 	const C = CNNConv2
 	for pj := range len(dst) / C {
 		d := dst[pj*C : (pj+1)*C]
@@ -303,29 +303,36 @@ func (k *cnnKernel) backwardExample(w []float32, b int) {
 	clear(k.chN[:])
 	pl := k.pl[b*flat : (b+1)*flat]
 	arg := k.arg[b*flat : (b+1)*flat]
+	pp := pool * pool
+	dp := k.dpT[b:]
 	for pi := range pool {
 		for pj := range pool {
 			var cnt [4]int
 			q := (pi*pool + pj) * C2
+			plq, argq := pl[q:q+C2], arg[q:q+C2]
+			pos := [4]int32{int32(2*pi*c1 + 2*pj), int32(2*pi*c1 + 2*pj + 1), int32((2*pi+1)*c1 + 2*pj), int32((2*pi+1)*c1 + 2*pj + 1)}
+			// Branch-free: every channel is written to the lists, and the
+			// counts advance only for non-zero deltas. The delta reaches
+			// the maximum of the window if it went through conv2's ReLU
+			// (a positive output).
 			for c := range C2 {
-				// The delta reaches the maximum of the window if it went
-				// through conv2's ReLU (a positive output).
-				if !(pl[q+c] > 0) {
-					continue
+				g := dp[(q+c)*np]
+				if !(plq[c] > 0) {
+					g = 0
 				}
-				g := k.dpT[(q+c)*np+b]
-				if g == 0 {
-					continue
+				inc := 0
+				if g != 0 {
+					inc = 1
 				}
-				a := arg[q+c]
-				oy, ox := 2*pi+int(a>>1), 2*pj+int(a&1)
-				j := c*pool*pool + k.chN[c]
-				k.chIdx[j] = int32(oy*c1 + ox)
+				a := argq[c] & 3
+				j := c*pp + k.chN[c]
+				k.chIdx[j] = pos[a]
 				k.chVal[j] = g
-				k.chN[c]++
-				k.wIdx[a][cnt[a]] = int32(c)
-				k.wVal[a][cnt[a]] = g
-				cnt[a]++
+				k.chN[c] += inc
+				n := cnt[a]
+				k.wIdx[a][n] = int32(c)
+				k.wVal[a][n] = g
+				cnt[a] = n + inc
 				k.gb2[c] += g
 			}
 			// Input deltas: the 3×3×32 patch of each position of the window
@@ -348,25 +355,32 @@ func (k *cnnKernel) backwardExample(w []float32, b int) {
 		if k.chN[c] == 0 {
 			continue
 		}
-		idx := k.chIdx[c*pool*pool : c*pool*pool+k.chN[c]]
-		val := k.chVal[c*pool*pool : c*pool*pool+k.chN[c]]
+		idx := k.chIdx[c*pp : c*pp+k.chN[c]]
+		val := k.chVal[c*pp : c*pp+k.chN[c]]
 		for ky := range 3 {
 			gatherRows96(k.g2t[c*9*C1+ky*3*C1:], k.a1[ky*c1*C1:], C1, idx, val)
 		}
 	}
 	// Through conv1's ReLU, then conv1's gradients.
-	for p := 0; p < len(k.da1); p += C1 {
-		d := k.da1[p : p+C1]
-		a := k.a1[p : p+C1]
-		for c := range C1 {
-			if !(a[c] > 0) {
-				d[c] = 0
-			}
-			k.gb1[c] += d[c]
-		}
-	}
+	reluMask(k.da1, k.a1, k.gb1)
 	for ky := range 3 {
 		gradTile(k.g1[ky*3*C1:], k.x[k.rows[b]+ky*m.side:], k.da1, 3, 2, c1, c1, m.side, 1, c1*C1, C1, C1)
+	}
+}
+
+// reluMaskGo sets d[i] = 0 where !(a[i] > 0), for pixels of 32 channels,
+// and adds the masked d of each channel to sum, pixel by pixel. The
+// reference for reluMaskAVX512.
+func reluMaskGo(d, a, sum []float32) {
+	const C1 = CNNConv1
+	for p := 0; p+C1 <= len(d); p += C1 {
+		dp, ap := d[p:p+C1], a[p:p+C1]
+		for c := range C1 {
+			if !(ap[c] > 0) {
+				dp[c] = 0
+			}
+			sum[c] += dp[c]
+		}
 	}
 }
 

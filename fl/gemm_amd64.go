@@ -37,3 +37,39 @@ func gather96Asm(dst, w []float32, ld int, idx []int32, val []float32) bool {
 	}
 	return true
 }
+
+//go:noescape
+func pool2AVX512(dst *float32, arg *uint8, r0, r1 *float32, n int)
+
+//go:noescape
+func reluMaskAVX512(d, a, sum *float32, n int)
+
+// pool2 is pool2Go or its assembly version. It panics on bad shapes.
+func pool2(dst []float32, arg []uint8, r0, r1 []float32) {
+	n := len(dst) / CNNConv2
+	if len(dst) != n*CNNConv2 || len(arg) < len(dst) || len(r0) < 2*len(dst) || len(r1) < 2*len(dst) {
+		panic("fl: pool2: bad shapes")
+	}
+	if level == levelAVX512 {
+		if n > 0 {
+			pool2AVX512(&dst[0], &arg[0], &r0[0], &r1[0], n)
+		}
+		return
+	}
+	pool2Go(dst, arg, r0, r1)
+}
+
+// reluMask is reluMaskGo or its assembly version. It panics on bad shapes.
+func reluMask(d, a, sum []float32) {
+	n := len(d) / CNNConv1
+	if len(d) != n*CNNConv1 || len(a) < len(d) || len(sum) < CNNConv1 {
+		panic("fl: reluMask: bad shapes")
+	}
+	if level == levelAVX512 {
+		if n > 0 {
+			reluMaskAVX512(&d[0], &a[0], &sum[0], n)
+		}
+		return
+	}
+	reluMaskGo(d, a, sum)
+}

@@ -13,3 +13,7 @@ func gradTileAsm(c, a, d []float32, mr, nv, ny, nx, ay, lda, dy, ldd, ldc int) b
 }
 
 func gather96Asm(dst, w []float32, ld int, idx []int32, val []float32) bool { return false }
+
+func pool2(dst []float32, arg []uint8, r0, r1 []float32) { pool2Go(dst, arg, r0, r1) }
+
+func reluMask(d, a, sum []float32) { reluMaskGo(d, a, sum) }

@@ -111,11 +111,21 @@ func TestTileReLUKeepsNaN(t *testing.T) {
 // reading or writing outside their slices.
 func TestTileShapesPanic(t *testing.T) {
 	for _, f := range []func(){
-		func() { convTile(make([]float32, 16), make([]float32, 2), make([]float32, 16), nil, 1, 1, 1, 3, 0, 0, 16, 16, 0) },
-		func() { convTile(make([]float32, 15), make([]float32, 1), make([]float32, 16), nil, 1, 1, 1, 1, 0, 0, 16, 16, 0) },
-		func() { convTile(make([]float32, 16), make([]float32, 1), make([]float32, 16), nil, 1, 1, 1, 1, 0, 0, 16, 16, tileBias) },
-		func() { convTile(make([]float32, 400), make([]float32, 400), make([]float32, 400), nil, 7, 4, 1, 1, 0, 0, 64, 64, 0) },
-		func() { gradTile(make([]float32, 16), make([]float32, 1), make([]float32, 16), 2, 1, 1, 1, 0, 0, 0, 0, 16) },
+		func() {
+			convTile(make([]float32, 16), make([]float32, 2), make([]float32, 16), nil, 1, 1, 1, 3, 0, 0, 16, 16, 0)
+		},
+		func() {
+			convTile(make([]float32, 15), make([]float32, 1), make([]float32, 16), nil, 1, 1, 1, 1, 0, 0, 16, 16, 0)
+		},
+		func() {
+			convTile(make([]float32, 16), make([]float32, 1), make([]float32, 16), nil, 1, 1, 1, 1, 0, 0, 16, 16, tileBias)
+		},
+		func() {
+			convTile(make([]float32, 400), make([]float32, 400), make([]float32, 400), nil, 7, 4, 1, 1, 0, 0, 64, 64, 0)
+		},
+		func() {
+			gradTile(make([]float32, 16), make([]float32, 1), make([]float32, 16), 2, 1, 1, 1, 0, 0, 0, 0, 16)
+		},
 		func() { gatherRows96(make([]float32, 96), make([]float32, 100), 32, []int32{1}, []float32{1}) },
 	} {
 		func() {
@@ -127,4 +137,58 @@ func TestTileShapesPanic(t *testing.T) {
 			f()
 		}()
 	}
+}
+
+// TestPoolAndMask compares pool2 and reluMask of every level with the
+// portable loops, with ties, zeros and NaNs among the inputs.
+func TestPoolAndMask(t *testing.T) {
+	withKernels(t, func(t *testing.T) {
+		r := rand.New(rand.NewPCG(5, 6))
+		pick := func(n int) []float32 {
+			v := make([]float32, n)
+			for i := range v {
+				switch r.IntN(8) {
+				case 0:
+					v[i] = 0
+				case 1:
+					v[i] = 0.5 // ties
+				case 2:
+					v[i] = float32(math.NaN())
+				default:
+					v[i] = float32(r.Float64())
+				}
+			}
+			return v
+		}
+		for _, px := range []int{0, 1, 5, 12} {
+			r0, r1 := pick(2*px*CNNConv2), pick(2*px*CNNConv2)
+			want, got := make([]float32, px*CNNConv2), make([]float32, px*CNNConv2)
+			wantArg, gotArg := make([]uint8, px*CNNConv2), make([]uint8, px*CNNConv2)
+			pool2Go(want, wantArg, r0, r1)
+			pool2(got, gotArg, r0, r1)
+			for i := range want {
+				if math.Float32bits(got[i]) != math.Float32bits(want[i]) || gotArg[i] != wantArg[i] {
+					t.Fatalf("pool2 %d pixels, entry %d: (%v, %d), want (%v, %d)", px, i, got[i], gotArg[i], want[i], wantArg[i])
+				}
+			}
+
+			d, a := pick(px*2*CNNConv1), pick(px*2*CNNConv1)
+			for i := range d {
+				if math.IsNaN(float64(d[i])) {
+					d[i] = 1
+				}
+			}
+			wantD, gotD := append([]float32(nil), d...), append([]float32(nil), d...)
+			wantS, gotS := pick(CNNConv1), pick(CNNConv1)
+			for i := range wantS {
+				wantS[i] = float32(i)
+				gotS[i] = float32(i)
+			}
+			reluMaskGo(wantD, a, wantS)
+			reluMask(gotD, a, gotS)
+			if maxDiff32(gotD, wantD) != 0 || maxDiff32(gotS, wantS) != 0 {
+				t.Fatalf("reluMask %d pixels differs from Go", 2*px)
+			}
+		}
+	})
 }
