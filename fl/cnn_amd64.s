@@ -92,3 +92,86 @@ maskdone:
 	VMOVUPS Z9, 64(DX)
 	VZEROUPPER
 	RET
+
+// Channel numbers 0..15 for the compressed window lists.
+DATA cnniota<>+0(SB)/4, $0
+DATA cnniota<>+4(SB)/4, $1
+DATA cnniota<>+8(SB)/4, $2
+DATA cnniota<>+12(SB)/4, $3
+DATA cnniota<>+16(SB)/4, $4
+DATA cnniota<>+20(SB)/4, $5
+DATA cnniota<>+24(SB)/4, $6
+DATA cnniota<>+28(SB)/4, $7
+DATA cnniota<>+32(SB)/4, $8
+DATA cnniota<>+36(SB)/4, $9
+DATA cnniota<>+40(SB)/4, $10
+DATA cnniota<>+44(SB)/4, $11
+DATA cnniota<>+48(SB)/4, $12
+DATA cnniota<>+52(SB)/4, $13
+DATA cnniota<>+56(SB)/4, $14
+DATA cnniota<>+60(SB)/4, $15
+GLOBL cnniota<>(SB), RODATA|NOPTR, $64
+
+// func scanCellAVX512(pl, dp *float32, arg *uint8, wIdx *int32, wVal *float32, cnt *[4]int, gb *float32)
+//
+// scanCellGo for one pooled pixel, 16 channels at a time: the kept deltas
+// are compressed (VCOMPRESSPS into a register, then a full store, so every
+// list has 16 entries of slack) into the list of their window position.
+TEXT ·scanCellAVX512(SB), NOSPLIT, $0-56
+	MOVQ pl+0(FP), SI
+	MOVQ dp+8(FP), DX
+	MOVQ arg+16(FP), R8
+	MOVQ wIdx+24(FP), DI
+	MOVQ wVal+32(FP), R9
+	MOVQ cnt+40(FP), R10
+	MOVQ gb+48(FP), R11
+	MOVQ 0(R10), R12
+	MOVQ 8(R10), R13
+	MOVQ 16(R10), BX
+	MOVQ 24(R10), CX
+	VPXORD Z7, Z7, Z7
+	VMOVDQU32 cnniota<>(SB), Z20
+	MOVL $16, AX
+	VPBROADCASTD AX, Z21
+	MOVL $1, AX
+	VPBROADCASTD AX, Z23
+	MOVL $2, AX
+	VPBROADCASTD AX, Z24
+	MOVL $3, AX
+	VPBROADCASTD AX, Z25
+
+#define SCANLIST(a, Za, cntreg) \
+	VPCMPEQD Za, Z4, K1, K2 \
+	VCOMPRESSPS.Z Z2, K2, Z5 \
+	VPCOMPRESSD.Z Z20, K2, Z6 \
+	VMOVUPS Z5, (a*320)(R9)(cntreg*4) \
+	VMOVDQU32 Z6, (a*320)(DI)(cntreg*4) \
+	KMOVW K2, AX \
+	POPCNTL AX, AX \
+	ADDQ AX, cntreg
+
+#define SCANBLOCK(q) \
+	VMOVUPS (q*64)(SI), Z0 \
+	VMOVUPS (q*64)(DX), Z1 \
+	VCMPPS $0x1e, Z7, Z0, K1 \
+	VCMPPS $4, Z7, Z1, K1, K1 \
+	VMOVAPS.Z Z1, K1, Z2 \
+	VADDPS (q*64)(R11), Z2, Z3 \
+	VMOVUPS Z3, (q*64)(R11) \
+	VPMOVZXBD (q*16)(R8), Z4 \
+	SCANLIST(0, Z7, R12) \
+	SCANLIST(1, Z23, R13) \
+	SCANLIST(2, Z24, BX) \
+	SCANLIST(3, Z25, CX) \
+	VPADDD Z21, Z20, Z20
+
+	SCANBLOCK(0)
+	SCANBLOCK(1)
+	SCANBLOCK(2)
+	SCANBLOCK(3)
+	MOVQ R12, 0(R10)
+	MOVQ R13, 8(R10)
+	MOVQ BX, 16(R10)
+	MOVQ CX, 24(R10)
+	VZEROUPPER
+	RET

@@ -40,6 +40,7 @@ type cnnKernel struct {
 	sdh []float32 // s·dh, for accumulate
 	dhT []float32 // dh transposed: 128·npad
 	dpT []float32 // deltas of the pooled activations, transposed: flat·npad
+	dp  []float32 // the same, one example after the other: n·flat
 
 	w2t []float32 // conv2 weights transposed: [co][ky][kx][ci], 64·288
 	da1 []float32 // deltas of conv1's output (then of its pre-activation)
@@ -49,9 +50,9 @@ type cnnKernel struct {
 	chVal []float32
 	chN   [CNNConv2]int
 	// Non-zero deltas of the four positions of one pool window: channels
-	// and values.
-	wIdx [4][CNNConv2]int32
-	wVal [4][CNNConv2]float32
+	// and values (see scanCell).
+	wIdx [4][winCap]int32
+	wVal [4][winCap]float32
 
 	// Gradients of the convolutions, summed over the examples of the last
 	// forward pass: conv1 weights and bias, conv2 weights (transposed like
@@ -97,6 +98,7 @@ func (k *cnnKernel) reserve(n int) {
 	np := (n + 15) &^ 15
 	k.dhT = make([]float32, CNNFC*np)
 	k.dpT = make([]float32, m.flat*np)
+	k.dp = make([]float32, n*m.flat)
 }
 
 // conv1 computes the first convolution and its ReLU for the image at offset
@@ -275,6 +277,11 @@ func (k *cnnKernel) backward(w []float32) {
 		convTile(k.dpT[r0*np:], W1[r0*H:], k.dhT, nil, h, nv, 1, H, 0, H, np, np, 0)
 		r0 += h
 	}
+	for q := range flat {
+		for b, v := range k.dpT[q*np : q*np+n] {
+			k.dp[b*flat+q] = v
+		}
+	}
 
 	// conv2 weights transposed to [co][ky][kx][ci] for the input deltas.
 	W2c := w[m.cw2:m.cb2]
@@ -297,55 +304,35 @@ func (k *cnnKernel) backward(w []float32) {
 func (k *cnnKernel) backwardExample(w []float32, b int) {
 	m := k.m
 	const C1, C2 = CNNConv1, CNNConv2
-	np, flat, c1, pool := k.npad, m.flat, m.c1, m.pool
+	flat, c1, pool := m.flat, m.c1, m.pool
 	k.conv1(w, k.rows[b])
 	clear(k.da1)
 	clear(k.chN[:])
 	pl := k.pl[b*flat : (b+1)*flat]
 	arg := k.arg[b*flat : (b+1)*flat]
 	pp := pool * pool
-	dp := k.dpT[b:]
+	dp := k.dp[b*flat : (b+1)*flat]
 	for pi := range pool {
 		for pj := range pool {
-			var cnt [4]int
 			q := (pi*pool + pj) * C2
-			plq, argq := pl[q:q+C2], arg[q:q+C2]
-			pos := [4]int32{int32(2*pi*c1 + 2*pj), int32(2*pi*c1 + 2*pj + 1), int32((2*pi+1)*c1 + 2*pj), int32((2*pi+1)*c1 + 2*pj + 1)}
-			// Branch-free: every channel is written to the lists, and the
-			// counts advance only for non-zero deltas. The delta reaches
-			// the maximum of the window if it went through conv2's ReLU
-			// (a positive output).
-			for c := range C2 {
-				g := dp[(q+c)*np]
-				if !(plq[c] > 0) {
-					g = 0
-				}
-				inc := 0
-				if g != 0 {
-					inc = 1
-				}
-				a := argq[c] & 3
-				j := c*pp + k.chN[c]
-				k.chIdx[j] = pos[a]
-				k.chVal[j] = g
-				k.chN[c] += inc
-				n := cnt[a]
-				k.wIdx[a][n] = int32(c)
-				k.wVal[a][n] = g
-				cnt[a] = n + inc
-				k.gb2[c] += g
-			}
-			// Input deltas: the 3×3×32 patch of each position of the window
-			// receives Σ_c δ_c·W2[·,·,·,c], one kernel row (96 contiguous
-			// values of da1) at a time.
+			var cnt [4]int
+			scanCell(pl[q:q+C2], dp[q:q+C2], arg[q:q+C2], &k.wIdx, &k.wVal, &cnt, k.gb2)
 			for a := range 4 {
 				if cnt[a] == 0 {
 					continue
 				}
 				oy, ox := 2*pi+a>>1, 2*pj+a&1
-				for ky := range 3 {
-					gatherRows96(k.da1[((oy+ky)*c1+ox)*C1:], k.w2t[ky*3*C1:], 9*C1, k.wIdx[a][:cnt[a]], k.wVal[a][:cnt[a]])
+				// The channel lists: (position in a1, delta).
+				pos := int32(oy*c1 + ox)
+				for j, c := range k.wIdx[a][:cnt[a]] {
+					i := int(c)*pp + k.chN[c]
+					k.chIdx[i] = pos
+					k.chVal[i] = k.wVal[a][j]
+					k.chN[c]++
 				}
+				// Input deltas: the 3×3×32 patch of the position receives
+				// Σ_c δ_c·W2[·,·,·,c] (kernel rows c1·32 apart in da1).
+				gatherPatch(k.da1[pos*C1:], c1*C1, k.w2t, 9*C1, 3*C1, k.wIdx[a][:cnt[a]], k.wVal[a][:cnt[a]])
 			}
 		}
 	}
@@ -357,9 +344,7 @@ func (k *cnnKernel) backwardExample(w []float32, b int) {
 		}
 		idx := k.chIdx[c*pp : c*pp+k.chN[c]]
 		val := k.chVal[c*pp : c*pp+k.chN[c]]
-		for ky := range 3 {
-			gatherRows96(k.g2t[c*9*C1+ky*3*C1:], k.a1[ky*c1*C1:], C1, idx, val)
-		}
+		gatherPatch(k.g2t[c*9*C1:], 3*C1, k.a1, C1, c1*C1, idx, val)
 	}
 	// Through conv1's ReLU, then conv1's gradients.
 	reluMask(k.da1, k.a1, k.gb1)

@@ -107,28 +107,59 @@ func gradTileGo(c, a, d []float32, mr, nv, ny, nx, ay, lda, dy, ldd, ldc int) {
 	}
 }
 
-// gatherRows96 computes dst[n] += Σ_j val[j]·w[idx[j]·ld + n] for n < 96: a
-// sparse vector times rows of w that may overlap (ld < 96). It panics if a
-// row leaves w.
-func gatherRows96(dst, w []float32, ld int, idx []int32, val []float32) {
-	if len(dst) < 96 || len(val) < len(idx) || ld < 0 {
-		panic("fl: gatherRows96: bad shapes")
-	}
-	for _, i := range idx {
-		if i < 0 || int(i)*ld+96 > len(w) {
-			panic(fmt.Sprintf("fl: gatherRows96: row %d outside w", i))
-		}
-	}
-	if gather96Asm(dst, w, ld, idx, val) {
-		return
-	}
-	gatherAxpyGo(dst[:96], w, ld, idx, val)
-}
-
 // tiles splits n rows into the fewest tiles of at most maxRows rows, of
 // nearly equal heights; it returns the number of tiles and the height of the
 // first n%t (one more than the others).
 func tiles(n, maxRows int) (t, base, extra int) {
 	t = (n + maxRows - 1) / maxRows
 	return t, n / t, n % t
+}
+
+// checkPatch panics unless gatherPatch's indices stay in its slices.
+func checkPatch(dst []float32, ds int, w []float32, ld, ws int, idx []int32, val []float32) {
+	if ds < 0 || ld < 0 || ws < 0 || 2*ds+96 > len(dst) || len(val) < len(idx) {
+		panic("fl: gatherPatch: bad shapes")
+	}
+	for _, i := range idx {
+		if i < 0 || int(i)*ld+2*ws+96 > len(w) {
+			panic(fmt.Sprintf("fl: gatherPatch: row %d outside w", i))
+		}
+	}
+}
+
+// gatherPatchGo computes, for s < 3 and n < 96,
+//
+//	dst[s·ds + n] += Σ_j val[j]·w[idx[j]·ld + s·ws + n]:
+//
+// a sparse sum of 3×3×32 patches (three kernel rows of 96 values, ws apart
+// in w and ds apart in dst). The reference for gatherPatchAVX512.
+func gatherPatchGo(dst []float32, ds int, w []float32, ld, ws int, idx []int32, val []float32) {
+	for s := range 3 {
+		gatherAxpyGo(dst[s*ds:s*ds+96], w[s*ws:], ld, idx, val)
+	}
+}
+
+// winCap is the capacity of a window list of scanCell: one entry per
+// channel, and 16 of slack for the full-vector stores of the assembly.
+const winCap = CNNConv2 + 16
+
+// scanCellGo scans the 64 channels of one pooled pixel: the delta dp[c] is
+// kept if it went through conv2's ReLU (pl[c] > 0) and is non-zero, and
+// appended (channel c, value) to the list wIdx[a], wVal[a] of its window
+// position a = arg[c], whose length is cnt[a]; gb[c] += the kept delta (or
+// 0). The reference for scanCellAVX512.
+func scanCellGo(pl, dp []float32, arg []uint8, wIdx *[4][winCap]int32, wVal *[4][winCap]float32, cnt *[4]int, gb []float32) {
+	for c := range CNNConv2 {
+		g := dp[c]
+		if !(pl[c] > 0) {
+			g = 0
+		}
+		gb[c] += g
+		if g != 0 {
+			a := arg[c] & 3
+			wIdx[a][cnt[a]] = int32(c)
+			wVal[a][cnt[a]] = g
+			cnt[a]++
+		}
+	}
 }

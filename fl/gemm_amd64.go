@@ -27,17 +27,6 @@ func gradTileAsm(c, a, d []float32, mr, nv, ny, nx, ay, lda, dy, ldd, ldc int) b
 	return true
 }
 
-// gather96Asm runs gatherRows96 in assembly if the CPU has AVX-512.
-func gather96Asm(dst, w []float32, ld int, idx []int32, val []float32) bool {
-	if level != levelAVX512 {
-		return false
-	}
-	if len(idx) > 0 {
-		gather96AVX512(&dst[0], &w[0], ld, &idx[0], &val[0], len(idx))
-	}
-	return true
-}
-
 //go:noescape
 func pool2AVX512(dst *float32, arg *uint8, r0, r1 *float32, n int)
 
@@ -72,4 +61,39 @@ func reluMask(d, a, sum []float32) {
 		return
 	}
 	reluMaskGo(d, a, sum)
+}
+
+//go:noescape
+func scanCellAVX512(pl, dp *float32, arg *uint8, wIdx *int32, wVal *float32, cnt *[4]int, gb *float32)
+
+// scanCell is scanCellGo or its assembly version. It panics on bad shapes
+// (arg entries must be < 4, as pool2 writes them).
+func scanCell(pl, dp []float32, arg []uint8, wIdx *[4][winCap]int32, wVal *[4][winCap]float32, cnt *[4]int, gb []float32) {
+	const C = CNNConv2
+	if len(pl) < C || len(dp) < C || len(arg) < C || len(gb) < C {
+		panic("fl: scanCell: bad shapes")
+	}
+	for _, n := range cnt {
+		if n < 0 || n > C {
+			panic("fl: scanCell: bad counts")
+		}
+	}
+	if level == levelAVX512 {
+		scanCellAVX512(&pl[0], &dp[0], &arg[0], &wIdx[0][0], &wVal[0][0], cnt, &gb[0])
+		return
+	}
+	scanCellGo(pl, dp, arg, wIdx, wVal, cnt, gb)
+}
+
+// gatherPatch is gatherPatchGo or its assembly version. It panics if an
+// index leaves its slice.
+func gatherPatch(dst []float32, ds int, w []float32, ld, ws int, idx []int32, val []float32) {
+	checkPatch(dst, ds, w, ld, ws, idx, val)
+	if level == levelAVX512 {
+		if len(idx) > 0 {
+			gatherPatchAVX512(&dst[0], ds, &w[0], ld, ws, &idx[0], &val[0], len(idx))
+		}
+		return
+	}
+	gatherPatchGo(dst, ds, w, ld, ws, idx, val)
 }

@@ -323,7 +323,7 @@ func convTile6x4(c, a, b, bias *float32, ns, kl, sa, lda, ldb, ldc, flags int)
 func gradTile6x4(c, a, d *float32, ny, nx, ay, lda, dy, ldd, ldc int)
 
 //go:noescape
-func gather96AVX512(dst, w *float32, ld int, idx *int32, val *float32, n int)
+func gatherPatchAVX512(dst *float32, ds int, w *float32, ld, ws int, idx *int32, val *float32, n int)
 
 // convTiles[nv][mr] is the assembly tile of mr rows and nv vectors.
 var convTiles = [5][25]func(c, a, b, bias *float32, ns, kl, sa, lda, ldb, ldc, flags int){

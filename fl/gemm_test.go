@@ -67,26 +67,6 @@ func TestTiles(t *testing.T) {
 				}
 			}
 		}
-		for _, nnz := range []int{0, 1, 2, 3, 17, 144} {
-			const rows, ld = 60, 32
-			wm := randVec(r, rows*ld+96)
-			idx := make([]int32, nnz)
-			for j := range idx {
-				idx[j] = int32(r.IntN(rows))
-			}
-			val := randVec(r, nnz)
-			d0 := randVec(r, 100)
-			want := append([]float32(nil), d0...)
-			got := append([]float32(nil), d0...)
-			gatherAxpyGo(want[:96], wm, ld, idx, val)
-			gatherRows96(got, wm, ld, idx, val)
-			if e := maxDiff32(got, want); e > 1e-5*float64(1+nnz) {
-				t.Errorf("gatherRows96 nnz=%d: differs from Go by %v", nnz, e)
-			}
-			if got[96] != d0[96] || got[99] != d0[99] {
-				t.Errorf("gatherRows96 wrote past 96 columns")
-			}
-		}
 	})
 }
 
@@ -126,7 +106,8 @@ func TestTileShapesPanic(t *testing.T) {
 		func() {
 			gradTile(make([]float32, 16), make([]float32, 1), make([]float32, 16), 2, 1, 1, 1, 0, 0, 0, 0, 16)
 		},
-		func() { gatherRows96(make([]float32, 96), make([]float32, 100), 32, []int32{1}, []float32{1}) },
+		func() { gatherPatch(make([]float32, 96), 0, make([]float32, 100), 32, 0, []int32{1}, []float32{1}) },
+		func() { gatherPatch(make([]float32, 96), 1, make([]float32, 200), 32, 0, []int32{1}, []float32{1}) },
 	} {
 		func() {
 			defer func() {
@@ -188,6 +169,74 @@ func TestPoolAndMask(t *testing.T) {
 			reluMask(gotD, a, gotS)
 			if maxDiff32(gotD, wantD) != 0 || maxDiff32(gotS, wantS) != 0 {
 				t.Fatalf("reluMask %d pixels differs from Go", 2*px)
+			}
+		}
+	})
+}
+
+// TestScanAndPatch compares scanCell and gatherPatch of every level with the
+// portable loops.
+func TestScanAndPatch(t *testing.T) {
+	withKernels(t, func(t *testing.T) {
+		r := rand.New(rand.NewPCG(7, 8))
+		for trial := range 20 {
+			pl, dp := make([]float32, CNNConv2), make([]float32, CNNConv2)
+			arg := make([]uint8, CNNConv2)
+			for c := range pl {
+				switch r.IntN(4) {
+				case 0:
+					pl[c] = 0
+				case 1:
+					pl[c] = float32(math.NaN())
+				default:
+					pl[c] = float32(r.Float64())
+				}
+				if r.IntN(5) > 0 {
+					dp[c] = float32(2*r.Float64() - 1)
+				}
+				arg[c] = uint8(r.IntN(4))
+				if trial == 0 {
+					arg[c] = 2 // one full list
+					pl[c] = 1
+					dp[c] = 1
+				}
+			}
+			var wantIdx, gotIdx [4][winCap]int32
+			var wantVal, gotVal [4][winCap]float32
+			wantCnt, gotCnt := [4]int{}, [4]int{}
+			wantGb, gotGb := make([]float32, CNNConv2), make([]float32, CNNConv2)
+			scanCellGo(pl, dp, arg, &wantIdx, &wantVal, &wantCnt, wantGb)
+			scanCell(pl, dp, arg, &gotIdx, &gotVal, &gotCnt, gotGb)
+			if gotCnt != wantCnt || maxDiff32(gotGb, wantGb) != 0 {
+				t.Fatalf("scanCell: counts %v, want %v (or gb differs)", gotCnt, wantCnt)
+			}
+			for a := range 4 {
+				for j := range wantCnt[a] {
+					if gotIdx[a][j] != wantIdx[a][j] || gotVal[a][j] != wantVal[a][j] {
+						t.Fatalf("scanCell list %d entry %d: (%d, %v), want (%d, %v)", a, j, gotIdx[a][j], gotVal[a][j], wantIdx[a][j], wantVal[a][j])
+					}
+				}
+			}
+		}
+		for _, nnz := range []int{0, 1, 2, 9, 64} {
+			const rows, ld, ws, ds = 40, 32, 300, 150
+			w := randVec(r, rows*ld+2*ws+96)
+			idx := make([]int32, nnz)
+			for j := range idx {
+				idx[j] = int32(r.IntN(rows))
+			}
+			val := randVec(r, nnz)
+			d0 := randVec(r, 2*ds+100)
+			want, got := append([]float32(nil), d0...), append([]float32(nil), d0...)
+			gatherPatchGo(want, ds, w, ld, ws, idx, val)
+			gatherPatch(got, ds, w, ld, ws, idx, val)
+			if e := maxDiff32(got, want); e > 1e-5*float64(1+nnz) {
+				t.Errorf("gatherPatch nnz=%d: differs from Go by %v", nnz, e)
+			}
+			for i := range d0 {
+				if s, n := i/ds, i%ds; (s > 2 || n >= 96) && got[i] != d0[i] {
+					t.Fatalf("gatherPatch wrote outside its rows at %d", i)
+				}
 			}
 		}
 	})

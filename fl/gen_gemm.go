@@ -36,7 +36,7 @@ func main() {
 			grad = append(grad, gradTile(mr, nv))
 		}
 	}
-	gather96()
+	gatherPatch()
 	table := func(name, sig string, fns []string) {
 		fmt.Fprintf(&g, "\n// %s[nv][mr] is the assembly tile of mr rows and nv vectors.\n", name)
 		fmt.Fprintf(&g, "var %s = [5][25]func(%s){\n", name, sig)
@@ -250,58 +250,64 @@ func gradTile(mr, nv int) string {
 	return name
 }
 
-// gather96 emits dst[n] += Σ_j val[j]·w[idx[j]·ld + n] for n < 96, with two
-// sets of six accumulators (even and odd j) to hide the FMA latency.
-func gather96() {
-	const sig = "dst, w *float32, ld int, idx *int32, val *float32, n int"
-	fmt.Fprintf(&g, "\n//go:noescape\nfunc gather96AVX512(%s)\n", sig)
+// gatherPatch emits, for s < 3 and n < 96,
+// dst[s·ds + n] += Σ_j val[j]·w[idx[j]·ld + s·ws + n]: the three kernel rows
+// of a 3×3×32 patch at once, in 18 accumulators.
+func gatherPatch() {
+	const sig = "dst *float32, ds int, w *float32, ld, ws int, idx *int32, val *float32, n int"
+	fmt.Fprintf(&g, "\n//go:noescape\nfunc gatherPatchAVX512(%s)\n", sig)
 	p("")
-	p("// func gather96AVX512(%s)", sig)
-	p("TEXT ·gather96AVX512(SB), NOSPLIT, $0-48")
+	p("// func gatherPatchAVX512(%s)", sig)
+	p("TEXT ·gatherPatchAVX512(SB), NOSPLIT, $0-64")
 	p("\tMOVQ dst+0(FP), DI")
-	for v := range 6 {
-		p("\tVMOVUPS %d(DI), Z%d", 64*v, v)
-		p("\tVPXORD Z%d, Z%d, Z%d", 6+v, 6+v, 6+v)
+	p("\tMOVQ ds+8(FP), DX")
+	p("\tSHLQ $2, DX")
+	p("\tMOVQ ws+32(FP), R11")
+	p("\tSHLQ $2, R11")
+	for s := range 3 {
+		for v := range 6 {
+			if s == 0 {
+				p("\tVMOVUPS %d(DI), Z%d", 64*v, 6*s+v)
+			} else {
+				p("\tVMOVUPS %d(DI)(DX*%d), Z%d", 64*v, s, 6*s+v)
+			}
+		}
 	}
-	p("\tMOVQ w+8(FP), SI")
-	p("\tMOVQ ld+16(FP), R8")
+	p("\tMOVQ w+16(FP), SI")
+	p("\tMOVQ ld+24(FP), R8")
 	p("\tSHLQ $2, R8")
-	p("\tMOVQ idx+24(FP), R9")
-	p("\tMOVQ val+32(FP), R10")
-	p("\tMOVQ n+40(FP), CX")
-	p("g96pair:")
-	p("\tCMPQ CX, $2")
-	p("\tJLT g96tail")
-	p("\tMOVLQSX (R9), AX")
-	p("\tIMULQ R8, AX")
-	p("\tADDQ SI, AX")
-	p("\tMOVLQSX 4(R9), DX")
-	p("\tIMULQ R8, DX")
-	p("\tADDQ SI, DX")
-	p("\tVBROADCASTSS (R10), Z12")
-	p("\tVBROADCASTSS 4(R10), Z13")
-	for v := range 6 {
-		p("\tVFMADD231PS %d(AX), Z12, Z%d", 64*v, v)
-		p("\tVFMADD231PS %d(DX), Z13, Z%d", 64*v, 6+v)
-	}
-	p("\tADDQ $8, R9")
-	p("\tADDQ $8, R10")
-	p("\tSUBQ $2, CX")
-	p("\tJMP g96pair")
-	p("g96tail:")
+	p("\tMOVQ idx+40(FP), R9")
+	p("\tMOVQ val+48(FP), R10")
+	p("\tMOVQ n+56(FP), CX")
 	p("\tTESTQ CX, CX")
-	p("\tJZ g96done")
+	p("\tJZ gpdone")
+	p("gploop:")
 	p("\tMOVLQSX (R9), AX")
 	p("\tIMULQ R8, AX")
 	p("\tADDQ SI, AX")
-	p("\tVBROADCASTSS (R10), Z12")
-	for v := range 6 {
-		p("\tVFMADD231PS %d(AX), Z12, Z%d", 64*v, v)
+	p("\tVBROADCASTSS (R10), Z18")
+	for s := range 3 {
+		for v := range 6 {
+			if s == 0 {
+				p("\tVFMADD231PS %d(AX), Z18, Z%d", 64*v, 6*s+v)
+			} else {
+				p("\tVFMADD231PS %d(AX)(R11*%d), Z18, Z%d", 64*v, s, 6*s+v)
+			}
+		}
 	}
-	p("g96done:")
-	for v := range 6 {
-		p("\tVADDPS Z%d, Z%d, Z%d", 6+v, v, v)
-		p("\tVMOVUPS Z%d, %d(DI)", v, 64*v)
+	p("\tADDQ $4, R9")
+	p("\tADDQ $4, R10")
+	p("\tDECQ CX")
+	p("\tJNZ gploop")
+	p("gpdone:")
+	for s := range 3 {
+		for v := range 6 {
+			if s == 0 {
+				p("\tVMOVUPS Z%d, %d(DI)", 6*s+v, 64*v)
+			} else {
+				p("\tVMOVUPS Z%d, %d(DI)(DX*%d)", 6*s+v, 64*v, s)
+			}
+		}
 	}
 	p("\tVZEROUPPER")
 	p("\tRET")
