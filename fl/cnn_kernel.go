@@ -22,10 +22,12 @@ const cnnChunk = 64
 // the fully connected layers (from the kept pooled activations and deltas)
 // to the target.
 type cnnKernel struct {
-	m    *cnn
-	n    int // examples of the last forward pass
-	cap  int // examples the buffers hold
-	npad int // n rounded up to a multiple of 16
+	m   *cnn
+	n   int // examples of the last forward pass
+	cap int // examples the forward buffers hold
+	// examples the backward buffers hold
+	backCap int
+	npad    int // n rounded up to a multiple of 16
 
 	x    []float32 // ex.X of the last forward pass
 	rows []int     // offsets in x of its examples
@@ -81,24 +83,27 @@ func newCNNKernel(m *cnn) *cnnKernel {
 
 func (k *cnnKernel) chunk() int { return cnnChunk }
 
-// reserve sizes the per-example buffers for n examples.
-func (k *cnnKernel) reserve(n int) {
-	if n <= k.cap {
-		return
-	}
+// reserve sizes the per-example buffers for n examples, and those of the
+// backward pass too if back is set (evaluation does not need them).
+func (k *cnnKernel) reserve(n int, back bool) {
 	m := k.m
-	k.cap = n
-	k.rows = make([]int, n)
-	k.pl = make([]float32, n*m.flat)
-	k.arg = make([]uint8, n*m.flat)
-	k.h = make([]float32, n*CNNFC)
-	k.dz = make([]float32, n*m.classes)
-	k.dh = make([]float32, n*CNNFC)
-	k.sdh = make([]float32, n*CNNFC)
-	np := (n + 15) &^ 15
-	k.dhT = make([]float32, CNNFC*np)
-	k.dpT = make([]float32, m.flat*np)
-	k.dp = make([]float32, n*m.flat)
+	if n > k.cap {
+		k.cap = n
+		k.rows = make([]int, n)
+		k.pl = make([]float32, n*m.flat)
+		k.arg = make([]uint8, n*m.flat)
+		k.h = make([]float32, n*CNNFC)
+		k.dz = make([]float32, n*m.classes)
+	}
+	if back && n > k.backCap {
+		k.backCap = n
+		np := (n + 15) &^ 15
+		k.dh = make([]float32, n*CNNFC)
+		k.sdh = make([]float32, n*CNNFC)
+		k.dhT = make([]float32, CNNFC*np)
+		k.dpT = make([]float32, m.flat*np)
+		k.dp = make([]float32, n*m.flat)
+	}
 }
 
 // conv1 computes the first convolution and its ReLU for the image at offset
@@ -175,7 +180,7 @@ func pool2Go(dst []float32, arg []uint8, r0, r1 []float32) {
 func (k *cnnKernel) forward(w []float32, ex Examples, batch []int, back bool) (loss float64, correct int) {
 	m := k.m
 	n := len(batch)
-	k.reserve(n)
+	k.reserve(n, back)
 	k.n = n
 	k.npad = (n + 15) &^ 15
 	k.x = ex.X
