@@ -137,8 +137,14 @@ func convTile(mr, nv int) string {
 	}
 	for r := range mr {
 		b := bases[r/5]
-		addr := [...]string{"(%s)", "(%s)(R12*1)", "(%s)(R12*2)", "(%s)(R13*1)", "(%s)(R12*4)"}[r%5]
-		p("\tVBROADCASTSS "+addr+", %s", b, zt)
+		addr := fmt.Sprintf([...]string{"(%s)", "(%s)(R12*1)", "(%s)(R12*2)", "(%s)(R13*1)", "(%s)(R12*4)"}[r%5], b)
+		if nv == 1 {
+			// One use per element of A: an embedded broadcast saves an
+			// instruction (one load and one FMA per element).
+			p("\tVFMADD231PS.BCST %s, %s, %s", addr, zb(0), acc(r, 0, nv))
+			continue
+		}
+		p("\tVBROADCASTSS %s, %s", addr, zt)
 		for v := range nv {
 			p("\tVFMADD231PS %s, %s, %s", zb(v), zt, acc(r, v, nv))
 		}
