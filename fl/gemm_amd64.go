@@ -4,27 +4,49 @@ package fl
 
 //go:generate go run gen_gemm.go
 
-// convTileAsm runs convTile in assembly if the CPU has AVX-512 (the shapes
-// are checked by convTile) and reports whether it did.
+// convTileAsm runs convTile in assembly if the CPU has AVX-512 or AVX2 (the
+// shapes are checked by convTile) and reports whether it did. The AVX2
+// tiles are 16 columns by at most 6 rows, so larger tiles are run as several.
 func convTileAsm(c, a, b, bias []float32, mr, nv, ns, kl, sa, lda, ldb, ldc, flags int) bool {
-	if level != levelAVX512 {
-		return false
+	useBias := flags&(tileBias|tileAccum) == tileBias
+	switch level {
+	case levelAVX512:
+		var bp *float32
+		if useBias {
+			bp = &bias[0]
+		}
+		convTiles[nv][mr](&c[0], &a[0], &b[0], bp, ns, kl, sa, lda, ldb, ldc, flags)
+		return true
+	case levelAVX2:
+		for s := range nv {
+			for r0 := 0; r0 < mr; r0 += 6 {
+				var bp *float32
+				if useBias {
+					bp = &bias[16*s]
+				}
+				convTilesAVX2[min(6, mr-r0)](&c[r0*ldc+16*s], &a[r0*lda], &b[16*s], bp, ns, kl, sa, lda, ldb, ldc, flags)
+			}
+		}
+		return true
 	}
-	var bp *float32
-	if flags&(tileBias|tileAccum) == tileBias {
-		bp = &bias[0]
-	}
-	convTiles[nv][mr](&c[0], &a[0], &b[0], bp, ns, kl, sa, lda, ldb, ldc, flags)
-	return true
+	return false
 }
 
-// gradTileAsm runs gradTile in assembly if the CPU has AVX-512.
+// gradTileAsm runs gradTile in assembly if the CPU has AVX-512 or AVX2.
 func gradTileAsm(c, a, d []float32, mr, nv, ny, nx, ay, lda, dy, ldd, ldc int) bool {
-	if level != levelAVX512 {
-		return false
+	switch level {
+	case levelAVX512:
+		gradTiles[nv][mr](&c[0], &a[0], &d[0], ny, nx, ay, lda, dy, ldd, ldc)
+		return true
+	case levelAVX2:
+		for s := range nv {
+			for r0 := 0; r0 < mr; r0 += 6 {
+				gradTilesAVX2[min(6, mr-r0)](&c[r0*ldc+16*s], &a[r0], &d[16*s], ny, nx, ay, lda, dy, ldd, ldc)
+			}
+		}
+		return true
 	}
-	gradTiles[nv][mr](&c[0], &a[0], &d[0], ny, nx, ay, lda, dy, ldd, ldc)
-	return true
+	return false
 }
 
 //go:noescape
@@ -89,9 +111,16 @@ func scanCell(pl, dp []float32, arg []uint8, wIdx *[4][winCap]int32, wVal *[4][w
 // index leaves its slice.
 func gatherPatch(dst []float32, ds int, w []float32, ld, ws int, idx []int32, val []float32) {
 	checkPatch(dst, ds, w, ld, ws, idx, val)
-	if level == levelAVX512 {
-		if len(idx) > 0 {
-			gatherPatchAVX512(&dst[0], ds, &w[0], ld, ws, &idx[0], &val[0], len(idx))
+	if len(idx) == 0 {
+		return
+	}
+	switch level {
+	case levelAVX512:
+		gatherPatchAVX512(&dst[0], ds, &w[0], ld, ws, &idx[0], &val[0], len(idx))
+		return
+	case levelAVX2:
+		for s := range 3 {
+			gather96AVX2(&dst[s*ds], &w[s*ws], ld, &idx[0], &val[0], len(idx))
 		}
 		return
 	}

@@ -325,6 +325,65 @@ func gradTile6x4(c, a, d *float32, ny, nx, ay, lda, dy, ldd, ldc int)
 //go:noescape
 func gatherPatchAVX512(dst *float32, ds int, w *float32, ld, ws int, idx *int32, val *float32, n int)
 
+//go:noescape
+func convTile1x16AVX2(c, a, b, bias *float32, ns, kl, sa, lda, ldb, ldc, flags int)
+
+//go:noescape
+func gradTile1x16AVX2(c, a, d *float32, ny, nx, ay, lda, dy, ldd, ldc int)
+
+//go:noescape
+func convTile2x16AVX2(c, a, b, bias *float32, ns, kl, sa, lda, ldb, ldc, flags int)
+
+//go:noescape
+func gradTile2x16AVX2(c, a, d *float32, ny, nx, ay, lda, dy, ldd, ldc int)
+
+//go:noescape
+func convTile3x16AVX2(c, a, b, bias *float32, ns, kl, sa, lda, ldb, ldc, flags int)
+
+//go:noescape
+func gradTile3x16AVX2(c, a, d *float32, ny, nx, ay, lda, dy, ldd, ldc int)
+
+//go:noescape
+func convTile4x16AVX2(c, a, b, bias *float32, ns, kl, sa, lda, ldb, ldc, flags int)
+
+//go:noescape
+func gradTile4x16AVX2(c, a, d *float32, ny, nx, ay, lda, dy, ldd, ldc int)
+
+//go:noescape
+func convTile5x16AVX2(c, a, b, bias *float32, ns, kl, sa, lda, ldb, ldc, flags int)
+
+//go:noescape
+func gradTile5x16AVX2(c, a, d *float32, ny, nx, ay, lda, dy, ldd, ldc int)
+
+//go:noescape
+func convTile6x16AVX2(c, a, b, bias *float32, ns, kl, sa, lda, ldb, ldc, flags int)
+
+//go:noescape
+func gradTile6x16AVX2(c, a, d *float32, ny, nx, ay, lda, dy, ldd, ldc int)
+
+//go:noescape
+func gather96AVX2(dst, w *float32, ld int, idx *int32, val *float32, n int)
+
+// convTilesAVX2[mr] is the AVX2 tile of mr rows and 16 columns.
+var convTilesAVX2 = [7]func(c, a, b, bias *float32, ns, kl, sa, lda, ldb, ldc, flags int){
+	1: convTile1x16AVX2,
+	2: convTile2x16AVX2,
+	3: convTile3x16AVX2,
+	4: convTile4x16AVX2,
+	5: convTile5x16AVX2,
+	6: convTile6x16AVX2,
+}
+
+// gradTilesAVX2[mr] is the AVX2 tile of mr rows and 16 columns.
+var gradTilesAVX2 = [7]func(c, a, d *float32, ny, nx, ay, lda, dy, ldd, ldc int){
+	1: gradTile1x16AVX2,
+	2: gradTile2x16AVX2,
+	3: gradTile3x16AVX2,
+	4: gradTile4x16AVX2,
+	5: gradTile5x16AVX2,
+	6: gradTile6x16AVX2,
+}
+
 // convTiles[nv][mr] is the assembly tile of mr rows and nv vectors.
 var convTiles = [5][25]func(c, a, b, bias *float32, ns, kl, sa, lda, ldb, ldc, flags int){
 	1: {1: convTile1x1, 2: convTile2x1, 3: convTile3x1, 4: convTile4x1, 5: convTile5x1, 6: convTile6x1, 7: convTile7x1, 8: convTile8x1, 9: convTile9x1, 10: convTile10x1, 11: convTile11x1, 12: convTile12x1, 13: convTile13x1, 14: convTile14x1, 15: convTile15x1, 16: convTile16x1, 17: convTile17x1, 18: convTile18x1, 19: convTile19x1, 20: convTile20x1, 21: convTile21x1, 22: convTile22x1, 23: convTile23x1, 24: convTile24x1},

@@ -37,6 +37,22 @@ func main() {
 		}
 	}
 	gatherPatch()
+	var conv2, grad2 []string
+	for mr := 1; mr <= 6; mr++ {
+		conv2 = append(conv2, convTileAVX2(mr))
+		grad2 = append(grad2, gradTileAVX2(mr))
+	}
+	gather96AVX2()
+	fmt.Fprintf(&g, "\n// convTilesAVX2[mr] is the AVX2 tile of mr rows and 16 columns.\nvar convTilesAVX2 = [7]func(%s){\n", convSig)
+	for mr := 1; mr <= 6; mr++ {
+		fmt.Fprintf(&g, "%d: %s,\n", mr, conv2[mr-1])
+	}
+	fmt.Fprintln(&g, "}")
+	fmt.Fprintf(&g, "\n// gradTilesAVX2[mr] is the AVX2 tile of mr rows and 16 columns.\nvar gradTilesAVX2 = [7]func(%s){\n", gradSig)
+	for mr := 1; mr <= 6; mr++ {
+		fmt.Fprintf(&g, "%d: %s,\n", mr, grad2[mr-1])
+	}
+	fmt.Fprintln(&g, "}")
 	table := func(name, sig string, fns []string) {
 		fmt.Fprintf(&g, "\n// %s[nv][mr] is the assembly tile of mr rows and nv vectors.\n", name)
 		fmt.Fprintf(&g, "var %s = [5][25]func(%s){\n", name, sig)
@@ -314,6 +330,213 @@ func gatherPatch() {
 				p("\tVMOVUPS Z%d, %d(DI)(DX*%d)", 6*s+v, 64*v, s)
 			}
 		}
+	}
+	p("\tVZEROUPPER")
+	p("\tRET")
+}
+
+// convTileAVX2 emits convTile for mr ≤ 6 rows and 16 columns (two YMM
+// vectors per row): 12 accumulators, two vectors of B, one broadcast and a
+// zero for the ReLU fit the 16 YMM registers.
+func convTileAVX2(mr int) string {
+	name := fmt.Sprintf("convTile%dx16AVX2", mr)
+	fmt.Fprintf(&g, "\n//go:noescape\nfunc %s(%s)\n", name, convSig)
+	bases := []string{"SI", "R8"}
+	groups := (mr + 4) / 5
+	y := func(r, v int) string { return fmt.Sprintf("Y%d", 2*r+v) }
+	p("")
+	p("// func %s(%s)", name, convSig)
+	p("TEXT ·%s(SB), NOSPLIT, $0-88", name)
+	p("\tMOVQ a+8(FP), SI")
+	p("\tMOVQ lda+56(FP), R12")
+	p("\tSHLQ $2, R12")
+	p("\tLEAQ (R12)(R12*2), R13")
+	if groups > 1 {
+		p("\tLEAQ (SI)(R12*4), R8")
+		p("\tADDQ R12, R8")
+	}
+	p("\tMOVQ b+16(FP), BX")
+	p("\tMOVQ ldb+64(FP), DX")
+	p("\tSHLQ $2, DX")
+	p("\tMOVQ flags+80(FP), AX")
+	p("\tTESTQ $1, AX")
+	p("\tJNZ %s_accum", name)
+	p("\tTESTQ $2, AX")
+	p("\tJNZ %s_bias", name)
+	for r := range mr {
+		for v := range 2 {
+			p("\tVXORPS %s, %s, %s", y(r, v), y(r, v), y(r, v))
+		}
+	}
+	p("\tJMP %s_segs", name)
+	p("%s_accum:", name)
+	p("\tMOVQ c+0(FP), DI")
+	p("\tMOVQ ldc+72(FP), CX")
+	p("\tSHLQ $2, CX")
+	for r := range mr {
+		for v := range 2 {
+			p("\tVMOVUPS %d(DI), %s", 32*v, y(r, v))
+		}
+		if r < mr-1 {
+			p("\tADDQ CX, DI")
+		}
+	}
+	p("\tJMP %s_segs", name)
+	p("%s_bias:", name)
+	p("\tMOVQ bias+24(FP), DI")
+	for r := range mr {
+		for v := range 2 {
+			p("\tVMOVUPS %d(DI), %s", 32*v, y(r, v))
+		}
+	}
+	p("%s_segs:", name)
+	p("\tMOVQ kl+40(FP), CX")
+	p("%s_k:", name)
+	p("\tVMOVUPS (BX), Y12")
+	p("\tVMOVUPS 32(BX), Y13")
+	for r := range mr {
+		addr := fmt.Sprintf([...]string{"(%s)", "(%s)(R12*1)", "(%s)(R12*2)", "(%s)(R13*1)", "(%s)(R12*4)"}[r%5], bases[r/5])
+		p("\tVBROADCASTSS %s, Y14", addr)
+		p("\tVFMADD231PS Y12, Y14, %s", y(r, 0))
+		p("\tVFMADD231PS Y13, Y14, %s", y(r, 1))
+	}
+	for i := range groups {
+		p("\tADDQ $4, %s", bases[i])
+	}
+	p("\tADDQ DX, BX")
+	p("\tDECQ CX")
+	p("\tJNZ %s_k", name)
+	p("\tMOVQ sa+48(FP), AX")
+	p("\tSUBQ kl+40(FP), AX")
+	p("\tSHLQ $2, AX")
+	for i := range groups {
+		p("\tADDQ AX, %s", bases[i])
+	}
+	p("\tDECQ ns+32(FP)")
+	p("\tJNZ %s_segs", name)
+	p("\tMOVQ flags+80(FP), AX")
+	p("\tTESTQ $4, AX")
+	p("\tJZ %s_store", name)
+	p("\tVXORPS Y15, Y15, Y15")
+	for r := range mr {
+		for v := range 2 {
+			p("\tVMAXPS %s, Y15, %s", y(r, v), y(r, v))
+		}
+	}
+	p("%s_store:", name)
+	p("\tMOVQ c+0(FP), DI")
+	p("\tMOVQ ldc+72(FP), CX")
+	p("\tSHLQ $2, CX")
+	for r := range mr {
+		for v := range 2 {
+			p("\tVMOVUPS %s, %d(DI)", y(r, v), 32*v)
+		}
+		if r < mr-1 {
+			p("\tADDQ CX, DI")
+		}
+	}
+	p("\tVZEROUPPER")
+	p("\tRET")
+	return name
+}
+
+// gradTileAVX2 emits gradTile for mr ≤ 6 rows and 16 columns.
+func gradTileAVX2(mr int) string {
+	name := fmt.Sprintf("gradTile%dx16AVX2", mr)
+	fmt.Fprintf(&g, "\n//go:noescape\nfunc %s(%s)\n", name, gradSig)
+	y := func(r, v int) string { return fmt.Sprintf("Y%d", 2*r+v) }
+	p("")
+	p("// func %s(%s)", name, gradSig)
+	p("TEXT ·%s(SB), NOSPLIT, $0-80", name)
+	p("\tMOVQ c+0(FP), DI")
+	p("\tMOVQ ldc+72(FP), CX")
+	p("\tSHLQ $2, CX")
+	for r := range mr {
+		for v := range 2 {
+			p("\tVMOVUPS %d(DI), %s", 32*v, y(r, v))
+		}
+		if r < mr-1 {
+			p("\tADDQ CX, DI")
+		}
+	}
+	p("\tMOVQ a+8(FP), SI")
+	p("\tMOVQ d+16(FP), BX")
+	p("\tMOVQ lda+48(FP), R8")
+	p("\tSHLQ $2, R8")
+	p("\tMOVQ ldd+64(FP), R9")
+	p("\tSHLQ $2, R9")
+	p("\tMOVQ ny+24(FP), R10")
+	p("%s_y:", name)
+	p("\tMOVQ SI, R11")
+	p("\tMOVQ BX, R12")
+	p("\tMOVQ nx+32(FP), R13")
+	p("%s_x:", name)
+	p("\tVMOVUPS (R12), Y12")
+	p("\tVMOVUPS 32(R12), Y13")
+	for r := range mr {
+		p("\tVBROADCASTSS %d(R11), Y14", 4*r)
+		p("\tVFMADD231PS Y12, Y14, %s", y(r, 0))
+		p("\tVFMADD231PS Y13, Y14, %s", y(r, 1))
+	}
+	p("\tADDQ R8, R11")
+	p("\tADDQ R9, R12")
+	p("\tDECQ R13")
+	p("\tJNZ %s_x", name)
+	p("\tMOVQ ay+40(FP), AX")
+	p("\tLEAQ (SI)(AX*4), SI")
+	p("\tMOVQ dy+56(FP), AX")
+	p("\tLEAQ (BX)(AX*4), BX")
+	p("\tDECQ R10")
+	p("\tJNZ %s_y", name)
+	p("\tMOVQ c+0(FP), DI")
+	for r := range mr {
+		for v := range 2 {
+			p("\tVMOVUPS %s, %d(DI)", y(r, v), 32*v)
+		}
+		if r < mr-1 {
+			p("\tADDQ CX, DI")
+		}
+	}
+	p("\tVZEROUPPER")
+	p("\tRET")
+	return name
+}
+
+// gather96AVX2 emits dst[n] += Σ_j val[j]·w[idx[j]·ld + n] for n < 96 in
+// twelve YMM accumulators.
+func gather96AVX2() {
+	const sig = "dst, w *float32, ld int, idx *int32, val *float32, n int"
+	fmt.Fprintf(&g, "\n//go:noescape\nfunc gather96AVX2(%s)\n", sig)
+	p("")
+	p("// func gather96AVX2(%s)", sig)
+	p("TEXT ·gather96AVX2(SB), NOSPLIT, $0-48")
+	p("\tMOVQ dst+0(FP), DI")
+	for v := range 12 {
+		p("\tVMOVUPS %d(DI), Y%d", 32*v, v)
+	}
+	p("\tMOVQ w+8(FP), SI")
+	p("\tMOVQ ld+16(FP), R8")
+	p("\tSHLQ $2, R8")
+	p("\tMOVQ idx+24(FP), R9")
+	p("\tMOVQ val+32(FP), R10")
+	p("\tMOVQ n+40(FP), CX")
+	p("\tTESTQ CX, CX")
+	p("\tJZ g96done")
+	p("g96loop:")
+	p("\tMOVLQSX (R9), AX")
+	p("\tIMULQ R8, AX")
+	p("\tADDQ SI, AX")
+	p("\tVBROADCASTSS (R10), Y12")
+	for v := range 12 {
+		p("\tVFMADD231PS %d(AX), Y12, Y%d", 32*v, v)
+	}
+	p("\tADDQ $4, R9")
+	p("\tADDQ $4, R10")
+	p("\tDECQ CX")
+	p("\tJNZ g96loop")
+	p("g96done:")
+	for v := range 12 {
+		p("\tVMOVUPS Y%d, %d(DI)", v, 32*v)
 	}
 	p("\tVZEROUPPER")
 	p("\tRET")
