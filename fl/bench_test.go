@@ -314,6 +314,22 @@ func BenchmarkKernels(b *testing.B) {
 				dense10Back(w, ex.X, rows, tile)
 			}
 		})
+		// The cnn's conv2 tile: 6 output pixels × 64 channels over a 3×3×32
+		// patch (three runs of 96 inputs), B (73 KB) from L2.
+		b.Run(lname+"/cnn-conv2-tile", func(b *testing.B) {
+			a := make([]float32, 4*26*32)
+			w := make([]float32, 288*64)
+			c := make([]float32, 6*64)
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			cpu0 := threadCPU()
+			for b.Loop() {
+				convTile(c, a, w, nil, 6, 4, 3, 96, 26*32, 32, 64, 64, 0)
+			}
+			macs := float64(b.N) * 6 * 64 * 288
+			b.ReportMetric(macs/b.Elapsed().Seconds()/1e9, "GMAC/s")
+			reportCPU(b, threadCPU()-cpu0, macs/1e9, "GMAC/cpu-s", true)
+		})
 		for _, n := range []int{10, 128} {
 			w := make([]float32, len(x)*n)
 			dst := make([]float32, n)
