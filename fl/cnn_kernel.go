@@ -282,9 +282,17 @@ func (k *cnnKernel) backward(w []float32) {
 		convTile(k.dpT[r0*np:], W1[r0*H:], k.dhT, nil, h, nv, 1, H, 0, H, np, np, 0)
 		r0 += h
 	}
-	for q := range flat {
-		for b, v := range k.dpT[q*np : q*np+n] {
-			k.dp[b*flat+q] = v
+	// Transpose in blocks of 16 rows of dpT, so that every example's row of
+	// dp is written a whole cache line at a time (rows of dp are a multiple
+	// of 4 KB apart on 28×28 images, so writing them one value at a time
+	// thrashes one set of the L1 cache).
+	for q0 := 0; q0 < flat; q0 += 16 {
+		blk := k.dpT[q0*np : min(q0+16, flat)*np]
+		for b := range n {
+			row := k.dp[b*flat+q0 : b*flat+min(q0+16, flat)]
+			for i := range row {
+				row[i] = blk[i*np+b]
+			}
 		}
 	}
 
