@@ -32,9 +32,13 @@ type cnnKernel struct {
 	x    []float32 // ex.X of the last forward pass
 	rows []int     // offsets in x of its examples
 
-	a1  []float32 // conv1 output of one example: c1²·32
-	a2  []float32 // two rows of conv2 output: 2·c2·64
-	pl  []float32 // pooled activations: n·flat
+	a1 []float32 // conv1 output of one example: c1²·32
+	a2 []float32 // two rows of conv2 output: 2·c2·64
+	pl []float32 // pooled activations: n rows of flat values, pls apart
+	// pls is flat plus one cache line, so that the rows of pl, which the fc1
+	// tiles read together, do not all fall into one set of the L1 cache
+	// (flat is a multiple of 4 KB on 28×28 images).
+	pls int
 	arg []uint8   // position of each pooled maximum in its window (0..3)
 	h   []float32 // fc1 output after ReLU: n·128
 	dz  []float32 // logits, then softmax − onehot: n·classes
@@ -67,6 +71,7 @@ func newCNNKernel(m *cnn) *cnnKernel {
 	const C1, C2 = CNNConv1, CNNConv2
 	return &cnnKernel{
 		m:     m,
+		pls:   m.flat + 16,
 		a1:    make([]float32, m.c1*m.c1*C1),
 		a2:    make([]float32, 2*m.c2*C2),
 		w2t:   make([]float32, C2*9*C1),
@@ -90,7 +95,7 @@ func (k *cnnKernel) reserve(n int, back bool) {
 	if n > k.cap {
 		k.cap = n
 		k.rows = make([]int, n)
-		k.pl = make([]float32, n*m.flat)
+		k.pl = make([]float32, n*k.pls)
 		k.arg = make([]uint8, n*m.flat)
 		k.h = make([]float32, n*CNNFC)
 		k.dz = make([]float32, n*m.classes)
@@ -188,7 +193,7 @@ func (k *cnnKernel) forward(w []float32, ex Examples, batch []int, back bool) (l
 	for b, i := range batch {
 		k.rows[b] = i * ex.Features
 		k.conv1(w, k.rows[b])
-		k.conv2Pool(w, k.pl[b*flat:(b+1)*flat], k.arg[b*flat:(b+1)*flat])
+		k.conv2Pool(w, k.pl[b*k.pls:b*k.pls+flat], k.arg[b*flat:(b+1)*flat])
 	}
 	k.fc1(w)
 
@@ -237,7 +242,7 @@ func (k *cnnKernel) fc1(w []float32) {
 				if i < extra {
 					h++
 				}
-				convTile(k.h[r0*H+ct:], k.pl[r0*m.flat+k0:], W[k0*H+ct:], bias[ct:], h, 4, 1, kl, 0, m.flat, H, H, flags)
+				convTile(k.h[r0*H+ct:], k.pl[r0*k.pls+k0:], W[k0*H+ct:], bias[ct:], h, 4, 1, kl, 0, k.pls, H, H, flags)
 				r0 += h
 			}
 		}
@@ -321,7 +326,7 @@ func (k *cnnKernel) backwardExample(w []float32, b int) {
 	k.conv1(w, k.rows[b])
 	clear(k.da1)
 	clear(k.chN[:])
-	pl := k.pl[b*flat : (b+1)*flat]
+	pl := k.pl[b*k.pls : b*k.pls+flat]
 	arg := k.arg[b*flat : (b+1)*flat]
 	pp := pool * pool
 	dp := k.dp[b*flat : (b+1)*flat]
@@ -416,7 +421,7 @@ func (k *cnnKernel) accumulate(target []float32, s float32) {
 			h++
 		}
 		for ct := 0; ct < H; ct += 64 {
-			gradTile(W1[r0*H+ct:], k.pl[r0:], k.sdh[ct:], h, 4, 1, n, 0, flat, 0, H, H)
+			gradTile(W1[r0*H+ct:], k.pl[r0:], k.sdh[ct:], h, 4, 1, n, 0, k.pls, 0, H, H)
 		}
 		r0 += h
 	}
