@@ -2,8 +2,9 @@ package fl
 
 // cnnChunk is the largest minibatch the cnn kernel trains on at once; larger
 // minibatches are summed chunk by chunk (see Trainer). It bounds the scratch
-// memory kept for the backward pass (about 46 KB per example on 28×28
-// images) and the width of the transposed deltas (at most four vectors).
+// memory kept for the backward pass (about 130 KB per example on 28×28
+// images: pooled activations, their window positions and deltas, twice)
+// and the width of the transposed deltas (at most four vectors).
 const cnnChunk = 64
 
 // cnnKernel is the float32 kernel of the cnn. Per example, it runs the two
@@ -12,7 +13,7 @@ const cnnChunk = 64
 // layers then run on the whole minibatch (one pass over fc1's weights for
 // all examples). The backward pass of conv2 exploits the pool: at most one
 // position in four of a window receives a gradient, so the weight gradient
-// and the input gradient of conv2 are sparse sums (gatherRows96) over the
+// and the input gradient of conv2 are sparse sums (gatherPatch) over the
 // non-zero deltas instead of dense products. conv1's output is recomputed in
 // the backward pass rather than kept.
 //
@@ -64,7 +65,6 @@ type cnnKernel struct {
 	// forward pass: conv1 weights and bias, conv2 weights (transposed like
 	// w2t) and bias.
 	g1, gb1, g2t, gb2 []float32
-	z                 []float32 // logits of one example
 }
 
 func newCNNKernel(m *cnn) *cnnKernel {
@@ -82,7 +82,6 @@ func newCNNKernel(m *cnn) *cnnKernel {
 		gb1:   make([]float32, C1),
 		g2t:   make([]float32, C2*9*C1),
 		gb2:   make([]float32, C2),
-		z:     make([]float32, m.classes),
 	}
 }
 
