@@ -169,80 +169,112 @@ func BenchmarkLocalUpdateRound(b *testing.B) {
 
 // BenchmarkTrain measures local SGD throughput in examples per second: each
 // goroutine repeatedly runs one epoch of FedAvg over its own 600-example shard.
+// The cnn variants, named model=cnn/batch=B, run on one goroutine only; all
+// single-goroutine variants also report examples per second of thread CPU
+// time (examples/cpu-s), which a loaded machine does not deflate.
 func BenchmarkTrain(b *testing.B) {
 	ex, src := benchData()
 	const shard = 600
-	for _, name := range Models() {
-		m := mustModel(b, name, ex.Features, 10)
-		global := make([]float64, m.Dim())
-		m.Init(rand.New(rand.NewPCG(1, 1)), global)
+	type variant struct {
+		name  string
+		model string
+		batch int
+		g     int
+		lr    float64
+	}
+	var vs []variant
+	for _, name := range denseModels {
 		for _, batch := range []int{10, 32} {
 			for _, g := range []int{1, 2} {
-				b.Run(fmt.Sprintf("%s/batch=%d/goroutines=%d", name, batch, g), func(b *testing.B) {
-					b.Logf("data: %s", src)
-					cfg := LocalConfig{Epochs: 1, Batch: batch, LR: 0.05}
-					trainers := make([]*Trainer, g)
-					deltas := make([][]float64, g)
-					for i := range trainers {
-						trainers[i] = NewTrainer(m)
-						deltas[i] = make([]float64, m.Dim())
-					}
-					if g == 1 {
-						// One goroutine: train on the benchmark's own thread
-						// and also report thread-CPU throughput.
-						runtime.LockOSThread()
-						defer runtime.UnlockOSThread()
-						idx := seq(shard)
-						cpu0 := threadCPU()
-						for b.Loop() {
-							r := rand.New(rand.NewPCG(0, 0))
-							if _, err := trainers[0].LocalUpdate(deltas[0], r, global, ex, idx, cfg); err != nil {
-								b.Fatal(err)
-							}
-						}
-						b.ReportMetric(float64(b.N*shard)/b.Elapsed().Seconds(), "examples/s")
-						reportCPU(b, threadCPU()-cpu0, float64(b.N*shard), "examples/cpu-s", true)
-						return
-					}
-					var cpu time.Duration
-					for b.Loop() {
-						cpu += parallel(g, func(i int) {
-							idx := seq(shard)
-							for j := range idx {
-								idx[j] += i * shard
-							}
-							r := rand.New(rand.NewPCG(uint64(i), 0))
-							if _, err := trainers[i].LocalUpdate(deltas[i], r, global, ex, idx, cfg); err != nil {
-								b.Error(err)
-							}
-						})
-					}
-					b.ReportMetric(float64(b.N*g*shard)/b.Elapsed().Seconds(), "examples/s")
-					// Per core: equals the wall figure divided by g on an
-					// idle machine with g free cores.
-					reportCPU(b, cpu, float64(b.N*g*shard), "examples/cpu-s", true)
-				})
+				vs = append(vs, variant{fmt.Sprintf("%s/batch=%d/goroutines=%d", name, batch, g), name, batch, g, 0.05})
 			}
 		}
 	}
+	for _, batch := range []int{10, 32} {
+		vs = append(vs, variant{fmt.Sprintf("model=cnn/batch=%d", batch), CNN, batch, 1, 0.01})
+	}
+	for _, v := range vs {
+		m := mustModel(b, v.model, ex.Features, 10)
+		global := make([]float64, m.Dim())
+		m.Init(rand.New(rand.NewPCG(1, 1)), global)
+		b.Run(v.name, func(b *testing.B) {
+			b.Logf("data: %s", src)
+			cfg := LocalConfig{Epochs: 1, Batch: v.batch, LR: v.lr}
+			g := v.g
+			trainers := make([]*Trainer, g)
+			deltas := make([][]float64, g)
+			for i := range trainers {
+				trainers[i] = NewTrainer(m)
+				deltas[i] = make([]float64, m.Dim())
+			}
+			if g == 1 {
+				// One goroutine: train on the benchmark's own thread
+				// and also report thread-CPU throughput.
+				runtime.LockOSThread()
+				defer runtime.UnlockOSThread()
+				idx := seq(shard)
+				cpu0 := threadCPU()
+				for b.Loop() {
+					r := rand.New(rand.NewPCG(0, 0))
+					if _, err := trainers[0].LocalUpdate(deltas[0], r, global, ex, idx, cfg); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.ReportMetric(float64(b.N*shard)/b.Elapsed().Seconds(), "examples/s")
+				reportCPU(b, threadCPU()-cpu0, float64(b.N*shard), "examples/cpu-s", true)
+				return
+			}
+			var cpu time.Duration
+			for b.Loop() {
+				cpu += parallel(g, func(i int) {
+					idx := seq(shard)
+					for j := range idx {
+						idx[j] += i * shard
+					}
+					r := rand.New(rand.NewPCG(uint64(i), 0))
+					if _, err := trainers[i].LocalUpdate(deltas[i], r, global, ex, idx, cfg); err != nil {
+						b.Error(err)
+					}
+				})
+			}
+			b.ReportMetric(float64(b.N*g*shard)/b.Elapsed().Seconds(), "examples/s")
+			// Per core: equals the wall figure divided by g on an
+			// idle machine with g free cores.
+			reportCPU(b, cpu, float64(b.N*g*shard), "examples/cpu-s", true)
+		})
+	}
 }
 
-// BenchmarkEvaluate measures evaluation on 10,000 examples.
+// BenchmarkEvaluate measures evaluation on 10,000 examples (2,000 for the
+// cnn). With one worker it also reports examples per second of thread CPU
+// time.
 func BenchmarkEvaluate(b *testing.B) {
 	ex, _ := benchData()
-	ex = Examples{X: ex.X[:10000*ex.Features], Y: ex.Y[:10000], Features: ex.Features}
 	for _, name := range Models() {
+		n := 10000
+		if name == CNN {
+			n = 2000
+		}
+		ex := Examples{X: ex.X[:n*ex.Features], Y: ex.Y[:n], Features: ex.Features}
 		m := mustModel(b, name, ex.Features, 10)
 		w := make([]float64, m.Dim())
 		m.Init(rand.New(rand.NewPCG(1, 1)), w)
 		for _, workers := range []int{1, 2} {
 			b.Run(fmt.Sprintf("%s/workers=%d", name, workers), func(b *testing.B) {
+				if workers == 1 {
+					runtime.LockOSThread()
+					defer runtime.UnlockOSThread()
+				}
+				cpu0 := threadCPU()
 				for b.Loop() {
 					if _, _, err := Evaluate(m, w, ex, workers); err != nil {
 						b.Fatal(err)
 					}
 				}
 				b.ReportMetric(float64(b.N*ex.Len())/b.Elapsed().Seconds(), "examples/s")
+				if workers == 1 {
+					reportCPU(b, threadCPU()-cpu0, float64(b.N*ex.Len()), "examples/cpu-s", true)
+				}
 			})
 		}
 	}
@@ -281,6 +313,22 @@ func BenchmarkKernels(b *testing.B) {
 			for b.Loop() {
 				dense10Back(w, ex.X, rows, tile)
 			}
+		})
+		// The cnn's conv2 tile: 6 output pixels × 64 channels over a 3×3×32
+		// patch (three runs of 96 inputs), B (73 KB) from L2.
+		b.Run(lname+"/cnn-conv2-tile", func(b *testing.B) {
+			a := make([]float32, 4*26*32)
+			w := make([]float32, 288*64)
+			c := make([]float32, 6*64)
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			cpu0 := threadCPU()
+			for b.Loop() {
+				convTile(c, a, w, nil, 6, 4, 3, 96, 26*32, 32, 64, 64, 0)
+			}
+			macs := float64(b.N) * 6 * 64 * 288
+			b.ReportMetric(macs/b.Elapsed().Seconds()/1e9, "GMAC/s")
+			reportCPU(b, threadCPU()-cpu0, macs/1e9, "GMAC/cpu-s", true)
 		})
 		for _, n := range []int{10, 128} {
 			w := make([]float32, len(x)*n)

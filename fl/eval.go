@@ -20,14 +20,13 @@ const evalChunk = 128
 // model's classes, no examples, workers < 1) return an error wrapping
 // checks.ErrInvalid.
 func Evaluate(m Model, w []float64, ex Examples, workers int) (accuracy, loss float64, err error) {
-	d := m.shape()
 	if err := checks.IntAtLeast("workers", workers, 1); err != nil {
 		return 0, 0, err
 	}
-	if len(w) != d.dim {
-		return 0, 0, checks.Invalidf("model has dimension %d, model %s has %d", len(w), d.name, d.dim)
+	if len(w) != m.Dim() {
+		return 0, 0, checks.Invalidf("model has dimension %d, model %s has %d", len(w), m.Name(), m.Dim())
 	}
-	if err := ex.check(d); err != nil {
+	if err := ex.check(m); err != nil {
 		return 0, 0, err
 	}
 	n := ex.Len()
@@ -35,11 +34,11 @@ func Evaluate(m Model, w []float64, ex Examples, workers int) (accuracy, loss fl
 		return 0, 0, checks.Invalidf("no examples to evaluate on")
 	}
 	for i, y := range ex.Y {
-		if int(y) >= d.out {
-			return 0, 0, checks.Invalidf("label of example %d is %d, model has %d classes", i, y, d.out)
+		if int(y) >= m.Classes() {
+			return 0, 0, checks.Invalidf("label of example %d is %d, model has %d classes", i, y, m.Classes())
 		}
 	}
-	w32 := make([]float32, d.dim)
+	w32 := make([]float32, m.Dim())
 	if i := toFloat32(w32, w); i >= 0 {
 		return 0, 0, checks.Invalidf("model parameter %d is %v, want a finite number", i, w[i])
 	}
@@ -49,7 +48,7 @@ func Evaluate(m Model, w []float64, ex Examples, workers int) (accuracy, loss fl
 	correct := make([]int, chunks)
 	var next atomic.Int64
 	work := func() {
-		k := newKernel(d)
+		k := m.newKernel()
 		batch := make([]int, evalChunk)
 		for {
 			c := int(next.Add(1) - 1)

@@ -52,3 +52,30 @@ func Example() {
 	fmt.Printf("d=%d accuracy=%.2f loss<0.2: %v\n", m.Dim(), acc, loss < 0.2)
 	// Output: d=6 accuracy=1.00 loss<0.2: true
 }
+
+// ExampleNewModel_cnn builds the group-privacy paper's network for 28×28
+// images with 62 classes (FEMNIST) and lists the blocks of its parameter
+// vector: the paper's n0 = 1,206,590.
+func ExampleNewModel_cnn() {
+	m, err := fl.NewModel(fl.CNN, 28*28, 62)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("d =", m.Dim())
+	for _, l := range m.Layers() {
+		fmt.Printf("%-12s offset %7d shape %v\n", l.Name, l.Offset, l.Shape)
+	}
+	_, err = fl.NewModel(fl.CNN, 5*5, 10)
+	fmt.Println(err)
+	// Output:
+	// d = 1206590
+	// conv1.weight offset       0 shape [3 3 1 32]
+	// conv1.bias   offset     288 shape [32]
+	// conv2.weight offset     320 shape [3 3 32 64]
+	// conv2.bias   offset   18752 shape [64]
+	// fc1.weight   offset   18816 shape [9216 128]
+	// fc1.bias     offset 1198464 shape [128]
+	// fc2.weight   offset 1198592 shape [128 62]
+	// fc2.bias     offset 1206528 shape [62]
+	// invalid parameter: model cnn needs images of side at least 6, got 5×5
+}

@@ -24,9 +24,9 @@ func (e Examples) Len() int { return len(e.Y) }
 func (e Examples) Row(i int) []float32 { return e.X[i*e.Features : (i+1)*e.Features] }
 
 // check verifies that e has the shape model m expects.
-func (e Examples) check(m *dense) error {
-	if e.Features != m.in {
-		return checks.Invalidf("examples have %d features, model %s expects %d", e.Features, m.name, m.in)
+func (e Examples) check(m Model) error {
+	if e.Features != m.Features() {
+		return checks.Invalidf("examples have %d features, model %s expects %d", e.Features, m.Name(), m.Features())
 	}
 	if len(e.X) != len(e.Y)*e.Features {
 		return checks.Invalidf("examples have %d feature values for %d labels of %d features", len(e.X), len(e.Y), e.Features)
@@ -36,7 +36,7 @@ func (e Examples) check(m *dense) error {
 
 // checkIndex verifies that idx is non-empty, that every index is a row of e,
 // and that the labels of those rows are classes of m.
-func (e Examples) checkIndex(m *dense, idx []int) error {
+func (e Examples) checkIndex(m Model, idx []int) error {
 	if len(idx) == 0 {
 		return checks.Invalidf("client has no examples")
 	}
@@ -45,8 +45,8 @@ func (e Examples) checkIndex(m *dense, idx []int) error {
 		if i < 0 || i >= n {
 			return checks.Invalidf("example index idx[%d] = %d is outside [0, %d)", j, i, n)
 		}
-		if int(e.Y[i]) >= m.out {
-			return checks.Invalidf("label of example %d is %d, model has %d classes", i, e.Y[i], m.out)
+		if int(e.Y[i]) >= m.Classes() {
+			return checks.Invalidf("label of example %d is %d, model has %d classes", i, e.Y[i], m.Classes())
 		}
 	}
 	return nil

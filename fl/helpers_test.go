@@ -35,6 +35,9 @@ func synth(seed uint64, n, features, classes int) Examples {
 	return ex
 }
 
+// denseModels are the models that take any number of features.
+var denseModels = []string{LogReg, MLP}
+
 func seq(n int) []int {
 	s := make([]int, n)
 	for i := range s {

@@ -2,16 +2,10 @@ package fl
 
 import "math"
 
-// kernel runs the float32 forward and backward passes of a minibatch. It owns
-// the scratch buffers of one goroutine and grows them on first use, so that a
-// steady state of training does not allocate.
-//
-// A step is split in two so that callers can update the parameters in place:
-// forward reads the parameters and keeps everything the gradient needs
-// (the non-zero inputs, the non-zero hidden activations and the deltas of both
-// layers); accumulate then adds a multiple of the gradient to a target vector
-// without reading the parameters, so the target may be the parameters
-// themselves.
+// kernel is the kern of the dense models (logreg, mlp). It owns the scratch
+// buffers of one goroutine and grows them on first use, so that a steady
+// state of training does not allocate. forward keeps the non-zero inputs, the
+// non-zero hidden activations and the deltas of both layers.
 type kernel struct {
 	m *dense
 	n int // examples of the last forward pass
@@ -54,6 +48,8 @@ type kernel struct {
 const featureBlock = 32
 
 func newKernel(m *dense) *kernel { return &kernel{m: m} }
+
+func (k *kernel) chunk() int { return maxChunk }
 
 // reserve sizes the scratch buffers for batches of n examples.
 func (k *kernel) reserve(n int) {

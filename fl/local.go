@@ -124,27 +124,26 @@ type LocalStats struct {
 // buffers of one goroutine, so that LocalUpdate does not allocate once warm;
 // it is not safe for concurrent use: give each worker its own Trainer.
 type Trainer struct {
-	m     *dense
-	k     *kernel
+	m     Model
+	k     kern
 	g     []float32 // float32 copy of the global model
 	w     []float32 // local model (FedAvg) or gradient (FedSGD)
 	grad  []float32 // gradient of minibatches larger than maxChunk (lazy)
 	order []int     // the shard, in the order of the current epoch
 }
 
-// maxChunk bounds the number of examples the kernel processes at once, and so
-// the scratch memory of a Trainer; larger minibatches are summed chunk by
-// chunk.
+// maxChunk bounds the number of examples the dense kernel processes at once,
+// and so the scratch memory of a Trainer; larger minibatches are summed chunk
+// by chunk.
 const maxChunk = 256
 
 // NewTrainer returns a Trainer for m.
 func NewTrainer(m Model) *Trainer {
-	d := m.shape()
 	return &Trainer{
-		m: d,
-		k: newKernel(d),
-		g: make([]float32, d.dim),
-		w: make([]float32, d.dim),
+		m: m,
+		k: m.newKernel(),
+		g: make([]float32, m.Dim()),
+		w: make([]float32, m.Dim()),
 	}
 }
 
@@ -167,11 +166,11 @@ func (t *Trainer) LocalUpdate(dst []float64, r *rand.Rand, global []float64, ex 
 	if err := cfg.Validate(); err != nil {
 		return LocalStats{}, err
 	}
-	if len(dst) != m.dim {
-		return LocalStats{}, checks.Invalidf("update buffer has dimension %d, model %s has %d", len(dst), m.name, m.dim)
+	if len(dst) != m.Dim() {
+		return LocalStats{}, checks.Invalidf("update buffer has dimension %d, model %s has %d", len(dst), m.Name(), m.Dim())
 	}
-	if len(global) != m.dim {
-		return LocalStats{}, checks.Invalidf("global model has dimension %d, model %s has %d", len(global), m.name, m.dim)
+	if len(global) != m.Dim() {
+		return LocalStats{}, checks.Invalidf("global model has dimension %d, model %s has %d", len(global), m.Name(), m.Dim())
 	}
 	if err := ex.check(m); err != nil {
 		return LocalStats{}, err
@@ -244,7 +243,7 @@ func (t *Trainer) LocalUpdate(dst []float64, r *rand.Rand, global []float64, ex 
 // the same w, and returns the mean minibatch loss at w.
 func (t *Trainer) step(ex Examples, batch []int, s, prox float32) (float64, error) {
 	var loss float64
-	if len(batch) <= maxChunk {
+	if len(batch) <= t.k.chunk() {
 		// Forward first, then update w in place: accumulate does not read w.
 		loss, _ = t.k.forward(t.w, ex, batch, true)
 		loss /= float64(len(batch))
@@ -258,7 +257,7 @@ func (t *Trainer) step(ex Examples, batch []int, s, prox float32) (float64, erro
 		return loss, nil
 	}
 	if t.grad == nil {
-		t.grad = make([]float32, t.m.dim)
+		t.grad = make([]float32, t.m.Dim())
 	}
 	clear(t.grad)
 	loss = t.gradient(t.grad, t.w, ex, batch, 1) / float64(len(batch))
@@ -275,11 +274,12 @@ func (t *Trainer) step(ex Examples, batch []int, s, prox float32) (float64, erro
 }
 
 // gradient adds s·Σ_b ∇ℓ_b(w) to target, which must not alias w, in chunks
-// of at most maxChunk examples, and returns the summed loss.
+// of at most the kernel's chunk size, and returns the summed loss.
 func (t *Trainer) gradient(target, w []float32, ex Examples, batch []int, s float32) float64 {
 	var loss float64
-	for lo := 0; lo < len(batch); lo += maxChunk {
-		l, _ := t.k.forward(w, ex, batch[lo:min(lo+maxChunk, len(batch))], true)
+	c := t.k.chunk()
+	for lo := 0; lo < len(batch); lo += c {
+		l, _ := t.k.forward(w, ex, batch[lo:min(lo+c, len(batch))], true)
 		loss += l
 		t.k.accumulate(target, s)
 	}

@@ -170,7 +170,7 @@ func equalBits(x, y []float64) bool {
 
 func TestDeterminism(t *testing.T) {
 	ex := synth(7, 50, 40, 5)
-	for _, name := range Models() {
+	for _, name := range denseModels {
 		m := mustModel(t, name, 40, 5)
 		wg := make([]float64, m.Dim())
 		m.Init(rand.New(rand.NewPCG(1, 1)), wg)
@@ -252,7 +252,7 @@ func TestLossDecreases(t *testing.T) {
 
 func TestEvaluateWorkersInvariant(t *testing.T) {
 	ex := synth(9, 1000, 100, 10) // 8 chunks, the last one partial
-	for _, name := range Models() {
+	for _, name := range denseModels {
 		m := mustModel(t, name, 100, 10)
 		w := randomParams(rand.New(rand.NewPCG(4, 4)), m.Dim(), 0.1)
 		acc1, loss1, err := Evaluate(m, w, ex, 1)
@@ -277,7 +277,7 @@ func TestEvaluateWorkersInvariant(t *testing.T) {
 		}
 	}
 	// Accuracy counts arg max hits: a model that always predicts class 3.
-	m := mustModel(t, LogReg, 100, 10).shape()
+	m := mustModel(t, LogReg, 100, 10).(*dense)
 	w := make([]float64, m.dim)
 	w[m.b1+3] = 1
 	var want int
@@ -414,7 +414,7 @@ func TestParseMode(t *testing.T) {
 
 func TestLocalUpdateDoesNotAllocate(t *testing.T) {
 	ex := synth(12, 100, 60, 10)
-	for _, name := range Models() {
+	for _, name := range denseModels {
 		m := mustModel(t, name, 60, 10)
 		wg := make([]float64, m.Dim())
 		m.Init(rand.New(rand.NewPCG(1, 1)), wg)
@@ -441,7 +441,7 @@ func TestLocalUpdateDoesNotAllocate(t *testing.T) {
 func TestLargeBatch(t *testing.T) {
 	ex := synth(13, 700, 20, 4)
 	idx := seq(650)
-	for _, name := range Models() {
+	for _, name := range denseModels {
 		m := mustModel(t, name, 20, 4)
 		r := rand.New(rand.NewPCG(1, 3))
 		wg := randomParams(r, m.Dim(), 0.2)

@@ -15,7 +15,7 @@ import (
 // implement it, because the trainer runs their dedicated float32 kernels.
 // A Model is immutable and safe for concurrent use.
 type Model interface {
-	// Name is the registry name ("logreg" or "mlp").
+	// Name is the registry name ("logreg", "mlp" or "cnn").
 	Name() string
 	// Dim is the number d of parameters.
 	Dim() int
@@ -24,8 +24,8 @@ type Model interface {
 	// Classes is the number of output classes.
 	Classes() int
 	// Init writes initial parameters into w, drawing from r (logreg: zeros;
-	// mlp: He-uniform W1, Glorot-uniform W2, zero biases). It panics if
-	// len(w) != Dim().
+	// mlp: He-uniform W1, Glorot-uniform W2, zero biases; cnn: see
+	// NewModel). It panics if len(w) != Dim().
 	Init(r *rand.Rand, w []float64)
 	// Loss returns the mean softmax cross-entropy of the examples idx of ex
 	// at parameters w, computed in float64. It panics if the shapes do not
@@ -42,24 +42,53 @@ type Model interface {
 	// inversion of a fully connected layer) use them.
 	Layers() []Layer
 
-	shape() *dense
+	// newKernel returns the float32 training and evaluation kernel of the
+	// model, with its own scratch buffers (one per goroutine).
+	newKernel() kern
+}
+
+// kern is the float32 kernel of a model: the scratch buffers of one
+// goroutine and the forward and backward passes of a minibatch.
+//
+// A step is split in two so that callers can update the parameters in place:
+// forward reads the parameters and keeps everything the gradient needs;
+// accumulate then adds a multiple of the gradient to a target vector without
+// reading the parameters, so the target may be the parameters themselves.
+type kern interface {
+	// forward evaluates the model with parameters w on the examples batch of
+	// ex and returns the sum (not the mean) of their losses and how many are
+	// classified correctly. If back is set it also prepares what accumulate
+	// needs; then len(batch) must not exceed chunk(). Shapes are the
+	// caller's responsibility.
+	forward(w []float32, ex Examples, batch []int, back bool) (loss float64, correct int)
+	// accumulate adds s·Σ_b ∇ℓ_b, the sum of the per-example gradients of
+	// the last forward pass (run with back set), to target.
+	accumulate(target []float32, s float32)
+	// chunk is the largest minibatch forward accepts with back set.
+	chunk() int
 }
 
 // Model names accepted by NewModel.
 const (
 	LogReg = "logreg"
 	MLP    = "mlp"
+	CNN    = "cnn"
 )
 
 // MLPHidden is the width of the hidden layer of the "mlp" model.
 const MLPHidden = 128
 
 // Models returns the names accepted by NewModel, sorted.
-func Models() []string { return []string{LogReg, MLP} }
+func Models() []string { return []string{CNN, LogReg, MLP} }
 
 // NewModel returns the model registered under name for inputs of the given
-// dimension and number of classes. An unknown name or a non-positive size is
-// an error wrapping checks.ErrInvalid.
+// dimension and number of classes. An unknown name, a non-positive size, or
+// an input the model cannot take (cnn: not a square image of side at least
+// CNNMinSide) is an error wrapping checks.ErrInvalid.
+//
+// The "cnn" model is the convolutional network of the group-privacy paper
+// (Galli et al., Table 5; see newCNN for the architecture, the parameter
+// layout and its initialisation).
 func NewModel(name string, features, classes int) (Model, error) {
 	if err := checks.IntAtLeast("features", features, 1); err != nil {
 		return nil, err
@@ -72,6 +101,8 @@ func NewModel(name string, features, classes int) (Model, error) {
 		return newDense(LogReg, features, 0, classes), nil
 	case MLP:
 		return newDense(MLP, features, MLPHidden, classes), nil
+	case CNN:
+		return newCNN(features, classes)
 	}
 	return nil, checks.Invalidf("unknown model %q (known models: %s)", name, strings.Join(Models(), ", "))
 }
@@ -117,7 +148,9 @@ func (m *dense) Name() string  { return m.name }
 func (m *dense) Dim() int      { return m.dim }
 func (m *dense) Features() int { return m.in }
 func (m *dense) Classes() int  { return m.out }
-func (m *dense) shape() *dense { return m }
+func (m *dense) newKernel() kern {
+	return newKernel(m)
+}
 func (m *dense) String() string {
 	return fmt.Sprintf("%s(%d→%d→%d, d=%d)", m.name, m.in, m.hidden, m.out, m.dim)
 }

@@ -20,7 +20,13 @@ func TestNewModel(t *testing.T) {
 		{name: "logreg", features: 784, classes: 10, dim: 7850},
 		{name: "mlp", features: 784, classes: 10, dim: 101770},
 		{name: "logreg", features: 2, classes: 2, dim: 6},
-		{name: "cnn", features: 784, classes: 10, wantErr: "logreg, mlp"},
+		{name: "cnn", features: 784, classes: 10, dim: 1199882},
+		{name: "cnn", features: 784, classes: 62, dim: 1206590},
+		{name: "cnn", features: 36, classes: 2, dim: 288 + 32 + 18432 + 64 + 64*128 + 128 + 128*2 + 2},
+		{name: "cnn", features: 783, classes: 10, wantErr: "not a square"},
+		{name: "cnn", features: 25, classes: 10, wantErr: "side at least 6"},
+		{name: "cnn", features: 1, classes: 10, wantErr: "side at least 6"},
+		{name: "convnet", features: 784, classes: 10, wantErr: "cnn, logreg, mlp"},
 		{name: "", features: 784, classes: 10, wantErr: "unknown model"},
 		{name: "logreg", features: 0, classes: 10, wantErr: "features"},
 		{name: "mlp", features: 784, classes: 1, wantErr: "classes"},
@@ -54,7 +60,7 @@ func TestInit(t *testing.T) {
 		}
 	}
 
-	m := mustModel(t, MLP, 20, 4).shape()
+	m := mustModel(t, MLP, 20, 4).(*dense)
 	w1 := make([]float64, m.dim)
 	w2 := make([]float64, m.dim)
 	m.Init(rand.New(rand.NewPCG(3, 4)), w1)
@@ -150,7 +156,7 @@ func TestGradientFiniteDifferences(t *testing.T) {
 // FedSGD on a full shard) against the float64 reference gradient.
 func TestFastGradientMatchesReference(t *testing.T) {
 	withKernels(t, func(t *testing.T) {
-		for _, name := range Models() {
+		for _, name := range denseModels {
 			for _, shape := range [][2]int{{9, 4}, {70, 10}, {784, 10}, {40, 10}, {8, 10}, {33, 17}, {17, 2}, {40, 140}} {
 				features, classes := shape[0], shape[1]
 				ex := synth(5, 40, features, classes)
@@ -193,7 +199,7 @@ func maxAbsDiff(x, y []float64) float64 {
 }
 
 func TestLayersTile(t *testing.T) {
-	for _, name := range Models() {
+	for _, name := range denseModels {
 		m, err := NewModel(name, 784, 10)
 		if err != nil {
 			t.Fatal(err)
