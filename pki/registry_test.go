@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"shufflefl/checks"
 )
@@ -88,5 +89,17 @@ func TestClientKeyPEM(t *testing.T) {
 	}
 	if ek, ok := k.(ed25519.PrivateKey); !ok || !ek.Equal(s.key) {
 		t.Errorf("Ed25519 key round trip: %T", k)
+	}
+	ck, err := ParseClientKeyPEM(b)
+	if err != nil || !ck.Equal(s.key) {
+		t.Errorf("ParseClientKeyPEM: %v", err)
+	}
+	ca, err := NewCA("x", t0, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ecKey, _ := EncodeKeyPEM(ca.Key)
+	if _, err := ParseClientKeyPEM(ecKey); !errors.Is(err, checks.ErrInvalid) {
+		t.Errorf("ECDSA key as a client key: %v", err)
 	}
 }

@@ -190,3 +190,18 @@ func (s *Signer) Sign(r *rand.Rand, now time.Time, kind string, round uint64, pa
 func (r *Request) String() string {
 	return fmt.Sprintf("%s request of %s for round %d at %s", r.Kind, r.ClientID, r.Round, r.Time.UTC().Format(time.RFC3339Nano))
 }
+
+// ParseClientKeyPEM decodes a client's Ed25519 private key (a PKCS #8
+// "PRIVATE KEY" block, as `shufflefl certs` writes it); any other key type
+// is an error.
+func ParseClientKeyPEM(data []byte) (ed25519.PrivateKey, error) {
+	k, err := ParseKeyPEM(data)
+	if err != nil {
+		return nil, err
+	}
+	ek, ok := k.(ed25519.PrivateKey)
+	if !ok {
+		return nil, checks.Invalidf("pki: client key is %T, want an Ed25519 key", k)
+	}
+	return ek, nil
+}
