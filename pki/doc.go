@@ -9,7 +9,7 @@
 // NewCA makes a self-signed ECDSA P-256 CA; CA.Issue makes a role's
 // certificate, valid for server and client authentication, with DNS and IP
 // subject alternative names for the hosts it serves and a URI naming its
-// role (RoleURI, e.g. "urn:shufflefl:role:shuffler"). The tls.Config
+// role (Role.URI, e.g. "urn:shufflefl:role:shuffler"). The tls.Config
 // builders require TLS 1.3 and check the peer's role besides its chain, so a
 // certificate of the same CA issued to another role is refused: the analyzer
 // accepts only the shuffler, and clients accept only the shuffler.

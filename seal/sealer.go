@@ -43,7 +43,8 @@ func (s *Sealer) Seal(round uint64, l Label, values []float64) ([]byte, error) {
 	return s.AppendSeal(nil, round, l, values)
 }
 
-// AppendSeal is Seal appending the message to dst.
+// AppendSeal is Seal appending the message to dst (a caller reusing a
+// buffer passes buf[:0]). On error it returns nil.
 func (s *Sealer) AppendSeal(dst []byte, round uint64, l Label, values []float64) ([]byte, error) {
 	if err := checkRound(round); err != nil {
 		return nil, err
