@@ -38,6 +38,11 @@ unless --overwrite is given, which replaces these files (and any old client
 keys) and keeps everything else.
 
 Exit status: 0 success, 2 bad arguments or a used --out, 1 internal failure.
+docs/DEPLOYMENT.md explains the design and the costs.
+
+Examples:
+  shufflefl certs --out creds --clients 1000
+  shufflefl certs --out creds --clients 50 --hosts localhost,10.0.0.5 --suite xwing --overwrite
 
 Flags:
 `

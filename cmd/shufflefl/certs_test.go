@@ -188,7 +188,12 @@ func TestCertsBadInput(t *testing.T) {
 	if code, _, errs := runCertsCmd("--out", f, "--clients", "1"); code != 2 || !strings.Contains(errs, "is a file") {
 		t.Errorf("--out file: %d %q", code, errs)
 	}
-	if code, out, _ := runCertsCmd("--help"); code != 0 || !strings.Contains(out, "--clients") || !strings.Contains(out, "0600") {
-		t.Errorf("--help: %d %q", code, out)
+	code, help, _ := runCertsCmd("--help")
+	if code != 0 || !strings.Contains(help, "\n  --clients int\n") || !strings.Contains(help, "0600") || !strings.Contains(help, "Examples:\n  shufflefl certs") {
+		t.Errorf("--help: %d %q", code, help)
+	}
+	var viaHelp bytes.Buffer
+	if code := realMain([]string{"help", "certs"}, &viaHelp, &bytes.Buffer{}); code != 0 || viaHelp.String() != help {
+		t.Errorf("help certs: status %d, output differs from certs --help", code)
 	}
 }
