@@ -141,17 +141,11 @@ func runDPrivRegression(o dprivOpts, stdout, stderr io.Writer) error {
 		fmt.Fprintf(&md, " %d |", k)
 	}
 	md.WriteString("\n| --- |" + strings.Repeat(" --- |", len(ks)) + "\n")
-	means := make([][]float64, len(ks))
-	sds := make([][]float64, len(ks))
-	for ki := range ks {
-		means[ki] = make([]float64, len(nus))
-		sds[ki] = make([]float64, len(nus))
-	}
+	means, sds := gridMeanSD(len(nus), len(ks), func(ni, ki int) []float64 { return cells[ni][ki].rmse })
 	for ni, nu := range nus {
 		fmt.Fprintf(&md, "| %g |", nu)
 		for ki := range ks {
-			m, sd := meanSD(cells[ni][ki].rmse)
-			means[ki][ni], sds[ki][ni] = m, sd
+			m, sd := means[ki][ni], sds[ki][ni]
 			rm, _ := meanSD(cells[ni][ki].rounds)
 			fmt.Fprintf(&md, " %.4f ± %.4f (%.0f rounds) |", m, sd, rm)
 		}

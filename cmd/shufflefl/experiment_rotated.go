@@ -149,19 +149,12 @@ func runDPrivRotated(o dprivOpts, stdout, stderr io.Writer) error {
 		fmt.Fprintf(&md, " %d |", k)
 	}
 	md.WriteString(" max leakage (k = " + fmt.Sprint(ks[len(ks)-1]) + ") | s/round |\n| --- |" + strings.Repeat(" --- |", len(ks)+2) + "\n")
-	means := make([][]float64, len(ks))
-	sds := make([][]float64, len(ks))
-	for ki := range ks {
-		means[ki] = make([]float64, len(nus))
-		sds[ki] = make([]float64, len(nus))
-	}
+	means, sds := gridMeanSD(len(nus), len(ks), func(ni, ki int) []float64 { return cells[ni][ki].acc })
 	for ni, nu := range nus {
 		fmt.Fprintf(&md, "| %g |", nu)
 		var sec []float64
 		for ki := range ks {
-			m, sd := meanSD(cells[ni][ki].acc)
-			means[ki][ni], sds[ki][ni] = m, sd
-			fmt.Fprintf(&md, " %.2f%% ± %.2f |", 100*m, 100*sd)
+			fmt.Fprintf(&md, " %.2f%% ± %.2f |", 100*means[ki][ni], 100*sds[ki][ni])
 			sec = append(sec, cells[ni][ki].secPerRound...)
 		}
 		if lk := cells[ni][len(ks)-1].maxLeak; len(lk) > 0 {
@@ -197,6 +190,20 @@ func runDPrivRotated(o dprivOpts, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprint(stdout, md.String())
 	return nil
+}
+
+// gridMeanSD returns, for a grid of nus × ks cells, the mean and standard
+// deviation of each cell's values, indexed [ki][ni] as plotErrorBars takes
+// them.
+func gridMeanSD(nn, nk int, vals func(ni, ki int) []float64) (means, sds [][]float64) {
+	means, sds = make([][]float64, nk), make([][]float64, nk)
+	for ki := range nk {
+		means[ki], sds[ki] = make([]float64, nn), make([]float64, nn)
+		for ni := range nn {
+			means[ki][ni], sds[ki][ni] = meanSD(vals(ni, ki))
+		}
+	}
+	return means, sds
 }
 
 // fmtAccs formats per-group accuracies.
