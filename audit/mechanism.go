@@ -134,13 +134,14 @@ var scalars = map[string]scalarSpec{
 	}},
 	"euclidean-laplace": {"group-privacy Lemma 1, n = 2", false, func(eps, _, f float64) (Scalar, error) {
 		m, err := mechanism.NewEuclideanLaplace(eps*f, 1)
-		lam := 1 / eps
-		return Scalar{X0: "(0,0)", X1: "(1,0)", Lo: -30 * lam, Hi: 1 + 30*lam, Bins: 400,
+		// Score: ||y - x0|| - ||y - x1||, the privacy loss divided by the
+		// rate (the Neyman-Pearson statistic).
+		return Scalar{X0: "(0,0)", X1: "(1,0)", Lo: -1, Hi: 1 + 1e-12, Bins: 400,
 			Sample: func(r *rand.Rand, w int) float64 {
 				var x, s [2]float64
 				x[0] = float64(w)
 				m.PerturbBuf(r, x[:], s[:])
-				return x[0]
+				return math.Hypot(x[0], x[1]) - math.Hypot(x[0]-1, x[1])
 			}}, err
 	}},
 }
@@ -341,15 +342,34 @@ func MechanismGame(ctx context.Context, m Scalar, miscalibrate float64, cfg Game
 		return GameResult{}, err
 	}
 	start := time.Now()
-	bn := binner{lo: m.Lo, inv: float64(m.Bins) / (m.Hi - m.Lo), bins: m.Bins}
+	sampler := func() func(*rand.Rand, int) float64 { return m.Sample }
+	res, err := runGame(ctx, sampler, m.Lo, m.Hi, m.Bins, m.Delta, cfg)
+	if err != nil {
+		return GameResult{}, err
+	}
+	res.Name, res.Paper, res.Inputs, res.EpsClaimed, res.Delta = m.Name, m.Paper, m.X0+" vs "+m.X1, m.Epsilon, m.Delta
+	res.Miscalibrate = miscalibrate
+	res.Violation = res.EpsLower > m.Epsilon
+	res.Seconds = time.Since(start).Seconds()
+	return res, nil
+}
+
+// runGame plays cfg.Trials trials per world of the samplers (one sampler
+// per worker, from newSampler) with scores binned on [lo, hi): the first
+// half selects the test, the second half measures it.
+func runGame(ctx context.Context, newSampler func() func(*rand.Rand, int) float64, lo, hi float64, bins int, delta float64, cfg GameConfig) (GameResult, error) {
+	bn := binner{lo: lo, inv: float64(bins) / (hi - lo), bins: bins}
 	nSel := cfg.Trials / 2
 	nEval := cfg.Trials - nSel
 	var done atomic.Int64
 	run := func(half uint64, n int64) (hist, error) {
-		return streamHist(ctx, cfg, half, n, m.Bins, &done, func(r *rand.Rand, h hist, cnt int) {
-			for i := 0; i < cnt; i++ {
-				h[0][bn.bin(m.Sample(r, 0))]++
-				h[1][bn.bin(m.Sample(r, 1))]++
+		return streamHist(ctx, cfg, half, n, bins, &done, func() func(r *rand.Rand, h hist, cnt int) {
+			sample := newSampler()
+			return func(r *rand.Rand, h hist, cnt int) {
+				for i := 0; i < cnt; i++ {
+					h[0][bn.bin(sample(r, 0))]++
+					h[1][bn.bin(sample(r, 1))]++
+				}
 			}
 		})
 	}
@@ -357,13 +377,12 @@ func MechanismGame(ctx context.Context, m Scalar, miscalibrate float64, cfg Game
 	if err != nil {
 		return GameResult{}, err
 	}
-	cut, high, _ := bestTest(sel, nSel, m.Delta, cfg.Confidence)
+	cut, high, _ := bestTest(sel, nSel, delta, cfg.Confidence)
 	ev, err := run(2, nEval)
 	if err != nil {
 		return GameResult{}, err
 	}
-	res := GameResult{Name: m.Name, Paper: m.Paper, Inputs: m.X0 + " vs " + m.X1, EpsClaimed: m.Epsilon, Delta: m.Delta,
-		Miscalibrate: miscalibrate, Trials: cfg.Trials, Confidence: cfg.Confidence, Threshold: bn.edge(cut), Eval: nEval}
+	res := GameResult{Trials: cfg.Trials, Confidence: cfg.Confidence, Threshold: bn.edge(cut), Eval: nEval}
 	var above [2]int64
 	for w := range above {
 		for i := cut; i < len(ev[w]); i++ {
@@ -379,9 +398,7 @@ func MechanismGame(ctx context.Context, m Scalar, miscalibrate float64, cfg Game
 	}
 	res.TPRLo, _ = ClopperPearson(res.TP, nEval, cfg.Confidence)
 	_, res.FPRHi = ClopperPearson(res.FP, nEval, cfg.Confidence)
-	res.EpsLower = EpsLower(res.TP, nEval, res.FP, nEval, m.Delta, cfg.Confidence)
-	res.Violation = res.EpsLower > m.Epsilon
-	res.Seconds = time.Since(start).Seconds()
+	res.EpsLower = EpsLower(res.TP, nEval, res.FP, nEval, delta, cfg.Confidence)
 	return res, nil
 }
 
@@ -390,7 +407,7 @@ const chunkTrials = 1 << 15
 
 // streamHist runs n trials of fill in chunks over cfg.Workers goroutines and
 // merges the per-worker histograms.
-func streamHist(ctx context.Context, cfg GameConfig, half uint64, n int64, bins int, done *atomic.Int64, fill func(r *rand.Rand, h hist, cnt int)) (hist, error) {
+func streamHist(ctx context.Context, cfg GameConfig, half uint64, n int64, bins int, done *atomic.Int64, newFill func() func(r *rand.Rand, h hist, cnt int)) (hist, error) {
 	chunks := (n + chunkTrials - 1) / chunkTrials
 	var next atomic.Int64
 	var mu sync.Mutex
@@ -401,6 +418,7 @@ func streamHist(ctx context.Context, cfg GameConfig, half uint64, n int64, bins 
 		go func() {
 			defer wg.Done()
 			local := newHist(bins)
+			fill := newFill()
 			for {
 				c := next.Add(1) - 1
 				if c >= chunks || ctx.Err() != nil {
