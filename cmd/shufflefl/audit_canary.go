@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"shufflefl/audit"
+	"shufflefl/checks"
 	"shufflefl/data"
 	"shufflefl/runtime"
 )
@@ -60,6 +61,9 @@ func runAuditCanary(args []string, stdout, stderr io.Writer) int {
 	conf := c.fs.Float64("confidence", 0.95, "confidence of the lower bound")
 	if code, ok := c.parse(args); !ok {
 		return code
+	}
+	if *m > *clients {
+		return c.fail(checks.Invalidf("%d canaries exceed the %d clients: raise --clients or lower --canaries", *m, *clients))
 	}
 	split, err := data.Load(*dataset, data.Options{DataDir: *dataDir, Seed: c.common.seed})
 	if err != nil {
