@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"strings"
 
 	"shufflefl/checks"
 	"shufflefl/data"
@@ -93,7 +94,7 @@ func CanaryWarning(p protocol.Protocol, s protocol.Shape, scale float64) string 
 	if len(msgs) == 0 {
 		return ""
 	}
-	return fmt.Sprint(msgs)
+	return strings.Join(msgs, "; ")
 }
 
 // OneRun is the one-run audit of Steinke, Nasr and Jagielski (2023) with

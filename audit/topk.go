@@ -62,6 +62,16 @@ func newRate(h, n int64) Rate {
 // success 1/l), and by popularity (the k indexes reported most often in
 // this and all earlier rounds: true top-k indexes concentrate on the
 // informative coordinates, dummies are uniform).
+//
+// Where FLAME is ambiguous: Definition 3 bounds Pr[I_j = 1 | reported]
+// by nu·Pr[I_j = 1] and Section 4 then sets Pr[I_j = 1] = beta for every
+// j, i.e. it assumes an adversary whose prior is uniform over the
+// coordinates. Real updates are not: the same coordinates (the bias, the
+// pixels at the centre) are in most users' top-k, so a shuffler that
+// learns the popularity of indexes succeeds far more often than nu·beta
+// (TestTopkShuffler; docs/AUDIT.md). The definition holds only relative
+// to the adversary's prior, which the paper's figure nu·beta does not
+// state.
 func TopkShuffler(cfg runtime.Config, split data.Split) (TopkResult, error) {
 	if cfg.Protocol != "ss-topk" {
 		return TopkResult{}, checks.Invalidf("the shuffler's index attack applies to ss-topk only (protocol %s does not report top-k indexes)", cfg.Protocol)
