@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"errors"
 	"fmt"
 	"image"
 	"image/color"
@@ -8,6 +9,7 @@ import (
 	"io"
 	"math"
 	"math/rand/v2"
+	"strings"
 
 	"shufflefl/account"
 	"shufflefl/checks"
@@ -71,6 +73,9 @@ type InversionRow struct {
 	DLG      Quality `json:"dlg"`
 	// LabelAcc is the fraction of targets whose label RecoverLabel found.
 	LabelAcc float64 `json:"label_accuracy"`
+	// Skipped, if set, says why the setting could not be run (the
+	// protocol rejects its parameters); the qualities are then zero.
+	Skipped string `json:"skipped,omitempty"`
 	// Images are the reconstructions (analytic, then DLG) per target.
 	AnalyticImages [][]float64 `json:"-"`
 	DLGImages      [][]float64 `json:"-"`
@@ -114,6 +119,10 @@ func InversionStudy(cfg InversionConfig) ([]InversionRow, error) {
 			r := rng.Stream(cfg.Seed, 0x1a7e, uint64(si), uint64(t))
 			u := update(t)
 			view, desc, err := release(r, cfg, s, u, fillers)
+			if errors.Is(err, checks.ErrInvalid) {
+				row.Skipped = oneLineErr(err)
+				break
+			}
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", s.Label(), err)
 			}
@@ -140,6 +149,11 @@ func InversionStudy(cfg InversionConfig) ([]InversionRow, error) {
 			row.AnalyticImages = append(row.AnalyticImages, clamp01(xa))
 			row.DLGImages = append(row.DLGImages, clamp01(xd))
 		}
+		if row.Skipped != "" {
+			row.AnalyticImages, row.DLGImages = nil, nil
+			rows = append(rows, row)
+			continue
+		}
 		k := float64(cfg.Targets)
 		row.Analytic = meanQuality(qa, k)
 		row.DLG = meanQuality(qd, k)
@@ -148,6 +162,8 @@ func InversionStudy(cfg InversionConfig) ([]InversionRow, error) {
 	}
 	return rows, nil
 }
+
+func oneLineErr(err error) string { return strings.ReplaceAll(err.Error(), "\n", "; ") }
 
 // meanQuality averages MSE and SSIM over k targets; PSNR is that of the
 // mean MSE.
