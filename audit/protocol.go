@@ -3,9 +3,11 @@ package audit
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"slices"
+	"sync"
 	"time"
 
 	"shufflefl/account"
@@ -129,6 +131,11 @@ func ProtocolGame(ctx context.Context, cfg ProtocolConfig) (ProtocolResult, erro
 	if ownReport {
 		observable = "sum of client 0's report (no shuffler: the analyzer sees it with its sender)"
 	}
+	// The first error of any trial (none is expected once Check passed)
+	// aborts the game after the trials.
+	var errOnce sync.Once
+	var trialErr error
+	fail := func(err error) { errOnce.Do(func() { trialErr = err }) }
 	newSampler := func() func(*rand.Rand, int) float64 {
 		reports := make([]protocol.Report, cfg.Clients)
 		buf := make([]float64, cfg.Dim)
@@ -142,7 +149,8 @@ func ProtocolGame(ctx context.Context, cfg ProtocolConfig) (ProtocolResult, erro
 					}
 				}
 				if err := encP.Encode(r, shape, buf, encBudgets[i], &reports[i]); err != nil {
-					panic(err) // Check passed: cannot happen
+					fail(err)
+					return 0
 				}
 			}
 			if ownReport {
@@ -154,14 +162,17 @@ func ProtocolGame(ctx context.Context, cfg ProtocolConfig) (ProtocolResult, erro
 			}
 			sh, err := protocol.Shuffle(r, r, encP, shape, reports)
 			if err != nil {
-				panic(err)
+				fail(err)
+				return 0
 			}
 			agg, err := sh.Aggregate()
 			if err != nil {
-				panic(err)
+				fail(err)
+				return 0
 			}
 			if err := encP.Estimate(r, shape, agg, est); err != nil {
-				panic(err)
+				fail(err)
+				return 0
 			}
 			var s float64
 			for _, v := range est {
@@ -173,9 +184,15 @@ func ProtocolGame(ctx context.Context, cfg ProtocolConfig) (ProtocolResult, erro
 	// Pilot run (its own stream) to place the histogram's bins.
 	lo, hi := pilotRange(newSampler(), rng.Stream(g.Seed, 0xa0d17, 0x9170), 500)
 	start := time.Now()
+	if trialErr != nil {
+		return ProtocolResult{}, fmt.Errorf("protocol %s: %w", cfg.Protocol, trialErr)
+	}
 	res, err := runGame(ctx, newSampler, lo, hi, 400, delta, g)
 	if err != nil {
 		return ProtocolResult{}, err
+	}
+	if trialErr != nil {
+		return ProtocolResult{}, fmt.Errorf("protocol %s: %w", cfg.Protocol, trialErr)
 	}
 	res.Name = cfg.Protocol
 	res.EpsClaimed, res.Delta, res.Miscalibrate = eps, delta, cfg.Miscalibrate
@@ -196,7 +213,7 @@ func ProtocolGame(ctx context.Context, cfg ProtocolConfig) (ProtocolResult, erro
 func protocolAt(cfg ProtocolConfig, p protocol.Params, f float64) (protocol.Protocol, []protocol.Budget, error) {
 	p.Epsilon *= f
 	if p.Extra != nil && f != 1 {
-		p.Extra = maps(p.Extra)
+		p.Extra = maps.Clone(p.Extra)
 		if v, ok := p.Extra["min-epsilon"]; ok {
 			p.Extra["min-epsilon"] = v * f
 		}
@@ -214,14 +231,6 @@ func protocolAt(cfg ProtocolConfig, p protocol.Params, f float64) (protocol.Prot
 		b[i] = protocol.Budget{Epsilon: eps, Delta: account.RoundDelta(p.Delta, p.Rounds)}
 	}
 	return pr, b, nil
-}
-
-func maps(m map[string]float64) map[string]float64 {
-	out := make(map[string]float64, len(m))
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
 }
 
 // pilotRange returns a histogram range covering the scores of n pilot
