@@ -80,6 +80,13 @@ var scalars = map[string]scalarSpec{
 		return Scalar{X0: "0", X1: "1", Lo: -8 * s, Hi: 1 + 8*s, Bins: 400,
 			Sample: func(r *rand.Rand, w int) float64 { return m.Randomize(r, float64(w)) }}, err
 	}},
+	"secure-gaussian": {"Balle & Wang 2018 with Mironov's snapping", true, func(eps, delta, f float64) (Scalar, error) {
+		m, err := mechanism.NewSecureGaussian(eps, delta, 1)
+		s := m.Sigma
+		m.Sigma /= f
+		return Scalar{X0: "0", X1: "1", Lo: -8 * s, Hi: 1 + 8*s, Bins: 400,
+			Sample: func(r *rand.Rand, w int) float64 { return m.Randomize(r, float64(w)) }}, err
+	}},
 	"clip-laplace": {"APES Def. 4, Thm 1", false, func(eps, _, f float64) (Scalar, error) {
 		m, err := mechanism.NewClipLaplace(eps*f, 2, 1)
 		return Scalar{X0: "-1", X1: "1", Lo: -1, Hi: 1 + 1e-9, Bins: 400,

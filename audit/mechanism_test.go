@@ -30,7 +30,7 @@ func TestMechanismGame(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			eps := 1.0
 			for _, f := range []float64{1, 2} {
-				m, err := MechanismFor(name, eps, 1e-5, f)
+				m, err := MechanismFor(name, eps, 1e-3, f)
 				if err != nil {
 					t.Fatal(err)
 				}
