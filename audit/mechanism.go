@@ -283,7 +283,7 @@ func bestTest(h hist, n int64, delta, conf float64) (cut int, high bool, eps flo
 			above[w][i] = above[w][i+1] + h[w][i]
 		}
 	}
-	cut, high, eps = 1, true, -1
+	cut, high, eps = 1, true, math.Inf(-1)
 	for i := 1; i < nb; i++ {
 		// High: guess 1 when score >= edge(i).
 		if e := wilsonEps(above[1][i], above[0][i], n, delta, conf); e > eps {
@@ -297,7 +297,8 @@ func bestTest(h hist, n int64, delta, conf float64) (cut int, high bool, eps flo
 	return cut, high, eps
 }
 
-// wilsonEps is EpsLower with Wilson score bounds (one-sided z from conf).
+// wilsonEps is EpsLower with Wilson score bounds (one-sided z from conf),
+// without the clamp at 0 so that tests with weak evidence still rank.
 func wilsonEps(tp, fp, n int64, delta, conf float64) float64 {
 	z := math.Sqrt2 * math.Erfinv(conf)
 	w := func(k int64, sign float64) float64 {
@@ -307,7 +308,7 @@ func wilsonEps(tp, fp, n int64, delta, conf float64) float64 {
 	}
 	lo, hi := w(tp, -1)-delta, w(fp, 1)
 	if lo <= 0 || hi <= 0 {
-		return 0
+		return math.Inf(-1) // no evidence: never preferred to a real test
 	}
 	return math.Log(lo / hi)
 }
