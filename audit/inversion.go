@@ -19,8 +19,10 @@ type FCLayer struct {
 	Weight, Bias fl.Layer
 }
 
-// In and Out are the layer's input and output widths.
-func (l FCLayer) In() int  { return l.Weight.Shape[0] }
+// In is the layer's input width.
+func (l FCLayer) In() int { return l.Weight.Shape[0] }
+
+// Out is the layer's output width.
 func (l FCLayer) Out() int { return l.Weight.Shape[1] }
 
 // FCLayers returns the fully connected layers of m in order: every

@@ -145,13 +145,14 @@ func OneRunEpsLower(m, r, v int, delta, conf float64) float64 {
 // "member".
 type ROC struct {
 	AUC float64 `json:"auc"`
-	// TPRAt maps a false-positive rate (as a string like "0.01") to the
-	// largest true-positive rate of a threshold with at most that FPR.
-	TPR1   float64 `json:"tpr_at_1pct_fpr"`
-	TPR01  float64 `json:"tpr_at_0.1pct_fpr"`
-	Pos    int     `json:"members"`
-	Neg    int     `json:"non_members"`
-	Advant float64 `json:"max_advantage"` // max over thresholds of TPR-FPR
+	// TPR1 and TPR01 are the largest true-positive rates of a threshold
+	// whose false-positive rate is at most 1% and 0.1%.
+	TPR1  float64 `json:"tpr_at_1pct_fpr"`
+	TPR01 float64 `json:"tpr_at_0.1pct_fpr"`
+	Pos   int     `json:"members"`
+	Neg   int     `json:"non_members"`
+	// Advant is the largest TPR - FPR over thresholds.
+	Advant float64 `json:"max_advantage"`
 }
 
 // NewROC computes the ROC summary of scores of positives (members) and
