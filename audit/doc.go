@@ -15,6 +15,10 @@
 //     protocol (one client's update changed between the two worlds, every
 //     other client's fixed), observing what the analyzer sees (its
 //     estimate), against the round's central epsilon from Protocol.Account.
+//     EngineGame plays it through the engine's first round instead (real
+//     data, sampling and training), rebuilding the engine with a fresh
+//     runtime.Hooks.NoiseSalt per trial so that only the mechanisms'
+//     randomness changes.
 //   - OneRun: the one-run audit of Steinke, Nasr and Jagielski (2023) with
 //     canary clients in the manner of Andrew et al. (2024): m canary
 //     clients, each included at random, scored by the cosine between its
