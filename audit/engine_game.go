@@ -26,6 +26,9 @@ import (
 // adversary scores the sum of the released global model. Each engine runs
 // with one worker; the game's workers run engines in parallel.
 func EngineGame(ctx context.Context, cfg runtime.Config, split data.Split, g GameConfig) (ProtocolResult, error) {
+	if g.Chunk == 0 {
+		g.Chunk = 16 // a trial builds and runs an engine
+	}
 	g = g.withDefaults()
 	if err := checkConf(g.Confidence); err != nil {
 		return ProtocolResult{}, err

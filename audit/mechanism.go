@@ -195,6 +195,11 @@ type GameConfig struct {
 	// Progress, if set, is called from time to time with the number of
 	// trials done (per world) and the total; it must be cheap.
 	Progress func(done, total int64)
+	// Chunk is the number of trials per parallel chunk, each with its own
+	// random stream (0: 32,768, right for cheap scalar mechanisms; costly
+	// trials such as whole rounds use small chunks so that every worker
+	// gets work and progress is frequent). Results depend on it.
+	Chunk int
 }
 
 func (c GameConfig) withDefaults() GameConfig {
@@ -203,6 +208,9 @@ func (c GameConfig) withDefaults() GameConfig {
 	}
 	if c.Workers <= 0 {
 		c.Workers = runtime.GOMAXPROCS(0)
+	}
+	if c.Chunk <= 0 {
+		c.Chunk = chunkTrials
 	}
 	return c
 }
@@ -413,13 +421,14 @@ func runGame(ctx context.Context, newSampler func() func(*rand.Rand, int) float6
 	return res, nil
 }
 
-// chunkTrials is the number of trials per parallel chunk.
+// chunkTrials is the default number of trials per parallel chunk.
 const chunkTrials = 1 << 15
 
 // streamHist runs n trials of fill in chunks over cfg.Workers goroutines and
 // merges the per-worker histograms.
 func streamHist(ctx context.Context, cfg GameConfig, half uint64, n int64, bins int, done *atomic.Int64, newFill func() func(r *rand.Rand, h hist, cnt int)) (hist, error) {
-	chunks := (n + chunkTrials - 1) / chunkTrials
+	size := int64(cfg.Chunk)
+	chunks := (n + size - 1) / size
 	var next atomic.Int64
 	var mu sync.Mutex
 	total := newHist(bins)
@@ -435,7 +444,7 @@ func streamHist(ctx context.Context, cfg GameConfig, half uint64, n int64, bins 
 				if c >= chunks || ctx.Err() != nil {
 					break
 				}
-				cnt := min(int64(chunkTrials), n-c*chunkTrials)
+				cnt := min(size, n-c*size)
 				fill(rng.Stream(cfg.Seed, 0xa0d17, half, uint64(c)), local, int(cnt))
 				d := done.Add(cnt)
 				if cfg.Progress != nil {

@@ -63,6 +63,9 @@ type ProtocolResult struct {
 // scores it the same way. The claim is
 // the round's CentralEpsilon and CentralDelta from Protocol.Account.
 func ProtocolGame(ctx context.Context, cfg ProtocolConfig) (ProtocolResult, error) {
+	if cfg.Game.Chunk == 0 {
+		cfg.Game.Chunk = 256 // a trial is a whole round
+	}
 	g := cfg.Game.withDefaults()
 	if err := checkConf(g.Confidence); err != nil {
 		return ProtocolResult{}, err
