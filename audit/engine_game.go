@@ -19,8 +19,8 @@ import (
 // shuffler and analyzer of the first round of cfg, and the round's central
 // claim as the engine's accountant states it (with any sampling credit).
 // One participant of round 1 is the canary: its update is replaced
-// (Hooks.Update) by -C·1 in world 0 and +C·1 in world 1 (dp-central:
-// ±C/√d·1). Every trial builds the engine afresh with a new Hooks.NoiseSalt,
+// (Hooks.Update) by -C·1 in world 0 and +C·1 in world 1 (dp-central, DP
+// under add/remove: 0, i.e. absence, and C/√d·1). Every trial builds the engine afresh with a new Hooks.NoiseSalt,
 // so only the mechanisms' randomness (local randomizers, shuffler, analyzer
 // noise) is redrawn while sampling, partition and training stay fixed; the
 // adversary scores the sum of the released global model. Each engine runs
@@ -44,9 +44,11 @@ func EngineGame(ctx context.Context, cfg runtime.Config, split data.Split, g Gam
 	}
 	canary := parts[0]
 	d := pilot.Model().Dim()
-	amp := cfg.Clip
+	amp, low := cfg.Clip, -cfg.Clip
 	if cfg.Protocol == "dp-central" {
-		amp = cfg.Clip / math.Sqrt(float64(d))
+		// Add/remove neighbouring: a zero update is absence (fixed
+		// denominator), the neighbour at L2 distance C is C/√d·1.
+		amp, low = cfg.Clip/math.Sqrt(float64(d)), 0
 	}
 	first, err := pilot.Step()
 	if err != nil {
@@ -70,12 +72,12 @@ func EngineGame(ctx context.Context, cfg runtime.Config, split data.Split, g Gam
 				fail(err)
 				return 0
 			}
-			sign := float64(2*world - 1)
+			v := low + float64(world)*(amp-low)
 			e.SetHooks(runtime.Hooks{
 				Update: func(_, client int, u []float64) {
 					if client == canary {
 						for j := range u {
-							u[j] = sign * amp
+							u[j] = v
 						}
 					}
 				},
@@ -106,7 +108,7 @@ func EngineGame(ctx context.Context, cfg runtime.Config, split data.Split, g Gam
 	}
 	res.Name = cfg.Protocol
 	res.EpsClaimed, res.Delta, res.Miscalibrate = eps, delta, 1
-	res.Inputs = fmt.Sprintf("client %d: %+.3g·1 vs %+.3g·1", canary, -amp, amp)
+	res.Inputs = fmt.Sprintf("client %d: %+.3g·1 vs %+.3g·1", canary, low, amp)
 	res.Violation = res.EpsLower > eps
 	res.Seconds = time.Since(start).Seconds()
 	var local *float64

@@ -103,8 +103,12 @@ func CanaryWarning(p protocol.Protocol, s protocol.Shape, scale float64) string 
 // canaries, each with a secret random sign direction c_i and included
 // with probability 1/2: an included canary's update is replaced (Hooks.
 // Update) by Scale times the largest update clipping lets through in
-// direction c_i in every round it takes part in; an excluded canary
-// trains normally. After the run each canary is scored by the cosine
+// direction c_i in every round it takes part in; an excluded canary sends a
+// zero update. Zero against the canary is a neighbouring pair under both
+// relations the protocols use: replace-one (local DP) and add/remove
+// (dp-central, whose fixed denominator makes a zero update the same as
+// absence); replacing a real update by the canary would be a group of two
+// under add/remove. After the run each canary is scored by the cosine
 // between c_i and the final model delta; the Guesses highest are guessed
 // included and the Guesses lowest excluded, and the number of correct
 // guesses gives eps_lower by Steinke et al.'s Theorem (OneRunEpsLower),
@@ -169,9 +173,14 @@ func OneRun(cfg OneRunConfig) (OneRunResult, error) {
 	}
 	w0 := slices.Clone(e.Weights())
 	e.SetHooks(runtime.Hooks{Update: func(round, client int, u []float64) {
-		if client < m && in[client] {
-			for j := range u {
+		if client >= m {
+			return
+		}
+		for j := range u {
+			if in[client] {
 				u[j] = amp * dirs[client][j]
+			} else {
+				u[j] = 0
 			}
 		}
 	}})

@@ -53,7 +53,10 @@ type ProtocolResult struct {
 // ProtocolGame plays the distinguishing game through a whole round of a
 // protocol: n clients, of which client 0 holds the update -C·1 (world 0) or
 // +C·1 (world 1) — the extreme neighbours of per-coordinate clipping to
-// [-C, C]; for dp-central's L2 clipping ±(C/√d)·1 — and every other client
+// [-C, C] under the replace-one relation of local DP; for dp-central, which
+// is DP under add/remove-one-client neighbouring with L2 clipping, 0
+// (absence, since its estimator's denominator is fixed) or (C/√d)·1 — and
+// every other client
 // a fixed update drawn once from the seed. Each trial runs every client's
 // Encode, the shuffler (protocol.Shuffle: padding and permutation) and the
 // analyzer's Estimate with fresh mechanism randomness; the adversary
@@ -114,8 +117,13 @@ func ProtocolGame(ctx context.Context, cfg ProtocolConfig) (ProtocolResult, erro
 	}
 	C := params.Clip
 	target := C
+	lowWorld := -C // client 0's update coordinate in world 0
 	if cfg.Protocol == "dp-central" {
+		// dp-central is DP under add/remove-one-client neighbouring with a
+		// fixed denominator: a zero update is the same as absence, and the
+		// neighbour at distance C is C/√d·1.
 		target = C / math.Sqrt(float64(cfg.Dim))
+		lowWorld = 0
 	}
 	// Fixed updates of the other clients, uniform in [-target, target].
 	fixed := make([][]float64, cfg.Clients)
@@ -148,7 +156,7 @@ func ProtocolGame(ctx context.Context, cfg ProtocolConfig) (ProtocolResult, erro
 				copy(buf, fixed[i])
 				if i == 0 {
 					for j := range buf {
-						buf[j] = target * float64(2*world-1)
+						buf[j] = lowWorld + float64(world)*(target-lowWorld)
 					}
 				}
 				if err := encP.Encode(r, shape, buf, encBudgets[i], &reports[i]); err != nil {
@@ -199,7 +207,7 @@ func ProtocolGame(ctx context.Context, cfg ProtocolConfig) (ProtocolResult, erro
 	}
 	res.Name = cfg.Protocol
 	res.EpsClaimed, res.Delta, res.Miscalibrate = eps, delta, cfg.Miscalibrate
-	res.Inputs = fmt.Sprintf("client 0: %+.3g·1 vs %+.3g·1", -target, target)
+	res.Inputs = fmt.Sprintf("client 0: %+.3g·1 vs %+.3g·1", lowWorld, target)
 	res.Violation = res.EpsLower > eps
 	res.Seconds = time.Since(start).Seconds()
 	var local *float64

@@ -23,7 +23,9 @@ Andrew et al.'s canary clients for FL). The first M clients are canaries:
 each gets a secret random sign direction and is included with probability
 1/2; an included canary's update is replaced (engine hook) by --scale times
 the largest update clipping lets through in its direction, in every round
-it takes part in. After the run each canary is scored by the cosine between
+it takes part in; an excluded canary sends a zero update (a neighbour of the
+canary under replace-one and, with dp-central's fixed denominator, under
+add/remove). After the run each canary is scored by the cosine between
 its direction and the final model delta; the --guesses highest are guessed
 included and the --guesses lowest excluded. The number of correct guesses
 gives eps_lower at --confidence (Steinke et al.), compared with the run's
