@@ -174,9 +174,9 @@ func (c *auditCmd) progress(what string) func(done, total int64) {
 	}
 }
 
-// auditOutputs are the files an audit writes; --overwrite removes them (and
-// any *.png the previous audit wrote) before writing.
-var auditOutputs = []string{"audit.md", "audit.json"}
+// auditOutputs are the files the audits write; --overwrite removes them
+// (and nothing else) before writing.
+var auditOutputs = []string{"audit.md", "audit.json", "inversion-protocols.png", "inversion-nu.png"}
 
 // emit prints the report (markdown or JSON) and, with --out, writes
 // audit.md, audit.json and the images (name -> PNG bytes writer).
@@ -199,9 +199,8 @@ func (c *auditCmd) emit(md string, v any, images map[string]func(io.Writer) erro
 		return c.fail(err)
 	}
 	if c.common.overwrite {
-		old, _ := filepath.Glob(filepath.Join(dir, "*.png"))
-		for _, n := range append(old, filepath.Join(dir, "audit.md"), filepath.Join(dir, "audit.json")) {
-			if err := os.Remove(n); err != nil && !errors.Is(err, os.ErrNotExist) {
+		for _, n := range auditOutputs {
+			if err := os.Remove(filepath.Join(dir, n)); err != nil && !errors.Is(err, os.ErrNotExist) {
 				return c.fail(fmt.Errorf("--overwrite: %w", err))
 			}
 		}
