@@ -136,8 +136,13 @@ func runDPrivExperiment(name string, args []string, stdout, stderr io.Writer) in
 	}
 	if o.nus != "" || o.ks != "" {
 		var err error
-		if o.nuList, err = parseFloats(o.nus); err != nil {
+		if o.nuList, err = parseFloats("--nus", o.nus); err != nil {
 			return fail(2, "%v", err)
+		}
+		for _, v := range o.nuList {
+			if v < 0 || math.IsInf(v, 0) || math.IsNaN(v) {
+				return fail(2, "invalid parameter: --nus: bad noise multiplier %v (want a finite number >= 0)", v)
+			}
 		}
 		if o.kList, err = parseInts(o.ks); err != nil {
 			return fail(2, "%v", err)
@@ -257,18 +262,6 @@ func writeJSON(path string, v any) error {
 		return err
 	}
 	return os.WriteFile(path, append(b, '\n'), 0o644)
-}
-
-func parseFloats(s string) ([]float64, error) {
-	var out []float64
-	for _, f := range strings.Split(s, ",") {
-		v, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
-		if err != nil || v < 0 || math.IsInf(v, 0) || math.IsNaN(v) {
-			return nil, checks.Invalidf("bad noise multiplier %q (want a finite number >= 0)", f)
-		}
-		out = append(out, v)
-	}
-	return out, nil
 }
 
 func parseInts(s string) ([]int, error) {

@@ -18,10 +18,11 @@ const usage = `shufflefl: differentially private federated learning in the shuff
 
 Usage:
   shufflefl run   [flags]              train a model with simulated clients (Encode -> Shuffle -> Analyze)
-  shufflefl experiment NAME [flags]    reproduce a paper's comparison (flame, apes, eapes)
+  shufflefl experiment NAME [flags]    reproduce a paper's comparison (flame, apes, eapes, dprivacy-*, ...)
   shufflefl bound SUBCOMMAND [flags]   compute privacy amplification bounds and composition
   shufflefl protocols [NAME]           list the protocols, or one protocol's options and budgets
   shufflefl certs [flags]              make a development CA, TLS, HPKE and client keys for a deployment
+  shufflefl audit SUBCOMMAND [flags]   attacks and privacy auditing: eps_lower vs the claim
   shufflefl help  [COMMAND [SUBCOMMAND]]  show help for a command
   shufflefl version                    print the version and git commit (also --version)
 
@@ -58,6 +59,8 @@ func realMain(args []string, stdout, stderr io.Writer) int {
 		return runProtocols(args[1:], stdout, stderr)
 	case "certs":
 		return runCerts(args[1:], stdout, stderr)
+	case "audit":
+		return runAudit(args[1:], stdout, stderr)
 	case "version", "--version", "-version":
 		fmt.Fprintln(stdout, versionString())
 		return 0

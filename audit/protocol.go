@@ -1,0 +1,260 @@
+package audit
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"time"
+
+	"shufflefl/account"
+	"shufflefl/checks"
+	"shufflefl/protocol"
+	"shufflefl/rng"
+)
+
+// ProtocolConfig configures the distinguishing game through one whole
+// round of a protocol.
+type ProtocolConfig struct {
+	Protocol string
+	// Params are the protocol's parameters at the claimed budget
+	// (Params.Epsilon: a client's local epsilon for FLAME, the target
+	// central epsilon for dp-central); Rounds and SampleRate default to 1.
+	Params protocol.Params
+	// Epsilon is every client's user-level local epsilon (ignored by
+	// dp-central and nonprivate); Delta of the budgets is the round's share
+	// of Params.Delta, as in the engine.
+	Epsilon float64
+	Dim     int // model dimension d of the game (small: every trial encodes Clients·Dim values)
+	Clients int // participants n of the round (the whole population)
+	// Miscalibrate builds the clients' (and analyzer's) noise for
+	// Miscalibrate times the budget while the claim stays at the budget: a
+	// negative control (1: correct).
+	Miscalibrate float64
+	Game         GameConfig
+}
+
+// ProtocolResult is the outcome of a protocol game.
+type ProtocolResult struct {
+	GameResult
+	Protocol string `json:"protocol"`
+	Mode     string `json:"shuffle"`
+	Dim      int    `json:"dim"`
+	Clients  int    `json:"clients"`
+	// LocalEps is the claimed local epsilon (nil: none, e.g. dp-central).
+	LocalEps   *float64 `json:"local_epsilon"`
+	Bound      string   `json:"bound"`
+	Observable string   `json:"observable"`
+}
+
+// ProtocolGame plays the distinguishing game through a whole round of a
+// protocol: n clients, of which client 0 holds the update -C·1 (world 0) or
+// +C·1 (world 1) — the extreme neighbours of per-coordinate clipping to
+// [-C, C] under the replace-one relation of local DP; for dp-central, which
+// is DP under add/remove-one-client neighbouring with L2 clipping, 0
+// (absence, since its estimator's denominator is fixed) or (C/√d)·1 — and
+// every other client
+// a fixed update drawn once from the seed. Each trial runs every client's
+// Encode, the shuffler (protocol.Shuffle: padding and permutation) and the
+// analyzer's Estimate with fresh mechanism randomness; the adversary
+// observes the analyzer's estimate and scores it by the sum of its
+// coordinates (the direction in which the two worlds differ); without a
+// shuffler (LDP baselines) the analyzer holds client 0's own report and
+// scores it the same way. The claim is
+// the round's CentralEpsilon and CentralDelta from Protocol.Account.
+func ProtocolGame(ctx context.Context, cfg ProtocolConfig) (ProtocolResult, error) {
+	if cfg.Game.Chunk == 0 {
+		cfg.Game.Chunk = 256 // a trial is a whole round
+	}
+	g := cfg.Game.withDefaults()
+	if err := checkConf(g.Confidence); err != nil {
+		return ProtocolResult{}, err
+	}
+	if err := checks.IntAtLeast("dim", cfg.Dim, 1); err != nil {
+		return ProtocolResult{}, err
+	}
+	if err := checks.IntAtLeast("clients", cfg.Clients, 2); err != nil {
+		return ProtocolResult{}, err
+	}
+	if cfg.Miscalibrate == 0 {
+		cfg.Miscalibrate = 1
+	}
+	if math.IsNaN(cfg.Miscalibrate) || cfg.Miscalibrate < 1 || math.IsInf(cfg.Miscalibrate, 0) {
+		return ProtocolResult{}, checks.Invalidf("miscalibrate must be a finite factor >= 1, got %v", cfg.Miscalibrate)
+	}
+	params := cfg.Params
+	if params.Rounds == 0 {
+		params.Rounds = 1
+	}
+	if params.SampleRate == 0 {
+		params.SampleRate = 1
+	}
+	shape := protocol.Shape{Round: 1, Dim: cfg.Dim, Population: cfg.Clients, Participants: cfg.Clients}
+	claimP, budgets, err := protocolAt(cfg, params, 1)
+	if err != nil {
+		return ProtocolResult{}, err
+	}
+	if err := claimP.Check(shape, budgets); err != nil {
+		return ProtocolResult{}, err
+	}
+	priv, err := claimP.Account(shape, budgets)
+	if err != nil {
+		return ProtocolResult{}, err
+	}
+	if !priv.Private || math.IsInf(priv.CentralEpsilon, 1) {
+		return ProtocolResult{}, checks.Invalidf("protocol %s claims no central epsilon, so there is nothing to audit", cfg.Protocol)
+	}
+	encP, encBudgets, err := protocolAt(cfg, params, cfg.Miscalibrate)
+	if err != nil {
+		return ProtocolResult{}, err
+	}
+	eps, delta := priv.CentralEpsilon, priv.CentralDelta
+	if err := CheckTrials(g.Trials, eps, delta, g.Confidence); err != nil {
+		return ProtocolResult{}, err
+	}
+	C := params.Clip
+	target := C
+	lowWorld := -C // client 0's update coordinate in world 0
+	if cfg.Protocol == "dp-central" {
+		// dp-central is DP under add/remove-one-client neighbouring with a
+		// fixed denominator: a zero update is the same as absence, and the
+		// neighbour at distance C is C/√d·1.
+		target = C / math.Sqrt(float64(cfg.Dim))
+		lowWorld = 0
+	}
+	// Fixed updates of the other clients, uniform in [-target, target].
+	fixed := make([][]float64, cfg.Clients)
+	fr := rng.Stream(g.Seed, 0xa0d17, 0xf1ed)
+	for i := range fixed {
+		fixed[i] = make([]float64, cfg.Dim)
+		for j := range fixed[i] {
+			fixed[i][j] = target * (2*fr.Float64() - 1)
+		}
+	}
+	// Without a shuffler the analyzer receives client 0's report with its
+	// identity: the adversary scores that report. Otherwise it sees only
+	// the shuffled batch, and scores the estimate it computes from it.
+	ownReport := claimP.Mode() == protocol.NoShuffle && cfg.Protocol != "dp-central"
+	observable := "sum of the analyzer's estimate"
+	if ownReport {
+		observable = "sum of client 0's report (no shuffler: the analyzer sees it with its sender)"
+	}
+	// The first error of any trial (none is expected once Check passed)
+	// aborts the game after the trials.
+	var errOnce sync.Once
+	var trialErr error
+	fail := func(err error) { errOnce.Do(func() { trialErr = err }) }
+	newSampler := func() func(*rand.Rand, int) float64 {
+		reports := make([]protocol.Report, cfg.Clients)
+		buf := make([]float64, cfg.Dim)
+		est := make([]float64, cfg.Dim)
+		return func(r *rand.Rand, world int) float64 {
+			for i := range reports {
+				copy(buf, fixed[i])
+				if i == 0 {
+					for j := range buf {
+						buf[j] = lowWorld + float64(world)*(target-lowWorld)
+					}
+				}
+				if err := encP.Encode(r, shape, buf, encBudgets[i], &reports[i]); err != nil {
+					fail(err)
+					return 0
+				}
+			}
+			if ownReport {
+				var s float64
+				for _, v := range reports[0].Values {
+					s += v
+				}
+				return s
+			}
+			sh, err := protocol.Shuffle(r, r, encP, shape, reports)
+			if err != nil {
+				fail(err)
+				return 0
+			}
+			agg, err := sh.Aggregate()
+			if err != nil {
+				fail(err)
+				return 0
+			}
+			if err := encP.Estimate(r, shape, agg, est); err != nil {
+				fail(err)
+				return 0
+			}
+			var s float64
+			for _, v := range est {
+				s += v
+			}
+			return s
+		}
+	}
+	// Pilot run (its own stream) to place the histogram's bins.
+	lo, hi := pilotRange(newSampler(), rng.Stream(g.Seed, 0xa0d17, 0x9170), 500)
+	start := time.Now()
+	if trialErr != nil {
+		return ProtocolResult{}, fmt.Errorf("protocol %s: %w", cfg.Protocol, trialErr)
+	}
+	res, err := runGame(ctx, newSampler, lo, hi, 400, delta, g)
+	if err != nil {
+		return ProtocolResult{}, err
+	}
+	if trialErr != nil {
+		return ProtocolResult{}, fmt.Errorf("protocol %s: %w", cfg.Protocol, trialErr)
+	}
+	res.Name = cfg.Protocol
+	res.EpsClaimed, res.Delta, res.Miscalibrate = eps, delta, cfg.Miscalibrate
+	res.Inputs = fmt.Sprintf("client 0: %+.3g·1 vs %+.3g·1", lowWorld, target)
+	res.Violation = res.EpsLower > eps
+	res.Seconds = time.Since(start).Seconds()
+	var local *float64
+	if l := priv.LocalEpsilon.Max; !math.IsInf(l, 0) && !math.IsNaN(l) {
+		local = &l
+	}
+	return ProtocolResult{GameResult: res, Protocol: cfg.Protocol, Mode: claimP.Mode().String(), Dim: cfg.Dim,
+		Clients: cfg.Clients, LocalEps: local, Bound: priv.Bound,
+		Observable: observable}, nil
+}
+
+// protocolAt builds the protocol and the clients' budgets with every
+// epsilon multiplied by f.
+func protocolAt(cfg ProtocolConfig, p protocol.Params, f float64) (protocol.Protocol, []protocol.Budget, error) {
+	p.Epsilon *= f
+	if p.Extra != nil && f != 1 {
+		p.Extra = maps.Clone(p.Extra)
+		if v, ok := p.Extra["min-epsilon"]; ok {
+			p.Extra["min-epsilon"] = v * f
+		}
+	}
+	pr, err := protocol.New(cfg.Protocol, p)
+	if err != nil {
+		return nil, nil, err
+	}
+	eps := cfg.Epsilon * f
+	if eps == 0 {
+		eps = p.Epsilon
+	}
+	b := make([]protocol.Budget, cfg.Clients)
+	for i := range b {
+		b[i] = protocol.Budget{Epsilon: eps, Delta: account.RoundDelta(p.Delta, p.Rounds)}
+	}
+	return pr, b, nil
+}
+
+// pilotRange returns a histogram range covering the scores of n pilot
+// trials per world with a margin of half the spread on each side.
+func pilotRange(sample func(*rand.Rand, int) float64, r *rand.Rand, n int) (lo, hi float64) {
+	xs := make([]float64, 0, 2*n)
+	for i := 0; i < n; i++ {
+		xs = append(xs, sample(r, 0), sample(r, 1))
+	}
+	lo, hi = slices.Min(xs), slices.Max(xs)
+	m := (hi - lo) / 2
+	if !(m > 0) {
+		m = math.Max(1, math.Abs(lo))
+	}
+	return lo - m, hi + m
+}

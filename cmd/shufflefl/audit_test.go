@@ -1,0 +1,100 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestAuditBadInput(t *testing.T) {
+	dir := t.TempDir()
+	used := filepath.Join(dir, "used")
+	if err := os.MkdirAll(used, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(used, "x"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"audit", "nope"}, "unknown subcommand"},
+		{[]string{"audit", "mechanism", "--epsilon", "1"}, "--mechanism is required"},
+		{[]string{"audit", "mechanism", "--mechanism", "nope", "--epsilon", "1"}, "unknown mechanism"},
+		{[]string{"audit", "mechanism", "--mechanism", "laplace", "--epsilon", "8", "--trials", "1000"}, "use --trials 21998 or more"},
+		{[]string{"audit", "mechanism", "--mechanism", "laplace", "--epsilon", "1", "--miscalibrate", "0.5"}, "miscalibrate"},
+		{[]string{"audit", "mechanism", "--mechanism", "gaussian", "--epsilon", "1", "--delta", "0"}, "delta"},
+		{[]string{"audit", "mechanism", "--mechanism", "laplace", "--epsilon", "1", "--bogus"}, "--bogus"},
+		{[]string{"audit", "mechanism", "--mechanism", "laplace", "--epsilon", "1", "--out", used}, "--overwrite"},
+		{[]string{"audit", "protocol", "--protocol", "nonprivate"}, "nothing to audit"},
+		{[]string{"audit", "inversion", "--dataset", "blobs"}, "not made of images"},
+		{[]string{"audit", "inversion", "--model", "cnn"}, "unknown model"},
+		{[]string{"audit", "topk", "--nu", "1e9"}, "nu"},
+		{[]string{"audit", "canary", "--canaries", "1000", "--clients", "100"}, "exceed"},
+	} {
+		code, _, stderr := runCLI(c.args...)
+		if code != 2 || !strings.Contains(stderr, c.want) || strings.Count(strings.TrimSpace(stderr), "\n") != 0 {
+			t.Errorf("%v: exit %d, stderr %q; want 2 and one line mentioning %q", c.args, code, stderr, c.want)
+		}
+	}
+}
+
+func TestAuditMechanismCLI(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "out")
+	code, stdout, stderr := runCLI("audit", "mechanism", "--mechanism", "laplace", "--epsilon", "1", "--miscalibrate", "2",
+		"--trials", "200000", "--json", "--out", out, "--quiet")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var rep mechanismReport
+	if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
+		t.Fatalf("stdout is not the JSON report: %v\n%s", err, stdout)
+	}
+	if len(rep.Results) != 1 || !rep.Results[0].Violation {
+		t.Fatalf("noise 2x too small not reported as a violation: %+v", rep)
+	}
+	for _, f := range []string{"audit.md", "audit.json"} {
+		if _, err := os.Stat(filepath.Join(out, f)); err != nil {
+			t.Fatalf("missing %s: %v", f, err)
+		}
+	}
+	// Again into the same directory: refused, then accepted with --overwrite.
+	if code, _, _ := runCLI("audit", "mechanism", "--mechanism", "rr", "--epsilon", "1", "--trials", "20000", "--out", out, "--quiet"); code != 2 {
+		t.Fatalf("non-empty --out accepted without --overwrite (exit %d)", code)
+	}
+	if code, _, stderr := runCLI("audit", "mechanism", "--mechanism", "rr", "--epsilon", "1", "--trials", "20000", "--out", out, "--overwrite", "--quiet"); code != 0 {
+		t.Fatalf("--overwrite: exit %d: %s", code, stderr)
+	}
+}
+
+func TestAuditInversionCLI(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "inv")
+	code, stdout, stderr := runCLI("audit", "inversion", "--protocols", "nonprivate,ldp-laplace", "--epsilons", "1", "--nus", "0,10",
+		"--targets", "2", "--dlg-steps", "50", "--out", out, "--quiet")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if !strings.Contains(stdout, "| nonprivate |") || !strings.Contains(stdout, "nu=10") {
+		t.Fatalf("report:\n%s", stdout)
+	}
+	for _, f := range []string{"inversion-protocols.png", "inversion-nu.png"} {
+		if st, err := os.Stat(filepath.Join(out, f)); err != nil || st.Size() == 0 {
+			t.Fatalf("missing %s: %v", f, err)
+		}
+	}
+}
+
+func TestAuditHelp(t *testing.T) {
+	for _, sub := range []string{"mechanism", "protocol", "canary", "inversion", "mia", "topk"} {
+		code, stdout, _ := runCLI("audit", sub, "--help")
+		if code != 0 || !strings.Contains(stdout, "Examples:") || !strings.Contains(stdout, "--out") {
+			t.Errorf("audit %s --help: exit %d\n%s", sub, code, stdout)
+		}
+	}
+	if code, stdout, _ := runCLI("help", "audit"); code != 0 || !strings.Contains(stdout, "Subcommands:") {
+		t.Errorf("help audit: exit %d\n%s", code, stdout)
+	}
+}
