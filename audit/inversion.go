@@ -125,31 +125,25 @@ func RecoverLabel(update []float64, m fl.Model) (int, error) {
 // inversion study swap in the group-privacy paper's SanitizeUpdate.
 type Sanitizer func(r *rand.Rand, update []float64, layers []fl.Layer, nu float64) error
 
-// EuclideanPerLayer is the group-privacy paper's SanitizeUpdate (Algorithm 2
-// lines 2-5, applied per layer as in its Figure 5 experiment): every layer
-// of n parameters gets Euclidean-Laplace noise with rate
+// EuclideanPerLayer is the group-privacy paper's SanitizeUpdate applied per
+// layer, as in its Figure 5 experiment (mechanism.SanitizeUpdateLayers):
+// every layer of n parameters gets Euclidean-Laplace noise with rate
 // epsilon = n/(nu·||layer||), so the layer is n/nu-indistinguishable within
-// its own norm and the expected noise norm is nu·||layer||. An adapter over
-// mechanism.NewEuclideanLaplaceMultiplier; replace it with
-// mechanism.SanitizeUpdate when that lands.
+// its own norm and the expected noise norm is nu·||layer||. update is the
+// client's change to the model (the hypothesis is the origin); a layer
+// that did not change is sanitized at a negligible radius (1e-12) rather
+// than refused. nu = 0 leaves the update as it is.
 func EuclideanPerLayer(r *rand.Rand, update []float64, layers []fl.Layer, nu float64) error {
 	if nu == 0 {
 		return nil
 	}
-	for _, l := range layers {
-		x := update[l.Offset : l.Offset+l.Len]
-		var n2 float64
-		for _, v := range x {
-			n2 += v * v
-		}
-		if n2 == 0 {
-			continue
-		}
-		m, err := mechanism.NewEuclideanLaplaceMultiplier(nu, l.Len, math.Sqrt(n2))
-		if err != nil {
-			return fmt.Errorf("layer %s: %w", l.Name, err)
-		}
-		m.Perturb(r, x)
+	ls := make([]mechanism.Layer, len(layers))
+	for i, l := range layers {
+		ls[i] = mechanism.Layer{Offset: l.Offset, Len: l.Len}
+	}
+	origin := make([]float64, len(update))
+	if _, err := mechanism.SanitizeUpdateLayers(r, update, origin, nu, ls, mechanism.SanitizeOptions{MinRadius: 1e-12}); err != nil {
+		return fmt.Errorf("per-layer sanitization: %w", err)
 	}
 	return nil
 }

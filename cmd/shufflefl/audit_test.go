@@ -31,7 +31,8 @@ func TestAuditBadInput(t *testing.T) {
 		{[]string{"audit", "mechanism", "--mechanism", "laplace", "--epsilon", "1", "--out", used}, "--overwrite"},
 		{[]string{"audit", "protocol", "--protocol", "nonprivate"}, "nothing to audit"},
 		{[]string{"audit", "inversion", "--dataset", "blobs"}, "not made of images"},
-		{[]string{"audit", "inversion", "--model", "cnn"}, "unknown model"},
+		{[]string{"audit", "inversion", "--model", "cnn"}, "does not apply to model cnn"},
+		{[]string{"audit", "inversion", "--model", "resnet"}, "unknown model"},
 		{[]string{"audit", "topk", "--nu", "1e9"}, "nu"},
 		{[]string{"audit", "canary", "--canaries", "1000", "--clients", "100"}, "exceed"},
 	} {
