@@ -675,3 +675,27 @@ func logLabel(v float64) string {
 	}
 	return strconv.FormatFloat(v, 'g', -1, 64)
 }
+
+// Legend collects the entries of a plot's legend, which SavePNG draws right
+// of the data area so that it never covers a curve.
+type Legend struct{ l *legend }
+
+// NewLegend returns an empty legend.
+func NewLegend() *Legend { return &Legend{newLegend()} }
+
+// Add adds an entry with its thumbnails (the curve's line, glyphs).
+func (l *Legend) Add(name string, thumbs ...plot.Thumbnailer) { l.l.add(name, thumbs...) }
+
+// SavePNG writes p as a PNG whose data-and-axes area is w×h, with p's title
+// over the whole image and leg (if not nil) right of the data area, in the
+// project's plot style. p's own title and legend are not drawn.
+func SavePNG(path string, p *plot.Plot, leg *Legend, w, h vg.Length) error {
+	title := p.Title.Text
+	p.Title.Text = ""
+	defer func() { p.Title.Text = title }()
+	var l *legend
+	if leg != nil {
+		l = leg.l
+	}
+	return savePlot(path, title, p, l, w, h)
+}

@@ -9,6 +9,8 @@ import (
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
+
+	"shufflefl/metrics"
 )
 
 // Plots of the group-privacy experiments, in the project's plain style
@@ -33,7 +35,6 @@ func newDPrivPlot(title, xl, yl string) *plot.Plot {
 	p.X.Label.Text = xl
 	p.Y.Label.Text = yl
 	p.Add(plotter.NewGrid())
-	p.Legend.Top = true
 	return p
 }
 
@@ -43,9 +44,9 @@ type line struct {
 	xy   plotter.XYs
 }
 
-func plotLines(path, title, xl, yl string, lines []line, logY, legendLeft bool) error {
+func plotLines(path, title, xl, yl string, lines []line, logY bool) error {
 	p := newDPrivPlot(title, xl, yl)
-	p.Legend.Left = legendLeft
+	leg := metrics.NewLegend()
 	if logY {
 		p.Y.Scale = plot.LogScale{}
 		p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
@@ -63,9 +64,9 @@ func plotLines(path, title, xl, yl string, lines []line, logY, legendLeft bool) 
 		pts.Shape = []draw.GlyphDrawer{draw.CircleGlyph{}, draw.TriangleGlyph{}, draw.BoxGlyph{}, draw.PyramidGlyph{}}[i%4]
 		pts.Radius = vg.Points(2)
 		p.Add(ln, pts)
-		p.Legend.Add(l.name, ln, pts)
+		leg.Add(l.name, ln, pts)
 	}
-	return p.Save(7*vg.Inch, 4.5*vg.Inch, path)
+	return metrics.SavePNG(path, p, leg, 7*vg.Inch, 4.5*vg.Inch)
 }
 
 // plotReleases draws the paper's Figure 1 panel for one run: the vectors
@@ -74,6 +75,7 @@ func plotLines(path, title, xl, yl string, lines []line, logY, legendLeft bool) 
 // hypotheses' trajectories over rounds and the optimal parameters.
 func plotReleases(path, title string, releases, updates plotter.XYs, traj []plotter.XYs, stars [][]float64, clip float64) error {
 	p := newDPrivPlot(title, "θ[0]", "θ[1]")
+	leg := metrics.NewLegend()
 	clipXY := func(xy plotter.XYs) plotter.XYs {
 		var out plotter.XYs
 		for _, v := range xy {
@@ -94,7 +96,7 @@ func plotReleases(path, title string, releases, updates plotter.XYs, traj []plot
 		}
 		s.Color, s.Shape, s.Radius = c, shape, r
 		p.Add(s)
-		p.Legend.Add(name, s)
+		leg.Add(name, s)
 		return nil
 	}
 	if err := add("released vectors", releases, withAlpha(dprivColor(0), 110), draw.CircleGlyph{}, vg.Points(1.8)); err != nil {
@@ -115,7 +117,7 @@ func plotReleases(path, title string, releases, updates plotter.XYs, traj []plot
 		c := dprivColor(1 + j)
 		ln.Color, pts.Color, pts.Shape, pts.Radius = c, c, draw.BoxGlyph{}, vg.Points(2)
 		p.Add(ln, pts)
-		p.Legend.Add(fmt.Sprintf("hypothesis %d over rounds", j+1), ln, pts)
+		leg.Add(fmt.Sprintf("hypothesis %d over rounds", j+1), ln, pts)
 	}
 	var st plotter.XYs
 	for _, s := range stars {
@@ -126,12 +128,13 @@ func plotReleases(path, title string, releases, updates plotter.XYs, traj []plot
 	}
 	// Headroom for the legend above the data.
 	p.Y.Max += 0.3 * (p.Y.Max - p.Y.Min)
-	return p.Save(6*vg.Inch, 6*vg.Inch, path)
+	return metrics.SavePNG(path, p, leg, 6*vg.Inch, 6*vg.Inch)
 }
 
 // plotErrorBars draws mean ± sd curves: x values xs, one curve per name.
 func plotErrorBars(path, title, xl, yl string, names []string, xs []float64, means, sds [][]float64) error {
 	p := newDPrivPlot(title, xl, yl)
+	leg := metrics.NewLegend()
 	for i, name := range names {
 		var xy plotter.XYs
 		var ye plotter.YErrors
@@ -162,7 +165,7 @@ func plotErrorBars(path, title, xl, yl string, names []string, xs []float64, mea
 		}
 		eb.Color = c
 		p.Add(ln, pts, eb)
-		p.Legend.Add(name, ln, pts)
+		leg.Add(name, ln, pts)
 	}
 	var ticks []plot.Tick
 	for k, x := range xs {
@@ -170,13 +173,14 @@ func plotErrorBars(path, title, xl, yl string, names []string, xs []float64, mea
 	}
 	p.X.Tick.Marker = plot.ConstantTicks(ticks)
 	p.X.Min, p.X.Max = -0.5, float64(len(xs))-0.5
-	return p.Save(7*vg.Inch, 4.5*vg.Inch, path)
+	return metrics.SavePNG(path, p, leg, 7*vg.Inch, 4.5*vg.Inch)
 }
 
 // plotHistogram draws the distribution of the clients' composed leakage,
 // one bar per number of participations (values are multiples of unit).
 func plotHistogram(path, title, xl string, values []float64, unit float64) error {
 	p := newDPrivPlot(title, xl, "clients")
+	leg := metrics.NewLegend()
 	counts := map[int]float64{}
 	hi := 0
 	for _, v := range values {
@@ -191,5 +195,5 @@ func plotHistogram(path, title, xl string, values []float64, unit float64) error
 		h.Bins = append(h.Bins, plotter.HistogramBin{Min: (float64(k) - 0.5) * unit, Max: (float64(k) + 0.5) * unit, Weight: counts[k]})
 	}
 	p.Add(h)
-	return p.Save(7*vg.Inch, 4.5*vg.Inch, path)
+	return metrics.SavePNG(path, p, leg, 7*vg.Inch, 4.5*vg.Inch)
 }

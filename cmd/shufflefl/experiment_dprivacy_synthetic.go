@@ -165,7 +165,7 @@ func runDPrivSynthetic(o dprivOpts, stdout, stderr io.Writer) error {
 		valLines = append(valLines, line{v.name, vl})
 	}
 	if err := plotLines(filepath.Join(o.out, "fig1-validation-loss.png"),
-		fmt.Sprintf("§5.1 validation RMSE (Eq. 10), seed %d", o.seed), "round", "validation RMSE (log scale)", valLines, true, false); err != nil {
+		fmt.Sprintf("§5.1 validation RMSE (Eq. 10), seed %d", o.seed), "round", "validation RMSE (log scale)", valLines, true); err != nil {
 		return err
 	}
 	var leakLines []line
@@ -180,7 +180,7 @@ func runDPrivSynthetic(o dprivOpts, stdout, stderr io.Writer) error {
 	}
 	if err := plotLines(filepath.Join(o.out, "fig2-leakage.png"),
 		fmt.Sprintf("§5.1 max leakage per cluster, ν = 5 (0.4 per participation), seed %d", o.seed),
-		"round", "max leakage (d-privacy, Theorem 1)", leakLines, false, true); err != nil {
+		"round", "max leakage (d-privacy, Theorem 1)", leakLines, false); err != nil {
 		return err
 	}
 
