@@ -30,7 +30,7 @@ var resumeFlags = map[string]bool{"resume": true, "rounds": true, "workers": tru
 // extend it, --workers, --progress).
 func resolveResume(args []string, dir string, stdout io.Writer) (runtime.Config, runExtras, error) {
 	cfg := runtime.DefaultConfig()
-	fromFile, err := loadConfigFile(filepath.Join(dir, "config.yaml"), &cfg)
+	fromFile, _, err := loadConfigFile(filepath.Join(dir, "config.yaml"), &cfg)
 	if err != nil {
 		return cfg, fromFile, fmt.Errorf("resume %s: %w", dir, err)
 	}

@@ -85,12 +85,7 @@ type runExtras struct {
 func newRunFlags(cfg *runtime.Config, ex *runExtras, stdout io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	fs.SetOutput(io.Discard) // errors are reported on one line by the caller
-	fs.Usage = func() {
-		fmt.Fprint(stdout, runUsage)
-		printFlags(stdout, fs)
-		writeRunProtocolHelp(stdout, fs, cfg.Protocol)
-		fmt.Fprint(stdout, runExamples)
-	}
+	fs.Usage = func() { printRunHelp(stdout, fs, cfg.Protocol) }
 	if ex.progress == "" {
 		ex.progress = "auto"
 	}
@@ -146,12 +141,14 @@ func protocolList() string {
 // and checks them (runtime's checks and checkRunConfig's). On --help it
 // prints the help to stdout and returns flag.ErrHelp.
 func resolveRunConfig(args []string, stdout io.Writer) (runtime.Config, runExtras, error) {
-	// First pass: find --config (and reject bad flags early).
-	scratch := runtime.DefaultConfig()
+	// First pass: find --config and --protocol (and reject bad flags early).
+	scratch := runtime.RunDefaults()
 	var ex runExtras
-	fs := newRunFlags(&scratch, &ex, stdout)
+	fs := newRunFlags(&scratch, &ex, io.Discard)
+	fs.Usage = func() {}
 	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) { // Parse has printed the help
+		if errors.Is(err, flag.ErrHelp) {
+			printRunHelp(stdout, fs, scratch.Protocol)
 			return scratch, ex, err
 		}
 		return scratch, ex, checks.Invalidf("%s (run 'shufflefl run --help' for the flags)", flagError(err))
@@ -160,10 +157,12 @@ func resolveRunConfig(args []string, stdout io.Writer) (runtime.Config, runExtra
 		return scratch, ex, checks.Invalidf("unexpected argument %q (flags start with --)", fs.Arg(0))
 	}
 	cfg := runtime.DefaultConfig()
+	cfg.Protocol = runtime.DefaultProtocol
 	var fromFile runExtras
+	var fileKeys map[string]bool
 	if ex.config != "" {
 		var err error
-		if fromFile, err = loadConfigFile(ex.config, &cfg); err != nil {
+		if fromFile, fileKeys, err = loadConfigFile(ex.config, &cfg); err != nil {
 			return cfg, ex, err
 		}
 	}
@@ -177,6 +176,7 @@ func resolveRunConfig(args []string, stdout io.Writer) (runtime.Config, runExtra
 	ex2.config = ex.config
 	opts := fromFile.options
 	opts = append(opts, ex2.options...)
+	flagOpts := map[string]float64{}
 	if len(opts) > 0 {
 		parsed, err := runtime.ParseOptions(opts)
 		if err != nil {
@@ -188,14 +188,48 @@ func resolveRunConfig(args []string, stdout io.Writer) (runtime.Config, runExtra
 		for k, v := range parsed {
 			cfg.Options[k] = v
 		}
+		if flagOpts, err = runtime.ParseOptions(ex2.options); err != nil {
+			return cfg, ex2, err
+		}
 	}
 	ex2.options = opts
+	// The protocol's own defaults fill every setting given neither in the
+	// file nor on the command line.
+	flags := flagSet(fs2)
+	given := func(key string) bool {
+		if name, ok := strings.CutPrefix(key, "option "); ok {
+			_, set := flagOpts[name]
+			return set || fileKeys["option"] || fileKeys["options"]
+		}
+		return flags[key] || fileKeys[key]
+	}
+	if err := runtime.ApplyDefaults(&cfg, given); err != nil {
+		return cfg, ex2, err
+	}
 	switch ex2.progress {
 	case "auto", "bar", "log", "none":
 	default:
 		return cfg, ex2, checks.Invalidf("unknown progress mode %q (known: auto, bar, log, none)", ex2.progress)
 	}
 	return cfg, ex2, checkRunConfig(cfg)
+}
+
+// printRunHelp writes 'shufflefl run --help': the flags with the defaults of
+// the protocol given before --help (DefaultProtocol's without one), then
+// that protocol's options.
+func printRunHelp(stdout io.Writer, parsed *flag.FlagSet, protocolName string) {
+	d := runtime.DefaultConfig()
+	d.Protocol = protocolName
+	given := flagSet(parsed)
+	if err := runtime.ApplyDefaults(&d, func(k string) bool { return given[k] }); err != nil {
+		d = runtime.RunDefaults()
+	}
+	var ex runExtras
+	fs := newRunFlags(&d, &ex, stdout)
+	fmt.Fprint(stdout, runUsage)
+	printFlags(stdout, fs)
+	writeRunProtocolHelp(stdout, given["protocol"], protocolName)
+	fmt.Fprint(stdout, runExamples)
 }
 
 // checkRunConfig is cfg.Validate plus the checks of the command line that
