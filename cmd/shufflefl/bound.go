@@ -204,19 +204,15 @@ func runBound(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-// normalizeAliases resolves deprecated flag names: --k for the domain size
-// (blanket, best, flame-simple; now --domain) and compose's --method (now
-// --composition). Giving both names with different values is an error.
+// normalizeAliases resolves deprecated flag names (compose's --method, now
+// --composition) and rejects --k where it would mean the randomizer's
+// domain size: --k has one meaning in every subcommand, the dimensions
+// sampled per user (flame-double, flame-topk); the domain size of krr and
+// rgb is --domain. (--k used to be accepted as an alias of --domain in
+// blanket, best and flame-simple.)
 func normalizeAliases(o *boundOpts, cmd boundCmd) error {
 	if slices.Contains(cmd.flags, "k-domain") && o.set["k"] {
-		if o.set["domain"] && o.domain != o.kAlias {
-			return checks.Invalidf("--k (deprecated) and --domain disagree (%d and %d); give --domain only", o.kAlias, o.domain)
-		}
-		if o.kAlias < 2 {
-			return checks.Invalidf("--k (deprecated alias of --domain) must be >= 2, got %d", o.kAlias)
-		}
-		o.domain = o.kAlias
-		o.set["domain"] = true
+		return checks.Invalidf("--k is not a flag of this subcommand: the randomizer's domain size (krr, rgb) is --domain; --k is the number of dimensions sampled per user, in flame-double and flame-topk")
 	}
 	if slices.Contains(cmd.flags, "compose-method") && o.set["method"] {
 		if o.set["composition"] && o.method != o.composition {

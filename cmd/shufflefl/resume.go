@@ -34,6 +34,14 @@ func resolveResume(args []string, dir string, stdout io.Writer) (runtime.Config,
 	if err != nil {
 		return cfg, fromFile, fmt.Errorf("resume %s: %w", dir, err)
 	}
+	if len(fromFile.options) > 0 {
+		// The file's option key holds the protocol options.
+		parsed, err := runtime.ParseOptions(fromFile.options)
+		if err != nil {
+			return cfg, fromFile, fmt.Errorf("resume %s: %w", dir, err)
+		}
+		cfg.Options = parsed
+	}
 	if _, err := os.Stat(filepath.Join(dir, checkpointFile)); err != nil {
 		return cfg, fromFile, checks.Invalidf("resume %s: no %s there (only runs of this version write one)", dir, checkpointFile)
 	}
