@@ -101,6 +101,7 @@ type frontierPoint struct {
 	skip string
 	recs []metrics.Record
 	sum  runtime.Summary
+	done bool // the run has finished
 }
 
 func runFrontier(args []string, stdout, stderr io.Writer) int {
@@ -110,7 +111,7 @@ func runFrontier(args []string, stdout, stderr io.Writer) int {
 		dataset   = fs.String("dataset", "fashion-mnist", "dataset `name`: "+strings.Join(data.ClassificationNames(), ", "))
 		dataDir   = fs.String("data-dir", "", "`directory` with the dataset's files (see shufflefl run --help)")
 		protos    = fs.String("protocols", strings.Join(frontierProtocols(), ","), "comma-separated private `protocols` to draw")
-		targets   = fs.String("targets", "2,8,32", "comma-separated target cumulative central `epsilons` (each > 0)")
+		targets   = fs.String("targets", "8,2,32", "comma-separated target cumulative central `epsilons` (each > 0), in the order the runs are made (every protocol at the first target, then at the next)")
 		delta     = fs.Float64("delta", 1e-6, "target central delta of each whole run, in (0, 1)")
 		clients   = fs.Int("clients", 0, "clients N of every run (0: each protocol's default)")
 		rounds    = fs.Int("rounds", 0, "rounds of every run (0: each protocol's default)")
@@ -227,8 +228,9 @@ func runFrontier(args []string, stdout, stderr io.Writer) int {
 	if *ceiling {
 		plist = append([]string{"nonprivate"}, plist...)
 	}
+	sorted := slices.Sorted(slices.Values(tlist)) // the table's order
 	for _, p := range plist {
-		ts := tlist
+		ts := sorted
 		if p == "nonprivate" {
 			ts = []float64{0}
 		}
@@ -254,9 +256,23 @@ func runFrontier(args []string, stdout, stderr io.Writer) int {
 	log = lf
 	stdout, stderr = teeWriter{stdout, lf}, teeWriter{stderr, lf}
 
+	// Run the points target by target (the ceiling first), so that a
+	// frontier stopped early has every protocol at the first targets;
+	// results.md and frontier.png are rewritten after every run.
+	title := fmt.Sprintf("%s: accuracy against cumulative central ε (δ = %.2g)", *dataset, *delta)
+	write := func() error {
+		if err := plotFrontier(filepath.Join(*out, "frontier.png"), title, points); err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(*out, "results.md"), []byte(frontierMarkdown(*dataset, args, points)), 0o644)
+	}
+	order := slices.Clone(points)
+	slices.SortStableFunc(order, func(a, b *frontierPoint) int {
+		return slices.Index(tlist, a.target) - slices.Index(tlist, b.target)
+	})
 	start := time.Now()
 	ran := 0
-	for k, pt := range points {
+	for k, pt := range order {
 		eta := ""
 		if k > 0 {
 			left := time.Duration(float64(time.Since(start)) / float64(k) * float64(len(points)-k))
@@ -280,21 +296,19 @@ func runFrontier(args []string, stdout, stderr io.Writer) int {
 		if err != nil {
 			return fail(usageCode(err), "%s: %v", pt.proto, err)
 		}
+		pt.done = true
 		ran++
+		if err := write(); err != nil {
+			return fail(1, "%v", err)
+		}
 	}
 	if ran == 0 {
 		return fail(2, "no run of the frontier can be made with these settings: %s", points[0].skip)
 	}
-
-	title := fmt.Sprintf("%s: accuracy against cumulative central ε (δ = %.2g)", *dataset, *delta)
-	if err := plotFrontier(filepath.Join(*out, "frontier.png"), title, points); err != nil {
+	if err := write(); err != nil {
 		return fail(1, "%v", err)
 	}
-	md := frontierMarkdown(*dataset, args, points)
-	if err := os.WriteFile(filepath.Join(*out, "results.md"), []byte(md), 0o644); err != nil {
-		return fail(1, "%v", err)
-	}
-	fmt.Fprint(stdout, md)
+	fmt.Fprint(stdout, frontierMarkdown(*dataset, args, points))
 	fmt.Fprintf(stderr, "frontier: %d runs (%d not possible) in %s; outputs in %s\n", ran, len(points)-ran, time.Since(start).Round(time.Second), *out)
 	if err := lf.Close(); err != nil {
 		fmt.Fprintf(stderr, "shufflefl experiment frontier: writing %s: %v\n", runLogFile, err)
@@ -304,8 +318,8 @@ func runFrontier(args []string, stdout, stderr io.Writer) int {
 }
 
 // parseFrontierLists parses --protocols and --targets: known private
-// protocols without repeats, and finite positive targets in increasing
-// order.
+// protocols without repeats, and finite positive targets without repeats,
+// in the order given (the order the runs are made in).
 func parseFrontierLists(protos, targets string) ([]string, []float64, error) {
 	var ps []string
 	for _, p := range strings.Split(protos, ",") {
@@ -348,7 +362,6 @@ func parseFrontierLists(protos, targets string) ([]string, []float64, error) {
 	if len(ts) == 0 {
 		return nil, nil, checks.Invalidf("--targets names no target")
 	}
-	slices.Sort(ts)
 	return ps, ts, nil
 }
 
@@ -374,6 +387,10 @@ func frontierMarkdown(dataset string, args []string, points []*frontierPoint) st
 		}
 		if pt.skip != "" {
 			fmt.Fprintf(&b, "| %s | %s | not run: %s | | | | %s |\n", pt.proto, target, strings.ReplaceAll(pt.skip, "|", "/"), settings)
+			continue
+		}
+		if !pt.done {
+			fmt.Fprintf(&b, "| %s | %s | (not run yet) | | | | %s |\n", pt.proto, target, settings)
 			continue
 		}
 		last := pt.recs[len(pt.recs)-1]

@@ -53,6 +53,22 @@ func TestFrontierRuns(t *testing.T) {
 	if checked != 4 {
 		t.Errorf("checked %d private points against their targets, want 4:\n%s", checked, stdout)
 	}
+	// --overwrite removes the earlier frontier's outputs, run directories
+	// included, and keeps other files.
+	writeFile(t, filepath.Join(out, "notes.txt"), "mine\n")
+	code, stdout, stderr = runCLI("experiment", "frontier", "--dataset", "fashion-mnist-sample", "--protocols", "ss-simple", "--targets", "4",
+		"--ceiling=false", "--clients", "50", "--rounds", "1", "--local-epochs", "1", "--workers", "2", "--progress", "none", "--out", out, "--overwrite")
+	if code != 0 {
+		t.Fatalf("overwrite: status %d\n%s", code, stderr)
+	}
+	got := names(t, out)
+	want := []string{"frontier.png", "notes.txt", "results.md", "run.log", "ss-simple-e4"}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("after --overwrite the directory holds %v, want %v", got, want)
+	}
+	if strings.Contains(stdout, "dp-central") {
+		t.Errorf("the overwritten results mention the old runs:\n%s", stdout)
+	}
 }
 
 // TestFrontierErrors: bad flags give status 2 and one line, before any run.

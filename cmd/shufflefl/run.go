@@ -33,14 +33,21 @@ strips identities, pads and permutes (Shuffle), and the analyzer aggregates,
 de-biases and updates the global model (Analyze); the accountant states the
 local and central (epsilon, delta) of the round and of the run so far.
 
-Without flags it runs the default experiment: non-private FedAvg of logistic
-regression on Fashion-MNIST with 1,000 clients.
+Without flags it runs the default: FLAME's SS-Simple (Laplace randomizer,
+shuffled per coordinate) on logistic regression for Fashion-MNIST, 2,000
+clients, its local budgets calibrated so that the whole run spends at most a
+cumulative central epsilon of 8 at delta 1e-6; it ends by printing the
+accuracy and the cumulative (epsilon, delta) reached. --protocol nonprivate
+is plain FedAvg (the ceiling).
 
-Settings come from the defaults, then --config FILE (YAML whose keys are the
-flag names below, e.g. "local-epochs: 2", "option: {k: 157}" or
+Settings come from the shared defaults, then --config FILE (YAML whose keys
+are the flag names below, e.g. "local-epochs: 2", "option: {k: 157}" or
 "option: [k=157]"; integer settings must be written as integers), then the
-flags given. The config.yaml a run writes omits --out, so rerunning it never
-writes over the original.
+flags given; every setting given in neither takes the protocol's own default
+('shufflefl protocols NAME' lists them; the defaults below are those of the
+protocol given before --help). The config.yaml a run writes gives every
+setting and omits --out, so rerunning it reproduces the run exactly and
+never writes over the original.
 
 Output (under --out): metrics.jsonl (one JSON object per round), summary.json,
 config.yaml (the resolved settings, headed by the shufflefl version and git
@@ -63,6 +70,9 @@ Flags:
 
 const runExamples = `
 Examples:
+  shufflefl run                                            # private default, (8, 1e-6)
+  shufflefl run --target-epsilon 4 --out out/eps4          # the same at half the budget
+  shufflefl run --protocol nonprivate --out out/np         # the non-private ceiling
   shufflefl run --dataset fashion-mnist-sample --clients 100 --rounds 5 --out out/quick
   shufflefl run --protocol ss-double --epsilon 78.5 --option k=157 --option np=333 --out out/flame
   shufflefl run --config out/flame/config.yaml --seed 7 --out out/flame-seed7
