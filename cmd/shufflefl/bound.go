@@ -46,7 +46,12 @@ Common flags: --json (one JSON object), --compare (every applicable bound side b
 (compose the per-round guarantee; default best, which names the winner).
 Every numeric flag is checked before any computation: NaN, infinities and
 out-of-range values are rejected (exit status 2, one line on stderr).
-Run 'shufflefl bound SUBCOMMAND --help' for all flags.
+Run 'shufflefl bound SUBCOMMAND --help' for all flags and examples.
+
+Examples:
+  shufflefl bound clones --eps0 4 --n 100000 --delta 1e-6
+  shufflefl bound best --compare --eps0 1 --n 10000 --delta 1e-8
+  shufflefl bound flame-double --eps-l 78.5 --n 1000 --k 157 --np 333
 `
 
 // boundCmd is one `shufflefl bound` subcommand.
@@ -143,6 +148,10 @@ func runBound(args []string, stdout, stderr io.Writer) int {
 			fs.SetOutput(stdout)
 			fmt.Fprintf(stdout, "Usage: shufflefl bound %s [flags]\n\n%s\n\nFlags:\n", name, cmd.summary)
 			printFlags(stdout, fs)
+			fmt.Fprintf(stdout, "\nExamples:\n")
+			for _, ex := range boundExamples[name] {
+				fmt.Fprintf(stdout, "  shufflefl bound %s %s\n", name, ex)
+			}
 			return 0
 		}
 		fmt.Fprintf(stderr, "shufflefl bound %s: %s (run 'shufflefl bound %s --help')\n", name, flagError(err), name)

@@ -717,3 +717,30 @@ func TestBoundSAPESInheritsAssumption(t *testing.T) {
 		}
 	}
 }
+
+// TestBoundExamplesRun: every subcommand's help has examples, and each
+// example runs (status 0).
+func TestBoundExamplesRun(t *testing.T) {
+	for name := range boundCmds {
+		exs := boundExamples[name]
+		if len(exs) == 0 {
+			t.Errorf("bound %s has no examples", name)
+		}
+		_, help, _ := runB(name, "--help")
+		for _, ex := range exs {
+			if !strings.Contains(help, "  shufflefl bound "+name+" "+ex+"\n") {
+				t.Errorf("bound %s --help lacks the example %q", name, ex)
+			}
+			t.Run(name+" "+ex, func(t *testing.T) {
+				if code, _, errs := runB(append([]string{name}, strings.Fields(ex)...)...); code != 0 {
+					t.Errorf("status %d: %s", code, errs)
+				}
+			})
+		}
+	}
+	for name := range boundExamples {
+		if _, ok := boundCmds[name]; !ok {
+			t.Errorf("examples for unknown subcommand %s", name)
+		}
+	}
+}

@@ -197,3 +197,37 @@ func TestRunHelpShowsProtocolDefaults(t *testing.T) {
 		t.Errorf("protocols %s does not show its run defaults:\n%s", runtime.DefaultProtocol, out)
 	}
 }
+
+// TestEveryHelpHasExamples: every command's help goes to stdout with status
+// 0, shows GNU-style --flags only, and ends with examples.
+func TestEveryHelpHasExamples(t *testing.T) {
+	cmds := [][]string{{"--help"}, {"run", "--help"}, {"experiment", "--help"}, {"experiment", "frontier", "--help"},
+		{"experiment", "flame", "--help"}, {"protocols", "--help"}, {"bound", "--help"}}
+	for name := range boundCmds {
+		cmds = append(cmds, []string{"bound", name, "--help"})
+	}
+	for _, args := range cmds {
+		code, stdout, stderr := runCLI(args...)
+		if code != 0 || stderr != "" {
+			t.Errorf("%v: status %d, stderr %q", args, code, stderr)
+		}
+		if !strings.Contains(stdout, "\nExamples:\n  shufflefl ") {
+			t.Errorf("%v: no examples:\n%s", args, stdout)
+		}
+		for _, line := range strings.Split(stdout, "\n") {
+			if trimmed := strings.TrimLeft(line, " "); strings.HasPrefix(trimmed, "-") && !strings.HasPrefix(trimmed, "--") {
+				t.Errorf("%v: single-dash flag %q", args, line)
+			}
+		}
+	}
+}
+
+// TestLDPMinDerivesMinEpsilon: ldp-min runs without its option min-epsilon
+// (derived from the clients' budgets) instead of asking for it.
+func TestLDPMinDerivesMinEpsilon(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "ldpmin")
+	code, _, stderr := tinyRun("--protocol", "ldp-min", "--eps-dist", "uniform2", "--eps-scale", "100", "--out", out)
+	if code != 0 {
+		t.Fatalf("status %d: %s", code, stderr)
+	}
+}
