@@ -80,6 +80,7 @@ Examples:
   shufflefl experiment flame --dataset mnist-10k --out out/flame-mnist
   shufflefl experiment apes --rounds 3 --only APES,UniS --out out/apes-quick
   shufflefl experiment eapes --dataset fashion-mnist --overwrite
+  shufflefl experiment frontier --protocols ss-simple,apes,dp-central --targets 2,8
 `
 
 // plannedRun is one run of an experiment, checked and ready to start.
