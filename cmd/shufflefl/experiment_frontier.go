@@ -74,9 +74,8 @@ the protocol cannot calibrate (a target below what it can reach, say) is a
 row saying why; the others still run.
 
 The default size (12 private protocols x 3 targets + the ceiling, 37 runs of
-the protocols' defaults on Fashion-MNIST) used 7.4 minutes of CPU time
-(measured: 427 s user + 15 s sys), so about 4-5 minutes of wall time on 2
-idle cores (32 minutes on a shared machine at load 12); --protocols,
+the protocols' defaults on Fashion-MNIST) took 8 minutes of wall time on 2
+cores shared with other jobs (load 3-7), 6.9 minutes of CPU time; --protocols,
 --targets, --clients and --rounds make it smaller or larger.
 
 Exit status: 0 success, 2 invalid input (a flag, or no run can be
