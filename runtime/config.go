@@ -99,11 +99,15 @@ type Config struct {
 	Out      string `yaml:"out"`
 }
 
-// DefaultConfig is the default experiment of `shufflefl run`: non-private
-// FedAvg of logistic regression on Fashion-MNIST, 1,000 clients of 60
+// DefaultConfig holds the settings every protocol shares before its own
+// defaults (DefaultsFor, applied by ApplyDefaults to the settings a user
+// does not give): logistic regression on Fashion-MNIST, 1,000 clients of 60
 // samples (FLAME's n users x m samples), all taking part in every round,
-// 5 local epochs of SGD (batch 10, lr 0.1) for 30 rounds. It reaches about
-// 82% test accuracy in well under a minute on 2 cores (docs/PERFORMANCE.md).
+// 5 local epochs of SGD (batch 10, lr 0.1) for 30 rounds, clip 0.1. Its
+// protocol is nonprivate (about 82% test accuracy in well under a minute on
+// 2 cores, docs/PERFORMANCE.md), so that code setting only some fields gets
+// no budget to misread; `shufflefl run` without flags runs RunDefaults
+// (DefaultProtocol with its defaults: a private run).
 func DefaultConfig() Config {
 	return Config{
 		Protocol:         "nonprivate",

@@ -46,7 +46,12 @@ Common flags: --json (one JSON object), --compare (every applicable bound side b
 (compose the per-round guarantee; default best, which names the winner).
 Every numeric flag is checked before any computation: NaN, infinities and
 out-of-range values are rejected (exit status 2, one line on stderr).
-Run 'shufflefl bound SUBCOMMAND --help' for all flags.
+Run 'shufflefl bound SUBCOMMAND --help' for all flags and examples.
+
+Examples:
+  shufflefl bound clones --eps0 4 --n 100000 --delta 1e-6
+  shufflefl bound best --compare --eps0 1 --n 10000 --delta 1e-8
+  shufflefl bound flame-double --eps-l 78.5 --n 1000 --k 157 --np 333
 `
 
 // boundCmd is one `shufflefl bound` subcommand.
@@ -143,6 +148,10 @@ func runBound(args []string, stdout, stderr io.Writer) int {
 			fs.SetOutput(stdout)
 			fmt.Fprintf(stdout, "Usage: shufflefl bound %s [flags]\n\n%s\n\nFlags:\n", name, cmd.summary)
 			printFlags(stdout, fs)
+			fmt.Fprintf(stdout, "\nExamples:\n")
+			for _, ex := range boundExamples[name] {
+				fmt.Fprintf(stdout, "  shufflefl bound %s %s\n", name, ex)
+			}
 			return 0
 		}
 		fmt.Fprintf(stderr, "shufflefl bound %s: %s (run 'shufflefl bound %s --help')\n", name, flagError(err), name)
@@ -204,19 +213,15 @@ func runBound(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-// normalizeAliases resolves deprecated flag names: --k for the domain size
-// (blanket, best, flame-simple; now --domain) and compose's --method (now
-// --composition). Giving both names with different values is an error.
+// normalizeAliases resolves deprecated flag names (compose's --method, now
+// --composition) and rejects --k where it would mean the randomizer's
+// domain size: --k has one meaning in every subcommand, the dimensions
+// sampled per user (flame-double, flame-topk); the domain size of krr and
+// rgb is --domain. (--k used to be accepted as an alias of --domain in
+// blanket, best and flame-simple.)
 func normalizeAliases(o *boundOpts, cmd boundCmd) error {
 	if slices.Contains(cmd.flags, "k-domain") && o.set["k"] {
-		if o.set["domain"] && o.domain != o.kAlias {
-			return checks.Invalidf("--k (deprecated) and --domain disagree (%d and %d); give --domain only", o.kAlias, o.domain)
-		}
-		if o.kAlias < 2 {
-			return checks.Invalidf("--k (deprecated alias of --domain) must be >= 2, got %d", o.kAlias)
-		}
-		o.domain = o.kAlias
-		o.set["domain"] = true
+		return checks.Invalidf("--k is not a flag of this subcommand: the randomizer's domain size (krr, rgb) is --domain; --k is the number of dimensions sampled per user, in flame-double and flame-topk")
 	}
 	if slices.Contains(cmd.flags, "compose-method") && o.set["method"] {
 		if o.set["composition"] && o.method != o.composition {

@@ -114,7 +114,7 @@ var boundFlags = map[string]flagDef{
 		return nil
 	}},
 	"k-domain": {"k", func(fs *flag.FlagSet, o *boundOpts) {
-		fs.IntVar(&o.kAlias, "k", 0, "DEPRECATED alias of --domain (the domain size of krr/rgb); use --domain")
+		fs.IntVar(&o.kAlias, "k", 0, "not accepted here (an error pointing to --domain): --k always means the dimensions sampled per user (flame-double, flame-topk); the domain size of krr/rgb is --domain")
 	}, nil},
 	"np": {"np", func(fs *flag.FlagSet, o *boundOpts) {
 		fs.IntVar(&o.np, "np", 333, "SS-Double/SS-Topk dummy padding: reports per dimension after padding (n_p >= beta n, >= 1)")

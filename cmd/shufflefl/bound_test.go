@@ -70,7 +70,7 @@ func TestBoundCommands(t *testing.T) {
 		{"flame topk", []string{"flame-topk", "--n", "1000", "--np", "333", "--k", "157", "--d", "7850"}, 0, []string{"nu = 3.125", "l = 16"}, ""},
 		{"blanket", []string{"blanket", "--eps0", "1", "--n", "10000", "--delta", "1e-6"}, 0, []string{"blanket-bennett-laplace"}, ""},
 		{"blanket closed needs rgb", []string{"blanket", "--form", "closed"}, 2, nil, "--mech rgb"},
-		{"blanket closed", []string{"blanket", "--form", "closed", "--mech", "rgb", "--k", "10", "--eps0", "1", "--n", "100000"}, 0, []string{"blanket-closed"}, ""},
+		{"blanket closed", []string{"blanket", "--form", "closed", "--mech", "rgb", "--domain", "10", "--eps0", "1", "--n", "100000"}, 0, []string{"blanket-closed"}, ""},
 		{"eon dist", []string{"eon", "--eps-dist", "uniform2", "--n", "10000", "--seed", "1", "--delta", "1e-8"}, 0, []string{"eon-numerical: epsilon = 0.0572"}, ""},
 		{"eon needs budgets", []string{"eon"}, 2, nil, "--eps-file"},
 		{"eapes labelled", []string{"eapes", "--eps-dist", "uniform2", "--n", "10000", "--delta", "1e-8"}, 0, []string{"APPROXIMATION", "mu ="}, ""},
@@ -128,11 +128,11 @@ func TestBoundSubcommandHelp(t *testing.T) {
 			}
 		}
 	}
-	// Finding 12: --k has one meaning per subcommand; blanket's domain size
-	// is --domain, --k kept as a deprecated alias.
+	// Finding 12 / issue 11: --k has one meaning in every subcommand (the
+	// dimensions sampled per user); the domain size is --domain.
 	_, out, _ := runB("blanket", "--help")
-	if !strings.Contains(out, "-domain") || !strings.Contains(out, "DEPRECATED alias of --domain") {
-		t.Errorf("blanket --help does not explain --domain and the deprecated --k:\n%s", out)
+	if !strings.Contains(out, "-domain") || !strings.Contains(out, "the domain size of krr/rgb is --domain") {
+		t.Errorf("blanket --help does not explain --domain and why --k is refused:\n%s", out)
 	}
 	_, out, _ = runB("flame-double", "--help")
 	if !strings.Contains(out, "dimensions sampled per user") || strings.Contains(out, "DEPRECATED") {
@@ -335,7 +335,10 @@ func TestBoundRejects(t *testing.T) {
 		// Finding 12.
 		{"krr needs domain", []string{"blanket", "--mech", "krr"}, "--mech krr needs --domain"},
 		{"flame-double krr needs domain", []string{"flame-double", "--mech", "krr"}, "--mech krr needs --domain"},
-		{"k and domain disagree", []string{"blanket", "--mech", "krr", "--k", "10", "--domain", "12"}, "--k (deprecated) and --domain disagree"},
+		{"k is not the domain size (blanket)", []string{"blanket", "--mech", "krr", "--k", "10"}, "--k is not a flag of this subcommand: the randomizer's domain size (krr, rgb) is --domain"},
+		{"k is not the domain size (best)", []string{"best", "--mech", "rgb", "--k", "2"}, "is --domain"},
+		{"k is not the domain size (flame-simple)", []string{"flame-simple", "--mech", "rgb", "--k", "2"}, "is --domain"},
+		{"k with domain", []string{"blanket", "--mech", "krr", "--k", "10", "--domain", "10"}, "is --domain"},
 		{"domain one", []string{"blanket", "--mech", "krr", "--domain", "1"}, "--domain must be >= 2"},
 		// Compose's deprecated --method.
 		{"compose method disagrees", []string{"compose", "--method", "basic", "--composition", "rdp"}, "--method (deprecated) and --composition disagree"},
@@ -711,6 +714,33 @@ func TestBoundSAPESInheritsAssumption(t *testing.T) {
 		sapes := runJSON(t, append(append([]string{"sapes"}, dist...), extra...)...)
 		if sapes["assumption"] != eon["assumption"] {
 			t.Errorf("sapes %v: assumption %v, EoN's is %v", extra, sapes["assumption"], eon["assumption"])
+		}
+	}
+}
+
+// TestBoundExamplesRun: every subcommand's help has examples, and each
+// example runs (status 0).
+func TestBoundExamplesRun(t *testing.T) {
+	for name := range boundCmds {
+		exs := boundExamples[name]
+		if len(exs) == 0 {
+			t.Errorf("bound %s has no examples", name)
+		}
+		_, help, _ := runB(name, "--help")
+		for _, ex := range exs {
+			if !strings.Contains(help, "  shufflefl bound "+name+" "+ex+"\n") {
+				t.Errorf("bound %s --help lacks the example %q", name, ex)
+			}
+			t.Run(name+" "+ex, func(t *testing.T) {
+				if code, _, errs := runB(append([]string{name}, strings.Fields(ex)...)...); code != 0 {
+					t.Errorf("status %d: %s", code, errs)
+				}
+			})
+		}
+	}
+	for name := range boundExamples {
+		if _, ok := boundCmds[name]; !ok {
+			t.Errorf("examples for unknown subcommand %s", name)
 		}
 	}
 }

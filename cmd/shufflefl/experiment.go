@@ -33,6 +33,10 @@ type experiment struct {
 	base func(c *runtime.Config, trainLen int)
 	// tables lists the groups of runs; each becomes one markdown table.
 	tables []expTable
+	// custom, if set, runs an experiment that is not a list of tables (the
+	// frontier): it gets the arguments after the experiment's name and
+	// returns the exit status.
+	custom func(args []string, stdout, stderr io.Writer) int
 }
 
 type expTable struct {
@@ -76,6 +80,7 @@ Examples:
   shufflefl experiment flame --dataset mnist-10k --out out/flame-mnist
   shufflefl experiment apes --rounds 3 --only APES,UniS --out out/apes-quick
   shufflefl experiment eapes --dataset fashion-mnist --overwrite
+  shufflefl experiment frontier --protocols ss-simple,apes,dp-central --targets 2,8
 `
 
 // plannedRun is one run of an experiment, checked and ready to start.
@@ -128,6 +133,9 @@ func runExperiment(args []string, stdout, stderr io.Writer) int {
 	exp, ok := experiments[name]
 	if !ok {
 		return fail(2, "unknown experiment %q (known: %s)", name, strings.Join(experimentNames(), ", "))
+	}
+	if exp.custom != nil {
+		return exp.custom(args[1:], stdout, stderr)
 	}
 	if err := fs.Parse(args[1:]); err != nil {
 		if errors.Is(err, flag.ErrHelp) { // Parse has printed the help

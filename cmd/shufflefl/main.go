@@ -18,7 +18,7 @@ const usage = `shufflefl: differentially private federated learning in the shuff
 
 Usage:
   shufflefl run   [flags]              train a model with simulated clients (Encode -> Shuffle -> Analyze)
-  shufflefl experiment NAME [flags]    reproduce a paper's comparison (flame, apes, eapes, dprivacy-*, ...)
+  shufflefl experiment NAME [flags]    reproduce a paper (flame, apes, eapes, dprivacy-*) or draw the frontier
   shufflefl bound SUBCOMMAND [flags]   compute privacy amplification bounds and composition
   shufflefl protocols [NAME]           list the protocols, or one protocol's options and budgets
   shufflefl certs [flags]              make a development CA, TLS, HPKE and client keys for a deployment
@@ -29,8 +29,10 @@ Usage:
 Run 'shufflefl COMMAND --help' for the flags of a command.
 
 Examples:
+  shufflefl run                        # private default: ss-simple at cumulative (8, 1e-6)
   shufflefl run --protocol apes --target-epsilon 5 --delta 1e-6 --rounds 10 --out out/apes
   shufflefl experiment flame --dataset mnist-10k --out out/flame
+  shufflefl experiment frontier --protocols ss-simple,apes,dp-central --targets 2,8
   shufflefl bound clones --eps0 4 --n 100000 --delta 1e-6
 `
 

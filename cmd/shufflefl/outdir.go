@@ -20,12 +20,16 @@ var runOutputs = []string{"metrics.jsonl", "summary.json", "config.yaml", "accur
 
 // experimentOutputs are the files `shufflefl experiment` writes at the top of
 // its --out directory besides the per-table plots (expPlotRE) and the run
-// directories (expRunDirRE).
-var experimentOutputs = []string{"results.md", runLogFile}
+// directories (expRunDirRE); frontier.png is the frontier's plot.
+var experimentOutputs = []string{"results.md", runLogFile, "frontier.png"}
 
 var (
-	expPlotRE   = regexp.MustCompile(`^accuracy-t[0-9]+\.png$`)
-	expRunDirRE = regexp.MustCompile(`^t[0-9]+-`)
+	expPlotRE = regexp.MustCompile(`^accuracy-t[0-9]+\.png$`)
+	// expRunDirRE matches the run directories of the paper experiments
+	// (tN-LABEL) and of the frontier (PROTOCOL-eTARGET, nonprivate); only
+	// the run outputs inside them are removed, and the directory if that
+	// empties it.
+	expRunDirRE = regexp.MustCompile(`^(t[0-9]+-|nonprivate$|[a-z][a-z-]*-e[0-9][0-9.e+-]*$)`)
 )
 
 // checkOutDir accepts an output directory that is absent or empty, or any

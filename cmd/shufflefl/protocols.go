@@ -1,12 +1,12 @@
 package main
 
 import (
-	"flag"
 	"fmt"
 	"io"
 	"strings"
 
 	"shufflefl/protocol"
+	"shufflefl/runtime"
 )
 
 const protocolsUsage = `Usage: shufflefl protocols [NAME]
@@ -95,7 +95,52 @@ func writeProtocol(w io.Writer, info protocol.Info) {
 	fmt.Fprint(w, wrapText(desc, "    ", "    ", protocolsWidth))
 	fmt.Fprintln(w)
 	fmt.Fprint(w, wrapText(info.Paper, "Paper:   ", "         ", protocolsWidth))
+	writeRunDefaults(w, info.Name)
 	writeProtocolOptions(w, info)
+}
+
+// writeRunDefaults writes the settings 'shufflefl run --protocol NAME' uses
+// when they are not given (runtime.DefaultsFor) and where they come from.
+func writeRunDefaults(w io.Writer, name string) {
+	d, ok := runtime.DefaultsFor(name)
+	if !ok || len(d.Settings) == 0 {
+		fmt.Fprint(w, wrapText("the shared defaults of 'shufflefl run --help'", "Run defaults: ", "    ", protocolsWidth))
+		if ok && d.Why != "" {
+			fmt.Fprint(w, wrapText(d.Why, "    ", "    ", protocolsWidth))
+		}
+		return
+	}
+	def := ""
+	if name == runtime.DefaultProtocol {
+		def = " (the protocol of 'shufflefl run' without --protocol)"
+	}
+	fmt.Fprintf(w, "Run defaults%s, for the settings not given:\n", def)
+	fmt.Fprint(w, wrapText(d.String(), "    ", "    ", protocolsWidth))
+	for _, s := range d.Settings {
+		if len(s.Unless) > 0 {
+			unless := make([]string, len(s.Unless))
+			for i, k := range s.Unless {
+				unless[i] = runtime.FlagName(k)
+			}
+			fmt.Fprint(w, wrapText(fmt.Sprintf("(%s only when none of %s is given)", s.Flag(), strings.Join(unless, ", ")), "    ", "     ", protocolsWidth))
+		}
+	}
+	fmt.Fprint(w, wrapText(d.Why, "    why: ", "         ", protocolsWidth))
+}
+
+// runDefaultOption returns the value 'shufflefl run' gives option opt of
+// protocol name when it is not given, if the defaults table sets it.
+func runDefaultOption(name, opt string) (float64, bool) {
+	d, ok := runtime.DefaultsFor(name)
+	if !ok {
+		return 0, false
+	}
+	for _, s := range d.Settings {
+		if s.Key == "option "+opt {
+			return s.Value, true
+		}
+	}
+	return 0, false
 }
 
 // writeProtocolOptions writes a protocol's budgets and its options table:
@@ -110,7 +155,11 @@ func writeProtocolOptions(w io.Writer, info protocol.Info) {
 	for _, o := range info.Options {
 		fmt.Fprintf(w, "  %s\n", o.Name)
 		fmt.Fprint(w, wrapText(o.Meaning, "      ", "      ", protocolsWidth))
-		fmt.Fprint(w, wrapText(o.Default, "      default: ", "               ", protocolsWidth))
+		def := o.Default
+		if v, ok := runDefaultOption(info.Name, o.Name); ok {
+			def = fmt.Sprintf("%g in shufflefl run, experiment and bound (the run default above); %s for the protocol package used directly", v, o.Default)
+		}
+		fmt.Fprint(w, wrapText(def, "      default: ", "               ", protocolsWidth))
 		fmt.Fprint(w, wrapText(o.Range, "      valid:   ", "               ", protocolsWidth))
 	}
 }
@@ -118,8 +167,8 @@ func writeProtocolOptions(w io.Writer, info protocol.Info) {
 // writeRunProtocolHelp is the part of 'shufflefl run --help' after the
 // flags: with --protocol P given before --help, P's budgets and options;
 // otherwise where to find them.
-func writeRunProtocolHelp(w io.Writer, fs *flag.FlagSet, name string) {
-	if !flagSet(fs)["protocol"] {
+func writeRunProtocolHelp(w io.Writer, protocolGiven bool, name string) {
+	if !protocolGiven {
 		fmt.Fprint(w, "\nProtocol options (--option NAME=VALUE) are listed by 'shufflefl protocols NAME'\nand 'shufflefl run --protocol NAME --help'; 'shufflefl protocols' lists the\nprotocols.\n")
 		return
 	}
@@ -130,6 +179,7 @@ func writeRunProtocolHelp(w io.Writer, fs *flag.FlagSet, name string) {
 	}
 	fmt.Fprintf(w, "\nProtocol %s: %s\n", info.Name, info.Summary)
 	fmt.Fprint(w, wrapText(info.Paper, "Paper:   ", "         ", protocolsWidth))
+	writeRunDefaults(w, info.Name)
 	writeProtocolOptions(w, info)
 }
 

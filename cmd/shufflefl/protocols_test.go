@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -32,6 +33,12 @@ func checkOptionsTable(t *testing.T, what, out string, info protocol.Info) {
 		_, entry, ok := strings.Cut(out, "\n  "+o.Name+"\n")
 		if !ok {
 			t.Errorf("%s has no line for option %s:\n%s", what, o.Name, out)
+			continue
+		}
+		if v, ok := runDefaultOption(info.Name, o.Name); ok {
+			// The defaults table overrides the protocol's own default in
+			// the CLI; both are shown.
+			checkMentions(t, what, entry, o.Meaning+fmt.Sprintf(" default: %g in shufflefl run", v), o.Default, "valid: "+o.Range)
 			continue
 		}
 		checkMentions(t, what, entry, o.Meaning+" default: "+o.Default+" valid: "+o.Range)

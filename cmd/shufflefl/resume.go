@@ -30,9 +30,17 @@ var resumeFlags = map[string]bool{"resume": true, "rounds": true, "workers": tru
 // extend it, --workers, --progress).
 func resolveResume(args []string, dir string, stdout io.Writer) (runtime.Config, runExtras, error) {
 	cfg := runtime.DefaultConfig()
-	fromFile, err := loadConfigFile(filepath.Join(dir, "config.yaml"), &cfg)
+	fromFile, _, err := loadConfigFile(filepath.Join(dir, "config.yaml"), &cfg)
 	if err != nil {
 		return cfg, fromFile, fmt.Errorf("resume %s: %w", dir, err)
+	}
+	if len(fromFile.options) > 0 {
+		// The file's option key holds the protocol options.
+		parsed, err := runtime.ParseOptions(fromFile.options)
+		if err != nil {
+			return cfg, fromFile, fmt.Errorf("resume %s: %w", dir, err)
+		}
+		cfg.Options = parsed
 	}
 	if _, err := os.Stat(filepath.Join(dir, checkpointFile)); err != nil {
 		return cfg, fromFile, checks.Invalidf("resume %s: no %s there (only runs of this version write one)", dir, checkpointFile)

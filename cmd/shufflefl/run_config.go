@@ -64,16 +64,18 @@ func (o *optionList) UnmarshalYAML(n *yaml.Node) error {
 }
 
 // loadConfigFile reads the YAML settings of path into cfg and returns the
-// command's own settings it holds. Unknown keys, keys without a value and
+// command's own settings it holds and the set of keys the file gives (for
+// the per-protocol defaults, which fill only the others). Unknown keys, keys without a value and
 // non-integer values of integer settings are errors wrapping
 // checks.ErrInvalid (yaml.v3 would silently truncate "clients: 500.7").
-func loadConfigFile(path string, cfg *runtime.Config) (runExtras, error) {
+func loadConfigFile(path string, cfg *runtime.Config) (runExtras, map[string]bool, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return runExtras{}, checks.Invalidf("config file: %v", err)
+		return runExtras{}, nil, checks.Invalidf("config file: %v", err)
 	}
-	if err := checkConfigNode(b); err != nil {
-		return runExtras{}, checks.Invalidf("config file %s: %v", path, err)
+	keys, err := checkConfigNode(b)
+	if err != nil {
+		return runExtras{}, nil, checks.Invalidf("config file %s: %v", path, err)
 	}
 	rf := runFile{Config: *cfg}
 	dec := yaml.NewDecoder(bytes.NewReader(b))
@@ -81,43 +83,46 @@ func loadConfigFile(path string, cfg *runtime.Config) (runExtras, error) {
 	if err := dec.Decode(&rf); err != nil && !errors.Is(err, io.EOF) {
 		msg := strings.Join(strings.Fields(strings.TrimPrefix(err.Error(), "yaml: ")), " ") // one line
 		msg = strings.ReplaceAll(msg, "in type main.runFile", "(keys are the flag names of shufflefl run)")
-		return runExtras{}, checks.Invalidf("config file %s: %s", path, msg)
+		return runExtras{}, nil, checks.Invalidf("config file %s: %s", path, msg)
 	}
 	if len(rf.Option) > 0 && len(rf.Options) > 0 {
-		return runExtras{}, checks.Invalidf("config file %s: set only one of option and options (the old name of option)", path)
+		return runExtras{}, nil, checks.Invalidf("config file %s: set only one of option and options (the old name of option)", path)
 	}
 	*cfg = rf.Config
-	return runExtras{options: rf.Option, progress: rf.Progress, overwrite: rf.Overwrite, cpuprofile: rf.CPUProfile}, nil
+	return runExtras{options: rf.Option, progress: rf.Progress, overwrite: rf.Overwrite, cpuprofile: rf.CPUProfile}, keys, nil
 }
 
 // checkConfigNode checks the top level of a --config document: a mapping
-// whose values are not empty and whose integer settings are integers.
-func checkConfigNode(b []byte) error {
+// whose values are not empty and whose integer settings are integers. It
+// returns the keys the document gives.
+func checkConfigNode(b []byte) (map[string]bool, error) {
+	keys := map[string]bool{}
 	var doc yaml.Node
 	if err := yaml.Unmarshal(b, &doc); err != nil {
-		return errors.New(strings.TrimPrefix(err.Error(), "yaml: "))
+		return nil, errors.New(strings.TrimPrefix(err.Error(), "yaml: "))
 	}
 	if doc.Kind == 0 || len(doc.Content) == 0 {
-		return nil // an empty file sets nothing
+		return keys, nil // an empty file sets nothing
 	}
 	top := doc.Content[0]
 	if top.Kind != yaml.MappingNode {
-		return fmt.Errorf("line %d: the file must be a mapping of flag names to values (e.g. \"rounds: 10\")", top.Line)
+		return nil, fmt.Errorf("line %d: the file must be a mapping of flag names to values (e.g. \"rounds: 10\")", top.Line)
 	}
 	ints := intKeys(reflect.TypeFor[runFile]())
 	for i := 0; i+1 < len(top.Content); i += 2 {
 		k, v := top.Content[i], top.Content[i+1]
 		if k.Value == "config" {
-			return fmt.Errorf("line %d: config: a config file cannot name another (--config is a command-line flag)", k.Line)
+			return nil, fmt.Errorf("line %d: config: a config file cannot name another (--config is a command-line flag)", k.Line)
 		}
 		if v.Kind == yaml.ScalarNode && v.ShortTag() == "!!null" {
-			return fmt.Errorf("line %d: %s has no value", k.Line, k.Value)
+			return nil, fmt.Errorf("line %d: %s has no value", k.Line, k.Value)
 		}
 		if ints[k.Value] && (v.Kind != yaml.ScalarNode || v.ShortTag() != "!!int") {
-			return fmt.Errorf("line %d: %s must be an integer, got %q", v.Line, k.Value, v.Value)
+			return nil, fmt.Errorf("line %d: %s must be an integer, got %q", v.Line, k.Value, v.Value)
 		}
+		keys[k.Value] = true
 	}
-	return nil
+	return keys, nil
 }
 
 // intKeys returns the YAML keys of t's integer fields, inline structs
@@ -148,7 +153,9 @@ func intKeys(t reflect.Type) map[string]bool {
 // the flag names, headed by a comment giving the shufflefl version and git
 // commit. The out key is left out, so that `shufflefl run --config
 // config.yaml` reruns the experiment without writing over its outputs, and
-// the protocol options are under option, the flag's name.
+// the protocol options are under option, the flag's name. Every key is
+// written, option too when empty ("option: {}"), so that no per-protocol
+// default changes a rerun.
 func writeConfigFile(cfg runtime.Config) error {
 	var n yaml.Node
 	if err := n.Encode(cfg); err != nil {
@@ -159,6 +166,7 @@ func writeConfigFile(cfg runtime.Config) error {
 		m = m.Content[0]
 	}
 	var kept []*yaml.Node
+	hasOption := false
 	for i := 0; i+1 < len(m.Content); i += 2 {
 		k := m.Content[i]
 		switch k.Value {
@@ -166,8 +174,14 @@ func writeConfigFile(cfg runtime.Config) error {
 			continue
 		case "options":
 			k.Value = "option"
+			hasOption = true
 		}
 		kept = append(kept, k, m.Content[i+1])
+	}
+	if !hasOption {
+		kept = append(kept,
+			&yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: "option"},
+			&yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", Style: yaml.FlowStyle})
 	}
 	m.Content = kept
 	body, err := yaml.Marshal(&n)

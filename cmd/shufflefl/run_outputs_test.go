@@ -14,8 +14,9 @@ import (
 	"shufflefl/runtime"
 )
 
-// tiny is the fast run of these tests.
-var tiny = []string{"run", "--dataset", "fashion-mnist-sample", "--clients", "20", "--rounds", "1", "--progress", "none"}
+// tiny is the fast run of these tests: non-private unless a later
+// --protocol says otherwise.
+var tiny = []string{"run", "--protocol", "nonprivate", "--dataset", "fashion-mnist-sample", "--clients", "20", "--rounds", "1", "--progress", "none"}
 
 func tinyRun(extra ...string) (int, string, string) {
 	return runCLI(append(append([]string{}, tiny...), extra...)...)
@@ -142,6 +143,7 @@ func TestRunConfigRoundTrip(t *testing.T) {
 // included; flags override the file.
 func TestRunConfigKeys(t *testing.T) {
 	dir := t.TempDir()
+	laplace := map[string]float64{"randomizer": 1}
 	tests := []struct {
 		name     string
 		yaml     string
@@ -153,10 +155,13 @@ func TestRunConfigKeys(t *testing.T) {
 		{"option list", "protocol: ss-topk\noption: [k=157, nu=2]\n", nil, map[string]float64{"k": 157, "nu": 2}, "auto"},
 		{"old options key", "protocol: ss-topk\noptions: {k: 157}\n", nil, map[string]float64{"k": 157}, "auto"},
 		{"flag overrides option", "protocol: ss-topk\noption: {k: 157, nu: 2}\n", []string{"--option", "k=10"}, map[string]float64{"k": 10, "nu": 2}, "auto"},
-		{"progress", "progress: none\n", nil, nil, "none"},
-		{"flag overrides progress", "progress: none\n", []string{"--progress", "log"}, nil, "log"},
-		{"integer written as float-free int", "clients: 500\nseed: 7\n", nil, nil, "auto"},
-		{"empty file", "", nil, nil, "auto"},
+		// Without protocol, the default protocol's default options apply.
+		{"progress", "progress: none\n", nil, laplace, "none"},
+		{"flag overrides progress", "progress: none\n", []string{"--progress", "log"}, laplace, "log"},
+		{"integer written as float-free int", "clients: 500\nseed: 7\n", nil, laplace, "auto"},
+		{"empty file", "", nil, laplace, "auto"},
+		{"option key states every option", "option: {}\n", nil, map[string]float64{}, "auto"},
+		{"no defaults for nonprivate", "protocol: nonprivate\n", nil, nil, "auto"},
 	}
 	for i, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -91,8 +91,9 @@ func TestRunErrors(t *testing.T) {
 		// Item 4: settings that would be silently ignored.
 		{"alpha negative, iid", []string{"--alpha", "-1"}, "alpha must be > 0"},
 		{"alpha negative, dirichlet", []string{"--alpha", "-1", "--partition", "dirichlet"}, "alpha must be > 0"},
-		{"nonprivate with eps-dist", []string{"--eps-dist", "uniform2"}, "no effect with protocol nonprivate"},
-		{"nonprivate with eps-file", []string{"--eps-file", epsFile}, "no effect with protocol nonprivate"},
+		{"nonprivate with eps-dist", []string{"--protocol", "nonprivate", "--eps-dist", "uniform2"}, "no effect with protocol nonprivate"},
+		{"nonprivate with eps-file", []string{"--protocol", "nonprivate", "--eps-file", epsFile}, "no effect with protocol nonprivate"},
+		{"nonprivate with target-epsilon", []string{"--protocol", "nonprivate", "--target-epsilon", "8"}, "no effect with protocol nonprivate"},
 		// Item 5: k > d fails before round 1 (blobs has d = 90).
 		{"k beyond d", []string{"--dataset", "blobs", "--protocol", "ss-topk", "--epsilon", "50", "--option", "k=157"}, "k = 157 exceeds the dimension d = 90"},
 		// Item 6: a regression set.
