@@ -240,7 +240,7 @@ func TestConfigErrors(t *testing.T) {
 		want string
 	}{
 		{"unknown protocol", func(c *Config) { c.Protocol = "nope" }, `unknown protocol "nope"`},
-		{"unknown model", func(c *Config) { c.Model = "cnn" }, `unknown model "cnn"`},
+		{"unknown model", func(c *Config) { c.Model = "resnet" }, `unknown model "resnet"`},
 		{"too many clients", func(c *Config) { c.Clients = 1_000_000; c.ClientsPerRound = 0 }, "more clients"},
 		{"eps zero", func(c *Config) { c.Epsilon = 0 }, "epsilon must be > 0"},
 		{"eps nan", func(c *Config) { c.Epsilon = math.NaN() }, "epsilon must be a finite number"},

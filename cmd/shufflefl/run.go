@@ -467,8 +467,13 @@ func execute(cfg runtime.Config, ex runExtras, stdout, stderr io.Writer, log *io
 	if sum.Halted != "" {
 		fmt.Fprintf(stderr, "shufflefl: %s\n", sum.Halted)
 	}
+	eps := epsString(srec.CumulativeEpsilon, srec.CumulativeDelta)
+	if n := len(recs); n > 0 && recs[n-1].DPrivacy != nil {
+		d := recs[n-1].DPrivacy
+		eps += fmt.Sprintf("; d-privacy leakage %.4g per participation, at most %.4g composed for a client", d.Level, d.MaxCumulative)
+	}
 	fmt.Fprintf(stdout, "final test accuracy %.4f (best %.4f), loss %.4f after %d rounds in %.1fs; cumulative central epsilon %s; outputs in %s\n",
-		sum.FinalAccuracy, sum.BestAccuracy, sum.FinalLoss, sum.Rounds, sum.Seconds, epsString(srec.CumulativeEpsilon, srec.CumulativeDelta), cfg.Out)
+		sum.FinalAccuracy, sum.BestAccuracy, sum.FinalLoss, sum.Rounds, sum.Seconds, eps, cfg.Out)
 	return 0, nil
 }
 
