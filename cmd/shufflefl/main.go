@@ -21,6 +21,7 @@ Usage:
   shufflefl experiment NAME [flags]    reproduce a paper's comparison (flame, apes, eapes)
   shufflefl bound SUBCOMMAND [flags]   compute privacy amplification bounds and composition
   shufflefl protocols [NAME]           list the protocols, or one protocol's options and budgets
+  shufflefl certs [flags]              make a development CA, TLS, HPKE and client keys for a deployment
   shufflefl help  [COMMAND [SUBCOMMAND]]  show help for a command
   shufflefl version                    print the version and git commit (also --version)
 
@@ -52,6 +53,8 @@ func realMain(args []string, stdout, stderr io.Writer) int {
 		return runBound(args[1:], stdout, stderr)
 	case "protocols":
 		return runProtocols(args[1:], stdout, stderr)
+	case "certs":
+		return runCerts(args[1:], stdout, stderr)
 	case "version", "--version", "-version":
 		fmt.Fprintln(stdout, versionString())
 		return 0
