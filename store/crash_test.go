@@ -1,0 +1,559 @@
+package store
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	mrand "math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"shufflefl/account"
+)
+
+// The crash test re-executes the test binary as a child (TestCrashChild with
+// crashChildEnv set) that writes to one database as every role does —
+// client charges with their sealed reports, shuffler reports (single and
+// batched), round forwarding, analyzer releases with checkpoints, request
+// nonces — and reports each acknowledged write on file descriptor 3. The
+// parent SIGKILLs it at a random moment, reopens the database and checks that
+// every acknowledged write is present and intact, that nothing is
+// half-written or duplicated, and that no client's ledger total is below what
+// its outbox released. The next child resumes from the same database.
+
+const (
+	crashChildEnv  = "SHUFFLEFL_STORE_CRASH_CHILD" // database path for the child
+	crashItersEnv  = "SHUFFLEFL_STORE_CRASH_ITERS" // parent: number of kills
+	crashLieEnv    = "SHUFFLEFL_STORE_CRASH_LIE"   // child: ack outbox writes before making them
+	crashClients   = 6                             // clients with an outbox
+	crashPerRound  = 5                             // shuffler reports per round
+	crashEpsilon   = 0.25                          // local epsilon per charge
+	crashMaxModelB = 256 << 10                     // checkpoint model size bound
+)
+
+// crashReport is the deterministic sealed report of (client, round): a
+// restarted child can recompute what it must have stored.
+func crashReport(client string, round int64) []byte {
+	h := sha256.Sum256([]byte(fmt.Sprintf("outbox/%s/%d", client, round)))
+	return bytes.Repeat(h[:], 1+int(h[0])%64)
+}
+
+// crashMessages are the sealed messages of shuffler report (round, client).
+func crashMessages(round int64, client string) []SealedMessage {
+	h := sha256.Sum256([]byte(fmt.Sprintf("inbox/%d/%s", round, client)))
+	n := 1 + int(h[0])%40
+	ms := make([]SealedMessage, n)
+	for i := range ms {
+		b := sha256.Sum256(append(h[:], byte(i), byte(i>>8)))
+		ms[i] = SealedMessage{Label: uint32(i), Sealed: bytes.Repeat(b[:], 1+int(b[0])%8)}
+	}
+	return ms
+}
+
+// crashModel is the checkpoint model of round: large enough that a kill
+// often lands inside its write.
+func crashModel(round int64) []byte {
+	h := sha256.Sum256([]byte(fmt.Sprintf("model/%d", round)))
+	n := int(binary.LittleEndian.Uint32(h[:4]) % crashMaxModelB)
+	return bytes.Repeat(h[:], 1+n/32)
+}
+
+func crashAccountant(round int64) json.RawMessage {
+	return json.RawMessage(fmt.Sprintf(`{"round":%d,"epsilon":%g}`, round, 0.5*float64(round+1)))
+}
+
+// TestCrashChild is the child process; it does nothing unless run by
+// TestCrashRecovery.
+func TestCrashChild(t *testing.T) {
+	path := os.Getenv(crashChildEnv)
+	if path == "" {
+		t.Skip("child of TestCrashRecovery only")
+	}
+	ack := os.NewFile(3, "ack")
+	if err := crashChild(path, ack); err != nil {
+		fmt.Fprintln(os.Stderr, "crash child:", err)
+		os.Exit(3)
+	}
+}
+
+func crashChild(path string, ack *os.File) error {
+	send := func(format string, a ...any) error {
+		_, err := ack.WriteString(fmt.Sprintf(format, a...) + "\n") // one write(2): atomic on a pipe
+		return err
+	}
+	db, err := Open(path)
+	if err != nil {
+		return err
+	}
+	l := account.NewLedger(db.LedgerStore())
+	if err := l.SetDefaultCap(account.Cap{Epsilon: 1e9, Delta: 0.5}); err != nil {
+		return err
+	}
+	// Resume: the next outbox round of each client.
+	next := make([]int64, crashClients)
+	for c := range next {
+		es, err := db.LedgerStore().Entries(fmt.Sprint("client-", c))
+		if err != nil {
+			return err
+		}
+		next[c] = int64(len(es))
+	}
+	// Resume the analyzer: retry the last release (must be refused by
+	// state), then release any round left open.
+	log, err := db.RoundLog()
+	if err != nil {
+		return err
+	}
+	nextRelease := int64(0)
+	if len(log) > 0 {
+		last := log[len(log)-1]
+		nextRelease = last.Round + 1
+		switch last.Status {
+		case RoundReleased:
+			err := db.ReleaseRound(Checkpoint{Round: last.Round, Model: crashModel(last.Round), Accountant: crashAccountant(last.Round)}, RoundCounts{})
+			if !errors.Is(err, ErrRoundReleased) {
+				return fmt.Errorf("re-release of round %d: %v", last.Round, err)
+			}
+		case RoundOpen:
+			nextRelease = last.Round
+		}
+	}
+	// Resume the shuffler: the open round, retrying its last report.
+	rounds, err := db.InboxRounds()
+	if err != nil {
+		return err
+	}
+	inRound, inCount := int64(-1), int64(0)
+	if len(rounds) > 0 {
+		r := rounds[len(rounds)-1]
+		inRound = r.Round
+		inCount = r.Reports
+		if r.Status != InboxOpen {
+			inRound, inCount = r.Round+1, -1
+		} else if r.Reports > 0 {
+			c := fmt.Sprint("sc-", r.Reports-1)
+			err := db.Accept(Report{Round: r.Round, Client: c, Nonce: randNonce(), Messages: crashMessages(r.Round, c)})
+			if !errors.Is(err, ErrAlreadyAccepted) {
+				return fmt.Errorf("retry of report %d/%s: %v", r.Round, c, err)
+			}
+		}
+	} else {
+		inRound, inCount = 0, -1
+	}
+	lie := os.Getenv(crashLieEnv) != ""
+	rng := mrand.New(mrand.NewPCG(uint64(time.Now().UnixNano()), 1))
+	for step := 0; ; step++ {
+		// Client: charge and store the sealed report together.
+		c := rng.IntN(crashClients)
+		client := fmt.Sprint("client-", c)
+		r := account.Release{Client: client, Round: int(next[c]), Mechanism: "crash", LocalEpsilon: crashEpsilon, LocalDelta: 1e-9}
+		if lie { // negative control: acknowledge first, write later
+			if err := send("O %s %d", client, next[c]); err != nil {
+				return err
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		if err := db.ChargeWithReport(l, r, crashReport(client, next[c])); err != nil {
+			return err
+		}
+		if !lie {
+			if err := send("O %s %d", client, next[c]); err != nil {
+				return err
+			}
+		}
+		next[c]++
+		// Shuffler: open a round if needed, accept reports, forward.
+		if inCount < 0 {
+			if err := db.OpenInboxRound(inRound, []byte(fmt.Sprint("announcement ", inRound))); err != nil {
+				return err
+			}
+			if err := send("R %d", inRound); err != nil {
+				return err
+			}
+			inCount = 0
+		}
+		if inCount < crashPerRound {
+			batch := 1 + rng.IntN(3)
+			var rs []Report
+			for k := int64(0); k < int64(batch) && inCount+k < crashPerRound; k++ {
+				sc := fmt.Sprint("sc-", inCount+k)
+				rs = append(rs, Report{Round: inRound, Client: sc, Nonce: randNonce(), Messages: crashMessages(inRound, sc)})
+			}
+			errs, err := db.AcceptBatch(rs)
+			if err != nil {
+				return err
+			}
+			for i, e := range errs {
+				if e != nil {
+					return e
+				}
+				if err := send("I %d %s", inRound, rs[i].Client); err != nil {
+					return err
+				}
+			}
+			inCount += int64(len(rs))
+		} else {
+			if err := db.MarkForwarded(inRound); err != nil {
+				return err
+			}
+			if err := send("F %d", inRound); err != nil {
+				return err
+			}
+			inRound, inCount = inRound+1, -1
+		}
+		// Request nonces.
+		if err := db.UseNonce(client, randNonce(), time.Now()); err != nil {
+			return err
+		}
+		// Analyzer: every third step, release a round with its checkpoint.
+		if step%3 == 0 {
+			if e, err := db.Round(nextRelease); errors.Is(err, ErrUnknownRound) {
+				if err := db.OpenRound(nextRelease); err != nil {
+					return err
+				}
+			} else if err != nil {
+				return err
+			} else if e.Status != RoundOpen {
+				return fmt.Errorf("round %d is %s at resume", nextRelease, e.Status)
+			}
+			cp := Checkpoint{Round: nextRelease, Model: crashModel(nextRelease), Accountant: crashAccountant(nextRelease)}
+			counts := RoundCounts{Received: nextRelease + 3, Accepted: nextRelease + 1, Dummies: 1, Rejected: map[string]int64{"nan": 1, "range": 1}}
+			if err := db.ReleaseRound(cp, counts); err != nil {
+				return err
+			}
+			if err := send("A %d", nextRelease); err != nil {
+				return err
+			}
+			nextRelease++
+		}
+	}
+}
+
+func randNonce() []byte {
+	b := make([]byte, 16)
+	rand.Read(b)
+	return b
+}
+
+// acked is what the parent learned from the children's acknowledgements.
+type acked struct {
+	outbox    map[string]int64 // client -> rounds acknowledged (0..n-1)
+	inbox     map[string]bool  // "round/client"
+	opened    map[int64]bool   // shuffler rounds
+	forwarded map[int64]bool
+	released  map[int64]bool
+	lines     int
+}
+
+func (a *acked) add(line string) error {
+	f := strings.Fields(line)
+	num := func(s string) (int64, error) { return strconv.ParseInt(s, 10, 64) }
+	switch {
+	case len(f) == 3 && f[0] == "O":
+		r, err := num(f[2])
+		if err != nil {
+			return err
+		}
+		if r+1 > a.outbox[f[1]] {
+			a.outbox[f[1]] = r + 1
+		}
+	case len(f) == 3 && f[0] == "I":
+		a.inbox[f[1]+"/"+f[2]] = true
+	case len(f) == 2 && strings.Contains("RFA", f[0]):
+		r, err := num(f[1])
+		if err != nil {
+			return err
+		}
+		map[string]map[int64]bool{"R": a.opened, "F": a.forwarded, "A": a.released}[f[0]][r] = true
+	default:
+		return fmt.Errorf("bad ack line %q", line)
+	}
+	a.lines++
+	return nil
+}
+
+func newAcked() *acked {
+	return &acked{outbox: map[string]int64{}, inbox: map[string]bool{}, opened: map[int64]bool{},
+		forwarded: map[int64]bool{}, released: map[int64]bool{}}
+}
+
+// TestCrashDetectsEarlyAck is the negative control of TestCrashRecovery: a
+// child that acknowledges each outbox write 50 ms before making it must be
+// caught. Each kill lands in such a window with probability about 0.7 (the
+// rest of a step takes roughly 20 ms), so missing it in all 10 kills has
+// probability about 0.3^10 < 1e-5.
+func TestCrashDetectsEarlyAck(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "lie.db")
+	t.Setenv(crashLieEnv, "1")
+	a := newAcked()
+	rng := mrand.New(mrand.NewPCG(uint64(time.Now().UnixNano()), 3))
+	for it := 0; it < 10; it++ {
+		if err := runCrashChild(t, path, time.Duration(20+rng.IntN(200))*time.Millisecond, a); err != nil {
+			t.Fatalf("iteration %d: %v", it, err)
+		}
+		if err := verifyCrash(path, a); err != nil {
+			t.Logf("caught after %d kills: %v", it+1, err)
+			return
+		}
+	}
+	t.Fatal("10 kills of a child that acknowledges before writing went unnoticed")
+}
+
+func TestCrashRecovery(t *testing.T) {
+	iters := 8
+	if testing.Short() {
+		iters = 3
+	}
+	if s := os.Getenv(crashItersEnv); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 {
+			t.Fatalf("%s=%q", crashItersEnv, s)
+		}
+		iters = n
+	}
+	path := filepath.Join(t.TempDir(), "crash.db")
+	a := newAcked()
+	rng := mrand.New(mrand.NewPCG(uint64(time.Now().UnixNano()), 2))
+	start := time.Now()
+	for it := 0; it < iters; it++ {
+		before := a.lines
+		delay := time.Duration(20+rng.IntN(400)) * time.Millisecond
+		if err := runCrashChild(t, path, delay, a); err != nil {
+			t.Fatalf("iteration %d: %v", it, err)
+		}
+		if err := verifyCrash(path, a); err != nil {
+			t.Fatalf("iteration %d (killed after %v, %d acks): %v", it, delay, a.lines-before, err)
+		}
+		t.Logf("iteration %d: killed after %v, %d acknowledged writes (total %d)", it, delay, a.lines-before, a.lines)
+	}
+	t.Logf("%d kills, %d acknowledged writes verified in %v", iters, a.lines, time.Since(start).Round(time.Millisecond))
+	if a.lines == 0 {
+		t.Fatal("no write was acknowledged: the test exercised nothing")
+	}
+}
+
+// runCrashChild starts a child on path, collects its acknowledgements, and
+// SIGKILLs it delay after its first one.
+func runCrashChild(t *testing.T, path string, delay time.Duration, a *acked) error {
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestCrashChild$", "-test.count=1")
+	cmd.Env = append(os.Environ(), crashChildEnv+"="+path)
+	cmd.ExtraFiles = []*os.File{pw}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	pw.Close()
+	lines := make(chan string, 1024)
+	go func() {
+		sc := bufio.NewScanner(pr)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	var timer <-chan time.Time
+	killed := false
+	var perr error
+	deadline := time.After(60 * time.Second)
+	for lines != nil {
+		select {
+		case l, ok := <-lines:
+			if !ok {
+				lines = nil
+				continue
+			}
+			if err := a.add(l); err != nil && perr == nil {
+				perr = err
+			}
+			if timer == nil && !killed {
+				timer = time.After(delay)
+			}
+		case <-timer:
+			cmd.Process.Signal(syscall.SIGKILL)
+			killed, timer = true, nil
+		case <-deadline:
+			cmd.Process.Signal(syscall.SIGKILL)
+			killed = true
+			perr = errors.New("child produced no acknowledgement within 60 s")
+		}
+	}
+	err = cmd.Wait()
+	pr.Close()
+	if perr != nil {
+		return perr
+	}
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || !killed {
+		return fmt.Errorf("child ended by itself (%v): %s", err, stderr.String())
+	}
+	if ws, ok := ee.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
+		return fmt.Errorf("child exited with %v, not SIGKILL: %s", err, stderr.String())
+	}
+	return nil
+}
+
+// verifyCrash reopens the database and checks it against the
+// acknowledgements.
+func verifyCrash(path string, a *acked) error {
+	db, err := Open(path)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	var ic string
+	if err := db.sql.QueryRow("PRAGMA integrity_check").Scan(&ic); err != nil || ic != "ok" {
+		return fmt.Errorf("integrity_check: %q, %v", ic, err)
+	}
+	// Client outbox and ledger: every acknowledged report is present with
+	// its bytes; every charge has its report and vice versa (atomicity);
+	// the ledger total is never below what was released.
+	tot, err := db.LedgerStore().Totals()
+	if err != nil {
+		return err
+	}
+	for c := 0; c < crashClients; c++ {
+		client := fmt.Sprint("client-", c)
+		es, err := db.LedgerStore().Entries(client)
+		if err != nil {
+			return err
+		}
+		if int64(len(es)) < a.outbox[client] {
+			return fmt.Errorf("%s: %d ledger entries, %d acknowledged", client, len(es), a.outbox[client])
+		}
+		released := 0.0
+		for i, e := range es {
+			if e.Round != i {
+				return fmt.Errorf("%s: entry %d has round %d (duplicate or gap)", client, i, e.Round)
+			}
+			o, err := db.OutboxReport(client, int64(e.Round))
+			if err != nil {
+				return fmt.Errorf("%s round %d: charge without report: %v", client, e.Round, err)
+			}
+			if !bytes.Equal(o.Report, crashReport(client, int64(e.Round))) {
+				return fmt.Errorf("%s round %d: report bytes differ", client, e.Round)
+			}
+			released += o.Release.LocalEpsilon
+		}
+		if tot[client].Epsilon < released-1e-9 {
+			return fmt.Errorf("%s: ledger total %v below released %v", client, tot[client].Epsilon, released)
+		}
+	}
+	var orphans int
+	if err := db.sql.QueryRow(`SELECT count(*) FROM outbox o LEFT JOIN ledger_entry l
+		ON l.client = o.client AND l.round = o.round WHERE l.seq IS NULL`).Scan(&orphans); err != nil || orphans != 0 {
+		return fmt.Errorf("%d reports without a charge (%v)", orphans, err)
+	}
+	// Shuffler inbox.
+	rounds, err := db.InboxRounds()
+	if err != nil {
+		return err
+	}
+	status := map[int64]InboxStatus{}
+	for _, r := range rounds {
+		status[r.Round] = r.Status
+		reps, err := db.RoundReports(r.Round)
+		if err != nil {
+			return err
+		}
+		seen := map[string]bool{}
+		for i, rep := range reps {
+			if seen[rep.Client] {
+				return fmt.Errorf("round %d: client %s stored twice", r.Round, rep.Client)
+			}
+			seen[rep.Client] = true
+			if rep.Client != fmt.Sprint("sc-", i) {
+				return fmt.Errorf("round %d: report %d is from %s", r.Round, i, rep.Client)
+			}
+			want := crashMessages(r.Round, rep.Client)
+			if len(want) != len(rep.Messages) {
+				return fmt.Errorf("round %d %s: %d messages, want %d", r.Round, rep.Client, len(rep.Messages), len(want))
+			}
+			for j := range want {
+				if want[j].Label != rep.Messages[j].Label || !bytes.Equal(want[j].Sealed, rep.Messages[j].Sealed) {
+					return fmt.Errorf("round %d %s: message %d differs", r.Round, rep.Client, j)
+				}
+			}
+		}
+		if r.Status == InboxForwarded && len(reps) != crashPerRound {
+			return fmt.Errorf("forwarded round %d has %d reports", r.Round, len(reps))
+		}
+	}
+	for k := range a.inbox {
+		var round int64
+		var client string
+		fmt.Sscanf(strings.Replace(k, "/", " ", 1), "%d %s", &round, &client)
+		if _, err := db.RoundReports(round); err != nil {
+			return fmt.Errorf("acknowledged report %s: %v", k, err)
+		}
+		var n int
+		if err := db.sql.QueryRow(`SELECT count(*) FROM inbox_report WHERE round = ? AND client = ?`, round, client).Scan(&n); err != nil || n != 1 {
+			return fmt.Errorf("acknowledged report %s stored %d times (%v)", k, n, err)
+		}
+	}
+	for r := range a.opened {
+		if _, ok := status[r]; !ok {
+			return fmt.Errorf("acknowledged shuffler round %d missing", r)
+		}
+	}
+	for r := range a.forwarded {
+		if status[r] != InboxForwarded {
+			return fmt.Errorf("acknowledged forward of round %d: status %q", r, status[r])
+		}
+	}
+	// Analyzer: released rounds have their checkpoint, intact.
+	log, err := db.RoundLog()
+	if err != nil {
+		return err
+	}
+	st := map[int64]RoundStatus{}
+	for i, e := range log {
+		st[e.Round] = e.Status
+		if e.Round != int64(i) {
+			return fmt.Errorf("round log entry %d is round %d", i, e.Round)
+		}
+		cp, err := db.Checkpoint(e.Round)
+		switch e.Status {
+		case RoundReleased:
+			if err != nil {
+				return fmt.Errorf("released round %d without checkpoint: %v", e.Round, err)
+			}
+			if !bytes.Equal(cp.Model, crashModel(e.Round)) || string(cp.Accountant) != string(crashAccountant(e.Round)) {
+				return fmt.Errorf("checkpoint of round %d differs", e.Round)
+			}
+			if e.Counts.Accepted != e.Round+1 || e.Counts.Rejected["nan"] != 1 {
+				return fmt.Errorf("round %d counts %+v", e.Round, e.Counts)
+			}
+		case RoundOpen:
+			if !errors.Is(err, ErrNotFound) {
+				return fmt.Errorf("open round %d has a checkpoint (%v)", e.Round, err)
+			}
+			if i != len(log)-1 {
+				return fmt.Errorf("open round %d is not the last", e.Round)
+			}
+		default:
+			return fmt.Errorf("round %d status %s", e.Round, e.Status)
+		}
+	}
+	for r := range a.released {
+		if st[r] != RoundReleased {
+			return fmt.Errorf("acknowledged release of round %d: status %q", r, st[r])
+		}
+	}
+	return nil
+}

@@ -1,0 +1,481 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"time"
+
+	"shufflefl/checks"
+)
+
+// Limits of the shuffler inbox.
+const (
+	// MaxMessagesPerReport bounds the sealed messages of one report (a
+	// per-coordinate report has d of them; 2^22 covers k = 32 models of
+	// d = 101,770 with room to spare).
+	MaxMessagesPerReport = 1 << 22
+	// MaxClientIDBytes bounds a client identifier.
+	MaxClientIDBytes = 256
+	// MinNonceBytes and MaxNonceBytes bound a request nonce.
+	MinNonceBytes, MaxNonceBytes = 8, 64
+)
+
+// Errors of the shuffler inbox. Each refusal has its own error so that the
+// shuffler can answer with a precise status.
+var (
+	// ErrDuplicateReport: the client already has a different report in this
+	// round.
+	ErrDuplicateReport = errors.New("store: client already reported in this round")
+	// ErrAlreadyAccepted: the client's report in this round is already
+	// stored with exactly these sealed messages: a retry after a lost
+	// acknowledgement. Nothing is stored twice; the shuffler should
+	// acknowledge again.
+	ErrAlreadyAccepted = errors.New("store: identical report already accepted")
+	// ErrReplay: the request nonce was used before, or the same sealed
+	// messages were already accepted from another client or round.
+	ErrReplay = errors.New("store: replayed request or report")
+	// ErrRoundClosed: the round is no longer accepting reports (forwarded or
+	// void).
+	ErrRoundClosed = errors.New("store: round is closed")
+	// ErrAlreadyForwarded: MarkForwarded on a round already forwarded.
+	ErrAlreadyForwarded = errors.New("store: round already forwarded")
+)
+
+// InboxStatus is the state of a round at the shuffler: it accepts reports
+// while open and moves once to forwarded or void.
+type InboxStatus string
+
+// The states of a shuffler round.
+const (
+	InboxOpen      InboxStatus = "open"
+	InboxForwarded InboxStatus = "forwarded"
+	InboxVoid      InboxStatus = "void"
+)
+
+// SealedMessage is one sealed message with its public label (e.g. the
+// coordinate it carries; 0 for a whole-report protocol). The shuffler never
+// opens Sealed.
+type SealedMessage struct {
+	Label  uint32
+	Sealed []byte
+}
+
+// Report is what the shuffler stores for one accepted SubmitReport: the
+// authenticated client, the request nonce and the sealed messages.
+type Report struct {
+	Round    int64
+	Client   string
+	Nonce    []byte
+	Messages []SealedMessage
+}
+
+// InboxRound is a round as the shuffler's inbox knows it.
+type InboxRound struct {
+	Round        int64
+	Status       InboxStatus
+	Announcement []byte // opaque (the encoded announcement the shuffler relays)
+	Reports      int64  // accepted reports
+	Messages     int64  // their sealed messages
+	Opened       time.Time
+	Closed       time.Time // zero while open
+}
+
+func validateClient(c string) error {
+	if c == "" || len(c) > MaxClientIDBytes {
+		return checks.Invalidf("client ID length must be in [1, %d], got %d", MaxClientIDBytes, len(c))
+	}
+	return nil
+}
+
+func validateNonce(n []byte) error {
+	if len(n) < MinNonceBytes || len(n) > MaxNonceBytes {
+		return checks.Invalidf("nonce length must be in [%d, %d], got %d", MinNonceBytes, MaxNonceBytes, len(n))
+	}
+	return nil
+}
+
+// validate checks a report's fields and returns its packed messages.
+func (r Report) validate() ([]byte, error) {
+	if r.Round < 0 {
+		return nil, checks.Invalidf("report round must be >= 0, got %d", r.Round)
+	}
+	if err := validateClient(r.Client); err != nil {
+		return nil, err
+	}
+	if err := validateNonce(r.Nonce); err != nil {
+		return nil, err
+	}
+	if len(r.Messages) == 0 || len(r.Messages) > MaxMessagesPerReport {
+		return nil, checks.Invalidf("report must have between 1 and %d messages, got %d", MaxMessagesPerReport, len(r.Messages))
+	}
+	size := 0
+	for i, m := range r.Messages {
+		if len(m.Sealed) == 0 {
+			return nil, checks.Invalidf("report message %d is empty", i)
+		}
+		size += len(m.Sealed)
+		if size > MaxReportBytes {
+			return nil, checks.Invalidf("report sealed bytes exceed %d", MaxReportBytes)
+		}
+	}
+	return packMessages(r.Messages), nil
+}
+
+// packMessages encodes messages as (uvarint label, uvarint length, bytes)*.
+func packMessages(ms []SealedMessage) []byte {
+	n := 0
+	for _, m := range ms {
+		n += 2*binary.MaxVarintLen32 + len(m.Sealed)
+	}
+	b := make([]byte, 0, n)
+	for _, m := range ms {
+		b = binary.AppendUvarint(b, uint64(m.Label))
+		b = binary.AppendUvarint(b, uint64(len(m.Sealed)))
+		b = append(b, m.Sealed...)
+	}
+	return b
+}
+
+// unpackMessages decodes packMessages' output, checking it is exactly n
+// well-formed messages.
+func unpackMessages(b []byte, n int) ([]SealedMessage, error) {
+	out := make([]SealedMessage, 0, n)
+	for len(b) > 0 {
+		label, k := binary.Uvarint(b)
+		if k <= 0 || label > 1<<32-1 {
+			return nil, fmt.Errorf("corrupt packed label")
+		}
+		b = b[k:]
+		l, k := binary.Uvarint(b)
+		if k <= 0 || l == 0 || l > uint64(len(b)-k) {
+			return nil, fmt.Errorf("corrupt packed length")
+		}
+		b = b[k:]
+		out = append(out, SealedMessage{Label: uint32(label), Sealed: bytes.Clone(b[:l])})
+		b = b[l:]
+	}
+	if len(out) != n {
+		return nil, fmt.Errorf("packed messages: got %d, want %d", len(out), n)
+	}
+	return out, nil
+}
+
+// OpenInboxRound adds round to the inbox as open, with the announcement the
+// shuffler relays to clients. Opening a round twice wraps ErrRoundExists.
+func (db *DB) OpenInboxRound(round int64, announcement []byte) error {
+	if round < 0 {
+		return fmt.Errorf("store: open inbox round: %w", checks.Invalidf("round must be >= 0, got %d", round))
+	}
+	if announcement == nil {
+		announcement = []byte{}
+	}
+	ctx := context.Background()
+	err := db.tx(ctx, func(t *sql.Tx) error {
+		res, err := t.ExecContext(ctx, `INSERT INTO inbox_round (round, status, announcement, opened_ns) VALUES (?, 'open', ?, ?)
+			ON CONFLICT (round) DO NOTHING`, round, announcement, nowNS())
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return err
+		} else if n == 0 {
+			return ErrRoundExists
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("store: open inbox round %d: %w", round, err)
+	}
+	return nil
+}
+
+// Accept stores r durably and returns nil only after the commit; the
+// shuffler acknowledges the client only then. Refusals (nothing stored):
+// ErrUnknownRound, ErrRoundClosed, ErrAlreadyAccepted (an identical retry:
+// acknowledge again), ErrDuplicateReport, ErrReplay, or an error wrapping
+// checks.ErrInvalid.
+func (db *DB) Accept(r Report) error {
+	errs, err := db.AcceptBatch([]Report{r})
+	if err != nil {
+		return err
+	}
+	return errs[0]
+}
+
+// AcceptBatch stores several reports in one transaction (one fsync), each
+// with its own outcome: errs[i] is Accept's answer for rs[i], and the
+// refused reports leave no trace. The returned error is set if the
+// transaction itself failed, in which case nothing was stored and errs is
+// nil. Batching concurrent submissions this way (group commit) is how the
+// shuffler amortizes the fsync over many clients.
+func (db *DB) AcceptBatch(rs []Report) (errs []error, err error) {
+	errs = make([]error, len(rs))
+	packed := make([][]byte, len(rs))
+	for i, r := range rs {
+		p, err := r.validate()
+		if err != nil {
+			errs[i] = fmt.Errorf("store: accept: %w", err)
+			continue
+		}
+		packed[i] = p
+	}
+	ctx := context.Background()
+	err = db.tx(ctx, func(t *sql.Tx) error {
+		for i, r := range rs {
+			if packed[i] == nil {
+				continue
+			}
+			if _, err := t.ExecContext(ctx, `SAVEPOINT report`); err != nil {
+				return err
+			}
+			e, err := acceptOne(ctx, t, r, packed[i])
+			if err != nil {
+				return err
+			}
+			if e != nil {
+				errs[i] = fmt.Errorf("store: accept client %q round %d: %w", r.Client, r.Round, e)
+				if _, err := t.ExecContext(ctx, `ROLLBACK TO report`); err != nil {
+					return err
+				}
+			}
+			if _, err := t.ExecContext(ctx, `RELEASE report`); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: accept batch: %w", err)
+	}
+	return errs, nil
+}
+
+// acceptOne runs the checks and the insert of one report inside t. It
+// returns a refusal as e, and a database failure as err.
+func acceptOne(ctx context.Context, t *sql.Tx, r Report, packed []byte) (e, err error) {
+	var status string
+	err = t.QueryRowContext(ctx, `SELECT status FROM inbox_round WHERE round = ?`, r.Round).Scan(&status)
+	if errors.Is(err, sql.ErrNoRows) {
+		return ErrUnknownRound, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if InboxStatus(status) != InboxOpen {
+		return fmt.Errorf("%w (%s)", ErrRoundClosed, status), nil
+	}
+	digest := sha256.Sum256(packed)
+	var old []byte
+	err = t.QueryRowContext(ctx, `SELECT digest FROM inbox_report WHERE round = ? AND client = ?`, r.Round, r.Client).Scan(&old)
+	switch {
+	case err == nil && bytes.Equal(old, digest[:]):
+		return ErrAlreadyAccepted, nil
+	case err == nil:
+		return ErrDuplicateReport, nil
+	case !errors.Is(err, sql.ErrNoRows):
+		return nil, err
+	}
+	var n int
+	if err := t.QueryRowContext(ctx, `SELECT count(*) FROM inbox_report WHERE nonce = ?`, r.Nonce).Scan(&n); err != nil {
+		return nil, err
+	}
+	if n > 0 {
+		return fmt.Errorf("%w: nonce already used", ErrReplay), nil
+	}
+	if err := t.QueryRowContext(ctx, `SELECT count(*) FROM inbox_report WHERE digest = ?`, digest[:]).Scan(&n); err != nil {
+		return nil, err
+	}
+	if n > 0 {
+		return fmt.Errorf("%w: these sealed messages were already accepted", ErrReplay), nil
+	}
+	_, err = t.ExecContext(ctx, `INSERT INTO inbox_report (round, client, nonce, digest, n_messages, messages, received_ns)
+		VALUES (?, ?, ?, ?, ?, ?, ?)`, r.Round, r.Client, r.Nonce, digest[:], len(r.Messages), packed, nowNS())
+	return nil, err
+}
+
+// InboxReport is an accepted report read back from the inbox.
+type InboxReport struct {
+	Report
+	Received time.Time
+}
+
+// RoundReports returns the reports accepted in round, in acceptance order,
+// with their sealed messages: what the shuffler strips of identities,
+// completes with dummies, permutes and forwards. An unknown round wraps
+// ErrUnknownRound.
+func (db *DB) RoundReports(round int64) ([]InboxReport, error) {
+	if _, err := db.InboxRound(round); err != nil {
+		return nil, err
+	}
+	rows, err := db.sql.Query(`SELECT client, nonce, n_messages, messages, received_ns FROM inbox_report
+		WHERE round = ? ORDER BY id`, round)
+	if err != nil {
+		return nil, fmt.Errorf("store: reports of round %d: %w", round, err)
+	}
+	defer rows.Close()
+	var out []InboxReport
+	for rows.Next() {
+		r := InboxReport{Report: Report{Round: round}}
+		var n int
+		var packed []byte
+		var recv int64
+		if err := rows.Scan(&r.Client, &r.Nonce, &n, &packed, &recv); err != nil {
+			return nil, fmt.Errorf("store: reports of round %d: %w", round, err)
+		}
+		ms, err := unpackMessages(packed, n)
+		if err != nil {
+			return nil, fmt.Errorf("store: reports of round %d, client %q: %w", round, r.Client, err)
+		}
+		r.Messages, r.Received = ms, time.Unix(0, recv)
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: reports of round %d: %w", round, err)
+	}
+	return out, nil
+}
+
+// InboxRound returns the shuffler's view of round, or an error wrapping
+// ErrUnknownRound.
+func (db *DB) InboxRound(round int64) (InboxRound, error) {
+	rs, err := db.inboxRounds(`WHERE r.round = ?`, round)
+	if err != nil {
+		return InboxRound{}, fmt.Errorf("store: inbox round %d: %w", round, err)
+	}
+	if len(rs) == 0 {
+		return InboxRound{}, fmt.Errorf("store: inbox round %d: %w", round, ErrUnknownRound)
+	}
+	return rs[0], nil
+}
+
+// InboxRounds returns every round the inbox knows, in round order; a
+// restarted shuffler resumes the open ones.
+func (db *DB) InboxRounds() ([]InboxRound, error) {
+	rs, err := db.inboxRounds("")
+	if err != nil {
+		return nil, fmt.Errorf("store: inbox rounds: %w", err)
+	}
+	return rs, nil
+}
+
+func (db *DB) inboxRounds(where string, args ...any) ([]InboxRound, error) {
+	rows, err := db.sql.Query(`SELECT r.round, r.status, r.announcement, r.opened_ns, r.closed_ns,
+		count(p.id), coalesce(sum(p.n_messages), 0)
+		FROM inbox_round r LEFT JOIN inbox_report p ON p.round = r.round `+where+`
+		GROUP BY r.round ORDER BY r.round`, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []InboxRound
+	for rows.Next() {
+		var r InboxRound
+		var s string
+		var opened int64
+		var closed sql.NullInt64
+		if err := rows.Scan(&r.Round, &s, &r.Announcement, &opened, &closed, &r.Reports, &r.Messages); err != nil {
+			return nil, err
+		}
+		r.Status, r.Opened = InboxStatus(s), time.Unix(0, opened)
+		if closed.Valid {
+			r.Closed = time.Unix(0, closed.Int64)
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+// MarkForwarded closes the open round as forwarded: the analyzer
+// acknowledged its batch. Afterwards the round accepts no report. A second
+// call wraps ErrAlreadyForwarded, a void round ErrRoundVoid, an unknown one
+// ErrUnknownRound.
+func (db *DB) MarkForwarded(round int64) error {
+	return db.closeInboxRound(round, InboxForwarded)
+}
+
+// VoidInboxRound closes the open round without forwarding anything (below
+// the minimum count at the deadline). Same state rules as MarkForwarded.
+func (db *DB) VoidInboxRound(round int64) error {
+	return db.closeInboxRound(round, InboxVoid)
+}
+
+func (db *DB) closeInboxRound(round int64, to InboxStatus) error {
+	ctx := context.Background()
+	err := db.tx(ctx, func(t *sql.Tx) error {
+		var s string
+		err := t.QueryRowContext(ctx, `SELECT status FROM inbox_round WHERE round = ?`, round).Scan(&s)
+		if errors.Is(err, sql.ErrNoRows) {
+			return ErrUnknownRound
+		}
+		if err != nil {
+			return err
+		}
+		switch InboxStatus(s) {
+		case InboxForwarded:
+			return ErrAlreadyForwarded
+		case InboxVoid:
+			return ErrRoundVoid
+		}
+		_, err = t.ExecContext(ctx, `UPDATE inbox_round SET status = ?, closed_ns = ? WHERE round = ?`, string(to), nowNS(), round)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("store: close inbox round %d as %s: %w", round, to, err)
+	}
+	return nil
+}
+
+// UseNonce records the nonce of a signed request from client, durably,
+// and wraps ErrReplay if the client used it before (and it was not pruned).
+// The shuffler calls it for every signed request after checking the
+// signature and the timestamp window, and prunes nonces older than the
+// window with PruneNonces.
+func (db *DB) UseNonce(client string, nonce []byte, at time.Time) error {
+	if err := validateClient(client); err != nil {
+		return fmt.Errorf("store: use nonce: %w", err)
+	}
+	if err := validateNonce(nonce); err != nil {
+		return fmt.Errorf("store: use nonce: %w", err)
+	}
+	ctx := context.Background()
+	err := db.tx(ctx, func(t *sql.Tx) error {
+		res, err := t.ExecContext(ctx, `INSERT INTO request_nonce (client, nonce, at_ns) VALUES (?, ?, ?)
+			ON CONFLICT DO NOTHING`, client, nonce, at.UnixNano())
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return err
+		} else if n == 0 {
+			return fmt.Errorf("%w: nonce already used by this client", ErrReplay)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("store: use nonce of %q: %w", client, err)
+	}
+	return nil
+}
+
+// PruneNonces forgets request nonces recorded before t and returns how many.
+func (db *DB) PruneNonces(before time.Time) (int, error) {
+	var n int64
+	ctx := context.Background()
+	err := db.tx(ctx, func(t *sql.Tx) error {
+		res, err := t.ExecContext(ctx, `DELETE FROM request_nonce WHERE at_ns < ?`, before.UnixNano())
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("store: prune nonces: %w", err)
+	}
+	return int(n), nil
+}
