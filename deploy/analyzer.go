@@ -72,7 +72,7 @@ type Analyzer struct {
 	pending  int64      // the announced round awaiting its batch (0: none)
 	finished int64
 	done     chan int64
-	released int   // rounds released (for the clients' spend bound)
+	released int // rounds released (for the clients' spend bound)
 	stats    seal.Stats
 	sum      runtime.Summary
 }
@@ -205,7 +205,9 @@ func (a *Analyzer) announcement(t int64, deadline time.Time) (*wire.RoundAnnounc
 // refuse a task whose parameters differ from their own Setup's.
 func Params(st *Setup) []*wire.Param {
 	c := st.Config
-	num := func(n string, v float64) *wire.Param { return &wire.Param{Name: n, Value: &wire.Param_Number{Number: v}} }
+	num := func(n string, v float64) *wire.Param {
+		return &wire.Param{Name: n, Value: &wire.Param_Number{Number: v}}
+	}
 	ps := []*wire.Param{num("clip", c.Clip), num("epsilon", st.Budget.Epsilon), num("delta", c.Delta),
 		{Name: "rounds", Value: &wire.Param_Integer{Integer: int64(c.Rounds)}},
 		{Name: "secure-noise", Value: &wire.Param_Flag{Flag: true}}}

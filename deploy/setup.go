@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"slices"
 	goruntime "runtime"
+	"slices"
 
 	"shufflefl/account"
 	"shufflefl/checks"
