@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log"
 	"math"
@@ -370,24 +371,28 @@ func (a *Analyzer) batch(h *wire.BatchHeader, ms []*wire.SealedMessage) (*wire.B
 	}
 	s := a.st.Shape(int(t))
 	res := runtime.RoundResult{Round: int(t), Participants: reporters, Reports: int64(reporters), Dummies: int64(h.Counts.Dummies)}
-	if reporters < a.cfg.MinReports {
+	void := func(why string) error {
 		st, _, _ := a.st.Statement(int(t), 0)
-		st.Released = false
-		if err := a.an.Open(s); err != nil {
-			return nil, wire.Errorf(codes.Internal, wire.Reason_REASON_INTERNAL, "", t, "%v", err)
-		}
 		if a.acct == nil {
 			st = account.Statement{Round: int(t)}
 		}
+		if err := a.an.Open(s); err != nil {
+			return err
+		}
 		if err := a.an.Void(st); err != nil {
-			return nil, wire.Errorf(codes.Internal, wire.Reason_REASON_INTERNAL, "", t, "%v", err)
+			return err
 		}
 		if err := a.cfg.DB.VoidRound(t, counts); err != nil {
-			return nil, wire.Errorf(codes.Internal, wire.Reason_REASON_INTERNAL, "", t, "%v", err)
+			return err
 		}
-		a.logf("analyzer: round %d void (%d reports, minimum %d)", t, reporters, a.cfg.MinReports)
+		a.logf("analyzer: round %d void: %s", t, why)
 		res.Participants = 0
-		res.Privacy.Bound = "no release (too few reports)"
+		res.Privacy.Bound = "no release (" + why + ")"
+		return nil
+	}
+	var verr error
+	if reporters < a.cfg.MinReports {
+		verr = void(fmt.Sprintf("%d reports, minimum %d", reporters, a.cfg.MinReports))
 	} else {
 		stmt, priv, err := a.st.Statement(int(t), reporters)
 		if err != nil {
@@ -400,34 +405,43 @@ func (a *Analyzer) batch(h *wire.BatchHeader, ms []*wire.SealedMessage) (*wire.B
 		if err := a.an.Open(s); err != nil {
 			return nil, wire.Errorf(codes.Internal, wire.Reason_REASON_INTERNAL, "", t, "%v", err)
 		}
-		if err := a.an.Absorb(b); err != nil {
-			// Every value was checked when opened: a refusal here is a
-			// malformed batch; the round stays open for a retry.
-			a.an = a.reopen()
-			return nil, wire.Errorf(codes.InvalidArgument, wire.Reason_REASON_MALFORMED, "messages", t, "%v", err)
-		}
+		err = a.an.Absorb(b)
 		gen := streams{a.cfg.TestSeed}
-		if _, err := a.an.Release(gen.get(rng.LabelAnalyzer, uint64(t)), stmt); err != nil {
-			return nil, wire.Errorf(codes.Internal, wire.Reason_REASON_INTERNAL, "", t, "%v", err)
+		if err == nil {
+			_, err = a.an.Release(gen.get(rng.LabelAnalyzer, uint64(t)), stmt)
 		}
-		mb, err := wire.PackFloat64s(a.an.Model())
 		if err != nil {
-			return nil, wire.Errorf(codes.Internal, wire.Reason_REASON_INTERNAL, "", t, "%v", err)
-		}
-		aj := json.RawMessage("null")
-		if a.acct != nil {
-			if aj, err = json.Marshal(a.acct); err != nil {
+			// The batch cannot be estimated from (e.g. dropped messages
+			// left APES with more epsilons than values in a coordinate):
+			// the role refused it before changing the model or the
+			// accountant; the round is void and nothing is released.
+			a.an = a.reopen(s.Round - 1)
+			s.Participants = a.st.Config.Clients
+			verr = void(fmt.Sprintf("the batch was refused: %v", err))
+		} else {
+			mb, err := wire.PackFloat64s(a.an.Model())
+			if err != nil {
 				return nil, wire.Errorf(codes.Internal, wire.Reason_REASON_INTERNAL, "", t, "%v", err)
 			}
+			aj := json.RawMessage("null")
+			if a.acct != nil {
+				if aj, err = json.Marshal(a.acct); err != nil {
+					return nil, wire.Errorf(codes.Internal, wire.Reason_REASON_INTERNAL, "", t, "%v", err)
+				}
+			}
+			if err := a.cfg.DB.ReleaseRound(store.Checkpoint{Round: t, Model: mb, Accountant: aj}, counts); err != nil {
+				// The model in memory moved on but nothing is durable:
+				// this process must not continue (a restart resumes the
+				// checkpoint).
+				a.logf("analyzer: round %d: committing the release: %v", t, err)
+				return nil, wire.Errorf(codes.Internal, wire.Reason_REASON_INTERNAL, "", t, "%v", err)
+			}
+			a.released++
+			res.Privacy = priv
 		}
-		if err := a.cfg.DB.ReleaseRound(store.Checkpoint{Round: t, Model: mb, Accountant: aj}, counts); err != nil {
-			// The model in memory moved on but nothing is durable: this
-			// process must not continue (a restart resumes the checkpoint).
-			a.logf("analyzer: round %d: committing the release: %v", t, err)
-			return nil, wire.Errorf(codes.Internal, wire.Reason_REASON_INTERNAL, "", t, "%v", err)
-		}
-		a.released++
-		res.Privacy = priv
+	}
+	if verr != nil {
+		return nil, wire.Errorf(codes.Internal, wire.Reason_REASON_INTERNAL, "", t, "voiding the round: %v", verr)
 	}
 	a.finished, a.pending = t, 0
 	res.Seconds = time.Since(start).Seconds()
@@ -443,9 +457,9 @@ func (a *Analyzer) batch(h *wire.BatchHeader, ms []*wire.SealedMessage) (*wire.B
 
 // reopen rebuilds the role after a refused batch (the role has the round
 // open; a fresh one restored from memory has none).
-func (a *Analyzer) reopen() *role.Analyzer {
+func (a *Analyzer) reopen(finished int) *role.Analyzer {
 	an, _ := role.NewAnalyzer(role.AnalyzerConfig{Protocol: a.st.Proto, Model: a.w, ServerLR: a.st.ServerLR, Accountant: a.acct})
-	_ = an.Restore(int(a.finished), append([]float64(nil), a.w...), a.acct)
+	_ = an.Restore(finished, append([]float64(nil), a.w...), a.acct)
 	return an
 }
 

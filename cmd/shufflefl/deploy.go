@@ -68,10 +68,10 @@ Deployment flags:
 // have.
 type deployOpts struct {
 	certs, listen, control, controlListen, analyzer, shuffler, db, id, runID string
-	roundTimeout                                                              time.Duration
-	minReports                                                                int
-	allowRemote                                                               bool
-	testSeed                                                                  bool
+	roundTimeout                                                             time.Duration
+	minReports                                                               int
+	allowRemote                                                              bool
+	testSeed                                                                 bool
 }
 
 func newDeployFlags(o *deployOpts) *flag.FlagSet {
