@@ -192,7 +192,7 @@ func listenRetry(addr string) (net.Listener, error) {
 // child starts the test binary as a child running role.
 func startChild(t *testing.T, e crashEnv) *exec.Cmd {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestCrashChild$", "-test.count=1")
+	cmd := exec.Command(os.Args[0], "-test.run=^TestCrashChild$", "-test.count=1", "-test.v")
 	cmd.Env = e.environ()
 	logf, err := os.OpenFile(filepath.Join(e.dir, e.role+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
@@ -361,7 +361,25 @@ func crashRun(t *testing.T, victim string) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	time.Sleep(30 * time.Millisecond)
+	// ... with some of round 2's reports accepted and others not yet.
+	var sdb *store.DB
+	if sh == nil {
+		sdb = openDB("shuffler.db") // a second connection to the child's database
+	}
+	partial := func() bool {
+		if sh != nil {
+			n := sh.Stats().Accepted
+			return n > clients && n < 2*clients
+		}
+		r, err := sdb.InboxRound(2)
+		return err == nil && r.Reports > 0 && r.Reports < clients
+	}
+	for !partial() {
+		if ctx.Err() != nil {
+			t.Fatal("never caught round 2 in progress")
+		}
+		time.Sleep(time.Millisecond)
+	}
 	kill(t, child)
 	if sh != nil {
 		t.Logf("analyzer killed after round %d; shuffler stats then: %+v", progress(), sh.Stats())
