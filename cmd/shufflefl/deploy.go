@@ -9,10 +9,12 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"math"
 	"net"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/pprof"
 	"strings"
 	"sync"
 	"syscall"
@@ -305,6 +307,17 @@ func runDeployLocal(args []string, stdout, stderr io.Writer) int {
 		lo.TestSeed = &seed
 		fmt.Fprintf(stderr, "shufflefl deploy-local: TEST MODE (--seed %d): every client's noise is predictable from the seed\n", seed)
 	}
+	if ex.cpuprofile != "" {
+		f, err := os.Create(ex.cpuprofile)
+		if err != nil {
+			return deployExit("deploy-local", stderr, checks.Invalidf("cpuprofile: %v", err))
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return deployExit("deploy-local", stderr, err)
+		}
+		defer pprof.StopCPUProfile()
+	}
 	ctx, cancel := signalContext()
 	defer cancel()
 	res, err := deploy.RunLocal(ctx, st, lo)
@@ -324,8 +337,16 @@ func runDeployLocal(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return deployExit("deploy-local", stderr, err)
 	}
-	fmt.Fprintf(stdout, "deploy-local: %d rounds of %s with %d clients: final test accuracy %.4f; analyzer opened %d messages (%d rejected); shuffler accepted %d reports, %d bytes; outputs in %s\n",
-		res.Summary.Rounds, cfg.Protocol, cfg.Clients, res.Summary.FinalAccuracy, res.Opened.Accepted, res.Opened.Rejected(), res.Shuffler.Accepted, res.Shuffler.Bytes, cfg.Out)
+	fmt.Fprintf(stdout, "deploy-local: %d rounds of %s with %d clients (d = %d): final test accuracy %.4f; analyzer opened %d messages (%d rejected); shuffler accepted %d reports, %d sealed bytes (%.0f per report); outputs in %s\n",
+		res.Summary.Rounds, cfg.Protocol, cfg.Clients, st.Dim(), res.Summary.FinalAccuracy, res.Opened.Accepted, res.Opened.Rejected(), res.Shuffler.Accepted, res.Shuffler.Bytes,
+		float64(res.Shuffler.Bytes)/math.Max(1, float64(res.Shuffler.Accepted)), cfg.Out)
+	// Every round carries the same number of messages (no dropout, no
+	// rejection in a local run): the opened total over the rounds.
+	perRound := float64(res.Opened.Accepted+res.Opened.Rejected()) / math.Max(1, float64(len(recs)))
+	for _, r := range recs {
+		fmt.Fprintf(stdout, "  round %d: %d reports, latency %.2fs (analyzer's batch %.2fs), %.0f messages/s through the shuffler\n",
+			r.Round, r.Participants, r.Seconds, r.Timing.Analyze, perRound/math.Max(r.Seconds, 1e-9))
+	}
 	return 0
 }
 
