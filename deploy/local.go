@@ -140,32 +140,40 @@ func RunLocal(ctx context.Context, st *Setup, o LocalOptions) (*LocalResult, err
 	go ag.Serve(al)
 	closers = append(closers, ag.Stop)
 
+	// Clients are set up on a few goroutines (each opens and migrates its
+	// own SQLite database, fsyncs included), then all run concurrently.
+	cls := make([]*Client, st.Config.Clients)
+	var mu sync.Mutex
+	var setupErr error
+	var sw sync.WaitGroup
+	next := make(chan int)
+	for w := 0; w < 16; w++ {
+		sw.Add(1)
+		go func() {
+			defer sw.Done()
+			for i := range next {
+				c, cl, err := localClient(st, creds, o, i, paddr, logf)
+				mu.Lock()
+				closers = append(closers, cl...)
+				if err != nil && setupErr == nil {
+					setupErr = err
+				}
+				mu.Unlock()
+				cls[i] = c
+			}
+		}()
+	}
+	for i := range cls {
+		next <- i
+	}
+	close(next)
+	sw.Wait()
+	if setupErr != nil {
+		return nil, setupErr
+	}
 	var wg sync.WaitGroup
 	errc := make(chan error, st.Config.Clients+1)
-	for i := 0; i < st.Config.Clients; i++ {
-		id := ClientID(i)
-		key, ok := creds.Clients[id]
-		if !ok {
-			return nil, fmt.Errorf("deploy-local: no key for %s", id)
-		}
-		db, err := open(filepath.Join("clients", id+".db"))
-		if err != nil {
-			return nil, err
-		}
-		conn, err := DialShuffler(creds, paddr)
-		if err != nil {
-			return nil, err
-		}
-		closers = append(closers, func() { conn.Close() })
-		signer, err := newSigner(id, key)
-		if err != nil {
-			return nil, err
-		}
-		cl, err := NewClient(ClientConfig{Setup: st, Index: i, Signer: signer, AnalyzerKey: creds.HPKEPublic, DB: db,
-			Shuffler: wire.NewShufflerClient(conn), TestSeed: o.TestSeed, Logf: logf})
-		if err != nil {
-			return nil, err
-		}
+	for _, cl := range cls {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -187,4 +195,31 @@ func RunLocal(ctx context.Context, st *Setup, o LocalOptions) (*LocalResult, err
 	}
 	sum.Workers = o.Workers
 	return &LocalResult{Summary: sum, Model: an.Model(), Opened: an.Stats(), Shuffler: sh.Stats()}, nil
+}
+
+// localClient builds client i of a local run and returns what to close.
+func localClient(st *Setup, creds *Credentials, o LocalOptions, i int, addr string, logf func(string, ...any)) (*Client, []func(), error) {
+	var closers []func()
+	id := ClientID(i)
+	key, ok := creds.Clients[id]
+	if !ok {
+		return nil, nil, fmt.Errorf("deploy-local: no key for %s", id)
+	}
+	db, err := store.Open(filepath.Join(o.Dir, "clients", id+".db"))
+	if err != nil {
+		return nil, nil, err
+	}
+	closers = append(closers, func() { db.Close() })
+	conn, err := DialShuffler(creds, addr)
+	if err != nil {
+		return nil, closers, err
+	}
+	closers = append(closers, func() { conn.Close() })
+	signer, err := newSigner(id, key)
+	if err != nil {
+		return nil, closers, err
+	}
+	c, err := NewClient(ClientConfig{Setup: st, Index: i, Signer: signer, AnalyzerKey: creds.HPKEPublic, DB: db,
+		Shuffler: wire.NewShufflerClient(conn), TestSeed: o.TestSeed, Logf: logf})
+	return c, closers, err
 }
