@@ -10,6 +10,7 @@ import (
 	"google.golang.org/grpc"
 
 	"shufflefl/pki"
+	"shufflefl/runtime"
 	"shufflefl/seal"
 	"shufflefl/store"
 	"shufflefl/wire"
@@ -32,7 +33,12 @@ type harness struct {
 
 func newHarness(t *testing.T, proto string, clients, rounds int, min int) *harness {
 	t.Helper()
-	cfg := testConfig(proto, clients, rounds)
+	return newHarnessConfig(t, testConfig(proto, clients, rounds), min)
+}
+
+func newHarnessConfig(t *testing.T, cfg runtime.Config, min int) *harness {
+	t.Helper()
+	clients := cfg.Clients
 	split := testSplit(t, cfg)
 	st, err := NewSetup(cfg, split, "harness")
 	if err != nil {

@@ -289,7 +289,11 @@ func runDeployLocal(args []string, stdout, stderr io.Writer) int {
 	var mu sync.Mutex
 	logf := func(format string, a ...any) {
 		mu.Lock()
-		fmt.Fprintf(&logBuf, time.Now().Format("15:04:05.000 ")+format+"\n", a...)
+		line := fmt.Sprintf(time.Now().Format("15:04:05.000 ")+format+"\n", a...)
+		logBuf.WriteString(line)
+		if ex.progress == "log" {
+			io.WriteString(stderr, line)
+		}
 		mu.Unlock()
 	}
 	var recs []metrics.Record
