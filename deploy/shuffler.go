@@ -420,12 +420,28 @@ func (s *Shuffler) SubmitReport(ctx context.Context, req *wire.SubmitReportReque
 		rep.Messages[i] = store.SealedMessage{Label: m.Label, Sealed: m.Ciphertext}
 		size += int64(len(m.Ciphertext))
 	}
-	err = s.acc.Accept(ctx, rep)
+	// The store's answer must be known whatever the client does: with the
+	// request's context, a client that gave up could leave a report
+	// committed but not in the round.
+	err = s.acc.Accept(s.ctx, rep)
 	switch {
 	case errors.Is(err, store.ErrAlreadyAccepted):
+		// A retry of a stored report: make sure the round holds it (the
+		// first attempt may have failed after the commit).
+		cur.mu.Lock()
+		aerr := cur.live.Accept(id, msgs)
+		n := cur.live.Senders()
+		cur.mu.Unlock()
 		s.mu.Lock()
 		s.stats.Retries++
+		if aerr == nil {
+			s.stats.Accepted++
+			s.stats.Bytes += size
+		}
 		s.mu.Unlock()
+		if aerr == nil && n >= s.st.Config.Clients {
+			go s.startClose(cur)
+		}
 		return &wire.SubmitReportResponse{Round: t, StoredMessages: uint32(len(msgs)), Duplicate: true}, nil
 	case errors.Is(err, store.ErrDuplicateReport):
 		return nil, s.reject(wire.Errorf(codes.AlreadyExists, wire.Reason_REASON_DUPLICATE_REPORT, "round", t, "%s already reported in round %d", id, t))
