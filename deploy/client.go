@@ -90,7 +90,7 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 		return nil, err
 	}
 	id := cfg.Signer.ID()
-	c := &Client{cfg: cfg, st: st, sealer: sealer, ledger: l, tr: fl.NewTrainer(st.Model), nonce: rng.NewCrypto(), logf: cfg.Logf, hb: time.Second}
+	c := &Client{cfg: cfg, st: st, sealer: sealer, ledger: l, tr: fl.NewTrainer(st.Model), nonce: rng.NewCrypto(), logf: cfg.Logf, hb: 5 * time.Second}
 	cc := role.ClientConfig{ID: id, Budget: st.Budget, Protocol: st.Proto, LocalDelta: st.LocalDelta}
 	c.enc = role.NewClient(cc)
 	if st.Charges {
@@ -218,6 +218,7 @@ func (c *Client) lastCharged() (int64, error) {
 }
 
 func (c *Client) heartbeats(ctx context.Context) {
+	r := rng.NewCrypto() // this goroutine's own generator (c.nonce is Run's)
 	for {
 		select {
 		case <-ctx.Done():
@@ -225,7 +226,7 @@ func (c *Client) heartbeats(ctx context.Context) {
 		case <-time.After(c.hb):
 		}
 		req := &wire.HeartbeatRequest{Auth: c.auth()}
-		if err := c.sign(wire.Shuffler_Heartbeat_FullMethodName, 0, req); err != nil {
+		if err := sign(c.cfg.Signer, r, time.Now(), wire.Shuffler_Heartbeat_FullMethodName, 0, req); err != nil {
 			continue
 		}
 		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
@@ -253,7 +254,8 @@ func (c *Client) pull(ctx context.Context) (*wire.RoundAnnouncement, time.Time, 
 		if resp.Task != nil {
 			return resp.Task, time.Now(), nil
 		}
-		wait := time.Duration(max(resp.RetryAfterMillis, 20)) * time.Millisecond
+		// Jitter (0.5 to 1.5 times the hint) spreads the clients' pulls.
+		wait := time.Duration(float64(max(resp.RetryAfterMillis, 20)) * (0.5 + c.nonce.Float64()) * float64(time.Millisecond))
 		select {
 		case <-ctx.Done():
 			return nil, time.Time{}, ctx.Err()

@@ -36,7 +36,7 @@ type ShufflerConfig struct {
 	AnalyzerKey *seal.PublicKey
 	// Analyzer is the analyzer's batch service (dialled with mutual TLS).
 	Analyzer wire.AnalyzerClient
-	// Heartbeat is the interval clients are told to keep (1 s if zero).
+	// Heartbeat is the interval clients are told to keep (5 s if zero).
 	Heartbeat time.Duration
 	// TestSeed, if set, draws the padding and the permutation from the
 	// simulation's streams (rng.Stream(seed, LabelShuffle, round, 0|1))
@@ -58,6 +58,10 @@ type ShufflerStats struct {
 	Messages  int64            `json:"messages_forwarded"`
 	Bytes     int64            `json:"bytes_received"`
 }
+
+// pullInterval is how long a client without a task waits before pulling
+// again (it adds jitter): 1,000 clients then make 2,000 pulls a second.
+const pullInterval = 500 * time.Millisecond
 
 // sround is the round the shuffler is serving.
 type sround struct {
@@ -111,7 +115,7 @@ func NewShuffler(cfg ShufflerConfig) (*Shuffler, error) {
 		cfg.Verifier = pki.DefaultVerifierConfig()
 	}
 	if cfg.Heartbeat == 0 {
-		cfg.Heartbeat = time.Second
+		cfg.Heartbeat = 5 * time.Second
 	}
 	ver, err := pki.NewVerifier(cfg.Registry, cfg.Verifier)
 	if err != nil {
@@ -345,7 +349,7 @@ func (s *Shuffler) PullTask(_ context.Context, req *wire.PullTaskRequest) (*wire
 	cur := s.cur
 	s.mu.Unlock()
 	if cur == nil || cur.closing.Load() || cur.t <= req.AfterRound {
-		return &wire.PullTaskResponse{RetryAfterMillis: 100}, nil
+		return &wire.PullTaskResponse{RetryAfterMillis: pullInterval.Milliseconds()}, nil
 	}
 	return &wire.PullTaskResponse{Task: cur.ann}, nil
 }
