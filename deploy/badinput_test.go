@@ -289,3 +289,42 @@ func TestPeersAuthenticated(t *testing.T) {
 		})
 	}
 }
+
+// TestRefusedBatchVoidsRound: with APES, a header-relabelled coordinate
+// that the analyzer drops leaves one coordinate with fewer values than
+// epsilons; the role refuses to estimate, and the round is void — the
+// model and the accountant unchanged, the run going on — instead of
+// crashing or releasing a wrong estimate.
+func TestRefusedBatchVoidsRound(t *testing.T) {
+	h := newHarness(t, "apes", 2, 2, 1)
+	h.waitRound(t, 1)
+	before := h.an.Model()
+	relab := sealedReport(t, h, 1, 0.01)
+	relab[0].Ciphertext[8] ^= 1
+	relab[1].Ciphertext[8] ^= 1
+	relab[0].Label, relab[1].Label = 1, 0
+	if _, err := h.submit(t, 0, 1, relab); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.submit(t, 1, 1, sealedReport(t, h, 1, -0.01)); err != nil {
+		t.Fatal(err)
+	}
+	h.waitFinished(t, 1)
+	e, err := h.an.cfg.DB.Round(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.Status != "void" || e.Counts.Rejected["auth"] != 2 {
+		t.Fatalf("round 1 is %s with rejections %v, want void after 2 auth failures", e.Status, e.Counts.Rejected)
+	}
+	after := h.an.Model()
+	for j := range before {
+		if before[j] != after[j] {
+			t.Fatalf("the void round changed parameter %d", j)
+		}
+	}
+	if sp := h.an.Accountant().Spent(); sp.Epsilon != 0 {
+		t.Fatalf("a void round spent epsilon %v", sp.Epsilon)
+	}
+	h.waitRound(t, 2) // the run goes on
+}

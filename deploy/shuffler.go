@@ -406,7 +406,7 @@ func (s *Shuffler) SubmitReport(ctx context.Context, req *wire.SubmitReportReque
 		return nil, s.reject(err)
 	}
 	// The role's label rules, checked on a probe before anything is stored.
-	probe, err := role.NewShuffler[[]byte](s.st.Proto, s.st.Shape(int(t)), 0)
+	probe, err := newProbe(s.st, t)
 	if err == nil {
 		err = probe.Accept(id, msgs)
 	}
@@ -606,4 +606,13 @@ func (s *Shuffler) forward(chunks []*wire.BatchChunk) (*wire.BatchResponse, erro
 		}
 	}
 	return st.CloseAndRecv()
+}
+
+// newProbe returns a throwaway role shuffler of round t on which a
+// submission's labels are checked before anything is stored.
+func newProbe(st *Setup, t int64) (*role.Shuffler[[]byte], error) {
+	if t < 1 || t > int64(st.Config.Rounds) {
+		return nil, errf("round %d outside [1, %d]", t, st.Config.Rounds)
+	}
+	return role.NewShuffler[[]byte](st.Proto, st.Shape(int(t)), 0)
 }
