@@ -138,7 +138,7 @@ func RunLocal(ctx context.Context, st *Setup, o LocalOptions) (*LocalResult, err
 	}
 	ag := AnalyzerServer(creds, an)
 	go ag.Serve(al)
-	closers = append(closers, ag.Stop)
+	closers = append(closers, ag.GracefulStop) // the last acknowledgement is delivered
 
 	// Clients are set up on a few goroutines (each opens and migrates its
 	// own SQLite database, fsyncs included), then all run concurrently.

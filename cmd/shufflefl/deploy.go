@@ -430,7 +430,7 @@ func runAnalyzer(args []string, stdout, stderr io.Writer) int {
 	}
 	g := deploy.AnalyzerServer(creds, an)
 	go g.Serve(l)
-	defer g.Stop()
+	defer g.GracefulStop() // the last batch's acknowledgement is delivered
 	ctx, cancel := signalContext()
 	defer cancel()
 	sum, err := an.Run(ctx)
