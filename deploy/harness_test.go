@@ -38,6 +38,11 @@ func newHarness(t *testing.T, proto string, clients, rounds int, min int) *harne
 
 func newHarnessConfig(t *testing.T, cfg runtime.Config, min int) *harness {
 	t.Helper()
+	return newHarnessTimeout(t, cfg, min, time.Minute)
+}
+
+func newHarnessTimeout(t *testing.T, cfg runtime.Config, min int, timeout time.Duration) *harness {
+	t.Helper()
 	clients := cfg.Clients
 	split := testSplit(t, cfg)
 	st, err := NewSetup(cfg, split, "harness")
@@ -93,7 +98,7 @@ func newHarnessConfig(t *testing.T, cfg runtime.Config, min int) *harness {
 	}
 	t.Cleanup(func() { adb.Close() })
 	h.an, err = NewAnalyzer(AnalyzerConfig{Setup: st, DB: adb, Key: creds.HPKE, Shuffler: wire.NewShufflerControlClient(cconn),
-		RoundTimeout: time.Minute, MinReports: min, Logf: t.Logf})
+		RoundTimeout: timeout, MinReports: min, Logf: t.Logf})
 	if err != nil {
 		t.Fatal(err)
 	}
