@@ -8,7 +8,6 @@ import (
 	"io"
 	"log"
 	"math"
-	"strconv"
 	"sync"
 	"time"
 
@@ -547,6 +546,3 @@ func addStats(a, b seal.Stats) seal.Stats {
 	a.Range += b.Range
 	return a
 }
-
-// itoa is strconv.Itoa.
-var itoa = strconv.Itoa

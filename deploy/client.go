@@ -59,13 +59,11 @@ type Client struct {
 	gate   *role.Client // the ledger's side: Check and Release
 	enc    *role.Client // the randomizer's side (see Run)
 	tr     *fl.Trainer
-	nonce  *rngRand
+	nonce  *rand.Rand
 	logf   func(string, ...any)
 	last   int64
 	hb     time.Duration
 }
-
-type rngRand = rand.Rand
 
 // NewClient builds a client; its ledger is the DB's (durable), capped at
 // the configuration's client-cap (no cap if zero).
@@ -192,10 +190,7 @@ func (c *Client) Run(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		if time.Since(pulled) > time.Duration(task.TtlMillis)*time.Millisecond {
-			continue // expired before we could act on it: pull again
-		}
-		if err := c.round(ctx, task); err != nil {
+		if err := c.round(ctx, task, pulled); err != nil {
 			return err
 		}
 		c.last = task.Round
@@ -291,8 +286,11 @@ func (c *Client) checkTask(a *wire.RoundAnnouncement) error {
 	return nil
 }
 
-// round handles one announced round.
-func (c *Client) round(ctx context.Context, task *wire.RoundAnnouncement) error {
+// round handles one announced round, pulled at the given time. A task
+// whose time-to-live has passed by the time the report is sealed is
+// dropped before anything is charged or sent (the client sits the round
+// out).
+func (c *Client) round(ctx context.Context, task *wire.RoundAnnouncement, pulled time.Time) error {
 	id, t := c.cfg.Signer.ID(), task.Round
 	if err := c.checkTask(task); err != nil {
 		c.logf("client %s: refusing round %d: %v", id, t, err)
@@ -325,6 +323,10 @@ func (c *Client) round(ctx context.Context, task *wire.RoundAnnouncement) error 
 	body, err := c.sealReport(t, &rep)
 	if err != nil {
 		return errf("client %s: round %d: sealing: %w", id, t, err)
+	}
+	if ttl := time.Duration(task.TtlMillis) * time.Millisecond; time.Since(pulled) > ttl {
+		c.logf("client %s: round %d: the task expired (time-to-live %v) before the report was ready; nothing sent", id, t, ttl)
+		return nil
 	}
 	if c.st.Charges {
 		if err := c.cfg.DB.ChargeWithReport(c.ledger, c.gate.Release(int(t)), body); err != nil {
