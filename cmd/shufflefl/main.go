@@ -23,6 +23,8 @@ Usage:
   shufflefl protocols [NAME]           list the protocols, or one protocol's options and budgets
   shufflefl certs [flags]              make a development CA, TLS, HPKE and client keys for a deployment
   shufflefl audit SUBCOMMAND [flags]   attacks and privacy auditing: eps_lower vs the claim
+  shufflefl deploy-local [flags]       run analyzer, shuffler and N clients on 127.0.0.1 (TLS, HPKE, SQLite)
+  shufflefl analyzer|shuffler|client [flags]  one role of a deployment as a network service
   shufflefl help  [COMMAND [SUBCOMMAND]]  show help for a command
   shufflefl version                    print the version and git commit (also --version)
 
@@ -63,6 +65,14 @@ func realMain(args []string, stdout, stderr io.Writer) int {
 		return runCerts(args[1:], stdout, stderr)
 	case "audit":
 		return runAudit(args[1:], stdout, stderr)
+	case "deploy-local":
+		return runDeployLocal(args[1:], stdout, stderr)
+	case "analyzer":
+		return runAnalyzer(args[1:], stdout, stderr)
+	case "shuffler":
+		return runShuffler(args[1:], stdout, stderr)
+	case "client":
+		return runClient(args[1:], stdout, stderr)
 	case "version", "--version", "-version":
 		fmt.Fprintln(stdout, versionString())
 		return 0

@@ -1,0 +1,548 @@
+package main
+
+import (
+	"context"
+	"crypto/ed25519"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log"
+	"math"
+	"net"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime/pprof"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"shufflefl/checks"
+	"shufflefl/data"
+	"shufflefl/deploy"
+	"shufflefl/metrics"
+	"shufflefl/pki"
+	"shufflefl/runtime"
+	"shufflefl/seal"
+	"shufflefl/store"
+	"shufflefl/wire"
+)
+
+const deployUsage = `Usage:
+  shufflefl deploy-local --clients N --rounds T --protocol P --out DIR [--seed S] [run flags]
+  shufflefl analyzer --certs DIR --listen ADDR --shuffler-control ADDR --db FILE [run flags]
+  shufflefl shuffler --certs DIR --listen ADDR --control-listen ADDR --analyzer ADDR --db FILE [run flags]
+  shufflefl client   --certs DIR --id client-NNNNNN --shuffler ADDR --db FILE [run flags]
+
+The roles of a deployment as network services (package deploy): clients talk
+only to the shuffler (TLS, signed requests); the shuffler and the analyzer talk
+over mutual TLS; every value is sealed to the analyzer with HPKE; the analyzer,
+the shuffler and each client keep their state in SQLite (--db) and resume it
+after a crash. Every role takes the run's settings (the flags of 'shufflefl
+run', or --config with their names as keys) and must be given the same ones.
+--certs is a directory written by 'shufflefl certs'. Addresses must be on
+127.0.0.1 or [::1] unless --allow-remote is given.
+
+deploy-local makes a development PKI in DIR/pki, starts the analyzer, the
+shuffler and N clients on 127.0.0.1 in this process (real gRPC over TLS),
+shows the rounds as they finish, and writes the outputs of 'shufflefl run'
+(metrics.jsonl, summary.json, config.yaml, model.json, plots, run.log) to DIR;
+the roles' databases are in DIR/state.
+
+Deployments draw every noise with the floating-point-safe samplers and every
+random number from crypto/rand. --seed (deploy-local only) is a TEST MODE: the
+clients' training and noise, the shuffler's padding and the analyzer's
+randomness then come from the simulation's streams for that seed, so the run
+reproduces 'shufflefl run --seed S --secure-noise --faithful' — and anyone who
+knows the seed can strip every client's noise. Never use --seed with real data.
+
+Exit status: 0 success, 2 bad arguments, 1 failure.
+
+Deployment flags:
+`
+
+// deployOpts are the flags of the deployment commands that 'run' does not
+// have.
+type deployOpts struct {
+	certs, listen, control, controlListen, analyzer, shuffler, db, id, runID string
+	roundTimeout                                                             time.Duration
+	minReports                                                               int
+	allowRemote                                                              bool
+	testSeed                                                                 bool
+}
+
+func newDeployFlags(o *deployOpts) *flag.FlagSet {
+	fs := flag.NewFlagSet("deploy", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.StringVar(&o.certs, "certs", o.certs, "`directory` written by 'shufflefl certs'")
+	fs.StringVar(&o.listen, "listen", o.listen, "`address` to serve on (analyzer: for the shuffler; shuffler: for clients)")
+	fs.StringVar(&o.controlListen, "control-listen", o.controlListen, "shuffler: `address` to serve the analyzer on (mutual TLS)")
+	fs.StringVar(&o.control, "shuffler-control", o.control, "analyzer: the shuffler's control `address`")
+	fs.StringVar(&o.analyzer, "analyzer", o.analyzer, "shuffler: the analyzer's `address`")
+	fs.StringVar(&o.shuffler, "shuffler", o.shuffler, "client: the shuffler's `address`")
+	fs.StringVar(&o.db, "db", o.db, "SQLite `file` of the role's state (created if absent; resumed if present)")
+	fs.StringVar(&o.id, "id", o.id, "client: its `id` (client-NNNNNN, as 'shufflefl certs' names it)")
+	fs.StringVar(&o.runID, "run-id", o.runID, "the run's `id`, bound into every sealed message (all roles must agree)")
+	fs.DurationVar(&o.roundTimeout, "round-timeout", o.roundTimeout, "analyzer, deploy-local: time clients have to report in a round")
+	fs.IntVar(&o.minReports, "min-reports", o.minReports, "analyzer, deploy-local: minimum reports for a round to be released (below it the round is void)")
+	fs.BoolVar(&o.allowRemote, "allow-remote", o.allowRemote, "allow addresses other than 127.0.0.1 and [::1]")
+	return fs
+}
+
+// splitDeployArgs separates the deployment flags from the run flags, and
+// notes whether --seed was given (test mode).
+func splitDeployArgs(args []string, o *deployOpts) (deployArgs, runArgs []string) {
+	fs := newDeployFlags(o)
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		name := strings.TrimLeft(a, "-")
+		if k := strings.IndexByte(name, '='); k >= 0 {
+			name = name[:k]
+		}
+		if name == "seed" {
+			o.testSeed = true
+		}
+		f := fs.Lookup(name)
+		if !strings.HasPrefix(a, "-") || f == nil {
+			runArgs = append(runArgs, a)
+			continue
+		}
+		deployArgs = append(deployArgs, a)
+		_, isBool := f.Value.(interface{ IsBoolFlag() bool })
+		if !strings.Contains(a, "=") && !isBool && i+1 < len(args) {
+			i++
+			deployArgs = append(deployArgs, args[i])
+		}
+	}
+	return deployArgs, runArgs
+}
+
+// deployKeys are the YAML keys of the deployment flags.
+var deployKeys = []string{"certs", "listen", "control-listen", "shuffler-control", "analyzer", "shuffler", "db", "id", "run-id", "round-timeout", "min-reports", "allow-remote"}
+
+// resolveDeploy computes the run settings and the deployment options from
+// flags and --config (one YAML file holding both, keyed by flag names).
+func resolveDeploy(cmd string, args []string, stdout io.Writer) (runtime.Config, runExtras, deployOpts, error) {
+	o := deployOpts{roundTimeout: time.Minute, minReports: 1, runID: "shufflefl-run"}
+	for _, a := range args {
+		if a == "-h" || a == "--help" || a == "-help" {
+			fmt.Fprint(stdout, deployUsage)
+			printFlags(stdout, newDeployFlags(&o))
+			fmt.Fprintln(stdout, "\nRun flags: those of 'shufflefl run --help'.")
+			return runtime.Config{}, runExtras{}, o, flag.ErrHelp
+		}
+	}
+	dargs, rargs := splitDeployArgs(args, &o)
+	// A --config file may hold deployment keys: take them out and hand the
+	// rest to run's loader.
+	for i, a := range rargs {
+		var path string
+		switch {
+		case (a == "--config" || a == "-config") && i+1 < len(rargs):
+			path = rargs[i+1]
+		case strings.HasPrefix(a, "--config="):
+			path = strings.TrimPrefix(a, "--config=")
+		default:
+			continue
+		}
+		rest, extra, err := splitDeployYAML(path, &o)
+		if err != nil {
+			return runtime.Config{}, runExtras{}, o, err
+		}
+		dargs = append(extra, dargs...) // flags override the file
+		if strings.HasPrefix(a, "--config=") {
+			rargs[i] = "--config=" + rest
+		} else {
+			rargs[i+1] = rest
+		}
+		break
+	}
+	fs := newDeployFlags(&o)
+	if err := fs.Parse(dargs); err != nil {
+		return runtime.Config{}, runExtras{}, o, checks.Invalidf("%s", flagError(err))
+	}
+	cfg, ex, err := resolveRunConfig(rargs, stdout)
+	if err != nil {
+		return cfg, ex, o, err
+	}
+	if cmd != "deploy-local" && o.testSeed {
+		// Only deploy-local has a test mode; the roles' --seed sets the
+		// public partition and initial model only.
+		o.testSeed = false
+	}
+	if !o.allowRemote {
+		for _, a := range []string{o.listen, o.control, o.controlListen, o.analyzer, o.shuffler} {
+			if a != "" && !loopback(a) {
+				return cfg, ex, o, checks.Invalidf("address %q is not on 127.0.0.1 or [::1] (give --allow-remote to serve beyond this host)", a)
+			}
+		}
+	}
+	return cfg, ex, o, nil
+}
+
+func loopback(addr string) bool {
+	return strings.HasPrefix(addr, "127.0.0.1:") || strings.HasPrefix(addr, "[::1]:") || strings.HasPrefix(addr, "localhost:")
+}
+
+// splitDeployYAML reads a --config file, turns its deployment keys into
+// flags, and writes the remaining keys to a temporary file for run's
+// loader (which refuses unknown keys).
+func splitDeployYAML(path string, o *deployOpts) (string, []string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", nil, checks.Invalidf("config file: %v", err)
+	}
+	var m map[string]any
+	if err := yaml.Unmarshal(b, &m); err != nil {
+		return "", nil, checks.Invalidf("config file %s: %v", path, err)
+	}
+	var flags []string
+	for _, k := range deployKeys {
+		if v, ok := m[k]; ok {
+			flags = append(flags, fmt.Sprintf("--%s=%v", k, v))
+			delete(m, k)
+		}
+	}
+	if _, ok := m["seed"]; ok {
+		o.testSeed = true
+	}
+	rest, err := yaml.Marshal(m)
+	if err != nil {
+		return "", nil, err
+	}
+	f, err := os.CreateTemp("", "shufflefl-config-*.yaml")
+	if err != nil {
+		return "", nil, err
+	}
+	defer f.Close()
+	if _, err := f.Write(rest); err != nil {
+		return "", nil, err
+	}
+	return f.Name(), flags, nil
+}
+
+// deploySetup loads the data and builds the run's Setup.
+func deploySetup(cfg runtime.Config, runID string) (*deploy.Setup, error) {
+	split, err := data.Load(cfg.Dataset, data.Options{DataDir: cfg.DataDir, Seed: cfg.Seed})
+	if err != nil {
+		return nil, err
+	}
+	return deploy.NewSetup(cfg, split, runID)
+}
+
+func deployExit(cmd string, stderr io.Writer, err error) int {
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	fmt.Fprintf(stderr, "shufflefl %s: %s\n", cmd, oneLine(err))
+	if runtime.IsUsageError(err) {
+		return 2
+	}
+	return 1
+}
+
+// signalContext ends on SIGINT or SIGTERM.
+func signalContext() (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+}
+
+// runDeployLocal implements 'shufflefl deploy-local'.
+func runDeployLocal(args []string, stdout, stderr io.Writer) int {
+	cfg, ex, o, err := resolveDeploy("deploy-local", args, stdout)
+	if err != nil {
+		return deployExit("deploy-local", stderr, err)
+	}
+	if err := checkOutDir(cfg.Out, ex.overwrite); err != nil {
+		return deployExit("deploy-local", stderr, err)
+	}
+	cfg.SecureNoise, cfg.Faithful = true, true
+	st, err := deploySetup(cfg, o.runID)
+	if err != nil {
+		return deployExit("deploy-local", stderr, err)
+	}
+	if err := prepareOutDir(cfg.Out, ex.overwrite); err != nil {
+		return deployExit("deploy-local", stderr, err)
+	}
+	// A development PKI, as 'shufflefl certs' writes it.
+	pkiDir := filepath.Join(cfg.Out, "pki")
+	files, err := makeCerts(&certsOpts{clients: cfg.Clients, hosts: pki.DefaultHosts, suite: seal.DefaultSuite, validity: 24 * time.Hour}, time.Now())
+	if err == nil {
+		err = writeCerts(pkiDir, files, true)
+	}
+	if err != nil {
+		return deployExit("deploy-local", stderr, err)
+	}
+	creds, err := loadAllCredentials(pkiDir, cfg.Clients)
+	if err != nil {
+		return deployExit("deploy-local", stderr, err)
+	}
+	stateDir := filepath.Join(cfg.Out, "state")
+	if err := os.RemoveAll(stateDir); err != nil {
+		return deployExit("deploy-local", stderr, err)
+	}
+	var logBuf strings.Builder
+	var mu sync.Mutex
+	logf := func(format string, a ...any) {
+		mu.Lock()
+		line := fmt.Sprintf(time.Now().Format("15:04:05.000 ")+format+"\n", a...)
+		logBuf.WriteString(line)
+		if ex.progress == "log" {
+			io.WriteString(stderr, line)
+		}
+		mu.Unlock()
+	}
+	var recs []metrics.Record
+	prog := newProgress(ex.progress, stderr, io.Discard, cfg.Rounds)
+	lo := deploy.LocalOptions{Dir: stateDir, Creds: creds, RoundTimeout: o.roundTimeout, MinReports: o.minReports, Workers: cfg.Workers, Logf: logf,
+		Observe: func(r runtime.RoundResult) {
+			rec := metrics.FromResult(r)
+			recs = append(recs, rec)
+			if ex.progress != "none" {
+				prog.round(rec)
+			}
+		}}
+	if o.testSeed {
+		seed := cfg.Seed
+		lo.TestSeed = &seed
+		fmt.Fprintf(stderr, "shufflefl deploy-local: TEST MODE (--seed %d): every client's noise is predictable from the seed\n", seed)
+	}
+	if ex.cpuprofile != "" {
+		f, err := os.Create(ex.cpuprofile)
+		if err != nil {
+			return deployExit("deploy-local", stderr, checks.Invalidf("cpuprofile: %v", err))
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return deployExit("deploy-local", stderr, err)
+		}
+		defer pprof.StopCPUProfile()
+	}
+	ctx, cancel := signalContext()
+	defer cancel()
+	res, err := deploy.RunLocal(ctx, st, lo)
+	if ex.progress != "none" {
+		prog.done()
+	}
+	if err != nil {
+		return deployExit("deploy-local", stderr, err)
+	}
+	if err := writeRunOutputs(cfg, recs, res.Summary, logBuf.String()); err != nil {
+		return deployExit("deploy-local", stderr, err)
+	}
+	b, err := json.Marshal(modelRecord{Model: cfg.Model, Dataset: cfg.Dataset, Features: st.Train.Features, Classes: st.Model.Classes(), Dim: len(res.Model), Round: res.Summary.Rounds, Weights: res.Model})
+	if err == nil {
+		err = writeAtomic(filepath.Join(cfg.Out, modelFile), b)
+	}
+	if err != nil {
+		return deployExit("deploy-local", stderr, err)
+	}
+	fmt.Fprintf(stdout, "deploy-local: %d rounds of %s with %d clients (d = %d): final test accuracy %.4f; analyzer opened %d messages (%d rejected); shuffler accepted %d reports, %d sealed bytes (%.0f per report); outputs in %s\n",
+		res.Summary.Rounds, cfg.Protocol, cfg.Clients, st.Dim(), res.Summary.FinalAccuracy, res.Opened.Accepted, res.Opened.Rejected(), res.Shuffler.Accepted, res.Shuffler.Bytes,
+		float64(res.Shuffler.Bytes)/math.Max(1, float64(res.Shuffler.Accepted)), cfg.Out)
+	// Every round carries the same number of messages (no dropout, no
+	// rejection in a local run): the opened total over the rounds.
+	perRound := float64(res.Opened.Accepted+res.Opened.Rejected()) / math.Max(1, float64(len(recs)))
+	for _, r := range recs {
+		fmt.Fprintf(stdout, "  round %d: %d reports, latency %.2fs (analyzer's batch %.2fs), %.0f messages/s through the shuffler\n",
+			r.Round, r.Participants, r.Seconds, r.Timing.Analyze, perRound/math.Max(r.Seconds, 1e-9))
+	}
+	return 0
+}
+
+// loadAllCredentials reads every role's credentials from a certs directory
+// (deploy-local runs them all).
+func loadAllCredentials(dir string, clients int) (*deploy.Credentials, error) {
+	a, err := deploy.LoadCredentials(dir, "analyzer", "")
+	if err != nil {
+		return nil, err
+	}
+	s, err := deploy.LoadCredentials(dir, "shuffler", "")
+	if err != nil {
+		return nil, err
+	}
+	a.Shuffler, a.Registry = s.Shuffler, s.Registry
+	a.Clients = map[string]ed25519.PrivateKey{}
+	for i := 0; i < clients; i++ {
+		c, err := deploy.LoadCredentials(dir, "client", deploy.ClientID(i))
+		if err != nil {
+			return nil, err
+		}
+		for id, k := range c.Clients {
+			a.Clients[id] = k
+		}
+	}
+	return a, nil
+}
+
+func need(cmd string, vals map[string]string) error {
+	for k, v := range vals {
+		if v == "" {
+			return checks.Invalidf("%s needs --%s", cmd, k)
+		}
+	}
+	return nil
+}
+
+// runAnalyzer implements 'shufflefl analyzer'.
+func runAnalyzer(args []string, stdout, stderr io.Writer) int {
+	cfg, _, o, err := resolveDeploy("analyzer", args, stdout)
+	if err == nil {
+		err = need("analyzer", map[string]string{"certs": o.certs, "listen": o.listen, "shuffler-control": o.control, "db": o.db})
+	}
+	if err != nil {
+		return deployExit("analyzer", stderr, err)
+	}
+	st, err := deploySetup(cfg, o.runID)
+	if err != nil {
+		return deployExit("analyzer", stderr, err)
+	}
+	creds, err := deploy.LoadCredentials(o.certs, "analyzer", "")
+	if err != nil {
+		return deployExit("analyzer", stderr, err)
+	}
+	db, err := store.Open(o.db)
+	if err != nil {
+		return deployExit("analyzer", stderr, err)
+	}
+	defer db.Close()
+	conn, err := deploy.DialShufflerControl(creds, o.control)
+	if err != nil {
+		return deployExit("analyzer", stderr, err)
+	}
+	defer conn.Close()
+	lg := log.New(stderr, "", log.LstdFlags|log.Lmicroseconds)
+	an, err := deploy.NewAnalyzer(deploy.AnalyzerConfig{Setup: st, DB: db, Key: creds.HPKE, Shuffler: wire.NewShufflerControlClient(conn),
+		RoundTimeout: o.roundTimeout, MinReports: o.minReports, Workers: cfg.Workers, Logf: lg.Printf,
+		Observe: func(r runtime.RoundResult) {
+			lg.Printf("analyzer: round %d: %d reports, test accuracy %.4f, cumulative epsilon %.4g", r.Round, r.Participants, r.TestAccuracy, r.Privacy.CumulativeEpsilon)
+		}})
+	if err != nil {
+		return deployExit("analyzer", stderr, err)
+	}
+	l, err := listen(o.listen)
+	if err != nil {
+		return deployExit("analyzer", stderr, err)
+	}
+	g := deploy.AnalyzerServer(creds, an)
+	go g.Serve(l)
+	defer g.GracefulStop() // the last batch's acknowledgement is delivered
+	ctx, cancel := signalContext()
+	defer cancel()
+	sum, err := an.Run(ctx)
+	if err != nil {
+		return deployExit("analyzer", stderr, err)
+	}
+	fmt.Fprintf(stdout, "analyzer: %d rounds, final test accuracy %.4f, cumulative epsilon %.4g\n", sum.Rounds, sum.FinalAccuracy, sum.Privacy.CumulativeEpsilon)
+	return 0
+}
+
+func listen(addr string) (net.Listener, error) { return net.Listen("tcp", addr) }
+
+// runShuffler implements 'shufflefl shuffler'.
+func runShuffler(args []string, stdout, stderr io.Writer) int {
+	cfg, _, o, err := resolveDeploy("shuffler", args, stdout)
+	if err == nil {
+		err = need("shuffler", map[string]string{"certs": o.certs, "listen": o.listen, "control-listen": o.controlListen, "analyzer": o.analyzer, "db": o.db})
+	}
+	if err != nil {
+		return deployExit("shuffler", stderr, err)
+	}
+	st, err := deploySetup(cfg, o.runID)
+	if err != nil {
+		return deployExit("shuffler", stderr, err)
+	}
+	creds, err := deploy.LoadCredentials(o.certs, "shuffler", "")
+	if err != nil {
+		return deployExit("shuffler", stderr, err)
+	}
+	db, err := store.Open(o.db)
+	if err != nil {
+		return deployExit("shuffler", stderr, err)
+	}
+	defer db.Close()
+	conn, err := deploy.DialAnalyzer(creds, o.analyzer)
+	if err != nil {
+		return deployExit("shuffler", stderr, err)
+	}
+	defer conn.Close()
+	lg := log.New(stderr, "", log.LstdFlags|log.Lmicroseconds)
+	sh, err := deploy.NewShuffler(deploy.ShufflerConfig{Setup: st, DB: db, Registry: creds.Registry, AnalyzerKey: creds.HPKEPublic,
+		Analyzer: wire.NewAnalyzerClient(conn), Logf: lg.Printf})
+	if err != nil {
+		return deployExit("shuffler", stderr, err)
+	}
+	defer sh.Close()
+	pub, ctl := deploy.ShufflerServers(creds, sh)
+	pl, err := listen(o.listen)
+	if err != nil {
+		return deployExit("shuffler", stderr, err)
+	}
+	cl, err := listen(o.controlListen)
+	if err != nil {
+		return deployExit("shuffler", stderr, err)
+	}
+	go pub.Serve(pl)
+	go ctl.Serve(cl)
+	defer pub.Stop()
+	defer ctl.Stop()
+	ctx, cancel := signalContext()
+	defer cancel()
+	<-ctx.Done()
+	fmt.Fprintf(stdout, "shuffler: stopped; %+v\n", sh.Stats())
+	return 0
+}
+
+// runClient implements 'shufflefl client'.
+func runClient(args []string, stdout, stderr io.Writer) int {
+	cfg, _, o, err := resolveDeploy("client", args, stdout)
+	if err == nil {
+		err = need("client", map[string]string{"certs": o.certs, "shuffler": o.shuffler, "db": o.db, "id": o.id})
+	}
+	if err != nil {
+		return deployExit("client", stderr, err)
+	}
+	idx, err := deploy.ClientIndex(o.id)
+	if err != nil {
+		return deployExit("client", stderr, err)
+	}
+	st, err := deploySetup(cfg, o.runID)
+	if err != nil {
+		return deployExit("client", stderr, err)
+	}
+	creds, err := deploy.LoadCredentials(o.certs, "client", o.id)
+	if err != nil {
+		return deployExit("client", stderr, err)
+	}
+	signer, err := pki.NewSigner(o.id, creds.Clients[o.id])
+	if err != nil {
+		return deployExit("client", stderr, err)
+	}
+	db, err := store.Open(o.db)
+	if err != nil {
+		return deployExit("client", stderr, err)
+	}
+	defer db.Close()
+	conn, err := deploy.DialShuffler(creds, o.shuffler)
+	if err != nil {
+		return deployExit("client", stderr, err)
+	}
+	defer conn.Close()
+	lg := log.New(stderr, "", log.LstdFlags|log.Lmicroseconds)
+	c, err := deploy.NewClient(deploy.ClientConfig{Setup: st, Index: idx, Signer: signer, AnalyzerKey: creds.HPKEPublic, DB: db,
+		Shuffler: wire.NewShufflerClient(conn), Logf: lg.Printf})
+	if err != nil {
+		return deployExit("client", stderr, err)
+	}
+	ctx, cancel := signalContext()
+	defer cancel()
+	if err := c.Run(ctx); err != nil {
+		return deployExit("client", stderr, err)
+	}
+	fmt.Fprintf(stdout, "client %s: done\n", o.id)
+	return 0
+}

@@ -1,0 +1,548 @@
+package deploy
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"math"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+
+	"shufflefl/account"
+	"shufflefl/fl"
+	"shufflefl/protocol"
+	"shufflefl/rng"
+	"shufflefl/role"
+	"shufflefl/runtime"
+	"shufflefl/seal"
+	"shufflefl/store"
+	"shufflefl/wire"
+)
+
+// AnalyzerConfig configures an analyzer service.
+type AnalyzerConfig struct {
+	Setup *Setup
+	// DB is the analyzer's database (round log, checkpoints).
+	DB *store.DB
+	// Key is the analyzer's HPKE private key.
+	Key *seal.PrivateKey
+	// Shuffler is the shuffler's control service (dialled with mutual
+	// TLS).
+	Shuffler wire.ShufflerControlClient
+	// RoundTimeout is the time clients have to report (the deadline is the
+	// announcement time plus it).
+	RoundTimeout time.Duration
+	// TTL is the task's time-to-live at the clients (RoundTimeout if zero).
+	TTL time.Duration
+	// MinReports is the minimum number of reports for a release (1 if
+	// zero).
+	MinReports int
+	// TestSeed, if set, draws the analyzer's estimate randomness from the
+	// simulation's stream (rng.Stream(seed, LabelAnalyzer, round)): test
+	// mode only.
+	TestSeed *uint64
+	// Workers evaluate the model (GOMAXPROCS if zero).
+	Workers int
+	// Observe is called after every finished round (may be nil).
+	Observe func(runtime.RoundResult)
+	// Logf logs events (log.Printf if nil).
+	Logf func(format string, a ...any)
+}
+
+// Analyzer is the analyzer service (wire.AnalyzerServer): it holds the
+// role.Analyzer with the run's model and accountant, and the HPKE private
+// key, and drives the rounds.
+type Analyzer struct {
+	wire.UnimplementedAnalyzerServer
+
+	cfg  AnalyzerConfig
+	st   *Setup
+	an   *role.Analyzer
+	acct *account.Accountant
+	w    []float64
+	logf func(string, ...any)
+
+	mu       sync.Mutex // one batch at a time; guards the fields below
+	pending  int64      // the announced round awaiting its batch (0: none)
+	finished int64
+	done     chan int64
+	released int // rounds released (for the clients' spend bound)
+	stats    seal.Stats
+	sum      runtime.Summary
+	// announced is when the pending round was (last) announced.
+	announced time.Time
+}
+
+// NewAnalyzer builds the analyzer service, resuming from its database: the
+// latest checkpoint's model and accountant, the round log's last finished
+// round, and an announced round still open.
+func NewAnalyzer(cfg AnalyzerConfig) (*Analyzer, error) {
+	if cfg.Setup == nil || cfg.DB == nil || cfg.Key == nil || cfg.Shuffler == nil {
+		return nil, errf("deploy: analyzer: incomplete configuration")
+	}
+	if cfg.RoundTimeout <= 0 {
+		cfg.RoundTimeout = time.Minute
+	}
+	if cfg.TTL <= 0 {
+		cfg.TTL = cfg.RoundTimeout
+	}
+	if cfg.MinReports <= 0 {
+		cfg.MinReports = 1
+	}
+	st := cfg.Setup
+	a := &Analyzer{cfg: cfg, st: st, acct: st.Accountant, w: append([]float64(nil), st.Init...), logf: cfg.Logf, done: make(chan int64, 1)}
+	if a.logf == nil {
+		a.logf = log.Printf
+	}
+	var err error
+	a.an, err = role.NewAnalyzer(role.AnalyzerConfig{Protocol: st.Proto, Model: a.w, ServerLR: st.ServerLR, Accountant: a.acct})
+	if err != nil {
+		return nil, err
+	}
+	if err := a.resume(); err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+// resume restores the latest checkpoint and the round log.
+func (a *Analyzer) resume() error {
+	log, err := a.cfg.DB.RoundLog()
+	if err != nil {
+		return err
+	}
+	var last int64
+	for _, e := range log {
+		switch e.Status {
+		case store.RoundOpen:
+			a.pending = e.Round
+		case store.RoundReleased:
+			a.released++
+			last = max(last, e.Round)
+		default:
+			last = max(last, e.Round)
+		}
+	}
+	cp, err := a.cfg.DB.LatestCheckpoint()
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+	case err != nil:
+		return err
+	default:
+		w, err := wire.UnpackFloat64s(nil, cp.Model, len(a.w))
+		if err != nil {
+			return errf("deploy: analyzer: checkpoint %d: %w", cp.Round, err)
+		}
+		if a.acct != nil {
+			if a.acct, err = account.RestoreAccountant(cp.Accountant); err != nil {
+				return errf("deploy: analyzer: checkpoint %d: %w", cp.Round, err)
+			}
+		}
+		if err := a.an.Restore(int(cp.Round), w, a.acct); err != nil {
+			return err
+		}
+	}
+	if last > int64(a.an.Round()) {
+		// Void rounds after the checkpoint: nothing was released.
+		w := append([]float64(nil), a.an.Model()...)
+		if err := a.an.Restore(int(last), w, a.acct); err != nil {
+			return err
+		}
+	}
+	a.finished = last
+	if a.pending != 0 && a.pending != last+1 {
+		return errf("deploy: analyzer: round log has round %d open after round %d finished", a.pending, last)
+	}
+	if len(log) > 0 {
+		a.logf("analyzer: resumed after round %d (pending %d)", last, a.pending)
+	}
+	return nil
+}
+
+// Model returns a copy of the global model.
+func (a *Analyzer) Model() []float64 {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return append([]float64(nil), a.an.Model()...)
+}
+
+// Round returns the last finished round.
+func (a *Analyzer) Round() int64 {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.finished
+}
+
+// Stats returns the opening counts summed over the rounds of this process.
+func (a *Analyzer) Stats() seal.Stats {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.stats
+}
+
+// Accountant returns the run's accountant (nil for non-private protocols).
+func (a *Analyzer) Accountant() *account.Accountant { return a.acct }
+
+// announcement builds round t's announcement.
+func (a *Analyzer) announcement(t int64, deadline time.Time) (*wire.RoundAnnouncement, error) {
+	w, err := wire.PackFloat64s(a.an.Model())
+	if err != nil {
+		return nil, err
+	}
+	return &wire.RoundAnnouncement{
+		Round: t, RunId: a.st.RunID, Protocol: a.st.Config.Protocol, Params: Params(a.st),
+		Models:           []*wire.Model{{Name: "global", Dimension: uint32(len(a.w)), Weights: w}},
+		DeadlineUnixNano: deadline.UnixNano(), TtlMillis: a.cfg.TTL.Milliseconds(), MinReports: uint32(a.cfg.MinReports),
+		SamplingRate: 1, AnalyzerPublicKey: a.cfg.Key.Public().Bytes(), HpkeSuite: a.cfg.Key.Suite().String(),
+	}, nil
+}
+
+// Params are the protocol parameters an announcement carries; clients
+// refuse a task whose parameters differ from their own Setup's.
+func Params(st *Setup) []*wire.Param {
+	c := st.Config
+	num := func(n string, v float64) *wire.Param {
+		return &wire.Param{Name: n, Value: &wire.Param_Number{Number: v}}
+	}
+	ps := []*wire.Param{num("clip", c.Clip), num("epsilon", st.Budget.Epsilon), num("delta", c.Delta),
+		{Name: "rounds", Value: &wire.Param_Integer{Integer: int64(c.Rounds)}},
+		{Name: "secure-noise", Value: &wire.Param_Flag{Flag: true}}}
+	for _, k := range sortedKeys(c.Options) {
+		ps = append(ps, num("option."+k, c.Options[k]))
+	}
+	return ps
+}
+
+// Run drives the remaining rounds: it opens each in the round log,
+// announces it to the shuffler (retrying until acknowledged), and waits for
+// its batch. It returns the run's summary when the last round finished.
+func (a *Analyzer) Run(ctx context.Context) (runtime.Summary, error) {
+	start := time.Now()
+	for {
+		a.mu.Lock()
+		t := a.finished + 1
+		pending := a.pending
+		a.mu.Unlock()
+		if t > int64(a.st.Config.Rounds) {
+			break
+		}
+		if pending != t {
+			if err := a.cfg.DB.OpenRound(t); err != nil && !errors.Is(err, store.ErrRoundExists) {
+				return a.summary(start), err
+			}
+			a.mu.Lock()
+			a.pending = t
+			a.mu.Unlock()
+		}
+		a.mu.Lock()
+		a.announced = time.Now()
+		a.mu.Unlock()
+		ann, err := a.announcement(t, time.Now().Add(a.cfg.RoundTimeout))
+		if err != nil {
+			return a.summary(start), err
+		}
+		for attempt := 0; ; attempt++ {
+			actx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			_, err := a.cfg.Shuffler.Announce(actx, &wire.AnnounceRequest{Announcement: ann})
+			cancel()
+			if err == nil {
+				break
+			}
+			if ctx.Err() != nil {
+				return a.summary(start), ctx.Err()
+			}
+			if attempt%20 == 0 {
+				a.logf("analyzer: announcing round %d: %v", t, err)
+			}
+			time.Sleep(250 * time.Millisecond)
+		}
+	wait:
+		for {
+			select {
+			case <-ctx.Done():
+				return a.summary(start), ctx.Err()
+			case r := <-a.done:
+				if r >= t {
+					break wait
+				}
+			}
+		}
+	}
+	return a.summary(start), nil
+}
+
+func (a *Analyzer) summary(start time.Time) runtime.Summary {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	s := a.sum
+	s.Dim, s.Plan = len(a.w), a.st.Plan
+	s.Workers = a.cfg.Workers
+	s.TrainSamples, s.TestSamples = len(a.st.Train.Y), len(a.st.Test.Y)
+	s.Seconds = time.Since(start).Seconds()
+	return s
+}
+
+// SubmitBatch implements wire.AnalyzerServer: the shuffler's batch for the
+// pending round. Every message is opened (bad ones dropped and counted by
+// reason), the role absorbs the batch and releases the round, and the new
+// checkpoint, accountant and round-log entry are committed in one
+// transaction before the acknowledgement. A batch for a round already
+// released is acknowledged with already_released and changes nothing.
+func (a *Analyzer) SubmitBatch(stream grpc.ClientStreamingServer[wire.BatchChunk, wire.BatchResponse]) error {
+	var asm wire.BatchAssembler
+	for {
+		c, err := stream.Recv()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return err
+		}
+		if err := asm.Add(c); err != nil {
+			return wire.StatusOf(err)
+		}
+	}
+	h, ms, err := asm.Finish()
+	if err != nil {
+		return wire.StatusOf(err)
+	}
+	resp, err := a.batch(h, ms)
+	if err != nil {
+		return err
+	}
+	return stream.SendAndClose(resp)
+}
+
+// batch processes one assembled batch.
+func (a *Analyzer) batch(h *wire.BatchHeader, ms []*wire.SealedMessage) (*wire.BatchResponse, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	t := h.Round
+	if h.RunId != a.st.RunID {
+		return nil, wire.Errorf(codes.InvalidArgument, wire.Reason_REASON_MALFORMED, "header.run_id", t, "batch of run %q, this analyzer runs %q", h.RunId, a.st.RunID)
+	}
+	if t <= a.finished {
+		if e, err := a.cfg.DB.Round(t); err == nil && e.Status == store.RoundReleased {
+			return &wire.BatchResponse{Round: t, AlreadyReleased: true}, nil
+		}
+		return nil, wire.Errorf(codes.FailedPrecondition, wire.Reason_REASON_ROUND_CLOSED, "header.round", t, "round %d is finished", t)
+	}
+	if t != a.pending {
+		return nil, wire.Errorf(codes.NotFound, wire.Reason_REASON_UNKNOWN_ROUND, "header.round", t, "round %d was not announced (pending: %d)", t, a.pending)
+	}
+	start := time.Now()
+	reporters := int(h.Counts.Reports)
+	opener, err := seal.NewOpener(a.cfg.Key, a.st.RunID, uint64(t), a.st.Spec())
+	if err != nil {
+		return nil, wire.Errorf(codes.Internal, wire.Reason_REASON_INTERNAL, "", t, "%v", err)
+	}
+	b := &role.Batch[role.Plain]{Round: int(t), Mode: a.st.Proto.Mode(), Dim: len(a.w), Senders: reporters}
+	if b.Mode == protocol.PerCoordinate {
+		b.Columns = make([][]role.Plain, len(a.w))
+	}
+	opened := openAll(opener, ms)
+	for _, o := range opened {
+		if o.err != nil {
+			continue
+		}
+		switch o.label.Kind {
+		case seal.KindCoord:
+			b.Columns[o.label.Index] = append(b.Columns[o.label.Index], role.Plain{Value: o.values[0]})
+		case seal.KindMeta:
+			b.Meta = append(b.Meta, role.Plain{Value: o.values[0]})
+		case seal.KindReport:
+			b.Reports = append(b.Reports, role.Plain{Report: &protocol.Report{Values: o.values}})
+		}
+	}
+	os := opener.Stats()
+	a.stats = addStats(a.stats, os)
+	counts := store.RoundCounts{Received: int64(len(ms)), Accepted: os.Accepted, Dummies: int64(h.Counts.Dummies), Rejected: map[string]int64{}}
+	resp := &wire.BatchResponse{Round: t, Accepted: uint64(os.Accepted), Rejected: map[string]uint64{}}
+	for _, r := range seal.Reasons() {
+		if n := os.Count(r); n > 0 {
+			counts.Rejected[r.String()] = n
+			resp.Rejected[r.String()] = uint64(n)
+		}
+	}
+	if os.Rejected() > 0 {
+		a.logf("analyzer: round %d: %d of %d messages rejected %v", t, os.Rejected(), len(ms), counts.Rejected)
+	}
+	s := a.st.Shape(int(t))
+	res := runtime.RoundResult{Round: int(t), Participants: reporters, Reports: int64(reporters), Dummies: int64(h.Counts.Dummies)}
+	void := func(why string) error {
+		st, _, _ := a.st.Statement(int(t), 0)
+		if a.acct == nil {
+			st = account.Statement{Round: int(t)}
+		}
+		if err := a.an.Open(s); err != nil {
+			return err
+		}
+		if err := a.an.Void(st); err != nil {
+			return err
+		}
+		if err := a.cfg.DB.VoidRound(t, counts); err != nil {
+			return err
+		}
+		a.logf("analyzer: round %d void: %s", t, why)
+		res.Participants = 0
+		res.Privacy.Bound = "no release (" + why + ")"
+		return nil
+	}
+	var verr error
+	if reporters < a.cfg.MinReports {
+		verr = void(fmt.Sprintf("%d reports, minimum %d", reporters, a.cfg.MinReports))
+	} else {
+		stmt, priv, err := a.st.Statement(int(t), reporters)
+		if err != nil {
+			return nil, wire.Errorf(codes.InvalidArgument, wire.Reason_REASON_MALFORMED, "header.counts.reports", t, "%v", err)
+		}
+		if a.acct == nil {
+			stmt = account.Statement{Round: int(t), Released: true}
+		}
+		s.Participants = reporters
+		if err := a.an.Open(s); err != nil {
+			return nil, wire.Errorf(codes.Internal, wire.Reason_REASON_INTERNAL, "", t, "%v", err)
+		}
+		err = a.an.Absorb(b)
+		gen := streams{a.cfg.TestSeed}
+		if err == nil {
+			_, err = a.an.Release(gen.get(rng.LabelAnalyzer, uint64(t)), stmt)
+		}
+		if err != nil {
+			// The batch cannot be estimated from (e.g. dropped messages
+			// left APES with more epsilons than values in a coordinate):
+			// the role refused it before changing the model or the
+			// accountant; the round is void and nothing is released.
+			a.an = a.reopen(s.Round - 1)
+			s.Participants = a.st.Config.Clients
+			verr = void(fmt.Sprintf("the batch was refused: %v", err))
+		} else {
+			mb, err := wire.PackFloat64s(a.an.Model())
+			if err != nil {
+				return nil, wire.Errorf(codes.Internal, wire.Reason_REASON_INTERNAL, "", t, "%v", err)
+			}
+			aj := json.RawMessage("null")
+			if a.acct != nil {
+				if aj, err = json.Marshal(a.acct); err != nil {
+					return nil, wire.Errorf(codes.Internal, wire.Reason_REASON_INTERNAL, "", t, "%v", err)
+				}
+			}
+			if err := a.cfg.DB.ReleaseRound(store.Checkpoint{Round: t, Model: mb, Accountant: aj}, counts); err != nil {
+				// The model in memory moved on but nothing is durable:
+				// this process must not continue (a restart resumes the
+				// checkpoint).
+				a.logf("analyzer: round %d: committing the release: %v", t, err)
+				return nil, wire.Errorf(codes.Internal, wire.Reason_REASON_INTERNAL, "", t, "%v", err)
+			}
+			a.released++
+			res.Privacy = priv
+		}
+	}
+	if verr != nil {
+		return nil, wire.Errorf(codes.Internal, wire.Reason_REASON_INTERNAL, "", t, "voiding the round: %v", verr)
+	}
+	a.finished, a.pending = t, 0
+	// Seconds is the round's latency (announcement to release); Analyze
+	// the batch's processing (opening, estimate, checkpoint).
+	res.Timing.Analyze = time.Since(start).Seconds()
+	res.Seconds = time.Since(a.announced).Seconds()
+	a.finishResult(&res)
+	select {
+	case a.done <- t:
+	default:
+		<-a.done
+		a.done <- t
+	}
+	return resp, nil
+}
+
+// reopen rebuilds the role after a refused batch (the role has the round
+// open; a fresh one restored from memory has none).
+func (a *Analyzer) reopen(finished int) *role.Analyzer {
+	an, _ := role.NewAnalyzer(role.AnalyzerConfig{Protocol: a.st.Proto, Model: a.w, ServerLR: a.st.ServerLR, Accountant: a.acct})
+	_ = an.Restore(finished, append([]float64(nil), a.w...), a.acct)
+	return an
+}
+
+// finishResult evaluates the model and completes the round's record.
+func (a *Analyzer) finishResult(res *runtime.RoundResult) {
+	t0 := time.Now()
+	workers := a.cfg.Workers
+	if workers <= 0 {
+		workers = 1
+	}
+	acc, loss, err := fl.Evaluate(a.st.Model, a.an.Model(), a.st.Test, workers)
+	if err != nil {
+		a.logf("analyzer: round %d: evaluation: %v", res.Round, err)
+	}
+	res.TestAccuracy, res.TestLoss = acc, loss
+	res.Timing.Evaluate = time.Since(t0).Seconds()
+	if a.acct != nil {
+		sp := a.acct.Spent()
+		res.Privacy.Private = true
+		res.Privacy.CumulativeEpsilon, res.Privacy.CumulativeDelta, res.Privacy.CumulativeMethod = sp.Epsilon, sp.Delta, sp.Method
+		res.Privacy.CumulativeApproximate = sp.Approximate
+	} else {
+		res.Privacy.CumulativeEpsilon = math.Inf(1)
+	}
+	// The analyzer does not see the clients' ledgers: the most any client
+	// can have spent is one budget per released round.
+	res.MaxClientEpsilon = math.Inf(1)
+	if a.st.Charges {
+		res.MaxClientEpsilon = float64(a.released) * a.st.Budget.Epsilon
+	}
+	s := &a.sum
+	s.Rounds = res.Round
+	s.FinalAccuracy, s.FinalLoss = res.TestAccuracy, res.TestLoss
+	s.BestAccuracy = math.Max(s.BestAccuracy, res.TestAccuracy)
+	s.Privacy, s.MaxClientEpsilon = res.Privacy, res.MaxClientEpsilon
+	if a.cfg.Observe != nil {
+		a.cfg.Observe(*res)
+	}
+}
+
+// opened is one message after opening.
+type opened struct {
+	label  seal.Label
+	values []float64
+	err    error
+}
+
+// openAll opens the messages on all cores, keeping their order.
+func openAll(o *seal.Opener, ms []*wire.SealedMessage) []opened {
+	out := make([]opened, len(ms))
+	workers := max(1, min(len(ms)/64, goMaxProcs()))
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := w; i < len(ms); i += workers {
+				l, v, err := o.Open(ms[i].Ciphertext)
+				out[i] = opened{l, v, err}
+			}
+		}()
+	}
+	wg.Wait()
+	return out
+}
+
+func addStats(a, b seal.Stats) seal.Stats {
+	a.Accepted += b.Accepted
+	a.Malformed += b.Malformed
+	a.Suite += b.Suite
+	a.Round += b.Round
+	a.Label += b.Label
+	a.Length += b.Length
+	a.Replay += b.Replay
+	a.Auth += b.Auth
+	a.NonFinite += b.NonFinite
+	a.Range += b.Range
+	return a
+}

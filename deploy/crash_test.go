@@ -1,0 +1,453 @@
+package deploy
+
+import (
+	"context"
+	"crypto/ed25519"
+	"fmt"
+	"math"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+
+	"shufflefl/pki"
+	"shufflefl/runtime"
+	"shufflefl/seal"
+	"shufflefl/store"
+	"shufflefl/wire"
+)
+
+// writeDevCerts writes the layout of `shufflefl certs` for n clients.
+func writeDevCerts(t *testing.T, dir string, n int) {
+	t.Helper()
+	now := time.Now()
+	ca, err := pki.NewCA("test CA", now, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write := func(name string, b []byte) {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("ca.crt", pki.EncodeCertPEM(ca.Cert))
+	for _, r := range []pki.Role{pki.RoleShuffler, pki.RoleAnalyzer} {
+		is, err := ca.Issue(r, pki.DefaultHosts, now, time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		k, err := pki.EncodeKeyPEM(is.Key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		write(string(r)+".crt", pki.EncodeCertPEM(is.Cert))
+		write(string(r)+".key", k)
+	}
+	hk, err := seal.GenerateKey(seal.DefaultSuite)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hp, err := hk.MarshalPEM()
+	if err != nil {
+		t.Fatal(err)
+	}
+	write("analyzer-hpke.key", hp)
+	write("analyzer-hpke.pub", hk.Public().MarshalPEM())
+	reg := pki.NewRegistry()
+	for i := 0; i < n; i++ {
+		pub, priv, err := ed25519.GenerateKey(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := reg.Add(ClientID(i), pub); err != nil {
+			t.Fatal(err)
+		}
+		k, err := pki.EncodeKeyPEM(priv)
+		if err != nil {
+			t.Fatal(err)
+		}
+		write(filepath.Join("clients", ClientID(i)+".key"), k)
+	}
+	rj, err := reg.MarshalJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	write("clients.json", rj)
+}
+
+// crashEnv is the child's configuration.
+type crashEnv struct {
+	role, dir, proto                 string
+	clients, rounds                  int
+	analyzer, shufflerPub, shufflerC string
+}
+
+func (e crashEnv) environ() []string {
+	return append(os.Environ(), "SFL_CHILD="+e.role, "SFL_DIR="+e.dir, "SFL_PROTO="+e.proto,
+		"SFL_CLIENTS="+strconv.Itoa(e.clients), "SFL_ROUNDS="+strconv.Itoa(e.rounds),
+		"SFL_A="+e.analyzer, "SFL_P="+e.shufflerPub, "SFL_C="+e.shufflerC)
+}
+
+// freeAddr returns a loopback address nothing listens on now.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := Listen()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// TestCrashChild is the child process of the crash tests: it runs the
+// analyzer or the shuffler (SFL_CHILD) until it is killed or, for the
+// analyzer, the run is done. It does nothing in a normal test run.
+func TestCrashChild(t *testing.T) {
+	role := os.Getenv("SFL_CHILD")
+	if role == "" {
+		t.Skip("child process of the crash tests")
+	}
+	dir := os.Getenv("SFL_DIR")
+	clients, _ := strconv.Atoi(os.Getenv("SFL_CLIENTS"))
+	rounds, _ := strconv.Atoi(os.Getenv("SFL_ROUNDS"))
+	cfg := testConfig(os.Getenv("SFL_PROTO"), clients, rounds)
+	st, err := NewSetup(cfg, testSplit(t, cfg), "crash")
+	if err != nil {
+		t.Fatal(err)
+	}
+	seed := cfg.Seed
+	creds, err := LoadCredentials(filepath.Join(dir, "pki"), role, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := store.Open(filepath.Join(dir, role+".db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	serve := func(g *grpc.Server, addr string) {
+		l, err := listenRetry(addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		go g.Serve(l)
+	}
+	switch role {
+	case "analyzer":
+		conn, err := DialShufflerControl(creds, os.Getenv("SFL_C"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		an, err := NewAnalyzer(AnalyzerConfig{Setup: st, DB: db, Key: creds.HPKE, Shuffler: wire.NewShufflerControlClient(conn),
+			RoundTimeout: time.Minute, TestSeed: &seed, Workers: 1, Logf: t.Logf})
+		if err != nil {
+			t.Fatal(err)
+		}
+		serve(AnalyzerServer(creds, an), os.Getenv("SFL_A"))
+		if _, err := an.Run(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	case "shuffler":
+		conn, err := DialAnalyzer(creds, os.Getenv("SFL_A"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		sh, err := NewShuffler(ShufflerConfig{Setup: st, DB: db, Registry: creds.Registry, AnalyzerKey: creds.HPKEPublic,
+			Analyzer: wire.NewAnalyzerClient(conn), TestSeed: &seed, Logf: t.Logf})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pub, ctl := ShufflerServers(creds, sh)
+		serve(pub, os.Getenv("SFL_P"))
+		serve(ctl, os.Getenv("SFL_C"))
+		select {} // until killed
+	}
+}
+
+// listenRetry listens on addr, retrying while a killed predecessor's
+// socket is released.
+func listenRetry(addr string) (net.Listener, error) {
+	var err error
+	for i := 0; i < 100; i++ {
+		var l net.Listener
+		if l, err = net.Listen("tcp", addr); err == nil {
+			return l, nil
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return nil, err
+}
+
+// child starts the test binary as a child running role.
+func startChild(t *testing.T, e crashEnv) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestCrashChild$", "-test.count=1", "-test.v")
+	cmd.Env = e.environ()
+	logf, err := os.OpenFile(filepath.Join(e.dir, e.role+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			_ = cmd.Process.Signal(syscall.SIGKILL)
+			_ = cmd.Wait()
+		}
+		logf.Close()
+	})
+	return cmd
+}
+
+func kill(t *testing.T, cmd *exec.Cmd) {
+	t.Helper()
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+}
+
+// TestCrashRestart kills the analyzer, then (in its own run) the shuffler,
+// with SIGKILL in the middle of the run, restarts it from its database,
+// and checks that the run completes with the model the simulation computes
+// (so no accepted report was lost or counted twice: test mode makes the
+// deployment's values the simulation's), every round released exactly
+// once, and every client's ledger charged for every round it reported in
+// (never below what was released).
+func TestCrashRestart(t *testing.T) {
+	if testing.Short() {
+		t.Skip("re-executes the test binary; skipped with -short")
+	}
+	for _, victim := range []string{"analyzer", "shuffler"} {
+		t.Run(victim, func(t *testing.T) { crashRun(t, victim) })
+	}
+}
+
+func crashRun(t *testing.T, victim string) {
+	const clients, rounds = 30, 4
+	proto := "ss-double"
+	dir := t.TempDir()
+	writeDevCerts(t, filepath.Join(dir, "pki"), clients)
+	cfg := testConfig(proto, clients, rounds)
+	split := testSplit(t, cfg)
+	sim := cfg
+	sim.Faithful = true
+	eng, err := runtime.New(sim, split, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := eng.Run(nil); err != nil {
+		t.Fatal(err)
+	}
+	st, err := NewSetup(cfg, split, "crash")
+	if err != nil {
+		t.Fatal(err)
+	}
+	seed := cfg.Seed
+	env := crashEnv{role: victim, dir: dir, proto: proto, clients: clients, rounds: rounds,
+		analyzer: freeAddr(t), shufflerPub: freeAddr(t), shufflerC: freeAddr(t)}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	load := func(role, id string) *Credentials {
+		c, err := LoadCredentials(filepath.Join(dir, "pki"), role, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	openDB := func(name string) *store.DB {
+		db, err := store.Open(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { db.Close() })
+		return db
+	}
+	serve := func(g *grpc.Server, addr string) {
+		l, err := listenRetry(addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		go g.Serve(l)
+		t.Cleanup(g.Stop)
+	}
+	// The survivor runs in this process.
+	var an *Analyzer
+	var sh *Shuffler
+	switch victim {
+	case "analyzer":
+		creds := load("shuffler", "")
+		conn, err := DialAnalyzer(creds, env.analyzer)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sh, err = NewShuffler(ShufflerConfig{Setup: st, DB: openDB("shuffler.db"), Registry: creds.Registry, AnalyzerKey: creds.HPKEPublic,
+			Analyzer: wire.NewAnalyzerClient(conn), TestSeed: &seed, Logf: t.Logf})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(sh.Close)
+		pub, ctl := ShufflerServers(creds, sh)
+		serve(pub, env.shufflerPub)
+		serve(ctl, env.shufflerC)
+	case "shuffler":
+		creds := load("analyzer", "")
+		conn, err := DialShufflerControl(creds, env.shufflerC)
+		if err != nil {
+			t.Fatal(err)
+		}
+		an, err = NewAnalyzer(AnalyzerConfig{Setup: st, DB: openDB("analyzer.db"), Key: creds.HPKE, Shuffler: wire.NewShufflerControlClient(conn),
+			RoundTimeout: time.Minute, TestSeed: &seed, Workers: 1, Logf: t.Logf})
+		if err != nil {
+			t.Fatal(err)
+		}
+		serve(AnalyzerServer(creds, an), env.analyzer)
+		go func() { _, _ = an.Run(ctx) }()
+	}
+	child := startChild(t, env)
+	// The clients.
+	var wg sync.WaitGroup
+	errs := make(chan error, clients)
+	cdbs := make([]*store.DB, clients)
+	for i := 0; i < clients; i++ {
+		id := ClientID(i)
+		creds := load("client", id)
+		signer, err := pki.NewSigner(id, creds.Clients[id])
+		if err != nil {
+			t.Fatal(err)
+		}
+		conn, err := DialShuffler(creds, env.shufflerPub)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { conn.Close() })
+		cdbs[i] = openDB(fmt.Sprintf("%s.db", id))
+		c, err := NewClient(ClientConfig{Setup: st, Index: i, Signer: signer, AnalyzerKey: creds.HPKEPublic, DB: cdbs[i],
+			Shuffler: wire.NewShufflerClient(conn), TestSeed: &seed, Logf: func(string, ...any) {}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := c.Run(ctx); err != nil {
+				errs <- err
+			}
+		}()
+	}
+	// Kill the victim once round 1 is through and round 2 under way.
+	progress := func() int64 {
+		if an != nil {
+			return an.Round()
+		}
+		return sh.Stats().Forwarded
+	}
+	for progress() < 1 {
+		if ctx.Err() != nil {
+			t.Fatal("round 1 never finished")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	// ... with some of round 2's reports accepted and others not yet.
+	var sdb *store.DB
+	if sh == nil {
+		sdb = openDB("shuffler.db") // a second connection to the child's database
+	}
+	partial := func() bool {
+		if sh != nil {
+			n := sh.Stats().Accepted
+			return n > clients && n < 2*clients
+		}
+		r, err := sdb.InboxRound(2)
+		return err == nil && r.Reports > 0 && r.Reports < clients
+	}
+	for !partial() {
+		if ctx.Err() != nil {
+			t.Fatal("never caught round 2 in progress")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	kill(t, child)
+	if sh != nil {
+		t.Logf("analyzer killed after round %d; shuffler stats then: %+v", progress(), sh.Stats())
+	} else {
+		t.Logf("shuffler killed after round %d", progress())
+	}
+	child = startChild(t, env)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	// The run finished: the analyzer's checkpoint of the last round.
+	var model []float64
+	if an != nil {
+		for an.Round() < rounds && ctx.Err() == nil {
+			time.Sleep(10 * time.Millisecond)
+		}
+		model = an.Model()
+		kill(t, child)
+	} else {
+		if err := child.Wait(); err != nil {
+			t.Fatalf("restarted analyzer: %v (see %s)", err, filepath.Join(dir, "analyzer.log"))
+		}
+		adb := openDB("analyzer.db")
+		cp, err := adb.LatestCheckpoint()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cp.Round != rounds {
+			t.Fatalf("last checkpoint of round %d, want %d", cp.Round, rounds)
+		}
+		if model, err = wire.UnpackFloat64s(nil, cp.Model, st.Dim()); err != nil {
+			t.Fatal(err)
+		}
+		log, err := adb.RoundLog()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range log {
+			if e.Status != store.RoundReleased {
+				t.Fatalf("round %d is %s, want released", e.Round, e.Status)
+			}
+		}
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "shuffler.log")); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if strings.Contains(line, "resumed") {
+				t.Log(strings.TrimSpace(line))
+			}
+		}
+	}
+	want := eng.Weights()
+	var worst float64
+	for j := range want {
+		worst = math.Max(worst, math.Abs(model[j]-want[j])/math.Max(1, math.Abs(want[j])))
+	}
+	if worst > 1e-9 {
+		t.Fatalf("after the crash the model differs from the simulation's by %.3g (relative)", worst)
+	}
+	for i, db := range cdbs {
+		es, err := db.LedgerStore().Entries(ClientID(i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(es) != rounds {
+			t.Fatalf("client %d's ledger has %d charges for %d released rounds", i, len(es), rounds)
+		}
+	}
+	t.Logf("%s: SIGKILL and restart; model equal to the simulation's (largest relative difference %.3g); every ledger charged %d times", victim, worst, rounds)
+}

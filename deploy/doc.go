@@ -1,0 +1,46 @@
+// Package deploy runs shufflefl's three roles as network services: the
+// analyzer, the shuffler and the clients of package role, driven over gRPC
+// (package wire) with TLS and mutual TLS between shuffler and analyzer
+// (package pki), every value sealed to the analyzer with HPKE (package
+// seal), and every piece of state that must survive a crash in SQLite
+// (package store). The services are drivers: the protocol logic (what a
+// client releases, what the shuffler checks and pads, how the analyzer
+// estimates and accounts) is the role package's, the same code the
+// simulation engine (package runtime) runs.
+//
+// # Data flow (FLAME Algorithm 2)
+//
+//  1. The analyzer opens round t in its round log and announces it to the
+//     shuffler over mutual TLS: model, round id, protocol name and
+//     parameters, deadline, minimum reports, its HPKE public key.
+//  2. The shuffler opens the round in its inbox and offers the announcement
+//     to clients, who pull it (PullTask) with signed requests and send
+//     heartbeats.
+//  3. A client consults its ledger, trains on its shard, encodes through
+//     role.Client, seals every message to the analyzer, stores the sealed
+//     report in its outbox in the same transaction as the ledger charge,
+//     and only then sends it. A retry resends the stored bytes.
+//  4. The shuffler authenticates the request (signature, timestamp, nonce),
+//     parses the sealed messages' public headers (never decrypting), checks
+//     the labels with the role's rules, stores the report durably, and only
+//     then acknowledges. When every expected client has reported, or at the
+//     deadline with at least the minimum, it closes the round: the role pads
+//     with the protocol's dummies (sealed to the analyzer), permutes, strips
+//     identities; the batch is streamed to the analyzer.
+//  5. The analyzer opens every message with the round's seal.Opener
+//     (rejections counted by reason), builds the role's batch, makes the
+//     round's privacy statement from the number of reporters actually
+//     shuffled, absorbs, releases, and commits the checkpoint (model,
+//     accountant, round log) in one transaction before acknowledging.
+//
+// # Randomness
+//
+// Services draw every random number from crypto/rand (rng.NewCrypto) and
+// every protocol is built with protocol.Params.Secure. The one exception is
+// the explicit test mode (Options.TestSeed): clients' training and noise,
+// the shuffler's padding and the analyzer's estimate then use the
+// simulation's streams (rng.Stream(seed, label, round, client)), so that a
+// deployment reproduces `shufflefl run` with the same seed. Test mode makes
+// every client's noise predictable from the seed: it must never be used for
+// real data.
+package deploy

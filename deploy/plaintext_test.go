@@ -1,0 +1,154 @@
+package deploy
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"math"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"shufflefl/protocol"
+	"shufflefl/runtime"
+	"shufflefl/store"
+)
+
+// encodings returns the byte patterns of v a careless implementation
+// could store: IEEE-754 binary64 big- and little-endian.
+func encodings(v float64) [][]byte {
+	be := binary.BigEndian.AppendUint64(nil, math.Float64bits(v))
+	le := binary.LittleEndian.AppendUint64(nil, math.Float64bits(v))
+	return [][]byte{be, le}
+}
+
+// distinctive reports whether v's encoding is unlikely to occur by chance
+// in a database file: at least 3 non-zero bytes (the secure samplers snap
+// values to a power-of-two grid, so many encodings end in zero bytes; 0,
+// ±1 and other short binary fractions are left out).
+func distinctive(v float64) bool {
+	n := 0
+	for _, x := range binary.BigEndian.AppendUint64(nil, math.Float64bits(v)) {
+		if x != 0 {
+			n++
+		}
+	}
+	return n >= 3
+}
+
+// findAny returns how many of the patterns occur in hay.
+func findAny(hay []byte, pats [][]byte) int {
+	n := 0
+	for _, p := range pats {
+		if bytes.Contains(hay, p) {
+			n++
+		}
+	}
+	return n
+}
+
+// TestShufflerSeesNoPlaintext runs APES (continuous values) in test mode,
+// collects every value the clients encoded (the simulation's reports are
+// the deployment's, same streams), and scans everything the shuffler
+// received and stored — its database files and every stored message — for
+// the encoded float64s. A positive control checks that the scan finds a
+// value that is there.
+func TestShufflerSeesNoPlaintext(t *testing.T) {
+	cfg := testConfig("apes", 20, 2)
+	split := testSplit(t, cfg)
+	var mu sync.Mutex
+	var vals []float64
+	sim := cfg
+	sim.Faithful = true
+	eng, err := runtime.New(sim, split, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng.SetHooks(runtime.Hooks{Report: func(_, _ int, rep *protocol.Report) {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, v := range append(append([]float64{}, rep.Values...), rep.Meta...) {
+			if distinctive(v) {
+				vals = append(vals, v)
+			}
+		}
+	}})
+	if _, err := eng.Run(nil); err != nil {
+		t.Fatal(err)
+	}
+	if len(vals) < 1000 {
+		t.Fatalf("only %d distinctive plaintext values to look for", len(vals))
+	}
+	st, err := NewSetup(cfg, split, "plaintext")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	seed := cfg.Seed
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	res, err := RunLocal(ctx, st, LocalOptions{Dir: dir, TestSeed: &seed, Workers: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !equalModels(res.Model, eng.Weights()) {
+		t.Fatal("the deployment's model differs from the simulation's: the collected values are not its values")
+	}
+	var hay []byte
+	files, _ := filepath.Glob(filepath.Join(dir, "shuffler.db*"))
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		hay = append(hay, b...)
+	}
+	db, err := store.Open(filepath.Join(dir, "shuffler.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	msgs := 0
+	for r := int64(1); r <= int64(cfg.Rounds); r++ {
+		reps, err := db.RoundReports(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, rep := range reps {
+			for _, m := range rep.Messages {
+				hay = append(hay, m.Sealed...)
+				msgs++
+			}
+		}
+	}
+	if msgs == 0 {
+		t.Fatal("the shuffler stored no messages")
+	}
+	found := 0
+	for _, v := range vals {
+		found += findAny(hay, encodings(v))
+	}
+	if found != 0 {
+		t.Fatalf("%d plaintext encodings found in what the shuffler received and stored", found)
+	}
+	// Positive control: one value planted in the haystack is found.
+	planted := append(append([]byte{}, hay...), encodings(vals[len(vals)/2])[0]...)
+	if findAny(planted, encodings(vals[len(vals)/2])) == 0 {
+		t.Fatal("the scan misses a planted value")
+	}
+	t.Logf("scanned %d bytes (%d stored messages) for %d plaintext values: none found", len(hay), msgs, len(vals))
+}
+
+func equalModels(a, b []float64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if math.Abs(a[i]-b[i]) > 1e-9*math.Max(1, math.Abs(b[i])) {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,618 @@
+package deploy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/protobuf/proto"
+
+	"shufflefl/pki"
+	"shufflefl/protocol"
+	"shufflefl/rng"
+	"shufflefl/role"
+	"shufflefl/seal"
+	"shufflefl/store"
+	"shufflefl/wire"
+)
+
+// ShufflerConfig configures a shuffler service.
+type ShufflerConfig struct {
+	Setup *Setup
+	// DB is the shuffler's database (inbox).
+	DB *store.DB
+	// Registry holds the clients' request-signing keys.
+	Registry *pki.Registry
+	// Verifier bounds the signature checks (pki.DefaultVerifierConfig if
+	// zero).
+	Verifier pki.VerifierConfig
+	// AnalyzerKey is the analyzer's HPKE public key: the shuffler seals its
+	// dummies to it. The shuffler holds no private key and decrypts nothing.
+	AnalyzerKey *seal.PublicKey
+	// Analyzer is the analyzer's batch service (dialled with mutual TLS).
+	Analyzer wire.AnalyzerClient
+	// Heartbeat is the interval clients are told to keep (5 s if zero).
+	Heartbeat time.Duration
+	// TestSeed, if set, draws the padding and the permutation from the
+	// simulation's streams (rng.Stream(seed, LabelShuffle, round, 0|1))
+	// instead of crypto/rand: test mode only.
+	TestSeed *uint64
+	// Logf logs events (log.Printf if nil).
+	Logf func(format string, a ...any)
+	// Now is the clock (time.Now if nil).
+	Now func() time.Time
+}
+
+// ShufflerStats counts the shuffler's decisions.
+type ShufflerStats struct {
+	Accepted  int64            `json:"accepted"`
+	Retries   int64            `json:"retries"`
+	Rejected  map[string]int64 `json:"rejected"`
+	Forwarded int64            `json:"forwarded_rounds"`
+	Void      int64            `json:"void_rounds"`
+	Messages  int64            `json:"messages_forwarded"`
+	Bytes     int64            `json:"bytes_received"`
+}
+
+// pullInterval is how long a client without a task waits before pulling
+// again (it adds jitter): 1,000 clients then make 2,000 pulls a second.
+const pullInterval = 500 * time.Millisecond
+
+// sround is the round the shuffler is serving.
+type sround struct {
+	t        int64
+	ann      *wire.RoundAnnouncement
+	deadline time.Time
+	min      int
+	// gate: submissions hold it shared while they store and accept; the
+	// close takes it exclusively, so everything acknowledged is in live.
+	gate   sync.RWMutex
+	mu     sync.Mutex // guards live
+	live   *role.Shuffler[[]byte]
+	closed bool // under gate (exclusive) or atomically read via closing
+	// closing is set once the round stops accepting.
+	closing atomic.Bool
+	timer   *time.Timer
+}
+
+// Shuffler is the shuffler service: wire.ShufflerServer for clients (TLS,
+// signed requests) and wire.ShufflerControlServer for the analyzer (mutual
+// TLS). It drives one role.Shuffler[[]byte] per round over sealed bytes.
+type Shuffler struct {
+	wire.UnimplementedShufflerServer
+	wire.UnimplementedShufflerControlServer
+
+	cfg    ShufflerConfig
+	st     *Setup
+	ver    *pki.Verifier
+	acc    *store.Acceptor
+	sealer *seal.Sealer
+	logf   func(string, ...any)
+	now    func() time.Time
+
+	mu         sync.Mutex
+	cur        *sround
+	registered map[string]time.Time // last heartbeat
+	stats      ShufflerStats
+	bg         sync.WaitGroup
+	ctx        context.Context
+	cancel     context.CancelFunc
+}
+
+// NewShuffler starts a shuffler service, resuming the open round of its
+// inbox (the acknowledged reports are read back; the round closes and is
+// forwarded as it would have been).
+func NewShuffler(cfg ShufflerConfig) (*Shuffler, error) {
+	if cfg.Setup == nil || cfg.DB == nil || cfg.Registry == nil || cfg.AnalyzerKey == nil || cfg.Analyzer == nil {
+		return nil, errf("deploy: shuffler: incomplete configuration")
+	}
+	if cfg.Verifier == (pki.VerifierConfig{}) {
+		cfg.Verifier = pki.DefaultVerifierConfig()
+	}
+	if cfg.Heartbeat == 0 {
+		cfg.Heartbeat = 5 * time.Second
+	}
+	ver, err := pki.NewVerifier(cfg.Registry, cfg.Verifier)
+	if err != nil {
+		return nil, err
+	}
+	sealer, err := seal.NewSealer(cfg.AnalyzerKey, cfg.Setup.RunID)
+	if err != nil {
+		return nil, err
+	}
+	acc, err := cfg.DB.NewAcceptor(256)
+	if err != nil {
+		return nil, err
+	}
+	s := &Shuffler{cfg: cfg, st: cfg.Setup, ver: ver, acc: acc, sealer: sealer, logf: cfg.Logf, now: cfg.Now,
+		registered: map[string]time.Time{}, stats: ShufflerStats{Rejected: map[string]int64{}}}
+	if s.logf == nil {
+		s.logf = log.Printf
+	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	if err := s.resume(); err != nil {
+		s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// Close stops the shuffler's background work (timers, forwarding).
+func (s *Shuffler) Close() {
+	s.cancel()
+	s.mu.Lock()
+	if s.cur != nil && s.cur.timer != nil {
+		s.cur.timer.Stop()
+	}
+	s.mu.Unlock()
+	s.bg.Wait()
+	s.acc.Close()
+}
+
+// Stats returns the counts so far.
+func (s *Shuffler) Stats() ShufflerStats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := s.stats
+	out.Rejected = map[string]int64{}
+	for k, v := range s.stats.Rejected {
+		out.Rejected[k] = v
+	}
+	return out
+}
+
+func (s *Shuffler) reject(err error) error {
+	reason := "internal"
+	if d, ok := wire.DetailOf(err); ok {
+		reason = d.Reason.String()
+	}
+	s.mu.Lock()
+	s.stats.Rejected[reason]++
+	s.mu.Unlock()
+	return err
+}
+
+// resume reopens the inbox's open round after a restart.
+func (s *Shuffler) resume() error {
+	rs, err := s.cfg.DB.InboxRounds()
+	if err != nil {
+		return err
+	}
+	for _, r := range rs {
+		if r.Status != store.InboxOpen {
+			continue
+		}
+		ann := &wire.RoundAnnouncement{}
+		if err := proto.Unmarshal(r.Announcement, ann); err != nil {
+			return errf("deploy: shuffler: stored announcement of round %d: %w", r.Round, err)
+		}
+		sr, err := s.newRound(ann)
+		if err != nil {
+			return err
+		}
+		reps, err := s.cfg.DB.RoundReports(r.Round)
+		if err != nil {
+			return err
+		}
+		for _, rep := range reps {
+			msgs, err := s.parse(r.Round, toWire(rep.Messages))
+			if err != nil {
+				return errf("deploy: shuffler: stored report of %s in round %d: %w", rep.Client, r.Round, err)
+			}
+			if err := sr.live.Accept(rep.Client, msgs); err != nil {
+				return errf("deploy: shuffler: stored report of %s in round %d: %w", rep.Client, r.Round, err)
+			}
+		}
+		s.logf("shuffler: resumed round %d with %d stored reports", r.Round, len(reps))
+		s.install(sr)
+		if sr.live.Senders() >= s.st.Config.Clients {
+			s.startClose(sr)
+		}
+	}
+	return nil
+}
+
+func toWire(ms []store.SealedMessage) []*wire.SealedMessage {
+	out := make([]*wire.SealedMessage, len(ms))
+	for i, m := range ms {
+		out[i] = &wire.SealedMessage{Label: m.Label, Ciphertext: m.Sealed}
+	}
+	return out
+}
+
+// newRound builds the round state of an announcement.
+func (s *Shuffler) newRound(ann *wire.RoundAnnouncement) (*sround, error) {
+	t := int(ann.Round)
+	sh := s.st.Shape(t)
+	sh.Participants = 0 // set to the senders when the round closes
+	live, err := role.NewShuffler[[]byte](s.st.Proto, sh, int(ann.MinReports))
+	if err != nil {
+		return nil, err
+	}
+	return &sround{t: ann.Round, ann: ann, deadline: time.Unix(0, ann.DeadlineUnixNano), min: int(ann.MinReports), live: live}, nil
+}
+
+// install makes sr the current round and arms its deadline.
+func (s *Shuffler) install(sr *sround) {
+	s.mu.Lock()
+	s.cur = sr
+	s.mu.Unlock()
+	d := sr.deadline.Sub(s.now())
+	sr.timer = time.AfterFunc(max(d, 0), func() { s.startClose(sr) })
+}
+
+// Announce implements wire.ShufflerControlServer: the analyzer opens a
+// round. Announcing the current round again (an analyzer that restarted) is
+// acknowledged without change.
+func (s *Shuffler) Announce(_ context.Context, req *wire.AnnounceRequest) (*wire.AnnounceResponse, error) {
+	ann := req.Announcement
+	if ann.RunId != s.st.RunID || ann.Protocol != s.st.Config.Protocol {
+		return nil, wire.Errorf(codes.InvalidArgument, wire.Reason_REASON_MALFORMED, "announcement", ann.Round, "announcement of run %q protocol %q; this shuffler serves run %q protocol %q", ann.RunId, ann.Protocol, s.st.RunID, s.st.Config.Protocol)
+	}
+	if ann.Round < 1 {
+		return nil, wire.Errorf(codes.InvalidArgument, wire.Reason_REASON_MALFORMED, "announcement.round", ann.Round, "round must be >= 1")
+	}
+	resp := &wire.AnnounceResponse{Round: ann.Round, RegisteredClients: uint32(s.st.Config.Clients)}
+	s.mu.Lock()
+	cur := s.cur
+	s.mu.Unlock()
+	if cur != nil && cur.t == ann.Round {
+		return resp, nil
+	}
+	if cur != nil && ann.Round < cur.t {
+		return nil, wire.Errorf(codes.FailedPrecondition, wire.Reason_REASON_ROUND_CLOSED, "announcement.round", ann.Round, "round %d is older than the current round %d", ann.Round, cur.t)
+	}
+	if cur != nil && !cur.closing.Load() {
+		return nil, wire.Errorf(codes.FailedPrecondition, wire.Reason_REASON_INTERNAL, "announcement.round", ann.Round, "round %d is still open", cur.t)
+	}
+	b, err := proto.MarshalOptions{Deterministic: true}.Marshal(ann)
+	if err != nil {
+		return nil, wire.StatusOf(err)
+	}
+	if err := s.cfg.DB.OpenInboxRound(ann.Round, b); err != nil {
+		if errors.Is(err, store.ErrRoundExists) {
+			return nil, wire.Errorf(codes.FailedPrecondition, wire.Reason_REASON_ROUND_CLOSED, "announcement.round", ann.Round, "round %d was served before", ann.Round)
+		}
+		return nil, wire.Errorf(codes.Internal, wire.Reason_REASON_INTERNAL, "", ann.Round, "%v", err)
+	}
+	sr, err := s.newRound(ann)
+	if err != nil {
+		return nil, wire.Errorf(codes.InvalidArgument, wire.Reason_REASON_MALFORMED, "announcement", ann.Round, "%v", err)
+	}
+	s.install(sr)
+	s.logf("shuffler: round %d announced (deadline %s, minimum %d)", ann.Round, sr.deadline.Format(time.TimeOnly), sr.min)
+	return resp, nil
+}
+
+// Register implements wire.ShufflerServer: a client whose key is in the
+// registry proves it holds it.
+func (s *Shuffler) Register(_ context.Context, req *wire.RegisterRequest) (*wire.RegisterResponse, error) {
+	id, err := verify(s.ver, s.now(), wire.Shuffler_Register_FullMethodName, 0, req)
+	if err != nil {
+		return nil, s.reject(err)
+	}
+	key, _ := s.cfg.Registry.Key(id)
+	if req.KeyAlgorithm != "ed25519" || string(key) != string(req.PublicKey) {
+		return nil, s.reject(wire.Errorf(codes.PermissionDenied, wire.Reason_REASON_NOT_REGISTERED, "public_key", -1, "the key does not match the registered key of %s", id))
+	}
+	s.mu.Lock()
+	s.registered[id] = s.now()
+	s.mu.Unlock()
+	return &wire.RegisterResponse{ClientId: id, HeartbeatIntervalMillis: s.cfg.Heartbeat.Milliseconds()}, nil
+}
+
+// Heartbeat implements wire.ShufflerServer.
+func (s *Shuffler) Heartbeat(_ context.Context, req *wire.HeartbeatRequest) (*wire.HeartbeatResponse, error) {
+	id, err := verify(s.ver, s.now(), wire.Shuffler_Heartbeat_FullMethodName, 0, req)
+	if err != nil {
+		return nil, s.reject(err)
+	}
+	s.mu.Lock()
+	s.registered[id] = s.now()
+	cur := int64(-1)
+	if s.cur != nil && !s.cur.closing.Load() {
+		cur = s.cur.t
+	}
+	s.mu.Unlock()
+	return &wire.HeartbeatResponse{HeartbeatIntervalMillis: s.cfg.Heartbeat.Milliseconds(), CurrentRound: cur}, nil
+}
+
+// Alive returns the number of clients heard from within three heartbeat
+// intervals.
+func (s *Shuffler) Alive() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, at := range s.registered {
+		if s.now().Sub(at) < 3*s.cfg.Heartbeat {
+			n++
+		}
+	}
+	return n
+}
+
+// PullTask implements wire.ShufflerServer: the open round's announcement,
+// if newer than after_round.
+func (s *Shuffler) PullTask(_ context.Context, req *wire.PullTaskRequest) (*wire.PullTaskResponse, error) {
+	if _, err := verify(s.ver, s.now(), wire.Shuffler_PullTask_FullMethodName, 0, req); err != nil {
+		return nil, s.reject(err)
+	}
+	s.mu.Lock()
+	cur := s.cur
+	s.mu.Unlock()
+	if cur == nil || cur.closing.Load() || cur.t <= req.AfterRound {
+		return &wire.PullTaskResponse{RetryAfterMillis: pullInterval.Milliseconds()}, nil
+	}
+	return &wire.PullTaskResponse{Task: cur.ann}, nil
+}
+
+// parse reads the public headers of a submission's sealed messages (never
+// decrypting) and turns them into the role's messages.
+func (s *Shuffler) parse(t int64, ms []*wire.SealedMessage) ([]role.Message[[]byte], error) {
+	out := make([]role.Message[[]byte], len(ms))
+	d := s.st.Dim()
+	for i, m := range ms {
+		env, err := seal.Parse(m.Ciphertext)
+		if err != nil {
+			return nil, wire.Errorf(codes.InvalidArgument, wire.Reason_REASON_MALFORMED, fmt.Sprintf("messages[%d]", i), t, "%v", err)
+		}
+		field := fmt.Sprintf("messages[%d]", i)
+		switch {
+		case env.Suite != s.cfg.AnalyzerKey.Suite():
+			return nil, wire.Errorf(codes.InvalidArgument, wire.Reason_REASON_MALFORMED, field, t, "sealed with %v, the analyzer's key is %v", env.Suite, s.cfg.AnalyzerKey.Suite())
+		case int64(env.Round) != t:
+			return nil, wire.Errorf(codes.InvalidArgument, wire.Reason_REASON_REPLAY, field, t, "message sealed for round %d in a report for round %d", env.Round, t)
+		case m.Label != wireLabel(env.Label):
+			return nil, wire.Errorf(codes.InvalidArgument, wire.Reason_REASON_MALFORMED, field+".label", t, "label %d disagrees with the sealed label %v", m.Label, env.Label)
+		case env.Label.Kind == seal.KindReport && env.Values() != d:
+			return nil, wire.Errorf(codes.InvalidArgument, wire.Reason_REASON_MALFORMED, field, t, "report of %d values for dimension %d", env.Values(), d)
+		case env.Label.Kind != seal.KindReport && env.Values() != 1:
+			return nil, wire.Errorf(codes.InvalidArgument, wire.Reason_REASON_MALFORMED, field, t, "%v message of %d values", env.Label.Kind, env.Values())
+		}
+		out[i] = role.Message[[]byte]{Label: roleLabel(env.Label), Payload: m.Ciphertext}
+	}
+	return out, nil
+}
+
+// SubmitReport implements wire.ShufflerServer. The report is checked
+// (signature, round, sealed headers, the role's label rules), stored in the
+// inbox and only then acknowledged. An identical retry is acknowledged
+// again with duplicate set.
+func (s *Shuffler) SubmitReport(ctx context.Context, req *wire.SubmitReportRequest) (*wire.SubmitReportResponse, error) {
+	t := req.Round
+	id, err := verify(s.ver, s.now(), wire.Shuffler_SubmitReport_FullMethodName, t, req)
+	if err != nil {
+		return nil, s.reject(err)
+	}
+	s.mu.Lock()
+	cur := s.cur
+	s.mu.Unlock()
+	switch {
+	case cur == nil || t > cur.t:
+		return nil, s.reject(wire.Errorf(codes.NotFound, wire.Reason_REASON_UNKNOWN_ROUND, "round", t, "round %d is not open", t))
+	case t < cur.t:
+		return nil, s.reject(wire.Errorf(codes.FailedPrecondition, wire.Reason_REASON_ROUND_CLOSED, "round", t, "round %d is closed", t))
+	}
+	msgs, err := s.parse(t, req.Messages)
+	if err != nil {
+		return nil, s.reject(err)
+	}
+	// The role's label rules, checked on a probe before anything is stored.
+	probe, err := newProbe(s.st, t)
+	if err == nil {
+		err = probe.Accept(id, msgs)
+	}
+	if err != nil {
+		return nil, s.reject(wire.Errorf(codes.InvalidArgument, wire.Reason_REASON_MALFORMED, "messages", t, "%v", err))
+	}
+	cur.gate.RLock()
+	defer cur.gate.RUnlock()
+	if cur.closing.Load() || !s.now().Before(cur.deadline) {
+		return nil, s.reject(wire.Errorf(codes.FailedPrecondition, wire.Reason_REASON_ROUND_CLOSED, "round", t, "round %d is closed", t))
+	}
+	rep := store.Report{Round: t, Client: id, Nonce: req.Auth.Nonce, Messages: make([]store.SealedMessage, len(req.Messages))}
+	var size int64
+	for i, m := range req.Messages {
+		rep.Messages[i] = store.SealedMessage{Label: m.Label, Sealed: m.Ciphertext}
+		size += int64(len(m.Ciphertext))
+	}
+	// The store's answer must be known whatever the client does: with the
+	// request's context, a client that gave up could leave a report
+	// committed but not in the round.
+	err = s.acc.Accept(s.ctx, rep)
+	switch {
+	case errors.Is(err, store.ErrAlreadyAccepted):
+		// A retry of a stored report: make sure the round holds it (the
+		// first attempt may have failed after the commit).
+		cur.mu.Lock()
+		aerr := cur.live.Accept(id, msgs)
+		n := cur.live.Senders()
+		cur.mu.Unlock()
+		s.mu.Lock()
+		s.stats.Retries++
+		if aerr == nil {
+			s.stats.Accepted++
+			s.stats.Bytes += size
+		}
+		s.mu.Unlock()
+		if aerr == nil && n >= s.st.Config.Clients {
+			go s.startClose(cur)
+		}
+		return &wire.SubmitReportResponse{Round: t, StoredMessages: uint32(len(msgs)), Duplicate: true}, nil
+	case errors.Is(err, store.ErrDuplicateReport):
+		return nil, s.reject(wire.Errorf(codes.AlreadyExists, wire.Reason_REASON_DUPLICATE_REPORT, "round", t, "%s already reported in round %d", id, t))
+	case errors.Is(err, store.ErrReplay):
+		return nil, s.reject(wire.Errorf(codes.AlreadyExists, wire.Reason_REASON_REPLAY, "messages", t, "%v", err))
+	case errors.Is(err, store.ErrRoundClosed):
+		return nil, s.reject(wire.Errorf(codes.FailedPrecondition, wire.Reason_REASON_ROUND_CLOSED, "round", t, "round %d is closed", t))
+	case errors.Is(err, store.ErrUnknownRound):
+		return nil, s.reject(wire.Errorf(codes.NotFound, wire.Reason_REASON_UNKNOWN_ROUND, "round", t, "round %d is unknown", t))
+	case err != nil:
+		return nil, s.reject(wire.Errorf(codes.Unavailable, wire.Reason_REASON_INTERNAL, "", t, "storing the report: %v", err))
+	}
+	cur.mu.Lock()
+	err = cur.live.Accept(id, msgs)
+	n := cur.live.Senders()
+	cur.mu.Unlock()
+	if err != nil {
+		// Stored but refused by the role: cannot happen after the probe
+		// and the store's duplicate check; the stored copy is what counts.
+		s.logf("shuffler: round %d: %s: stored report refused by the role: %v", t, id, err)
+		return nil, wire.Errorf(codes.Internal, wire.Reason_REASON_INTERNAL, "", t, "%v", err)
+	}
+	s.mu.Lock()
+	s.stats.Accepted++
+	s.stats.Bytes += size
+	s.mu.Unlock()
+	if n >= s.st.Config.Clients {
+		go s.startClose(cur)
+	}
+	return &wire.SubmitReportResponse{Round: t, StoredMessages: uint32(len(msgs))}, nil
+}
+
+// startClose closes sr once: at the expected count or at the deadline.
+func (s *Shuffler) startClose(sr *sround) {
+	if sr.closing.Swap(true) {
+		return
+	}
+	sr.gate.Lock() // waits for submissions in flight
+	sr.gate.Unlock()
+	if sr.timer != nil {
+		sr.timer.Stop()
+	}
+	s.bg.Add(1)
+	go func() {
+		defer s.bg.Done()
+		s.closeAndForward(sr)
+	}()
+}
+
+// closeAndForward pads, permutes and forwards the round's batch (or a void
+// header below the minimum), retrying until the analyzer acknowledges.
+func (s *Shuffler) closeAndForward(sr *sround) {
+	t := sr.t
+	gen := streams{s.cfg.TestSeed}
+	pad, perm := gen.get(rng.LabelShuffle, uint64(t), 0), gen.get(rng.LabelShuffle, uint64(t), 1)
+	var dummies uint64
+	dummy := func(j int, v float64) ([]byte, error) {
+		if s.st.Proto.Mode() != protocol.PerCoordinate {
+			return nil, errf("dummy reports of whole-report protocols are not supported")
+		}
+		dummies++
+		return s.sealer.Seal(uint64(t), seal.Coord(j), []float64{v})
+	}
+	sr.mu.Lock()
+	senders := sr.live.Senders()
+	batch, err := sr.live.Close(pad, perm, dummy)
+	sr.mu.Unlock()
+	h := &wire.BatchHeader{Round: t, RunId: s.st.RunID, Counts: &wire.BatchCounts{}}
+	var ms []*wire.SealedMessage
+	void := false
+	switch {
+	case errors.Is(err, role.ErrTooFew):
+		void = true
+		s.logf("shuffler: round %d void: %d of at least %d reports at the deadline", t, senders, sr.min)
+	case err != nil:
+		s.logf("shuffler: round %d: closing: %v", t, err)
+		return
+	default:
+		add := func(p []byte) {
+			env, _ := seal.Parse(p) // parsed before: cannot fail
+			ms = append(ms, &wire.SealedMessage{Label: wireLabel(env.Label), Ciphertext: p})
+		}
+		for _, col := range batch.Columns {
+			for _, p := range col {
+				add(p)
+			}
+		}
+		for _, p := range batch.Reports {
+			add(p)
+		}
+		for _, p := range batch.Meta {
+			add(p)
+		}
+		h.Counts = &wire.BatchCounts{Reports: uint32(batch.Senders), Messages: uint64(len(ms)), Dummies: dummies}
+	}
+	if void {
+		if err := s.cfg.DB.VoidInboxRound(t); err != nil && !errors.Is(err, store.ErrRoundVoid) {
+			s.logf("shuffler: round %d: %v", t, err)
+		}
+	}
+	chunks, err := wire.ChunkBatch(h, ms, 4096)
+	if err != nil {
+		s.logf("shuffler: round %d: %v", t, err)
+		return
+	}
+	for attempt := 0; ; attempt++ {
+		if s.ctx.Err() != nil {
+			return
+		}
+		resp, err := s.forward(chunks)
+		if err == nil {
+			if !void {
+				if err := s.cfg.DB.MarkForwarded(t); err != nil && !errors.Is(err, store.ErrAlreadyForwarded) {
+					s.logf("shuffler: round %d: %v", t, err)
+				}
+			}
+			s.mu.Lock()
+			if void {
+				s.stats.Void++
+			} else {
+				s.stats.Forwarded++
+				s.stats.Messages += int64(len(ms))
+			}
+			s.mu.Unlock()
+			s.logf("shuffler: round %d forwarded: %d reports, %d messages (%d dummies); analyzer accepted %d, released before: %v",
+				t, h.Counts.Reports, len(ms), h.Counts.Dummies, resp.Accepted, resp.AlreadyReleased)
+			return
+		}
+		if d, ok := wire.DetailOf(err); ok && d.Reason == wire.Reason_REASON_ROUND_CLOSED {
+			s.logf("shuffler: round %d: the analyzer refused the batch: %v", t, err)
+			return
+		}
+		if attempt%20 == 0 {
+			s.logf("shuffler: round %d: forwarding (attempt %d): %v", t, attempt+1, err)
+		}
+		select {
+		case <-s.ctx.Done():
+			return
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
+func (s *Shuffler) forward(chunks []*wire.BatchChunk) (*wire.BatchResponse, error) {
+	ctx, cancel := context.WithTimeout(s.ctx, 5*time.Minute)
+	defer cancel()
+	st, err := s.cfg.Analyzer.SubmitBatch(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range chunks {
+		if err := st.Send(c); err != nil {
+			_, rerr := st.CloseAndRecv()
+			if rerr != nil {
+				return nil, rerr
+			}
+			return nil, err
+		}
+	}
+	return st.CloseAndRecv()
+}
+
+// newProbe returns a throwaway role shuffler of round t on which a
+// submission's labels are checked before anything is stored.
+func newProbe(st *Setup, t int64) (*role.Shuffler[[]byte], error) {
+	if t < 1 || t > int64(st.Config.Rounds) {
+		return nil, errf("round %d outside [1, %d]", t, st.Config.Rounds)
+	}
+	return role.NewShuffler[[]byte](st.Proto, st.Shape(int(t)), 0)
+}
