@@ -397,6 +397,10 @@ func (a *Analyzer) batch(h *wire.BatchHeader, ms []*wire.SealedMessage) (*wire.B
 	var verr error
 	if reporters < a.cfg.MinReports {
 		verr = void(fmt.Sprintf("%d reports, minimum %d", reporters, a.cfg.MinReports))
+	} else if why, err := a.pastTarget(int(t), reporters); err != nil {
+		return nil, wire.Errorf(codes.InvalidArgument, wire.Reason_REASON_MALFORMED, "header.counts.reports", t, "%v", err)
+	} else if why != "" {
+		verr = void(why)
 	} else {
 		stmt, priv, err := a.st.Statement(int(t), reporters)
 		if err != nil {
@@ -460,6 +464,29 @@ func (a *Analyzer) batch(h *wire.BatchHeader, ms []*wire.SealedMessage) (*wire.B
 		a.done <- t
 	}
 	return resp, nil
+}
+
+// pastTarget says why round t with the given reporters may not be
+// released: the run's target epsilon is a hard limit, as in the
+// simulation, and a round that would take the cumulative epsilon past it
+// (fewer reporters than planned amplify less) is void. "" means release.
+func (a *Analyzer) pastTarget(t, reporters int) (string, error) {
+	target := a.st.Config.TargetEpsilon
+	if target <= 0 || a.acct == nil {
+		return "", nil
+	}
+	stmt, _, err := a.st.Statement(t, reporters)
+	if err != nil {
+		return "", err
+	}
+	sp, err := a.acct.Plan(stmt, 1)
+	if err != nil {
+		return "", err
+	}
+	if sp.Epsilon > target*(1+1e-9) {
+		return fmt.Sprintf("round %d would take the cumulative epsilon to %.4g, past the target %g", t, sp.Epsilon, target), nil
+	}
+	return "", nil
 }
 
 // reopen rebuilds the role after a refused batch (the role has the round

@@ -72,7 +72,7 @@ type Setup struct {
 //
 // A deployment runs every registered client in every round (no sampling:
 // clients-per-round 0 or equal to clients), IID shards, uniform budgets,
-// no target-epsilon calibration, and no Poisson-sampled or clustered
+// and no Poisson-sampled or clustered
 // protocol; anything else is refused with an error wrapping
 // checks.ErrInvalid.
 func NewSetup(cfg runtime.Config, split data.Split, runID string) (*Setup, error) {
@@ -85,8 +85,6 @@ func NewSetup(cfg runtime.Config, split data.Split, runID string) (*Setup, error
 		return nil, checks.Invalidf("deploy: every client takes part in every round: clients-per-round must be 0 or %d", cfg.Clients)
 	case cfg.Partition != "iid":
 		return nil, checks.Invalidf("deploy: partition %q: only iid shards are supported", cfg.Partition)
-	case cfg.TargetEpsilon > 0:
-		return nil, checks.Invalidf("deploy: target-epsilon calibration is not supported; give --epsilon")
 	case cfg.EpsDist != "" || cfg.EpsFile != "":
 		return nil, checks.Invalidf("deploy: personalized budgets are not supported (the analyzer cannot know which clients reported)")
 	}
@@ -107,6 +105,12 @@ func NewSetup(cfg runtime.Config, split data.Split, runID string) (*Setup, error
 	budgets, err := runtime.Budgets(cfg, nil)
 	if err != nil {
 		return nil, err
+	}
+	if cfg.TargetEpsilon > 0 {
+		// The engine's pre-flight calibrated the uniform local budget (and
+		// built the protocol with it) so that the planned rounds spend at
+		// most the target; the analyzer voids a round that would pass it.
+		budgets[0].Epsilon = eng.PrivacyPlan().LocalEpsilon
 	}
 	st := &Setup{Config: cfg, RunID: runID, Proto: p, Model: eng.Model(), Init: slices.Clone(eng.Weights()),
 		Budget: budgets[0], Accountant: eng.Accountant(), Plan: eng.PrivacyPlan()}

@@ -13,8 +13,22 @@ import (
 // and its model.json equals `run --secure-noise --faithful` with the same
 // flags.
 func TestDeployLocalMatchesRun(t *testing.T) {
-	flags := []string{"--clients", "12", "--rounds", "2", "--protocol", "apes", "--dataset", "blobs", "--model", "logreg",
-		"--epsilon", "4", "--clip", "0.5", "--local-epochs", "1", "--seed", "3", "--progress", "none"}
+	for _, tc := range []struct {
+		name  string
+		flags []string
+	}{
+		{"apes at a given epsilon", []string{"--protocol", "apes", "--epsilon", "4", "--clip", "0.5"}},
+		// No --epsilon: the protocol's default target (8, 1e-6) calibrates
+		// the local budget before round 1, in both.
+		{"ss-simple at its default target", []string{"--protocol", "ss-simple"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) { deployMatchesRun(t, tc.flags) })
+	}
+}
+
+func deployMatchesRun(t *testing.T, extra []string) {
+	flags := append([]string{"--clients", "12", "--rounds", "2", "--dataset", "blobs", "--model", "logreg",
+		"--local-epochs", "1", "--seed", "3", "--progress", "none"}, extra...)
 	dir := t.TempDir()
 	dl, rn := filepath.Join(dir, "deploy"), filepath.Join(dir, "run")
 	var out, errb bytes.Buffer
