@@ -170,6 +170,9 @@ func runDPrivRotated(o dprivOpts, stdout, stderr io.Writer) error {
 	names := make([]string, len(ks))
 	for ki, k := range ks {
 		names[ki] = fmt.Sprintf("%d hypotheses", k)
+		if k == 1 {
+			names[ki] = "1 hypothesis"
+		}
 	}
 	xs := make([]float64, len(nus))
 	copy(xs, nus)
