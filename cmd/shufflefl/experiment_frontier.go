@@ -18,7 +18,6 @@ import (
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
-	"gonum.org/v1/plot/vg/vgimg"
 
 	"shufflefl/checks"
 	"shufflefl/data"
@@ -472,9 +471,7 @@ func plotFrontier(path, title string, points []*frontierPoint) error {
 	span := math.Max(hiY-loY, 0.05)
 	p.Y.Min, p.Y.Max = math.Max(0, loY-0.05*span), math.Min(1, hiY+0.05*span)
 
-	leg := plot.NewLegend()
-	leg.Top = true
-	leg.Left = true
+	leg := metrics.NewLegend()
 	if !math.IsNaN(ceiling) {
 		l, err := plotter.NewLine(plotter.XYs{{X: p.X.Min, Y: ceiling}, {X: p.X.Max, Y: ceiling}})
 		if err != nil {
@@ -506,26 +503,7 @@ func plotFrontier(path, title string, points []*frontierPoint) error {
 		leg.Add(name, lp, pts)
 	}
 
-	const w, lw, h = 6.5 * vg.Inch, 2.4 * vg.Inch, 4.5 * vg.Inch
-	img := vgimg.New(w+lw, h)
-	dc := draw.New(img)
-	dc.SetColor(color.White)
-	dc.Fill(dc.Rectangle.Path())
-	p.Draw(draw.Crop(dc, 0, -lw, 0, 0))
-	lc := draw.Crop(dc, w+vg.Points(8), 0, 0, -vg.Points(30))
-	leg.Draw(lc)
-	f, err := os.Create(path)
-	if err != nil {
-		return fmt.Errorf("plot: saving %s: %w", path, err)
-	}
-	if _, err := (vgimg.PngCanvas{Canvas: img}).WriteTo(f); err != nil {
-		f.Close()
-		return fmt.Errorf("plot: saving %s: %w", path, err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("plot: saving %s: %w", path, err)
-	}
-	return nil
+	return metrics.SavePNG(path, p, leg, 6.5*vg.Inch, 4.5*vg.Inch)
 }
 
 // epsTicks labels a log axis of epsilons at 1, 2 and 5 times the powers of
