@@ -56,8 +56,7 @@ type Client struct {
 	st     *Setup
 	sealer *seal.Sealer
 	ledger *account.Ledger
-	gate   *role.Client // the ledger's side: Check and Release
-	enc    *role.Client // the randomizer's side (see Run)
+	role   *role.Client // ledger check, staged encoding, durable commit
 	tr     *fl.Trainer
 	nonce  *rand.Rand
 	logf   func(string, ...any)
@@ -90,11 +89,10 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 	id := cfg.Signer.ID()
 	c := &Client{cfg: cfg, st: st, sealer: sealer, ledger: l, tr: fl.NewTrainer(st.Model), nonce: rng.NewCrypto(), logf: cfg.Logf, hb: 5 * time.Second}
 	cc := role.ClientConfig{ID: id, Budget: st.Budget, Protocol: st.Proto, LocalDelta: st.LocalDelta}
-	c.enc = role.NewClient(cc)
 	if st.Charges {
 		cc.Ledger = l
 	}
-	c.gate = role.NewClient(cc)
+	c.role = role.NewClient(cc)
 	if c.logf == nil {
 		c.logf = log.Printf
 	}
@@ -143,15 +141,12 @@ func (c *Client) call(ctx context.Context, f func(context.Context) error) error 
 // Run registers, resends any report its outbox holds unsent, then serves
 // rounds until it has handled the run's last round or ctx ends.
 //
-// The order of one round is the role's, with one adaptation to the
-// store's atomic charge: the ledger is consulted (role.Client.Check), the
-// update is trained and encoded, every message is sealed, and the ledger
-// charge and the sealed report are committed in one transaction
-// (store.ChargeWithReport) before any byte is sent; only the stored bytes
-// are ever sent. (role.Client.Charge would make the charge durable before
-// the report exists, but then the report could not be committed with it;
-// the encoding side therefore runs as a ledger-less role.Client and the
-// driver enforces that nothing leaves before the charge is durable.)
+// The order of one round is the role's staged path: the ledger is
+// consulted (role.Client.Check), the update is trained and encoded
+// (role.Client.Stage), every message is sealed, and the ledger charge and
+// the sealed report are committed in one transaction
+// (role.Client.Commit through store.ChargeWithReport) before any byte is
+// sent; only the stored bytes are ever sent.
 func (c *Client) Run(ctx context.Context) error {
 	id := c.cfg.Signer.ID()
 	reg := &wire.RegisterRequest{Auth: c.auth(), PublicKey: c.cfg.Signer.Public(), KeyAlgorithm: "ed25519"}
@@ -299,7 +294,7 @@ func (c *Client) round(ctx context.Context, task *wire.RoundAnnouncement, pulled
 	if e, err := c.cfg.DB.OutboxReport(id, t); err == nil {
 		return c.send(ctx, t, e.Report) // a retry resends the stored bytes
 	}
-	if err := c.gate.Check(int(t)); err != nil {
+	if err := c.role.Check(int(t)); err != nil {
 		if errors.Is(err, account.ErrCapExceeded) || errors.Is(err, account.ErrDuplicateRelease) {
 			c.logf("client %s: sitting out round %d: %v", id, t, err)
 			return nil
@@ -317,7 +312,11 @@ func (c *Client) round(ctx context.Context, task *wire.RoundAnnouncement, pulled
 		return errf("client %s: round %d: local update: %w", id, t, err)
 	}
 	var rep protocol.Report
-	if err := c.enc.Encode(gen.get(rng.LabelNoise, uint64(t), idx), c.st.Shape(int(t)), update, &rep); err != nil {
+	if _, err := c.role.Stage(gen.get(rng.LabelNoise, uint64(t), idx), c.st.Shape(int(t)), update, &rep); err != nil {
+		if errors.Is(err, account.ErrCapExceeded) {
+			c.logf("client %s: sitting out round %d: %v", id, t, err)
+			return nil
+		}
 		return errf("client %s: round %d: %w", id, t, err)
 	}
 	body, err := c.sealReport(t, &rep)
@@ -328,10 +327,10 @@ func (c *Client) round(ctx context.Context, task *wire.RoundAnnouncement, pulled
 		c.logf("client %s: round %d: the task expired (time-to-live %v) before the report was ready; nothing sent", id, t, ttl)
 		return nil
 	}
-	if c.st.Charges {
-		if err := c.cfg.DB.ChargeWithReport(c.ledger, c.gate.Release(int(t)), body); err != nil {
-			return errf("client %s: round %d: charge: %w", id, t, err)
-		}
+	if err := c.role.Commit(int(t), func(r account.Release) error {
+		return c.cfg.DB.ChargeWithReport(c.ledger, r, body)
+	}); err != nil {
+		return errf("client %s: round %d: %w", id, t, err)
 	}
 	return c.send(ctx, t, body)
 }

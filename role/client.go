@@ -25,6 +25,7 @@ type Client struct {
 	localDelta bool
 	charged    int // round of the last durable charge (0: none)
 	encoded    int // round of the last report produced (0: none)
+	staged     int // round of a report produced by Stage, not yet committed (0: none)
 }
 
 // ClientConfig describes a client.
@@ -108,6 +109,55 @@ func (c *Client) Encode(r *rand.Rand, s protocol.Shape, update []float64, out *p
 		return fmt.Errorf("client %s: encode: %w", c.id, err)
 	}
 	c.encoded = s.Round
+	return nil
+}
+
+// Stage is the other order of the same contract, for drivers whose store
+// makes the charge durable in one transaction with the report it charges
+// for (a deployment's client stores its sealed report with the charge, so
+// that a retry resends the same bytes): Stage checks the ledger, encodes
+// round s.Round's report into out and returns the release to charge; the
+// report must not leave the client until Commit has returned nil. If the
+// process dies in between, nothing was released and nothing is charged.
+// Stage refuses a round already encoded or charged.
+func (c *Client) Stage(r *rand.Rand, s protocol.Shape, update []float64, out *protocol.Report) (account.Release, error) {
+	if c.encoded == s.Round || c.charged == s.Round {
+		return account.Release{}, fmt.Errorf("client %s: round %d: %w: the round's report was already produced", c.id, s.Round, ErrOrder)
+	}
+	if err := c.Check(s.Round); err != nil {
+		return account.Release{}, fmt.Errorf("client %s: round %d: %w", c.id, s.Round, err)
+	}
+	if err := c.proto.Encode(r, s, update, c.budget, out); err != nil {
+		return account.Release{}, fmt.Errorf("client %s: encode: %w", c.id, err)
+	}
+	c.encoded, c.staged = s.Round, s.Round
+	return c.Release(s.Round), nil
+}
+
+// Commit charges the release of the report Stage produced for round t
+// through charge, which must record it durably in the client's ledger
+// (store.DB.ChargeWithReport does, with the report). Commit verifies that
+// the ledger holds the charge before it returns nil; only then may the
+// report be sent. Without a ledger it only closes the stage.
+func (c *Client) Commit(t int, charge func(account.Release) error) error {
+	if c.staged != t || t == 0 {
+		return fmt.Errorf("client %s: round %d: %w: no staged report", c.id, t, ErrOrder)
+	}
+	if c.ledger != nil {
+		rel := c.Release(t)
+		if err := charge(rel); err != nil {
+			return fmt.Errorf("client %s: round %d: charge: %w", c.id, t, err)
+		}
+		es, err := c.ledger.Entries(c.id)
+		if err != nil {
+			return fmt.Errorf("client %s: round %d: ledger: %w", c.id, t, err)
+		}
+		if len(es) == 0 || es[len(es)-1].Round != t {
+			return fmt.Errorf("client %s: round %d: %w: the charge did not reach the client's ledger", c.id, t, ErrOrder)
+		}
+		c.charged = t
+	}
+	c.staged = 0
 	return nil
 }
 

@@ -22,11 +22,15 @@
 // These are the rules a driver must keep; the roles enforce the ones they
 // can observe and return ErrOrder when they are broken.
 //
-//   - A client's release is charged to its ledger before its report exists:
-//     Client.Charge must return nil (the ledger's Store made the charge
-//     durable) before Client.Encode produces the report. Encoding twice in a
-//     round is refused, so a retry must resend the stored report rather
-//     than re-randomize (no double spend).
+//   - A client's release is charged to its ledger before its report
+//     leaves: either Client.Charge returns nil (the ledger's Store made the
+//     charge durable) before Client.Encode produces the report, or — for a
+//     driver that stores the report with its charge in one transaction, so
+//     that a retry resends the same bytes — Client.Stage produces the report
+//     and Client.Commit makes the charge durable (and checks that the ledger
+//     holds it) before the report is sent. Encoding twice in a round is
+//     refused, so a retry must resend the stored report rather than
+//     re-randomize (no double spend).
 //   - The shuffler accepts one submission per sender per round; a second one
 //     is ErrDuplicateSender. It releases a round's batch only when the round
 //     is closed with at least the minimum number of senders; below it the

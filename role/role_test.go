@@ -367,3 +367,47 @@ func TestAnalyzerClustered(t *testing.T) {
 		t.Fatalf("models %v, sizes %v", m, a.ClusterSizes())
 	}
 }
+
+func TestClientStageCommit(t *testing.T) {
+	p := newProto(t, "ss-simple", nil)
+	ledger := account.NewLedger(account.NewMemoryStore())
+	_ = ledger.SetDefaultCap(account.Cap{Epsilon: 25})
+	c := NewClient(ClientConfig{ID: "3", Budget: protocol.Budget{Epsilon: 10}, Protocol: p, Ledger: ledger})
+	s := protocol.Shape{Round: 1, Dim: 2, Population: 4, Participants: 2}
+	var rep protocol.Report
+	if err := c.Commit(1, ledger.Charge); !errors.Is(err, ErrOrder) {
+		t.Fatalf("commit without a staged report: %v", err)
+	}
+	rel, err := c.Stage(rng.Stream(1), s, []float64{0.1, 0.2}, &rep)
+	if err != nil || rel.Round != 1 || rel.LocalEpsilon != 10 || len(rep.Values) != 2 {
+		t.Fatalf("stage: %+v, %v", rel, err)
+	}
+	if _, err := c.Stage(rng.Stream(1), s, []float64{0.1, 0.2}, &rep); !errors.Is(err, ErrOrder) {
+		t.Fatalf("second stage in a round: %v", err)
+	}
+	// A charge function that does not charge the ledger is caught.
+	if err := c.Commit(1, func(account.Release) error { return nil }); !errors.Is(err, ErrOrder) {
+		t.Fatalf("commit whose charge missed the ledger: %v", err)
+	}
+	if err := c.Commit(1, ledger.Charge); err != nil {
+		t.Fatal(err)
+	}
+	if sp, _ := ledger.Spent("3"); sp.Epsilon != 10 {
+		t.Fatalf("spent %v", sp.Epsilon)
+	}
+	if err := c.Encode(rng.Stream(1), s, []float64{0.1, 0.2}, &rep); !errors.Is(err, ErrOrder) {
+		t.Fatalf("encode after a committed stage: %v", err)
+	}
+	// Round 2 fits (20 <= 25), round 3 would not (30 > 25): refused at Stage.
+	s.Round = 2
+	if _, err := c.Stage(rng.Stream(2), s, []float64{0, 0}, &rep); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Commit(2, ledger.Charge); err != nil {
+		t.Fatal(err)
+	}
+	s.Round = 3
+	if _, err := c.Stage(rng.Stream(3), s, []float64{0, 0}, &rep); !errors.Is(err, account.ErrCapExceeded) {
+		t.Fatalf("stage over the cap: %v", err)
+	}
+}
