@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"sync"
 
 	"shufflefl/checks"
 	"shufflefl/mechanism"
@@ -140,6 +141,10 @@ func localOnlyPrivacy(s Shape, budgets []Budget, withDelta bool, bound string) (
 type LDPGaussian struct {
 	clip   float64
 	secure bool
+	// gauss caches the calibrated mechanism per (eps_i, delta_i, d): the
+	// analytic Gaussian's calibration is a root search, far costlier than
+	// one client's noise at small d.
+	gauss *sync.Map
 }
 
 func newLDPGaussian(p Params) (Protocol, error) {
@@ -149,7 +154,7 @@ func newLDPGaussian(p Params) (Protocol, error) {
 	if err := checks.Positive("clip", p.Clip); err != nil {
 		return nil, err
 	}
-	return LDPGaussian{clip: p.Clip, secure: p.Secure}, nil
+	return LDPGaussian{clip: p.Clip, secure: p.Secure, gauss: new(sync.Map)}, nil
 }
 
 // Name implements Protocol.
@@ -171,13 +176,20 @@ func (m LDPGaussian) Encode(r *rand.Rand, s Shape, update []float64, b Budget, o
 	if err := checkUpdate(s, update); err != nil {
 		return err
 	}
-	newGauss := mechanism.NewGaussian
-	if m.secure {
-		newGauss = mechanism.NewSecureGaussian
-	}
-	g, err := newGauss(b.Epsilon, b.Delta, 2*m.clip*math.Sqrt(float64(s.Dim)))
-	if err != nil {
-		return fmt.Errorf("ldp-gaussian: %w", err)
+	key := [3]float64{b.Epsilon, b.Delta, float64(s.Dim)}
+	var g mechanism.Gaussian
+	if v, ok := m.gauss.Load(key); ok {
+		g = v.(mechanism.Gaussian)
+	} else {
+		newGauss := mechanism.NewGaussian
+		if m.secure {
+			newGauss = mechanism.NewSecureGaussian
+		}
+		var err error
+		if g, err = newGauss(b.Epsilon, b.Delta, 2*m.clip*math.Sqrt(float64(s.Dim))); err != nil {
+			return fmt.Errorf("ldp-gaussian: %w", err)
+		}
+		m.gauss.Store(key, g)
 	}
 	clipCoordinates(update, m.clip)
 	out.Reset()
