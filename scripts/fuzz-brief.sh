@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Runs every fuzz target of the repository briefly (FUZZTIME each, default
-# 2s): the decoders of network messages, sealed values, keys, certificates,
+# 5000x: a count, not a duration — a duration's deadline can end a worker
+# mid-input and fail with "context deadline exceeded", a known flake of Go's
+# fuzzing engine): the decoders of network messages, sealed values, keys, certificates,
 # client registries, stored blobs and dataset files. Seed corpora run in
 # every `go test`; this adds fresh coverage-guided inputs. A failure leaves
 # the crashing input under the package's testdata/fuzz/ and exits non-zero.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-fuzztime=${FUZZTIME:-2s}
+fuzztime=${FUZZTIME:-5000x}
 n=0
 while read -r file target; do
   pkg=./$(dirname "$file")
