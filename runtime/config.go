@@ -82,7 +82,9 @@ type Config struct {
 	// ClientCap is every client's total local epsilon over the whole run
 	// (0 means no cap). The engine's ledger refuses a release that would
 	// exceed it, and the client sits the round out (group-privacy paper: a
-	// client decides right before releasing).
+	// client decides right before releasing). For a protocol whose
+	// guarantee is d-privacy (ifca-dp) it caps the client's composed
+	// d-privacy leakage (n/nu per participation) instead.
 	ClientCap float64 `yaml:"client-cap"`
 	// Options are protocol-specific numeric options (k, np, nu, b, ...).
 	Options map[string]float64 `yaml:"options,omitempty"`

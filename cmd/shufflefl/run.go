@@ -125,7 +125,7 @@ func newRunFlags(cfg *runtime.Config, ex *runExtras, stdout io.Writer) *flag.Fla
 	fs.Float64Var(&cfg.EpsScale, "eps-scale", cfg.EpsScale, "multiply every client's budget by this factor (0 = 1); e.g. --eps-dist uniform2 --eps-scale 7850 gives APES Table 2's per-coordinate budgets for d = 7,850")
 	fs.Float64Var(&cfg.Delta, "delta", cfg.Delta, "target central delta of the WHOLE run; every protocol derives its per-round and per-dimension deltas from it")
 	fs.Float64Var(&cfg.TargetEpsilon, "target-epsilon", cfg.TargetEpsilon, "target cumulative central epsilon of the whole run (with --delta): the local budgets (uniform --epsilon or a common scale of personalized ones) are calibrated before round 1 so the planned rounds spend at most this; dp-central calibrates its noise to it (0 = no target)")
-	fs.Float64Var(&cfg.ClientCap, "client-cap", cfg.ClientCap, "every client's total local epsilon over the run; a release that would exceed it is refused by the client's ledger and the client sits the round out (0 = no cap)")
+	fs.Float64Var(&cfg.ClientCap, "client-cap", cfg.ClientCap, "every client's total local epsilon over the run (for ifca-dp: its composed d-privacy leakage, n/nu per participation); a release that would exceed it is refused and the client sits the round out (0 = no cap)")
 	fs.Func("option", "protocol-specific option `name=value` (repeatable), e.g. k=157 or np=333", func(s string) error {
 		ex.options = append(ex.options, s)
 		return nil
