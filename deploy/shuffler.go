@@ -187,6 +187,12 @@ func (s *Shuffler) resume() error {
 		return err
 	}
 	for _, r := range rs {
+		if r.Status == store.InboxShuffled {
+			if err := s.forwardSaved(r.Round); err != nil {
+				return err
+			}
+			continue
+		}
 		if r.Status != store.InboxOpen {
 			continue
 		}
@@ -545,7 +551,56 @@ func (s *Shuffler) closeAndForward(sr *sround) {
 		if err := s.cfg.DB.VoidInboxRound(t); err != nil && !errors.Is(err, store.ErrRoundVoid) {
 			s.logf("shuffler: round %d: %v", t, err)
 		}
+	} else if err := s.saveBatch(h, ms); err != nil {
+		// Never forward a shuffle that is not durable: after a restart a
+		// second, different shuffle of the same reports would let the
+		// analyzer tell the dummies apart (they are the messages not
+		// common to both).
+		s.logf("shuffler: round %d: saving the shuffled batch: %v", t, err)
+		return
 	}
+	s.forwardLoop(h, ms, void)
+}
+
+// saveBatch stores the round's shuffled batch (store.DB.SaveBatch) before
+// its first forward attempt; every retry, and a restarted shuffler,
+// forwards the saved batch, never a fresh shuffle.
+func (s *Shuffler) saveBatch(h *wire.BatchHeader, ms []*wire.SealedMessage) error {
+	hb, err := proto.Marshal(h)
+	if err != nil {
+		return err
+	}
+	sms := make([]store.SealedMessage, len(ms))
+	for i, m := range ms {
+		sms[i] = store.SealedMessage{Label: m.Label, Sealed: m.Ciphertext}
+	}
+	return s.cfg.DB.SaveBatch(h.Round, hb, sms)
+}
+
+// forwardSaved forwards round t's saved batch (a shuffler restarted after
+// shuffling and before the analyzer's acknowledgement).
+func (s *Shuffler) forwardSaved(t int64) error {
+	b, err := s.cfg.DB.Batch(t)
+	if err != nil {
+		return err
+	}
+	h := &wire.BatchHeader{}
+	if err := proto.Unmarshal(b.Header, h); err != nil {
+		return errf("deploy: shuffler: saved batch header of round %d: %w", t, err)
+	}
+	s.bg.Add(1)
+	go func() {
+		defer s.bg.Done()
+		s.forwardLoop(h, toWire(b.Messages), false)
+	}()
+	s.logf("shuffler: round %d: forwarding its saved batch (%d messages) after a restart", t, len(b.Messages))
+	return nil
+}
+
+// forwardLoop sends a round's batch (or void header) to the analyzer,
+// retrying until it acknowledges or the shuffler stops.
+func (s *Shuffler) forwardLoop(h *wire.BatchHeader, ms []*wire.SealedMessage, void bool) {
+	t := h.Round
 	chunks, err := wire.ChunkBatch(h, ms, 4096)
 	if err != nil {
 		s.logf("shuffler: round %d: %v", t, err)
