@@ -135,15 +135,7 @@ func (m *cnn) Init(r *rand.Rand, w []float64) {
 }
 
 func (m *cnn) checkArgs(op string, w []float64, ex Examples, idx []int) {
-	if len(w) != m.dim {
-		panic(fmt.Sprintf("fl: %s: len(w) = %d, want %d", op, len(w), m.dim))
-	}
-	if ex.Features != m.Features() || len(ex.X) != len(ex.Y)*ex.Features {
-		panic(fmt.Sprintf("fl: %s: examples of %d features (%d values, %d labels) for a model of %d features", op, ex.Features, len(ex.X), len(ex.Y), m.Features()))
-	}
-	if len(idx) == 0 {
-		panic(fmt.Sprintf("fl: %s: no examples", op))
-	}
+	checkModelArgs(op, m.dim, m.Features(), w, ex, idx)
 }
 
 func (m *cnn) Loss(w []float64, ex Examples, idx []int) float64 {
@@ -153,9 +145,7 @@ func (m *cnn) Loss(w []float64, ex Examples, idx []int) float64 {
 
 func (m *cnn) Gradient(grad, w []float64, ex Examples, idx []int) float64 {
 	m.checkArgs("Gradient", w, ex, idx)
-	if len(grad) != m.dim {
-		panic(fmt.Sprintf("fl: Gradient: len(grad) = %d, want %d", len(grad), m.dim))
-	}
+	checkGrad(m.dim, grad)
 	clear(grad)
 	return m.lossGrad(grad, w, ex, idx)
 }

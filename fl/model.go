@@ -190,16 +190,30 @@ func (m *dense) Init(r *rand.Rand, w []float64) {
 	}
 }
 
-func (m *dense) checkArgs(op string, w []float64, ex Examples, idx []int) {
-	if len(w) != m.dim {
-		panic(fmt.Sprintf("fl: %s: len(w) = %d, want %d", op, len(w), m.dim))
+// checkModelArgs panics unless w has dim parameters, ex has features
+// features and consistent lengths, and idx is not empty: the contract of
+// every model's Loss and Gradient.
+func checkModelArgs(op string, dim, features int, w []float64, ex Examples, idx []int) {
+	if len(w) != dim {
+		panic(fmt.Sprintf("fl: %s: len(w) = %d, want %d", op, len(w), dim))
 	}
-	if ex.Features != m.in || len(ex.X) != len(ex.Y)*ex.Features {
-		panic(fmt.Sprintf("fl: %s: examples of %d features (%d values, %d labels) for a model of %d features", op, ex.Features, len(ex.X), len(ex.Y), m.in))
+	if ex.Features != features || len(ex.X) != len(ex.Y)*ex.Features {
+		panic(fmt.Sprintf("fl: %s: examples of %d features (%d values, %d labels) for a model of %d features", op, ex.Features, len(ex.X), len(ex.Y), features))
 	}
 	if len(idx) == 0 {
 		panic(fmt.Sprintf("fl: %s: no examples", op))
 	}
+}
+
+// checkGrad panics unless grad has dim entries.
+func checkGrad(dim int, grad []float64) {
+	if len(grad) != dim {
+		panic(fmt.Sprintf("fl: Gradient: len(grad) = %d, want %d", len(grad), dim))
+	}
+}
+
+func (m *dense) checkArgs(op string, w []float64, ex Examples, idx []int) {
+	checkModelArgs(op, m.dim, m.in, w, ex, idx)
 }
 
 func (m *dense) Loss(w []float64, ex Examples, idx []int) float64 {
@@ -209,9 +223,7 @@ func (m *dense) Loss(w []float64, ex Examples, idx []int) float64 {
 
 func (m *dense) Gradient(grad, w []float64, ex Examples, idx []int) float64 {
 	m.checkArgs("Gradient", w, ex, idx)
-	if len(grad) != m.dim {
-		panic(fmt.Sprintf("fl: Gradient: len(grad) = %d, want %d", len(grad), m.dim))
-	}
+	checkGrad(m.dim, grad)
 	clear(grad)
 	return m.lossGrad(grad, w, ex, idx)
 }
