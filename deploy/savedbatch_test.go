@@ -20,6 +20,7 @@ import (
 // different dummies would let the analyzer tell the dummies apart).
 func TestShufflerForwardsOnlyItsSavedShuffle(t *testing.T) {
 	h := newHarness(t, "ss-double", 4, 1, 1)
+	h.waitRound(t, 1)
 	for i := 0; i < 4; i++ {
 		if _, err := h.submit(t, i, 1, sealedReport(t, h, 1, 0.01)); err != nil {
 			t.Fatal(err)
