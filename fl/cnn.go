@@ -134,20 +134,12 @@ func (m *cnn) Init(r *rand.Rand, w []float64) {
 	fill(m.fw2, m.fb2, math.Sqrt(6/float64(CNNFC+m.classes)))
 }
 
-func (m *cnn) checkArgs(op string, w []float64, ex Examples, idx []int) {
-	checkModelArgs(op, m.dim, m.Features(), w, ex, idx)
-}
-
 func (m *cnn) Loss(w []float64, ex Examples, idx []int) float64 {
-	m.checkArgs("Loss", w, ex, idx)
-	return m.lossGrad(nil, w, ex, idx)
+	return referenceLoss(m, m.dim, m.Features(), w, ex, idx)
 }
 
 func (m *cnn) Gradient(grad, w []float64, ex Examples, idx []int) float64 {
-	m.checkArgs("Gradient", w, ex, idx)
-	checkGrad(m.dim, grad)
-	clear(grad)
-	return m.lossGrad(grad, w, ex, idx)
+	return referenceGradient(m, m.dim, m.Features(), grad, w, ex, idx)
 }
 
 // lossGrad is the float64 reference: plain loops over the definition, mean

@@ -205,27 +205,36 @@ func checkModelArgs(op string, dim, features int, w []float64, ex Examples, idx 
 	}
 }
 
-// checkGrad panics unless grad has dim entries.
-func checkGrad(dim int, grad []float64) {
-	if len(grad) != dim {
-		panic(fmt.Sprintf("fl: Gradient: len(grad) = %d, want %d", len(grad), dim))
-	}
+// lossGrader is a model's float64 reference: the mean loss of the examples
+// idx, and grad += its gradient when grad is not nil.
+type lossGrader interface {
+	lossGrad(grad, w []float64, ex Examples, idx []int) float64
 }
 
-func (m *dense) checkArgs(op string, w []float64, ex Examples, idx []int) {
-	checkModelArgs(op, m.dim, m.in, w, ex, idx)
-}
-
-func (m *dense) Loss(w []float64, ex Examples, idx []int) float64 {
-	m.checkArgs("Loss", w, ex, idx)
+// referenceLoss is every model's Loss: the arguments checked, then the
+// float64 reference.
+func referenceLoss(m lossGrader, dim, features int, w []float64, ex Examples, idx []int) float64 {
+	checkModelArgs("Loss", dim, features, w, ex, idx)
 	return m.lossGrad(nil, w, ex, idx)
 }
 
-func (m *dense) Gradient(grad, w []float64, ex Examples, idx []int) float64 {
-	m.checkArgs("Gradient", w, ex, idx)
-	checkGrad(m.dim, grad)
+// referenceGradient is every model's Gradient: the arguments checked (grad
+// must have dim entries), grad cleared, then the float64 reference.
+func referenceGradient(m lossGrader, dim, features int, grad, w []float64, ex Examples, idx []int) float64 {
+	checkModelArgs("Gradient", dim, features, w, ex, idx)
+	if len(grad) != dim {
+		panic(fmt.Sprintf("fl: Gradient: len(grad) = %d, want %d", len(grad), dim))
+	}
 	clear(grad)
 	return m.lossGrad(grad, w, ex, idx)
+}
+
+func (m *dense) Loss(w []float64, ex Examples, idx []int) float64 {
+	return referenceLoss(m, m.dim, m.in, w, ex, idx)
+}
+
+func (m *dense) Gradient(grad, w []float64, ex Examples, idx []int) float64 {
+	return referenceGradient(m, m.dim, m.in, grad, w, ex, idx)
 }
 
 // lossGrad is the float64 reference: mean loss, and grad += ∇ if grad != nil.
