@@ -99,16 +99,25 @@ func (c *Client) Charge(t int) error {
 // the client has a ledger) and a second report in the same round: a driver
 // that must retry resends the report it stored, it never re-randomizes.
 func (c *Client) Encode(r *rand.Rand, s protocol.Shape, update []float64, out *protocol.Report) error {
-	if c.ledger != nil && c.charged != s.Round {
-		return fmt.Errorf("client %s: round %d: %w: the release is not charged", c.id, s.Round, ErrOrder)
-	}
-	if c.encoded == s.Round {
-		return fmt.Errorf("client %s: round %d: %w: the round's report was already produced", c.id, s.Round, ErrOrder)
+	if err := c.mayEncode(s.Round); err != nil {
+		return err
 	}
 	if err := c.proto.Encode(r, s, update, c.budget, out); err != nil {
 		return fmt.Errorf("client %s: encode: %w", c.id, err)
 	}
 	c.encoded = s.Round
+	return nil
+}
+
+// mayEncode refuses to encode round t before its release is charged (when
+// the client has a ledger) or a second time.
+func (c *Client) mayEncode(t int) error {
+	if c.ledger != nil && c.charged != t {
+		return fmt.Errorf("client %s: round %d: %w: the release is not charged", c.id, t, ErrOrder)
+	}
+	if c.encoded == t {
+		return fmt.Errorf("client %s: round %d: %w: the round's report was already produced", c.id, t, ErrOrder)
+	}
 	return nil
 }
 
@@ -169,11 +178,8 @@ func (c *Client) EncodeModel(r *rand.Rand, s protocol.Shape, base, update []floa
 	if !ok {
 		return fmt.Errorf("client %s: %s keeps one model: %w", c.id, c.proto.Name(), ErrOrder)
 	}
-	if c.ledger != nil && c.charged != s.Round {
-		return fmt.Errorf("client %s: round %d: %w: the release is not charged", c.id, s.Round, ErrOrder)
-	}
-	if c.encoded == s.Round {
-		return fmt.Errorf("client %s: round %d: %w: the round's report was already produced", c.id, s.Round, ErrOrder)
+	if err := c.mayEncode(s.Round); err != nil {
+		return err
 	}
 	if err := cl.EncodeModel(r, s, base, update, c.budget, out); err != nil {
 		return fmt.Errorf("client %s: encode: %w", c.id, err)
