@@ -132,17 +132,27 @@ func (e *Engine) evaluateClustered(res *RoundResult) error {
 		}
 	}
 	res.TestAccuracy, res.TestLoss = 0, 0
-	for g := range groups {
-		best := 0
-		for h := range res.Hypotheses {
-			if res.Hypotheses[h].Loss[g] < res.Hypotheses[best].Loss[g] {
-				best = h
-			}
-		}
+	for g, best := range BestPerGroup(res.Hypotheses) {
 		res.TestAccuracy += res.Hypotheses[best].Accuracy[g] / float64(len(groups))
 		res.TestLoss += res.Hypotheses[best].Loss[g] / float64(len(groups))
 	}
 	return nil
+}
+
+// BestPerGroup returns, for every test group, the index of the model with
+// the lowest loss on it (ties to the lowest index): the model a group's
+// clients would use, as IFCA evaluates. hs must be non-empty, each with one
+// loss per group.
+func BestPerGroup(hs []Hypothesis) []int {
+	best := make([]int, len(hs[0].Loss))
+	for g := range best {
+		for h := range hs {
+			if hs[h].Loss[g] < hs[best[g]].Loss[g] {
+				best[g] = h
+			}
+		}
+	}
+	return best
 }
 
 // Models returns the k models of a clustered protocol (models[0] is

@@ -104,14 +104,8 @@ func runDPrivRotated(o dprivOpts, stdout, stderr io.Writer) error {
 				}
 				run := rotatedRun{K: k, Nu: nu, Seed: seed, Protocol: cfg.Protocol, FinalAccuracy: sum.FinalAccuracy, BestAccuracy: best,
 					SecondsPerRnd: time.Since(start).Seconds() / float64(max(sum.Rounds, 1))}
-				for g := range ro.groups {
-					bestL, acc := math.Inf(1), 0.0
-					for _, h := range last.Hypotheses {
-						if h.Loss[g] < bestL {
-							bestL, acc = h.Loss[g], h.Accuracy[g]
-						}
-					}
-					run.GroupAccuracy = append(run.GroupAccuracy, acc)
+				for g, best := range runtime.BestPerGroup(last.Hypotheses) {
+					run.GroupAccuracy = append(run.GroupAccuracy, last.Hypotheses[best].Accuracy[g])
 				}
 				for _, h := range last.Hypotheses {
 					run.ClusterSizes = append(run.ClusterSizes, h.Size)
