@@ -476,6 +476,18 @@ func (a *Accountant) Plan(s Statement, more int) (Spent, error) {
 	return t.spent(a.target, !a.noPLD), nil
 }
 
+// PastTarget reports whether releasing the round s states would take the
+// cumulative epsilon past target (a run's hard limit, with a relative slack
+// of 1e-9 for the calibration's rounding), and returns what the run would
+// then have spent. A target <= 0 means none.
+func (a *Accountant) PastTarget(s Statement, target float64) (Spent, bool, error) {
+	sp, err := a.Plan(s, 1)
+	if err != nil {
+		return Spent{}, false, err
+	}
+	return sp, target > 0 && sp.Epsilon > target*(1+1e-9), nil
+}
+
 // PlanAll is Plan for a sequence of different further rounds, each taken
 // as released.
 func (a *Accountant) PlanAll(ss []Statement) (Spent, error) {

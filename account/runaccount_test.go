@@ -294,3 +294,23 @@ func ExampleAccountant() {
 	fmt.Printf("%.3f at delta %g: %s (%d releases)\n", sp.Epsilon, sp.Delta, sp.Method, sp.Releases)
 	// Output: 1.200 at delta 0: basic composition of the rounds (2 releases)
 }
+
+func TestPastTarget(t *testing.T) {
+	a, err := NewAccountant(1e-6)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := Statement{Round: 1, SampleRate: 1, Sampled: 10, Reporters: 10, Released: true, Epsilon: 1, Delta: 1e-8}
+	for _, tc := range []struct {
+		target float64
+		past   bool
+	}{{0, false}, {2, false}, {1, false}, {0.5, true}} {
+		sp, past, err := a.PastTarget(st, tc.target)
+		if err != nil || past != tc.past || sp.Epsilon > 1+1e-12 {
+			t.Errorf("target %v: spent %v, past %v, %v; want past %v", tc.target, sp.Epsilon, past, err, tc.past)
+		}
+	}
+	if a.Rounds() != 0 {
+		t.Fatal("PastTarget recorded a round")
+	}
+}

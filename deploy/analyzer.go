@@ -479,11 +479,11 @@ func (a *Analyzer) pastTarget(t, reporters int) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	sp, err := a.acct.Plan(stmt, 1)
+	sp, past, err := a.acct.PastTarget(stmt, target)
 	if err != nil {
 		return "", err
 	}
-	if sp.Epsilon > target*(1+1e-9) {
+	if past {
 		return fmt.Sprintf("round %d would take the cumulative epsilon to %.4g, past the target %g", t, sp.Epsilon, target), nil
 	}
 	return "", nil

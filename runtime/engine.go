@@ -528,11 +528,11 @@ func (e *Engine) Step() (RoundResult, error) {
 		if release && e.cfg.TargetEpsilon > 0 {
 			// The run's target is a hard limit: a round that would take the
 			// cumulative epsilon past it is not released.
-			sp, err := e.acct.Plan(st, 1)
+			sp, past, err := e.acct.PastTarget(st, e.cfg.TargetEpsilon)
 			if err != nil {
 				return res, fmt.Errorf("round %d: accountant: %w", t, err)
 			}
-			if sp.Epsilon > e.cfg.TargetEpsilon*(1+1e-9) {
+			if past {
 				release = false
 				st.Released = false
 				e.halted = fmt.Sprintf("round %d would take the cumulative epsilon to %.4g, past the target %g: stopped", t, sp.Epsilon, e.cfg.TargetEpsilon)
