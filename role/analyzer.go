@@ -217,12 +217,11 @@ func (a *Analyzer) Absorb(b *Batch[Plain]) error {
 			}
 		}
 	}
-	probe := protocol.NewAggregate(len(a.model))
 	for i, p := range b.Reports {
 		if p.Report == nil {
 			return checks.Invalidf("analyzer: report %d of the batch is empty", i)
 		}
-		if err := probe.CheckReport(p.Report); err != nil {
+		if err := a.agg.CheckReport(p.Report); err != nil { // changes nothing
 			return fmt.Errorf("analyzer: report %d of the batch: %w", i, err)
 		}
 	}
