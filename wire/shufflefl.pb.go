@@ -653,7 +653,13 @@ type RegisterRequest struct {
 	// public_key verifies the client's request signatures.
 	PublicKey []byte `protobuf:"bytes,2,opt,name=public_key,json=publicKey,proto3" json:"public_key,omitempty"`
 	// key_algorithm names public_key's algorithm (e.g. "ed25519").
-	KeyAlgorithm  string `protobuf:"bytes,3,opt,name=key_algorithm,json=keyAlgorithm,proto3" json:"key_algorithm,omitempty"`
+	KeyAlgorithm string `protobuf:"bytes,3,opt,name=key_algorithm,json=keyAlgorithm,proto3" json:"key_algorithm,omitempty"`
+	// epsilon and delta are the client's own local budget for the run (user
+	// level, public, as APES assumes); 0 means the run's uniform budget. The
+	// shuffler forwards the budgets of a batch's reporters, without
+	// identities, in BatchHeader.
+	Epsilon       float64 `protobuf:"fixed64,4,opt,name=epsilon,proto3" json:"epsilon,omitempty"`
+	Delta         float64 `protobuf:"fixed64,5,opt,name=delta,proto3" json:"delta,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -707,6 +713,20 @@ func (x *RegisterRequest) GetKeyAlgorithm() string {
 		return x.KeyAlgorithm
 	}
 	return ""
+}
+
+func (x *RegisterRequest) GetEpsilon() float64 {
+	if x != nil {
+		return x.Epsilon
+	}
+	return 0
+}
+
+func (x *RegisterRequest) GetDelta() float64 {
+	if x != nil {
+		return x.Delta
+	}
+	return 0
 }
 
 type RegisterResponse struct {
@@ -1195,7 +1215,13 @@ type BatchCounts struct {
 	// dummies is the number of dummy messages the shuffler added.
 	Dummies uint64 `protobuf:"varint,3,opt,name=dummies,proto3" json:"dummies,omitempty"`
 	// rejected counts the reports the shuffler refused, by reason name.
-	Rejected      map[string]uint32 `protobuf:"bytes,4,rep,name=rejected,proto3" json:"rejected,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"varint,2,opt,name=value"`
+	Rejected map[string]uint32 `protobuf:"bytes,4,rep,name=rejected,proto3" json:"rejected,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"varint,2,opt,name=value"`
+	// population is the number of registered clients the round's sample was
+	// drawn from and sampled the number drawn (the true sampling rate is
+	// sampled/population); both 0 when every registered client was offered
+	// the round.
+	Population    uint32 `protobuf:"varint,5,opt,name=population,proto3" json:"population,omitempty"`
+	Sampled       uint32 `protobuf:"varint,6,opt,name=sampled,proto3" json:"sampled,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1258,13 +1284,33 @@ func (x *BatchCounts) GetRejected() map[string]uint32 {
 	return nil
 }
 
+func (x *BatchCounts) GetPopulation() uint32 {
+	if x != nil {
+		return x.Population
+	}
+	return 0
+}
+
+func (x *BatchCounts) GetSampled() uint32 {
+	if x != nil {
+		return x.Sampled
+	}
+	return 0
+}
+
 type BatchHeader struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Round         int64                  `protobuf:"varint,1,opt,name=round,proto3" json:"round,omitempty"`
-	RunId         string                 `protobuf:"bytes,2,opt,name=run_id,json=runId,proto3" json:"run_id,omitempty"`
-	Counts        *BatchCounts           `protobuf:"bytes,3,opt,name=counts,proto3" json:"counts,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Round  int64                  `protobuf:"varint,1,opt,name=round,proto3" json:"round,omitempty"`
+	RunId  string                 `protobuf:"bytes,2,opt,name=run_id,json=runId,proto3" json:"run_id,omitempty"`
+	Counts *BatchCounts           `protobuf:"bytes,3,opt,name=counts,proto3" json:"counts,omitempty"`
+	// reporter_epsilons and reporter_deltas are the registered budgets of the
+	// clients whose reports are in the batch, sorted ascending and unlinked
+	// from each other and from identities (one entry per report); empty when
+	// every client has the run's uniform budget.
+	ReporterEpsilons []float64 `protobuf:"fixed64,4,rep,packed,name=reporter_epsilons,json=reporterEpsilons,proto3" json:"reporter_epsilons,omitempty"`
+	ReporterDeltas   []float64 `protobuf:"fixed64,5,rep,packed,name=reporter_deltas,json=reporterDeltas,proto3" json:"reporter_deltas,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *BatchHeader) Reset() {
@@ -1314,6 +1360,20 @@ func (x *BatchHeader) GetRunId() string {
 func (x *BatchHeader) GetCounts() *BatchCounts {
 	if x != nil {
 		return x.Counts
+	}
+	return nil
+}
+
+func (x *BatchHeader) GetReporterEpsilons() []float64 {
+	if x != nil {
+		return x.ReporterEpsilons
+	}
+	return nil
+}
+
+func (x *BatchHeader) GetReporterDeltas() []float64 {
+	if x != nil {
+		return x.ReporterDeltas
 	}
 	return nil
 }
@@ -1491,12 +1551,14 @@ const file_wire_shufflefl_proto_rawDesc = "" +
 	"\x06reason\x18\x01 \x01(\x0e2\x19.shufflefl.wire.v1.ReasonR\x06reason\x12\x14\n" +
 	"\x05field\x18\x02 \x01(\tR\x05field\x12\x18\n" +
 	"\amessage\x18\x03 \x01(\tR\amessage\x12\x14\n" +
-	"\x05round\x18\x04 \x01(\x03R\x05round\"\x89\x01\n" +
+	"\x05round\x18\x04 \x01(\x03R\x05round\"\xb9\x01\n" +
 	"\x0fRegisterRequest\x122\n" +
 	"\x04auth\x18\x01 \x01(\v2\x1e.shufflefl.wire.v1.RequestAuthR\x04auth\x12\x1d\n" +
 	"\n" +
 	"public_key\x18\x02 \x01(\fR\tpublicKey\x12#\n" +
-	"\rkey_algorithm\x18\x03 \x01(\tR\fkeyAlgorithm\"k\n" +
+	"\rkey_algorithm\x18\x03 \x01(\tR\fkeyAlgorithm\x12\x18\n" +
+	"\aepsilon\x18\x04 \x01(\x01R\aepsilon\x12\x14\n" +
+	"\x05delta\x18\x05 \x01(\x01R\x05delta\"k\n" +
 	"\x10RegisterResponse\x12\x1b\n" +
 	"\tclient_id\x18\x01 \x01(\tR\bclientId\x12:\n" +
 	"\x19heartbeat_interval_millis\x18\x02 \x01(\x03R\x17heartbeatIntervalMillis\"F\n" +
@@ -1524,19 +1586,25 @@ const file_wire_shufflefl_proto_rawDesc = "" +
 	"\fannouncement\x18\x01 \x01(\v2$.shufflefl.wire.v1.RoundAnnouncementR\fannouncement\"W\n" +
 	"\x10AnnounceResponse\x12\x14\n" +
 	"\x05round\x18\x01 \x01(\x03R\x05round\x12-\n" +
-	"\x12registered_clients\x18\x02 \x01(\rR\x11registeredClients\"\xe4\x01\n" +
+	"\x12registered_clients\x18\x02 \x01(\rR\x11registeredClients\"\x9e\x02\n" +
 	"\vBatchCounts\x12\x18\n" +
 	"\areports\x18\x01 \x01(\rR\areports\x12\x1a\n" +
 	"\bmessages\x18\x02 \x01(\x04R\bmessages\x12\x18\n" +
 	"\adummies\x18\x03 \x01(\x04R\adummies\x12H\n" +
-	"\brejected\x18\x04 \x03(\v2,.shufflefl.wire.v1.BatchCounts.RejectedEntryR\brejected\x1a;\n" +
+	"\brejected\x18\x04 \x03(\v2,.shufflefl.wire.v1.BatchCounts.RejectedEntryR\brejected\x12\x1e\n" +
+	"\n" +
+	"population\x18\x05 \x01(\rR\n" +
+	"population\x12\x18\n" +
+	"\asampled\x18\x06 \x01(\rR\asampled\x1a;\n" +
 	"\rRejectedEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\rR\x05value:\x028\x01\"r\n" +
+	"\x05value\x18\x02 \x01(\rR\x05value:\x028\x01\"\xc8\x01\n" +
 	"\vBatchHeader\x12\x14\n" +
 	"\x05round\x18\x01 \x01(\x03R\x05round\x12\x15\n" +
 	"\x06run_id\x18\x02 \x01(\tR\x05runId\x126\n" +
-	"\x06counts\x18\x03 \x01(\v2\x1e.shufflefl.wire.v1.BatchCountsR\x06counts\"\x82\x01\n" +
+	"\x06counts\x18\x03 \x01(\v2\x1e.shufflefl.wire.v1.BatchCountsR\x06counts\x12+\n" +
+	"\x11reporter_epsilons\x18\x04 \x03(\x01R\x10reporterEpsilons\x12'\n" +
+	"\x0freporter_deltas\x18\x05 \x03(\x01R\x0ereporterDeltas\"\x82\x01\n" +
 	"\n" +
 	"BatchChunk\x126\n" +
 	"\x06header\x18\x01 \x01(\v2\x1e.shufflefl.wire.v1.BatchHeaderR\x06header\x12<\n" +
