@@ -19,7 +19,7 @@
 //     rounds with account.ComposeDPrivacy (Theorem 1), and LeakageStats (max
 //     and median);
 //   - Simulate, a reference driver for small models (the paper's Sections
-//     5.1 and 5.2) with early stopping on held-out clients (EarlyStop).
+//     5.1 and 5.2) with early stopping on held-out clients (fl.EarlyStop).
 //
 // Plain IFCA is the same with Nu = 0 (no sanitization, infinite leakage);
 // the one-model ablation is K = 1.

@@ -7,42 +7,10 @@ import (
 	"slices"
 
 	"shufflefl/checks"
+	"shufflefl/fl"
 	"shufflefl/mechanism"
 	"shufflefl/rng"
 )
-
-// EarlyStop implements early stopping on held-out clients: the caller
-// validates every Every rounds and reports the loss; after Patience
-// consecutive validations without improvement the run should stop. The
-// paper states patience in rounds (Section 5.1: 6 rounds, validating every
-// round) or in validations (5.2: 30 validation rounds; 5.3: 5 validations
-// every 5 rounds = 25 rounds); here it counts validations, so Section 5.3 is
-// Every = 5, Patience = 5.
-type EarlyStop struct {
-	Every, Patience int
-
-	best      float64
-	bestRound int
-	bad       int
-	seen      bool
-}
-
-// Due reports whether round (1-based) is a validation round.
-func (e *EarlyStop) Due(round int) bool { return e.Every > 0 && round%e.Every == 0 }
-
-// Observe records the validation loss of round and reports whether it
-// improved on the best so far and whether the run should stop.
-func (e *EarlyStop) Observe(round int, loss float64) (improved, stop bool) {
-	if !e.seen || loss < e.best {
-		e.best, e.bestRound, e.bad, e.seen = loss, round, 0, true
-		return true, false
-	}
-	e.bad++
-	return false, e.Patience > 0 && e.bad >= e.Patience
-}
-
-// Best returns the best validation loss and its round (0, 0 before any).
-func (e *EarlyStop) Best() (loss float64, round int) { return e.best, e.bestRound }
 
 // Config is a simulation of Algorithm 1 (Simulate).
 type Config struct {
@@ -198,7 +166,7 @@ func Simulate(cfg Config, init [][]float64, train, val []Client, groups []int, o
 	hyps := cloneAll(init)
 	ccfg := cfg.Client
 	ccfg.KeepUpdated = ccfg.KeepUpdated || cfg.KeepVectors
-	stop := EarlyStop{Every: cfg.ValidateEvery, Patience: cfg.Patience}
+	stop := fl.EarlyStop{Every: cfg.ValidateEvery, Patience: cfg.Patience}
 	sum := Summary{Ledger: ledger, BestLoss: math.NaN(), Best: cloneAll(init)}
 	sampler := rng.Stream(cfg.Seed, rng.LabelSampling)
 	valRand := rng.Stream(cfg.Seed, rng.LabelSampling, 1)
@@ -273,7 +241,7 @@ func Simulate(cfg Config, init [][]float64, train, val []Client, groups []int, o
 			break
 		}
 	}
-	if stop.seen {
+	if stop.Seen {
 		sum.BestLoss, sum.BestRound = stop.Best()
 	} else {
 		sum.Best = cloneAll(sum.Final)

@@ -220,23 +220,3 @@ func TestSimulateBadInput(t *testing.T) {
 		})
 	}
 }
-
-func TestEarlyStop(t *testing.T) {
-	e := ifca.EarlyStop{Every: 2, Patience: 2}
-	if e.Due(1) || !e.Due(2) || !e.Due(4) {
-		t.Errorf("Due wrong")
-	}
-	steps := []struct {
-		loss              float64
-		improved, stopped bool
-	}{{5, true, false}, {4, true, false}, {4, false, false}, {4.5, false, true}}
-	for i, s := range steps {
-		imp, stop := e.Observe(2*(i+1), s.loss)
-		if imp != s.improved || stop != s.stopped {
-			t.Errorf("step %d: improved %v stop %v, want %v %v", i, imp, stop, s.improved, s.stopped)
-		}
-	}
-	if l, r := e.Best(); l != 4 || r != 4 {
-		t.Errorf("best %v at %d, want 4 at round 4", l, r)
-	}
-}

@@ -55,6 +55,30 @@ type Record struct {
 	// loss per test group, and the largest cumulative leakage of the
 	// clients that chose it; absent otherwise.
 	Hypotheses []runtime.Hypothesis `json:"hypotheses,omitempty"`
+	// Validation: the round's validation on the held-out clients (runs
+	// with --validate-every, on due rounds only); absent otherwise.
+	Validation *Validation `json:"validation,omitempty"`
+}
+
+// Validation is a round's validation on the held-out clients
+// (runtime.ValidationRound; a non-finite loss is null).
+type Validation struct {
+	Loss      *float64 `json:"loss"`
+	Accuracy  float64  `json:"accuracy"`
+	Improved  bool     `json:"improved"`
+	BestRound int      `json:"best_round"`
+	BestLoss  *float64 `json:"best_loss"`
+	Clients   int      `json:"clients"`
+	Examples  int      `json:"examples"`
+}
+
+// validation converts v (nil stays nil).
+func validation(v *runtime.ValidationRound) *Validation {
+	if v == nil {
+		return nil
+	}
+	return &Validation{Loss: finite(v.Loss), Accuracy: v.Accuracy, Improved: v.Improved, BestRound: v.BestRound,
+		BestLoss: finite(v.BestLoss), Clients: v.Clients, Examples: v.Examples}
 }
 
 // LocalEpsilons summarises the participants' local epsilons of one round:
@@ -113,6 +137,7 @@ func FromResult(r runtime.RoundResult) Record {
 		Timing:                   r.Timing,
 		DPrivacy:                 r.DPrivacy,
 		Hypotheses:               r.Hypotheses,
+		Validation:               validation(r.Validation),
 	}
 }
 
@@ -166,6 +191,9 @@ type SummaryRecord struct {
 	TestSamples  int     `json:"test_samples"`
 	Workers      int     `json:"workers"`
 	Seconds      float64 `json:"seconds"`
+	// Validation is the early-stopping outcome of runs with held-out
+	// validation clients; absent otherwise.
+	Validation *runtime.ValidationSummary `json:"validation,omitempty"`
 }
 
 // NewSummary builds summary.json's content.
@@ -185,7 +213,7 @@ func NewSummary(cfg runtime.Config, s runtime.Summary) SummaryRecord {
 		TargetEpsilon:    target, TargetDelta: cfg.Delta, BudgetScale: s.Plan.Scale, PlannedEpsilon: finite(s.Plan.Epsilon),
 		Halted: s.Halted, Bound: p.Bound, Approximate: p.Approximate || p.CumulativeApproximate,
 		Dim: s.Dim, Clients: cfg.Clients, TrainSamples: s.TrainSamples, TestSamples: s.TestSamples,
-		Workers: s.Workers, Seconds: s.Seconds,
+		Workers: s.Workers, Seconds: s.Seconds, Validation: s.Validation,
 	}
 	if !s.Plan.Private {
 		rec.TargetDelta = 0

@@ -699,3 +699,59 @@ func SavePNG(path string, p *plot.Plot, leg *Legend, w, h vg.Length) error {
 	}
 	return savePlot(path, title, p, l, w, h)
 }
+
+// HasValidation reports whether some record has a validation on held-out
+// clients.
+func HasValidation(recs []Record) bool {
+	for _, r := range recs {
+		if r.Validation != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// PlotValidation writes a PNG of the validation loss on the held-out
+// clients (the group-privacy paper's Figure 1c/f/i) beside the test loss,
+// with the best validation round marked. Rounds without a validation, or
+// with a non-finite loss, are left out.
+func PlotValidation(path, title string, recs []Record) error {
+	p := newPlot("loss")
+	var val, test, best plotter.XYs
+	for _, r := range recs {
+		if !math.IsNaN(r.TestLoss) && !math.IsInf(r.TestLoss, 0) {
+			test = append(test, plotter.XY{X: float64(r.Round), Y: r.TestLoss})
+		}
+		if v := r.Validation; v != nil && v.Loss != nil {
+			val = append(val, plotter.XY{X: float64(r.Round), Y: *v.Loss})
+			if v.Improved {
+				best = plotter.XYs{{X: float64(r.Round), Y: *v.Loss}}
+			}
+		}
+	}
+	if len(val) == 0 {
+		return fmt.Errorf("plot %s: no finite validation loss", path)
+	}
+	all := append(ys(val), ys(test)...)
+	lo, hi := fitRange(all, 0.05, 0.01, 0, math.Inf(1))
+	p.Y.Min, p.Y.Max = lo, hi
+	setRounds(p, test)
+	leg := newLegend()
+	cs := palette(3)
+	if err := addSeries(p, leg, "validation loss (held-out clients)", val, lineStyle{color: cs[0], glyphs: true}); err != nil {
+		return err
+	}
+	if err := addSeries(p, leg, "test loss", test, lineStyle{color: cs[1], dashes: []vg.Length{vg.Points(4), vg.Points(3)}}); err != nil {
+		return err
+	}
+	if len(best) > 0 {
+		sc, err := plotter.NewScatter(best)
+		if err != nil {
+			return fmt.Errorf("plot %s: %w", path, err)
+		}
+		sc.Color, sc.Radius, sc.Shape = cs[2], vg.Points(6), draw.RingGlyph{}
+		p.Add(sc)
+		leg.add(fmt.Sprintf("best validation (round %.0f)", best[0].X), sc)
+	}
+	return savePlot(path, title, p, leg, 6*vg.Inch, 4*vg.Inch)
+}

@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"encoding/json"
 	"fmt"
 	"image/color"
 	"image/png"
@@ -12,6 +13,8 @@ import (
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
+
+	"shufflefl/runtime"
 )
 
 // testRecords are rounds 1..n with accuracies from lo to hi and growing
@@ -354,5 +357,40 @@ func TestIdenticalCurvesStayVisible(t *testing.T) {
 	}
 	if st[2].dashes != nil {
 		t.Errorf("a curve of its own is not solid: %v", st[2].dashes)
+	}
+}
+
+// TestPlotValidation: the validation plot is written from the validation
+// rounds, a NaN validation loss is null in JSON and left out of the plot,
+// and records without any finite validation loss are an error.
+func TestPlotValidation(t *testing.T) {
+	var recs []Record
+	for r := 1; r <= 12; r++ {
+		rec := Record{Round: r, TestLoss: 2 / float64(r)}
+		if r%3 == 0 {
+			loss := 2.1 / float64(r)
+			if r == 9 {
+				loss = math.NaN()
+			}
+			rec.Validation = validation(&runtime.ValidationRound{Loss: loss, Improved: r != 9, BestRound: r, BestLoss: loss, Clients: 4, Examples: 40})
+		}
+		recs = append(recs, rec)
+	}
+	if !HasValidation(recs) || HasValidation(recs[:2]) {
+		t.Fatal("HasValidation wrong")
+	}
+	b, err := json.Marshal(recs[8])
+	if err != nil || !strings.Contains(string(b), `"validation":{"loss":null`) {
+		t.Fatalf("NaN validation loss: %s, %v", b, err)
+	}
+	path := filepath.Join(t.TempDir(), "validation.png")
+	if err := PlotValidation(path, "test", recs); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := os.Stat(path); err != nil || st.Size() < 1000 {
+		t.Fatalf("validation.png: %v", err)
+	}
+	if err := PlotValidation(path, "test", recs[:2]); err == nil {
+		t.Fatal("no validation rounds: want an error")
 	}
 }

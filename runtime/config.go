@@ -89,6 +89,24 @@ type Config struct {
 	// Options are protocol-specific numeric options (k, np, nu, b, ...).
 	Options map[string]float64 `yaml:"options,omitempty"`
 
+	// HoldoutClients is the number of validation clients held out of
+	// training (0: none). They get shards like the training clients (the
+	// data is partitioned into Clients+HoldoutClients shards, rotation
+	// groups drawn over all of them) but are never sampled, charged or
+	// counted in the population of the privacy statement: the statement
+	// covers the Clients training clients only, and the validation
+	// clients' losses, which decide when the run stops, are not privatized
+	// (they play the part of a validation set the analyzer owns).
+	HoldoutClients int `yaml:"holdout-clients,omitempty"`
+	// ValidateEvery is the validation interval in rounds (0: never): every
+	// ValidateEvery rounds each validation client evaluates the model(s) on
+	// its shard and keeps its lowest loss (the model it would choose), and
+	// the validation loss is their example-weighted mean.
+	ValidateEvery int `yaml:"validate-every,omitempty"`
+	// Patience stops the run after this many validations without a lower
+	// validation loss (0: never stop early); see fl.EarlyStop.
+	Patience int `yaml:"patience,omitempty"`
+
 	// SecureNoise makes every protocol draw its continuous noise with the
 	// floating-point-safe samplers (Mironov 2012), as a deployment must.
 	SecureNoise bool `yaml:"secure-noise"`
@@ -232,6 +250,29 @@ func (c *Config) Validate() error {
 	}
 	if err := checks.IntAtLeast("workers", c.Workers, 0); err != nil {
 		return err
+	}
+	return c.validateEarlyStop()
+}
+
+// validateEarlyStop checks the held-out validation settings.
+func (c *Config) validateEarlyStop() error {
+	for _, v := range []struct {
+		name string
+		val  int
+	}{{"holdout-clients", c.HoldoutClients}, {"validate-every", c.ValidateEvery}, {"patience", c.Patience}} {
+		if err := checks.IntAtLeast(v.name, v.val, 0); err != nil {
+			return err
+		}
+	}
+	switch {
+	case c.ValidateEvery > 0 && c.HoldoutClients == 0:
+		return checks.Invalidf("validate-every %d needs validation clients (holdout-clients >= 1)", c.ValidateEvery)
+	case c.HoldoutClients > 0 && c.ValidateEvery == 0:
+		return checks.Invalidf("holdout-clients %d are never used without validate-every >= 1", c.HoldoutClients)
+	case c.Patience > 0 && c.ValidateEvery == 0:
+		return checks.Invalidf("patience %d needs validate-every >= 1", c.Patience)
+	case c.ValidateEvery > c.Rounds:
+		return checks.Invalidf("validate-every %d is more than the run's %d rounds: no validation would happen", c.ValidateEvery, c.Rounds)
 	}
 	return nil
 }

@@ -52,6 +52,9 @@ type RoundResult struct {
 	// DPrivacy is the round's d-privacy accounting, for protocols whose
 	// guarantee is d-privacy (nil otherwise).
 	DPrivacy *DPrivacyRound `json:"d_privacy,omitempty"`
+	// Validation is the round's validation on the held-out clients (nil
+	// when none was due).
+	Validation *ValidationRound `json:"validation,omitempty"`
 }
 
 // Hypothesis is one model of a clustered protocol after a round.
@@ -94,6 +97,7 @@ type Timing struct {
 	Shuffle    float64 `json:"shuffle"`
 	Analyze    float64 `json:"analyze"`
 	Evaluate   float64 `json:"evaluate"`
+	Validate   float64 `json:"validate,omitempty"`
 	Accounting float64 `json:"accounting"`
 }
 
@@ -140,6 +144,9 @@ type Engine struct {
 	chosen    []int
 	dleak     []float64
 	dlevel    float64
+	// val holds the validation clients and the early-stopping state (nil
+	// without Config.HoldoutClients).
+	val *validation
 }
 
 // maxKeptBytes bounds the memory of the whole-report accumulator (every
@@ -197,6 +204,14 @@ func Budgets(cfg Config, explicit []float64) ([]protocol.Budget, error) {
 	return out, nil
 }
 
+// clientCount describes the clients the training set is split over.
+func clientCount(cfg Config) string {
+	if cfg.HoldoutClients > 0 {
+		return fmt.Sprintf("%d training + %d validation clients", cfg.Clients, cfg.HoldoutClients)
+	}
+	return strconv.Itoa(cfg.Clients)
+}
+
 // New builds an engine for cfg on the given data. budgets may be nil (they
 // are then resolved by Budgets(cfg, nil)).
 func New(cfg Config, split data.Split, budgets []protocol.Budget) (*Engine, error) {
@@ -226,27 +241,35 @@ func New(cfg Config, split data.Split, budgets []protocol.Budget) (*Engine, erro
 		return nil, err
 	}
 
-	// Partition the training set.
+	// Partition the training set: Clients training shards, then
+	// HoldoutClients validation shards (splitHoldout).
 	pr := rng.Stream(cfg.Seed, rng.LabelPartition)
+	nShards := cfg.Clients + cfg.HoldoutClients
 	switch cfg.Partition {
 	case "iid":
-		if split.Train.Len() < cfg.Clients {
-			return nil, checks.Invalidf("more clients (%d) than training samples (%d) in %s", cfg.Clients, split.Train.Len(), cfg.Dataset)
+		if split.Train.Len() < nShards {
+			return nil, checks.Invalidf("more clients (%s) than training samples (%d) in %s", clientCount(cfg), split.Train.Len(), cfg.Dataset)
 		}
-		e.shards, err = data.PartitionIID(pr, split.Train.Len(), cfg.Clients, cfg.SamplesPerClient)
+		e.shards, err = data.PartitionIID(pr, split.Train.Len(), nShards, cfg.SamplesPerClient)
 	case "dirichlet":
-		e.shards, err = data.PartitionDirichlet(pr, split.Train.Y, split.Train.Classes, cfg.Clients, cfg.Alpha, 1)
+		e.shards, err = data.PartitionDirichlet(pr, split.Train.Y, split.Train.Classes, nShards, cfg.Alpha, 1)
 	case "rotated":
-		if split.Train.Len() < cfg.Clients {
-			return nil, checks.Invalidf("more clients (%d) than training samples (%d) in %s", cfg.Clients, split.Train.Len(), cfg.Dataset)
+		if split.Train.Len() < nShards {
+			return nil, checks.Invalidf("more clients (%s) than training samples (%d) in %s", clientCount(cfg), split.Train.Len(), cfg.Dataset)
 		}
-		if e.shards, err = data.PartitionIID(pr, split.Train.Len(), cfg.Clients, cfg.SamplesPerClient); err == nil {
-			e.groups = data.RotationGroups(pr, cfg.Clients, cfg.Groups)
+		if e.shards, err = data.PartitionIID(pr, split.Train.Len(), nShards, cfg.SamplesPerClient); err == nil {
+			e.groups = data.RotationGroups(pr, nShards, cfg.Groups)
 			e.trainEx, e.testEx = rotateForGroups(split, e.shards, e.groups, cfg.Groups)
 		}
 	}
 	if err != nil {
+		if cfg.HoldoutClients > 0 {
+			return nil, fmt.Errorf("partition (%d training + %d validation clients): %w", cfg.Clients, cfg.HoldoutClients, err)
+		}
 		return nil, fmt.Errorf("partition: %w", err)
+	}
+	if err := e.splitHoldout(); err != nil {
+		return nil, err
 	}
 
 	e.perRound = cfg.ClientsPerRound
@@ -621,6 +644,11 @@ func (e *Engine) Step() (RoundResult, error) {
 		return res, fmt.Errorf("round %d: evaluation: %w", t, err)
 	}
 	res.Timing.Evaluate = time.Since(t0).Seconds()
+	t0 = time.Now()
+	if err := e.validate(t, &res); err != nil {
+		return res, fmt.Errorf("round %d: %w", t, err)
+	}
+	res.Timing.Validate = time.Since(t0).Seconds()
 
 	res.MaxClientEpsilon = e.maxSpent
 	if !e.charges {
@@ -913,6 +941,9 @@ type Summary struct {
 	Plan Plan `json:"plan"`
 	// Halted says why the run stopped before its planned rounds ("" if not).
 	Halted string `json:"halted,omitempty"`
+	// Validation is the early-stopping outcome (nil without validation
+	// clients).
+	Validation *ValidationSummary `json:"validation,omitempty"`
 }
 
 // Run executes the remaining rounds, calling observe after each (observe may
@@ -938,6 +969,7 @@ func (e *Engine) Run(observe func(RoundResult)) (Summary, error) {
 		}
 	}
 	sum.Plan, sum.Halted = e.plan, e.halted
+	sum.Validation = e.validationSummary()
 	sum.Seconds = time.Since(start).Seconds()
 	return sum, nil
 }

@@ -44,6 +44,9 @@ type Snapshot struct {
 	// DLeak is every client's cumulative d-privacy leakage (protocols whose
 	// guarantee is d-privacy).
 	DLeak []float64 `json:"d_leak,omitempty"`
+	// Validation is the early-stopping state (runs with validation
+	// clients).
+	Validation *ValidationState `json:"validation,omitempty"`
 }
 
 // SnapshotVersion is the current Snapshot format.
@@ -65,6 +68,10 @@ func (e *Engine) Snapshot() (Snapshot, error) {
 	}
 	if e.dlevel > 0 {
 		s.DLeak = append([]float64(nil), e.dleak...)
+	}
+	if e.val != nil {
+		st := e.val.state
+		s.Validation = &st
 	}
 	for c := 0; c < e.cfg.Clients; c++ {
 		rs, err := e.ledger.Entries(strconv.Itoa(c))
@@ -162,6 +169,13 @@ func (e *Engine) Restore(snap Snapshot) error {
 	if (e.dlevel > 0) != (snap.DLeak != nil) || snap.DLeak != nil && len(snap.DLeak) != e.cfg.Clients {
 		return checks.Invalidf("checkpoint has %d d-privacy leakage entries for %d clients of %s", len(snap.DLeak), e.cfg.Clients, e.cfg.Protocol)
 	}
+	if (e.val != nil) != (snap.Validation != nil) {
+		return checks.Invalidf("checkpoint and run disagree on validation clients (checkpoint has early-stopping state: %v)", snap.Validation != nil)
+	}
+	if v := snap.Validation; v != nil && (v.Stop.Every != e.cfg.ValidateEvery || v.Stop.BestRound > snap.Round || v.Stop.BestRound < 0 || v.Stop.Bad < 0) {
+		return checks.Invalidf("checkpoint's early-stopping state (every %d, best round %d, %d bad) does not fit the run (validate-every %d, round %d)",
+			v.Stop.Every, v.Stop.BestRound, v.Stop.Bad, e.cfg.ValidateEvery, snap.Round)
+	}
 	if err := e.an.RestoreHypotheses(snap.Hypotheses); err != nil {
 		return fmt.Errorf("restore: %w", err)
 	}
@@ -170,6 +184,11 @@ func (e *Engine) Restore(snap Snapshot) error {
 	}
 	if snap.DLeak != nil {
 		copy(e.dleak, snap.DLeak)
+	}
+	if snap.Validation != nil {
+		e.val.state = *snap.Validation
+		// A resumed run may change the patience (e.g. to train on).
+		e.val.state.Stop.Patience = e.cfg.Patience
 	}
 	e.ledger, e.acct, e.round, e.halted = ledger, acct, snap.Round, snap.Halted
 	e.maxSpent = math.Max(maxSpent, snap.MaxClientEpsilon)

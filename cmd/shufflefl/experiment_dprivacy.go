@@ -114,6 +114,9 @@ func runDPrivExperiment(name string, args []string, stdout, stderr io.Writer) in
 		fs.IntVar(&ro.rounds, "rounds", 20, "rounds per run")
 		fs.IntVar(&ro.epochs, "local-epochs", 1, "local epochs (E)")
 		fs.Float64Var(&ro.lr, "lr", 0.05, "local learning rate (s)")
+		fs.IntVar(&ro.holdout, "holdout-clients", 0, "validation clients held out for early stopping (0: none; the paper holds out clients and validates every 5 rounds with patience 5)")
+		fs.IntVar(&ro.every, "validate-every", 0, "validate every this many rounds (needs --holdout-clients); --rounds is then the upper bound")
+		fs.IntVar(&ro.patience, "patience", 0, "stop after this many validations without a lower validation loss; the reported accuracy is then the test accuracy at the best validation round")
 	}
 	overwrite := fs.Bool("overwrite", false, "write into a non-empty --out directory")
 	fail := func(code int, format string, a ...any) int {

@@ -33,6 +33,9 @@ type rotatedOpts struct {
 	perRound, rounds        int
 	samples, epochs         int
 	lr                      float64
+	// Early stopping on held-out clients (runtime.Config's fields of the
+	// same names); every = 0 runs exactly rounds rounds.
+	holdout, every, patience int
 }
 
 // rotatedCell collects one (k, nu) setting's runs over seeds.
@@ -55,6 +58,12 @@ type rotatedRun struct {
 	MaxLeakage    *float64  `json:"max_leakage"`
 	MedianLeakage *float64  `json:"median_leakage"`
 	SecondsPerRnd float64   `json:"seconds_per_round"`
+	// Rounds is the number of rounds run; with early stopping,
+	// BestValidationRound is the round of the lowest validation loss and
+	// FinalAccuracy the test accuracy there (the model one would keep).
+	Rounds              int  `json:"rounds"`
+	BestValidationRound int  `json:"best_validation_round,omitempty"`
+	Stopped             bool `json:"stopped_early,omitempty"`
 }
 
 func runDPrivRotated(o dprivOpts, stdout, stderr io.Writer) error {
@@ -85,6 +94,7 @@ func runDPrivRotated(o dprivOpts, stdout, stderr io.Writer) error {
 				cfg.Partition, cfg.Groups = "rotated", ro.groups
 				cfg.Clients, cfg.ClientsPerRound, cfg.SamplesPerClient = ro.clients, ro.perRound, ro.samples
 				cfg.Rounds, cfg.LocalEpochs, cfg.LR, cfg.Batch = ro.rounds, ro.epochs, ro.lr, 10
+				cfg.HoldoutClients, cfg.ValidateEvery, cfg.Patience = ro.holdout, ro.every, ro.patience
 				cfg.Mode, cfg.ServerLR, cfg.Mu = "fedavg", 1, 0
 				cfg.EpsDist, cfg.EpsFile, cfg.TargetEpsilon, cfg.ClientCap = "", "", 0, 0 // ifca takes no budgets
 				cfg.Seed, cfg.Workers, cfg.Out = seed, o.workers, ""
@@ -93,19 +103,27 @@ func runDPrivRotated(o dprivOpts, stdout, stderr io.Writer) error {
 					return fmt.Errorf("k = %d, nu = %g: %w", k, nu, err)
 				}
 				start := time.Now()
-				var last runtime.RoundResult
+				var last, atBest runtime.RoundResult
 				best := 0.0
 				sum, err := eng.Run(func(r runtime.RoundResult) {
 					last = r
 					best = math.Max(best, r.TestAccuracy)
+					if r.Validation != nil && r.Validation.Improved {
+						atBest = r
+					}
 				})
 				if err != nil {
 					return fmt.Errorf("k = %d, nu = %g, seed %d: %w", k, nu, seed, err)
 				}
 				run := rotatedRun{K: k, Nu: nu, Seed: seed, Protocol: cfg.Protocol, FinalAccuracy: sum.FinalAccuracy, BestAccuracy: best,
-					SecondsPerRnd: time.Since(start).Seconds() / float64(max(sum.Rounds, 1))}
-				for g, best := range runtime.BestPerGroup(last.Hypotheses) {
-					run.GroupAccuracy = append(run.GroupAccuracy, last.Hypotheses[best].Accuracy[g])
+					SecondsPerRnd: time.Since(start).Seconds() / float64(max(sum.Rounds, 1)), Rounds: sum.Rounds}
+				at := last
+				if v := sum.Validation; v != nil && v.BestRound > 0 {
+					run.FinalAccuracy, run.BestValidationRound, run.Stopped = v.TestAccuracyAtBest, v.BestRound, v.Stopped
+					at = atBest
+				}
+				for g, best := range runtime.BestPerGroup(at.Hypotheses) {
+					run.GroupAccuracy = append(run.GroupAccuracy, at.Hypotheses[best].Accuracy[g])
 				}
 				for _, h := range last.Hypotheses {
 					run.ClusterSizes = append(run.ClusterSizes, h.Size)
@@ -118,8 +136,12 @@ func runDPrivRotated(o dprivOpts, stdout, stderr io.Writer) error {
 					c.maxLeak = append(c.maxLeak, d.MaxCumulative)
 				}
 				runs = append(runs, run)
-				fmt.Fprintf(stderr, "k = %d, nu = %g, seed %d: accuracy %.4f (groups %s), clusters %v, %.2fs/round\n",
-					k, nu, seed, run.FinalAccuracy, fmtAccs(run.GroupAccuracy), run.ClusterSizes, run.SecondsPerRnd)
+				stopNote := ""
+				if run.BestValidationRound > 0 {
+					stopNote = fmt.Sprintf(", %d rounds, best validation at round %d", run.Rounds, run.BestValidationRound)
+				}
+				fmt.Fprintf(stderr, "k = %d, nu = %g, seed %d: accuracy %.4f (groups %s), clusters %v, %.2fs/round%s\n",
+					k, nu, seed, run.FinalAccuracy, fmtAccs(run.GroupAccuracy), run.ClusterSizes, run.SecondsPerRnd, stopNote)
 			}
 		}
 	}
@@ -133,11 +155,17 @@ func runDPrivRotated(o dprivOpts, stdout, stderr io.Writer) error {
 	fmt.Fprintf(&md, "FEMNIST is not available here; this runs the same protocol on %s with every client's images rotated by "+
 		"90°·g, g uniform in [0, %d) (groups = 2 is the paper's Bernoulli(0.5) rotation). Model %s (n = %d parameters), "+
 		"%d clients of %d images, %d per round, %d rounds of FedAvg (E = %d local epochs, batch 10, lr %g), seeds %d..%d. "+
-		"Accuracy: final round; every test group uses the hypothesis with the lowest loss on it (IFCA's evaluation), averaged over groups. "+
+		"Accuracy: final round (with early stopping: the best validation round, see below); every test group uses the hypothesis with the lowest loss on it (IFCA's evaluation), averaged over groups. "+
 		"nu = 0 is `ifca` (no sanitization); each release of `ifca-dp` leaks n/nu in d-privacy terms, which for n = %d is no "+
 		"meaningful guarantee (the paper says so too, Section 5.3); the d-privacy column is the largest composed leakage of a client.\n\n",
 		ro.dataset, ro.groups, ro.model, dim, ro.clients, ro.samples, ro.perRound, ro.rounds, ro.epochs, ro.lr,
 		o.seed, o.seed+uint64(o.seeds)-1, dim)
+	if ro.every > 0 {
+		fmt.Fprintf(&md, "Early stopping as in the paper: %d further clients are held out (never trained on; their losses are not "+
+			"privatized), validation every %d rounds with each using its lowest-loss hypothesis, stop after %d validations without "+
+			"improvement, at most %d rounds; the accuracy is the test accuracy at the best validation round. Rounds run: %s.\n\n",
+			ro.holdout, ro.every, ro.patience, ro.rounds, roundsRange(runs))
+	}
 	md.WriteString("| nu \\ k |")
 	for _, k := range ks {
 		fmt.Fprintf(&md, " %d |", k)
@@ -210,6 +238,19 @@ func fmtAccs(a []float64) string {
 		parts[i] = fmt.Sprintf("%.3f", v)
 	}
 	return strings.Join(parts, "/")
+}
+
+// roundsRange describes the numbers of rounds the runs took ("20" or
+// "15–40").
+func roundsRange(runs []rotatedRun) string {
+	lo, hi := math.MaxInt, 0
+	for _, r := range runs {
+		lo, hi = min(lo, r.Rounds), max(hi, r.Rounds)
+	}
+	if lo == hi {
+		return fmt.Sprint(lo)
+	}
+	return fmt.Sprintf("%d–%d", lo, hi)
 }
 
 // checkRotated validates the settings of dprivacy-rotated.

@@ -63,3 +63,62 @@ func TestDPrivRotatedBadInput(t *testing.T) {
 		}
 	}
 }
+
+// TestDPrivRotatedEarlyStop: with held-out clients the runs stop on their
+// validation loss, and the reported accuracy is the test accuracy at the
+// best validation round (checked against each run's own metrics by
+// rerunning one of them with `run`).
+func TestDPrivRotatedEarlyStop(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "exp")
+	args := []string{"--dataset", "fashion-mnist-sample", "--model", "logreg", "--clients", "60", "--clients-per-round", "20",
+		"--samples-per-client", "25", "--holdout-clients", "10", "--validate-every", "2", "--patience", "2"}
+	code, stdout, stderr := runCLI(append([]string{"experiment", "dprivacy-rotated", "--rounds", "60", "--nus", "1", "--ks", "2", "--seeds", "1", "--out", out}, args...)...)
+	if code != 0 {
+		t.Fatalf("status %d\n%s", code, stderr)
+	}
+	if !strings.Contains(stdout, "Early stopping as in the paper") {
+		t.Errorf("results.md does not describe the early stopping:\n%s", stdout)
+	}
+	var runs []rotatedRun
+	b, err := os.ReadFile(filepath.Join(out, "results.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &runs); err != nil || len(runs) != 1 {
+		t.Fatalf("%v: %d runs", err, len(runs))
+	}
+	r := runs[0]
+	if !r.Stopped || r.Rounds >= 60 || r.BestValidationRound < 2 || r.BestValidationRound > r.Rounds {
+		t.Fatalf("run did not stop early as expected: %+v", r)
+	}
+	// The same run through `run`: its metrics at the best validation round.
+	runOut := filepath.Join(dir, "run")
+	code, _, stderr = runCLI(append([]string{"run", "--protocol", "ifca-dp", "--option", "k=2", "--option", "nu=1", "--partition", "rotated",
+		"--groups", "2", "--rounds", "60", "--local-epochs", "1", "--lr", "0.05", "--batch", "10", "--client-cap", "0",
+		"--progress", "none", "--out", runOut}, args...)...)
+	if code != 0 {
+		t.Fatalf("run: status %d\n%s", code, stderr)
+	}
+	var sum struct {
+		Rounds     int `json:"rounds"`
+		Validation struct {
+			BestRound          int     `json:"best_round"`
+			TestAccuracyAtBest float64 `json:"test_accuracy_at_best"`
+			Stopped            bool    `json:"stopped"`
+		} `json:"validation"`
+	}
+	b, err = os.ReadFile(filepath.Join(runOut, "summary.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &sum); err != nil {
+		t.Fatal(err)
+	}
+	if sum.Rounds != r.Rounds || sum.Validation.BestRound != r.BestValidationRound || sum.Validation.TestAccuracyAtBest != r.FinalAccuracy || !sum.Validation.Stopped {
+		t.Fatalf("run's summary %+v does not match the experiment's run %+v", sum, r)
+	}
+	if _, err := os.Stat(filepath.Join(runOut, "validation.png")); err != nil {
+		t.Errorf("run wrote no validation.png: %v", err)
+	}
+}

@@ -126,6 +126,9 @@ func newRunFlags(cfg *runtime.Config, ex *runExtras, stdout io.Writer) *flag.Fla
 	fs.Float64Var(&cfg.Delta, "delta", cfg.Delta, "target central delta of the WHOLE run; every protocol derives its per-round and per-dimension deltas from it")
 	fs.Float64Var(&cfg.TargetEpsilon, "target-epsilon", cfg.TargetEpsilon, "target cumulative central epsilon of the whole run (with --delta): the local budgets (uniform --epsilon or a common scale of personalized ones) are calibrated before round 1 so the planned rounds spend at most this; dp-central calibrates its noise to it (0 = no target)")
 	fs.Float64Var(&cfg.ClientCap, "client-cap", cfg.ClientCap, "every client's total local epsilon over the run (for ifca-dp: its composed d-privacy leakage, n/nu per participation); a release that would exceed it is refused and the client sits the round out (0 = no cap)")
+	fs.IntVar(&cfg.HoldoutClients, "holdout-clients", cfg.HoldoutClients, "validation clients held out of training for early stopping (0 = none): they get shards like the others but never train; their losses are not privatized and the privacy statement covers the --clients training clients only")
+	fs.IntVar(&cfg.ValidateEvery, "validate-every", cfg.ValidateEvery, "validate on the held-out clients every this many rounds (0 = never; needs --holdout-clients); each uses its lowest-loss model, as in clustered FL")
+	fs.IntVar(&cfg.Patience, "patience", cfg.Patience, "stop after this many validations without a lower validation loss (0 = never stop early); summary.json's validation.test_accuracy_at_best is then the figure to report")
 	fs.Func("option", "protocol-specific option `name=value` (repeatable), e.g. k=157 or np=333", func(s string) error {
 		ex.options = append(ex.options, s)
 		return nil
@@ -472,6 +475,10 @@ func execute(cfg runtime.Config, ex runExtras, stdout, stderr io.Writer, log *io
 		d := recs[n-1].DPrivacy
 		eps += fmt.Sprintf("; d-privacy leakage %.4g per participation, at most %.4g composed for a client", d.Level, d.MaxCumulative)
 	}
+	if v := sum.Validation; v != nil {
+		fmt.Fprintf(stdout, "validation on %d held-out clients (not covered by the privacy statement, which covers the %d training clients): best loss %.4g at round %d, test accuracy %.4f there\n",
+			v.HoldoutClients, cfg.Clients, v.BestLoss, v.BestRound, v.TestAccuracyAtBest)
+	}
 	fmt.Fprintf(stdout, "final test accuracy %.4f (best %.4f), loss %.4f after %d rounds in %.1fs; cumulative central epsilon %s; outputs in %s\n",
 		sum.FinalAccuracy, sum.BestAccuracy, sum.FinalLoss, sum.Rounds, sum.Seconds, eps, cfg.Out)
 	return 0, nil
@@ -496,8 +503,9 @@ func stderrOf(w io.Writer) io.Writer {
 	return w
 }
 
-// writeSummaryAndPlots writes summary.json, accuracy.png and privacy.png
-// (the last only when some round has a finite cumulative epsilon).
+// writeSummaryAndPlots writes summary.json, accuracy.png, validation.png
+// (runs with validation clients) and privacy.png (only when some round has
+// a finite cumulative epsilon).
 func writeSummaryAndPlots(cfg runtime.Config, recs []metrics.Record, sum runtime.Summary) error {
 	sb, err := json.MarshalIndent(metrics.NewSummary(cfg, sum), "", "  ")
 	if err != nil {
@@ -509,6 +517,11 @@ func writeSummaryAndPlots(cfg runtime.Config, recs []metrics.Record, sum runtime
 	title := fmt.Sprintf("%s, %s, %s", cfg.Protocol, cfg.Dataset, cfg.Model)
 	if err := metrics.PlotAccuracy(filepath.Join(cfg.Out, "accuracy.png"), title, recs); err != nil {
 		return err
+	}
+	if metrics.HasValidation(recs) {
+		if err := metrics.PlotValidation(filepath.Join(cfg.Out, "validation.png"), title, recs); err != nil {
+			return err
+		}
 	}
 	if !metrics.HasCumulativeEpsilon(recs) {
 		return nil // non-private: no guarantee to plot
