@@ -755,3 +755,68 @@ func PlotValidation(path, title string, recs []Record) error {
 	}
 	return savePlot(path, title, p, leg, 6*vg.Inch, 4*vg.Inch)
 }
+
+// HasDPrivacy reports whether some record has a d-privacy statement
+// (protocols whose guarantee is d-privacy, ifca-dp).
+func HasDPrivacy(recs []Record) bool {
+	for _, r := range recs {
+		if r.DPrivacy != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// PlotLeakage writes a PNG of the clients' composed d-privacy leakage over
+// rounds (the group-privacy paper's Figure 2): per hypothesis, the largest
+// leakage of the clients that chose it in the round, and over all clients
+// the largest and the median. A log scale is used when the values span
+// more than a factor of 10.
+func PlotLeakage(path, title string, recs []Record) error {
+	p := newPlot("composed d-privacy leakage")
+	var maxAll, medAll plotter.XYs
+	var perH []plotter.XYs
+	for _, r := range recs {
+		if r.DPrivacy == nil {
+			continue
+		}
+		x := float64(r.Round)
+		maxAll = append(maxAll, plotter.XY{X: x, Y: r.DPrivacy.MaxCumulative})
+		medAll = append(medAll, plotter.XY{X: x, Y: r.DPrivacy.MedianCumulative})
+		for h, hy := range r.Hypotheses {
+			for len(perH) <= h {
+				perH = append(perH, nil)
+			}
+			if hy.Chosen > 0 {
+				perH[h] = append(perH[h], plotter.XY{X: x, Y: hy.MaxLeakage})
+			}
+		}
+	}
+	if len(maxAll) == 0 {
+		return fmt.Errorf("plot %s: no round has a d-privacy statement", path)
+	}
+	all := append(ys(maxAll), ys(medAll)...)
+	lo, hi := minMax(all)
+	if lo > 0 && hi > 10*lo {
+		p.Y.Scale = plot.LogScale{}
+		p.Y.Tick.Marker = logTicks{}
+		p.Y.Min, p.Y.Max = lo/1.2, hi*1.2
+	} else {
+		p.Y.Min, p.Y.Max = fitRange(all, 0.05, 1, 0, math.Inf(1))
+	}
+	setRounds(p, maxAll)
+	leg := newLegend()
+	cs := palette(2 + len(perH))
+	if err := addSeries(p, leg, "max over clients", maxAll, lineStyle{color: cs[0], width: 2.5}); err != nil {
+		return err
+	}
+	if err := addSeries(p, leg, "median over clients", medAll, lineStyle{color: cs[1], dashes: []vg.Length{vg.Points(4), vg.Points(3)}}); err != nil {
+		return err
+	}
+	for h, xy := range perH {
+		if err := addSeries(p, leg, fmt.Sprintf("max, clients choosing model %d", h), xy, lineStyle{color: cs[2+h], glyphs: len(xy) <= maxGlyphRounds}); err != nil {
+			return err
+		}
+	}
+	return savePlot(path, title, p, leg, 6*vg.Inch, 4*vg.Inch)
+}

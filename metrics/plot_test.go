@@ -394,3 +394,29 @@ func TestPlotValidation(t *testing.T) {
 		t.Fatal("no validation rounds: want an error")
 	}
 }
+
+// TestPlotLeakage: the leakage plot is written for d-privacy runs (linear
+// and log scale) and refused without any d-privacy round.
+func TestPlotLeakage(t *testing.T) {
+	for _, growth := range []float64{1, 100} {
+		var recs []Record
+		for r := 1; r <= 6; r++ {
+			lv := growth * float64(r)
+			recs = append(recs, Record{Round: r, DPrivacy: &runtime.DPrivacyRound{Level: 1, MaxCumulative: lv, MedianCumulative: lv / 2},
+				Hypotheses: []runtime.Hypothesis{{Chosen: 3, MaxLeakage: lv}, {Chosen: r % 2, MaxLeakage: lv / 3}}})
+		}
+		if !HasDPrivacy(recs) {
+			t.Fatal("HasDPrivacy false")
+		}
+		path := filepath.Join(t.TempDir(), "leakage.png")
+		if err := PlotLeakage(path, "test", recs); err != nil {
+			t.Fatal(err)
+		}
+		if st, err := os.Stat(path); err != nil || st.Size() < 1000 {
+			t.Fatalf("leakage.png: %v", err)
+		}
+	}
+	if err := PlotLeakage(filepath.Join(t.TempDir(), "x.png"), "test", []Record{{Round: 1}}); err == nil || HasDPrivacy([]Record{{Round: 1}}) {
+		t.Fatal("no d-privacy rounds: want an error")
+	}
+}

@@ -78,13 +78,18 @@ func (e *Engine) recordClusters(res *RoundResult, parts []int) {
 			res.Hypotheses[h].Size = sizes[h]
 		}
 	}
+	leaks := make([][]float64, len(e.models))
 	for i, c := range parts {
 		if e.dlevel > 0 {
 			e.dleak[c] += e.dlevel
 		}
-		h := &res.Hypotheses[e.chosen[i]]
-		h.Chosen++
-		h.MaxLeakage = math.Max(h.MaxLeakage, e.dleak[c])
+		h := e.chosen[i]
+		res.Hypotheses[h].Chosen++
+		leaks[h] = append(leaks[h], e.dleak[c])
+	}
+	for h, l := range leaks {
+		st := protocol.Summarize(l)
+		res.Hypotheses[h].MaxLeakage, res.Hypotheses[h].MedianLeakage = st.Max, st.Median
 	}
 }
 

@@ -70,9 +70,11 @@ type Hypothesis struct {
 	// group (one group unless the partition is "rotated").
 	Accuracy []float64 `json:"accuracy"`
 	Loss     []float64 `json:"loss"`
-	// MaxLeakage is the largest cumulative d-privacy leakage of the clients
-	// that chose this model this round (0 if none did).
-	MaxLeakage float64 `json:"max_leakage"`
+	// MaxLeakage and MedianLeakage are the largest and the median
+	// cumulative d-privacy leakage of the clients that chose this model this
+	// round (0 if none did).
+	MaxLeakage    float64 `json:"max_leakage"`
+	MedianLeakage float64 `json:"median_leakage"`
 }
 
 // DPrivacyRound is the d-privacy accounting of one round: the leakage of

@@ -504,8 +504,8 @@ func stderrOf(w io.Writer) io.Writer {
 }
 
 // writeSummaryAndPlots writes summary.json, accuracy.png, validation.png
-// (runs with validation clients) and privacy.png (only when some round has
-// a finite cumulative epsilon).
+// (runs with validation clients), leakage.png (d-privacy runs) and
+// privacy.png (only when some round has a finite cumulative epsilon).
 func writeSummaryAndPlots(cfg runtime.Config, recs []metrics.Record, sum runtime.Summary) error {
 	sb, err := json.MarshalIndent(metrics.NewSummary(cfg, sum), "", "  ")
 	if err != nil {
@@ -520,6 +520,11 @@ func writeSummaryAndPlots(cfg runtime.Config, recs []metrics.Record, sum runtime
 	}
 	if metrics.HasValidation(recs) {
 		if err := metrics.PlotValidation(filepath.Join(cfg.Out, "validation.png"), title, recs); err != nil {
+			return err
+		}
+	}
+	if metrics.HasDPrivacy(recs) {
+		if err := metrics.PlotLeakage(filepath.Join(cfg.Out, "leakage.png"), title, recs); err != nil {
 			return err
 		}
 	}
