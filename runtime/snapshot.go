@@ -27,7 +27,7 @@ type Snapshot struct {
 	// Round is the number of completed rounds.
 	Round int `json:"round"`
 	// Weights is the global model after Round rounds.
-	Weights []float64 `json:"weights"`
+	Weights Vector `json:"weights"`
 	// Ledger holds every release charged so far, in order per client.
 	Ledger []account.Release `json:"ledger"`
 	// Accountant is the run accountant's checkpoint (account.Accountant's
@@ -40,7 +40,7 @@ type Snapshot struct {
 	Halted string `json:"halted,omitempty"`
 	// Hypotheses are the other k−1 models of a clustered protocol
 	// (Weights is the first).
-	Hypotheses [][]float64 `json:"hypotheses,omitempty"`
+	Hypotheses []Vector `json:"hypotheses,omitempty"`
 	// DLeak is every client's cumulative d-privacy leakage (protocols whose
 	// guarantee is d-privacy).
 	DLeak []float64 `json:"d_leak,omitempty"`
@@ -63,7 +63,7 @@ func (e *Engine) Snapshot() (Snapshot, error) {
 	}
 	if e.models != nil {
 		for _, h := range e.models[1:] {
-			s.Hypotheses = append(s.Hypotheses, append([]float64(nil), h...))
+			s.Hypotheses = append(s.Hypotheses, append(Vector(nil), h...))
 		}
 	}
 	if e.dlevel > 0 {
@@ -176,7 +176,11 @@ func (e *Engine) Restore(snap Snapshot) error {
 		return checks.Invalidf("checkpoint's early-stopping state (every %d, best round %d, %d bad) does not fit the run (validate-every %d, round %d)",
 			v.Stop.Every, v.Stop.BestRound, v.Stop.Bad, e.cfg.ValidateEvery, snap.Round)
 	}
-	if err := e.an.RestoreHypotheses(snap.Hypotheses); err != nil {
+	var hyps [][]float64
+	for _, h := range snap.Hypotheses {
+		hyps = append(hyps, h)
+	}
+	if err := e.an.RestoreHypotheses(hyps); err != nil {
 		return fmt.Errorf("restore: %w", err)
 	}
 	if err := e.an.Restore(snap.Round, snap.Weights, acct); err != nil {
