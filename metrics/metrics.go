@@ -220,3 +220,37 @@ func NewSummary(cfg runtime.Config, s runtime.Summary) SummaryRecord {
 	}
 	return rec
 }
+
+// Privacy returns the round's privacy statement as recorded: the inverse of
+// FromResult for the fields a record keeps (a null epsilon is +Inf, no
+// guarantee; components, RDP curves and the d-privacy statement are not
+// recorded). A resumed run that runs no further round (it had stopped at
+// its target or early) states its privacy from its last record with it.
+func (r Record) Privacy() protocol.Privacy {
+	inf := func(p *float64) float64 {
+		if p == nil {
+			return math.Inf(1)
+		}
+		return *p
+	}
+	stats := func(lo, med, hi *float64) protocol.Stats {
+		return protocol.Stats{Min: inf(lo), Median: inf(med), Max: inf(hi)}
+	}
+	l := r.LocalEpsilons
+	return protocol.Privacy{
+		Private:               r.CumulativeEpsilon != nil,
+		LocalEpsilon:          stats(l.LocalEpsilonMin, l.LocalEpsilonMedian, l.LocalEpsilonMax),
+		LocalCoordEpsilon:     stats(l.LocalCoordEpsilonMin, l.LocalCoordEpsilonMedian, l.LocalCoordEpsilonMax),
+		LocalDelta:            r.LocalDelta,
+		CentralEpsilon:        inf(r.RoundCentralEpsilon),
+		CentralDelta:          r.RoundCentralDelta,
+		CentralCoordEpsilon:   inf(r.RoundCentralCoordEpsilon),
+		CentralCoordDelta:     r.RoundCentralCoordDelta,
+		CumulativeEpsilon:     inf(r.CumulativeEpsilon),
+		CumulativeDelta:       r.CumulativeDelta,
+		CumulativeMethod:      r.CumulativeMethod,
+		CumulativeApproximate: r.CumulativeApproximate,
+		Bound:                 r.Bound,
+		Approximate:           r.Approximate,
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -66,6 +67,30 @@ func TestPlotsWritePNG(t *testing.T) {
 		b, err := os.ReadFile(p)
 		if err != nil || !bytes.HasPrefix(b, []byte("\x89PNG")) {
 			t.Fatalf("%s is not a PNG (%v)", name, err)
+		}
+	}
+}
+
+// TestRecordPrivacyRoundTrip: Record.Privacy inverts FromResult for the
+// fields a record keeps, for a private round and a non-private one.
+func TestRecordPrivacyRoundTrip(t *testing.T) {
+	private := protocol.Privacy{Private: true, LocalEpsilon: protocol.Stats{Min: 1, Median: 2, Max: 3},
+		LocalCoordEpsilon: protocol.Stats{Min: 0.1, Median: 0.2, Max: 0.3}, LocalDelta: 1e-9,
+		CentralEpsilon: 0.5, CentralDelta: 1e-7, CentralCoordEpsilon: 0.01, CentralCoordDelta: 1e-10,
+		CumulativeEpsilon: 2.5, CumulativeDelta: 1e-6, CumulativeMethod: "PLD", CumulativeApproximate: true,
+		Bound: "flame", Approximate: true}
+	for _, p := range []protocol.Privacy{private, protocol.NonPrivate()} {
+		rec := FromResult(runtime.RoundResult{Round: 3, Privacy: p})
+		b, err := json.Marshal(rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var back Record
+		if err := json.Unmarshal(b, &back); err != nil {
+			t.Fatal(err)
+		}
+		if got := back.Privacy(); !reflect.DeepEqual(got, p) {
+			t.Errorf("round trip:\n got %+v\nwant %+v", got, p)
 		}
 	}
 }

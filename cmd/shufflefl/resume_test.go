@@ -79,3 +79,38 @@ func TestResumeRejects(t *testing.T) {
 		}
 	}
 }
+
+// TestResumeAfterEarlyStopKeepsStatement: resuming a run that had stopped
+// early runs no round and must state exactly the privacy, accuracy and
+// validation of its last round (it once stated epsilon 0, delta 0).
+func TestResumeAfterEarlyStopKeepsStatement(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "run")
+	code, out, errs := runCLI("run", "--protocol", "ss-simple", "--dataset", "fashion-mnist-sample", "--clients", "50", "--clients-per-round", "20",
+		"--local-epochs", "1", "--rounds", "40", "--holdout-clients", "10", "--validate-every", "1", "--patience", "2",
+		"--target-epsilon", "8", "--delta", "1e-6", "--progress", "none", "--out", dir)
+	if code != 0 || !strings.Contains(errs, "early stop after round") {
+		t.Fatalf("first run: %d %s %s", code, out, errs)
+	}
+	before, err := os.ReadFile(filepath.Join(dir, "summary.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, out2, errs := runCLI("run", "--resume", dir, "--progress", "none")
+	if code != 0 {
+		t.Fatalf("resume: %d %s", code, errs)
+	}
+	after, err := os.ReadFile(filepath.Join(dir, "summary.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	strip := func(b []byte) string {
+		return regexp.MustCompile(`"seconds": [^,]*,`).ReplaceAllString(string(b), "")
+	}
+	if strip(before) != strip(after) {
+		t.Fatalf("summary changed on a resume that ran no round:\n%s\n%s", before, after)
+	}
+	last := func(s string) string { return s[strings.LastIndex(s, "cumulative central epsilon"):strings.LastIndex(s, "; outputs")] }
+	if last(out) != last(out2) || strings.Contains(out2, "epsilon 0 ") {
+		t.Fatalf("statement changed:\n%s\n%s", out, out2)
+	}
+}

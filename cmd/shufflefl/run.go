@@ -419,7 +419,9 @@ func execute(cfg runtime.Config, ex runExtras, stdout, stderr io.Writer, log *io
 		fmt.Fprintf(stderr, "privacy plan: %d rounds spend at most epsilon %.4g at delta %.3g (%s)%s\n", plan.Rounds, plan.Epsilon, plan.Delta, plan.Method, how)
 	}
 	var werr error
+	ranNone := true
 	sum, err := eng.Run(func(r runtime.RoundResult) {
+		ranNone = false
 		rec := metrics.FromResult(r)
 		recs = append(recs, rec)
 		if e := jl.Write(rec); e != nil && werr == nil {
@@ -449,8 +451,16 @@ func execute(cfg runtime.Config, ex runExtras, stdout, stderr io.Writer, log *io
 	for _, r := range recs {
 		sum.BestAccuracy = math.Max(sum.BestAccuracy, r.TestAccuracy)
 	}
-	if n := len(recs); n > 0 && sum.FinalAccuracy == 0 && sum.FinalLoss == 0 {
-		sum.FinalAccuracy, sum.FinalLoss = recs[n-1].TestAccuracy, recs[n-1].TestLoss
+	if n := len(recs); n > 0 && ranNone {
+		// A resumed run that stopped before (target, early stop) runs no
+		// round: its figures are those of its last recorded round.
+		last := recs[n-1]
+		sum.FinalAccuracy, sum.FinalLoss = last.TestAccuracy, last.TestLoss
+		sum.Privacy = last.Privacy()
+		sum.MaxClientEpsilon = math.Inf(1)
+		if last.MaxClientEpsilon != nil {
+			sum.MaxClientEpsilon = *last.MaxClientEpsilon
+		}
 	}
 	if ex.resume != "" || interrupted.Load() || stopped() {
 		if err := writeConfigFile(cfg); err != nil {
