@@ -109,7 +109,9 @@ func TestResumeAfterEarlyStopKeepsStatement(t *testing.T) {
 	if strip(before) != strip(after) {
 		t.Fatalf("summary changed on a resume that ran no round:\n%s\n%s", before, after)
 	}
-	last := func(s string) string { return s[strings.LastIndex(s, "cumulative central epsilon"):strings.LastIndex(s, "; outputs")] }
+	last := func(s string) string {
+		return s[strings.LastIndex(s, "cumulative central epsilon"):strings.LastIndex(s, "; outputs")]
+	}
 	if last(out) != last(out2) || strings.Contains(out2, "epsilon 0 ") {
 		t.Fatalf("statement changed:\n%s\n%s", out, out2)
 	}
