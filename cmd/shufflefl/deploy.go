@@ -341,6 +341,12 @@ func runDeployLocal(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return deployExit("deploy-local", stderr, err)
 	}
+	if n := len(recs); n > 0 && recs[n-1].DPrivacy != nil {
+		// The d-privacy statement (no (epsilon, delta) claim), as run
+		// prints it; the analyzer's figure bounds every client's ledger.
+		d := recs[n-1].DPrivacy
+		fmt.Fprintf(stdout, "deploy-local: d-privacy leakage %.4g per participation, at most %.4g composed for a client; no (epsilon, delta)-DP guarantee\n", d.Level, d.MaxCumulative)
+	}
 	fmt.Fprintf(stdout, "deploy-local: %d rounds of %s with %d clients (d = %d): final test accuracy %.4f; analyzer opened %d messages (%d rejected); shuffler accepted %d reports, %d sealed bytes (%.0f per report); outputs in %s\n",
 		res.Summary.Rounds, cfg.Protocol, cfg.Clients, st.Dim(), res.Summary.FinalAccuracy, res.Opened.Accepted, res.Opened.Rejected(), res.Shuffler.Accepted, res.Shuffler.Bytes,
 		float64(res.Shuffler.Bytes)/math.Max(1, float64(res.Shuffler.Accepted)), cfg.Out)
