@@ -3,7 +3,6 @@ package deploy
 import (
 	"context"
 	"fmt"
-	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -251,7 +250,9 @@ func TestClusteredAnalyzerCrash(t *testing.T) {
 	if !moved {
 		t.Fatal("the simulation's models never moved")
 	}
-	if worst > 1e-9 || math.IsNaN(worst) {
+	// Exact: ifca-dp's released values lie on power-of-two grids, so the
+	// k-means sums do not depend on the order (TestLocalClusteredEqualsSimulation).
+	if worst != 0 {
 		t.Fatalf("after the crash the k models differ from the simulation's by %.3g (relative)", worst)
 	}
 	for i, db := range cdbs {

@@ -52,7 +52,11 @@ func modelsDiff(t *testing.T, got, want, init [][]float64) (worst float64, moved
 // same k-means. Only the order of the released vectors differs (the
 // engine's shuffled participant order, the deployment's shuffled arrival
 // order), which changes the cluster means' floating-point summation order:
-// each parameter must agree to a relative 1e-9.
+// each parameter must agree to a relative 1e-9 (local training's float32
+// kernels can enlarge a last-bit difference of the means). ifca-dp must
+// agree exactly: the secure sanitizer snaps every released value to a
+// power-of-two grid (mechanism.SanitizeOptions.Secure), so the cluster
+// sums are exact in any order.
 func TestLocalClusteredEqualsSimulation(t *testing.T) {
 	if testing.Short() {
 		t.Skip("50 clients × 3 rounds of d = 7,850 per protocol; skipped with -short")
@@ -61,10 +65,11 @@ func TestLocalClusteredEqualsSimulation(t *testing.T) {
 		name  string
 		proto string
 		opts  map[string]float64
+		tol   float64
 	}{
-		{"ifca-dp k=2 nu=1", "ifca-dp", map[string]float64{"k": 2, "nu": 1}},
-		{"ifca k=2", "ifca", map[string]float64{"k": 2}},
-		{"ifca k=1", "ifca", map[string]float64{"k": 1}},
+		{"ifca-dp k=2 nu=1", "ifca-dp", map[string]float64{"k": 2, "nu": 1}, 0},
+		{"ifca k=2", "ifca", map[string]float64{"k": 2}, 1e-9},
+		{"ifca k=1", "ifca", map[string]float64{"k": 1}, 1e-9},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := clusteredConfig(tc.proto, 50, 3, tc.opts)
@@ -100,8 +105,8 @@ func TestLocalClusteredEqualsSimulation(t *testing.T) {
 			if !moved {
 				t.Fatal("the simulation's models never moved: the comparison would prove nothing")
 			}
-			if worst > 1e-9 || math.IsNaN(worst) {
-				t.Fatalf("largest relative difference from the simulation %.3g > 1e-9", worst)
+			if worst > tc.tol || math.IsNaN(worst) {
+				t.Fatalf("largest relative difference from the simulation %.3g > %g", worst, tc.tol)
 			}
 			for i, r := range got {
 				s := simRes[i]
