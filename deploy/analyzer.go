@@ -105,8 +105,12 @@ func NewAnalyzer(cfg AnalyzerConfig) (*Analyzer, error) {
 	if a.logf == nil {
 		a.logf = log.Printf
 	}
+	var hs [][]float64 // the role updates its models in place: copies, not the Setup's
+	for _, h := range st.Hypotheses {
+		hs = append(hs, append([]float64(nil), h...))
+	}
 	var err error
-	a.an, err = a.newRole(st.Hypotheses)
+	a.an, err = a.newRole(hs)
 	if err != nil {
 		return nil, err
 	}
@@ -582,7 +586,7 @@ func unpackModels(b []byte, k, d int) ([][]float64, error) {
 // cluster. The clients' choices are private (Chosen stays 0: the analyzer
 // never learns them).
 func (a *Analyzer) clusterResult(res *runtime.RoundResult) {
-	if a.st.K <= 1 && a.st.Clustered() == nil {
+	if a.st.Clustered() == nil {
 		return
 	}
 	sizes := a.an.ClusterSizes()

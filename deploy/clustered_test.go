@@ -10,6 +10,8 @@ import (
 
 	"shufflefl/checks"
 	"shufflefl/runtime"
+	"shufflefl/seal"
+	"shufflefl/wire"
 )
 
 // clusteredConfig is a small clustered run: clients on the committed
@@ -154,5 +156,42 @@ func TestClusteredSetupLimits(t *testing.T) {
 		case !tc.ok && (err == nil || !errors.Is(err, checks.ErrInvalid) || !strings.Contains(err.Error(), "wire.MaxModelBytes")):
 			t.Errorf("k = %v: error %v, want one wrapping checks.ErrInvalid naming wire.MaxModelBytes", tc.k, err)
 		}
+	}
+}
+
+// TestAnalyzerKeepsSetupHypotheses: the analyzer updates its own copies of
+// the k initial models, never the Setup's (a restarted analyzer, or a
+// second one on the same Setup, starts from the run's initial models).
+func TestAnalyzerKeepsSetupHypotheses(t *testing.T) {
+	h := newHarnessConfig(t, ifcaHarnessConfig(2, 1), 1)
+	h.waitRound(t, 1)
+	h.cancel()
+	before := [][]float64{append([]float64(nil), h.st.Init...), append([]float64(nil), h.st.Hypotheses[0]...)}
+	s, err := seal.NewSealer(h.creds.HPKEPublic, h.st.RunID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ms []*wire.SealedMessage
+	for _, v := range []float64{0.3, -0.3} {
+		vals := make([]float64, h.st.Dim())
+		for j := range vals {
+			vals[j] = v
+		}
+		ct, err := s.Seal(1, seal.Report, vals)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ms = append(ms, &wire.SealedMessage{Ciphertext: ct})
+	}
+	if _, err := h.an.batch(&wire.BatchHeader{Round: 1, RunId: h.st.RunID, Counts: &wire.BatchCounts{Reports: 2, Messages: 2}}, ms); err != nil {
+		t.Fatal(err)
+	}
+	after := h.an.Models()
+	worst, _ := modelsDiff(t, [][]float64{h.st.Init, h.st.Hypotheses[0]}, before, before)
+	if worst != 0 {
+		t.Fatalf("the release changed the Setup's initial models (difference %v)", worst)
+	}
+	if moved, _ := modelsDiff(t, after, before, before); moved == 0 {
+		t.Fatal("the release changed no model")
 	}
 }
