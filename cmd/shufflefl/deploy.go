@@ -425,6 +425,11 @@ func runAnalyzer(args []string, stdout, stderr io.Writer) int {
 	an, err := deploy.NewAnalyzer(deploy.AnalyzerConfig{Setup: st, DB: db, Key: creds.HPKE, Shuffler: wire.NewShufflerControlClient(conn),
 		RoundTimeout: o.roundTimeout, MinReports: o.minReports, Workers: cfg.Workers, Logf: lg.Printf,
 		Observe: func(r runtime.RoundResult) {
+			if d := r.DPrivacy; d != nil {
+				lg.Printf("analyzer: round %d: %d reports, test accuracy %.4f, d-privacy leakage %.4g per participation, at most %.4g composed for a client (no (epsilon, delta) guarantee)",
+					r.Round, r.Participants, r.TestAccuracy, d.Level, d.MaxCumulative)
+				return
+			}
 			lg.Printf("analyzer: round %d: %d reports, test accuracy %.4f, cumulative epsilon %.4g", r.Round, r.Participants, r.TestAccuracy, r.Privacy.CumulativeEpsilon)
 		}})
 	if err != nil {
