@@ -448,6 +448,10 @@ func runAnalyzer(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return deployExit("analyzer", stderr, err)
 	}
+	if d := sum.Privacy.DPrivacy; d != nil {
+		fmt.Fprintf(stdout, "analyzer: %d rounds, final test accuracy %.4f; %s\n", sum.Rounds, sum.FinalAccuracy, sum.Privacy.Bound)
+		return 0
+	}
 	fmt.Fprintf(stdout, "analyzer: %d rounds, final test accuracy %.4f, cumulative epsilon %.4g\n", sum.Rounds, sum.FinalAccuracy, sum.Privacy.CumulativeEpsilon)
 	return 0
 }
