@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc/codes"
 
 	"shufflefl/account"
+	"shufflefl/checks"
 	"shufflefl/fl"
 	"shufflefl/protocol"
 	"shufflefl/rng"
@@ -96,12 +97,20 @@ func NewAnalyzer(cfg AnalyzerConfig) (*Analyzer, error) {
 		cfg.MinReports = 1
 	}
 	st := cfg.Setup
+	// A clustered protocol's k-means needs at least k released vectors
+	// (protocol.Clustered's Check): fewer reports void the round at the
+	// shuffler, as any round below its minimum.
+	cfg.MinReports = max(cfg.MinReports, st.K)
 	a := &Analyzer{cfg: cfg, st: st, acct: st.Accountant, w: append([]float64(nil), st.Init...), logf: cfg.Logf, done: make(chan int64, 1)}
 	if a.logf == nil {
 		a.logf = log.Printf
 	}
+	var hs [][]float64 // the role updates its models in place: copies, not the Setup's
+	for _, h := range st.Hypotheses {
+		hs = append(hs, append([]float64(nil), h...))
+	}
 	var err error
-	a.an, err = role.NewAnalyzer(role.AnalyzerConfig{Protocol: st.Proto, Model: a.w, ServerLR: st.ServerLR, Accountant: a.acct})
+	a.an, err = a.newRole(hs)
 	if err != nil {
 		return nil, err
 	}
@@ -135,7 +144,7 @@ func (a *Analyzer) resume() error {
 	case err != nil:
 		return err
 	default:
-		w, err := wire.UnpackFloat64s(nil, cp.Model, len(a.w))
+		ms, err := unpackModels(cp.Model, a.st.K, len(a.w))
 		if err != nil {
 			return errf("deploy: analyzer: checkpoint %d: %w", cp.Round, err)
 		}
@@ -144,8 +153,11 @@ func (a *Analyzer) resume() error {
 				return errf("deploy: analyzer: checkpoint %d: %w", cp.Round, err)
 			}
 		}
-		if err := a.an.Restore(int(cp.Round), w, a.acct); err != nil {
+		if err := a.an.Restore(int(cp.Round), ms[0], a.acct); err != nil {
 			return err
+		}
+		if err := a.an.RestoreHypotheses(ms[1:]); err != nil {
+			return errf("deploy: analyzer: checkpoint %d: %w", cp.Round, err)
 		}
 	}
 	if last > int64(a.an.Round()) {
@@ -191,13 +203,13 @@ func (a *Analyzer) Accountant() *account.Accountant { return a.acct }
 
 // announcement builds round t's announcement.
 func (a *Analyzer) announcement(t int64, deadline time.Time) (*wire.RoundAnnouncement, error) {
-	w, err := wire.PackFloat64s(a.an.Model())
+	models, err := announcedModels(a.an.Models())
 	if err != nil {
 		return nil, err
 	}
 	return &wire.RoundAnnouncement{
 		Round: t, RunId: a.st.RunID, Protocol: a.st.Config.Protocol, Params: Params(a.st),
-		Models:           []*wire.Model{{Name: "global", Dimension: uint32(len(a.w)), Weights: w}},
+		Models:           models,
 		DeadlineUnixNano: deadline.UnixNano(), TtlMillis: a.cfg.TTL.Milliseconds(), MinReports: uint32(a.cfg.MinReports),
 		SamplingRate: 1, AnalyzerPublicKey: a.cfg.Key.Public().Bytes(), HpkeSuite: a.cfg.Key.Suite().String(),
 	}, nil
@@ -283,7 +295,9 @@ func (a *Analyzer) summary(start time.Time) runtime.Summary {
 	s := a.sum
 	s.Dim, s.Plan = len(a.w), a.st.Plan
 	s.Workers = a.cfg.Workers
-	s.TrainSamples, s.TestSamples = len(a.st.Train.Y), len(a.st.Test.Y)
+	// The test set holds one copy per rotation group ("rotated"); the
+	// summary counts the dataset's samples, as the engine's does.
+	s.TrainSamples, s.TestSamples = len(a.st.Train.Y), len(a.st.Test.Y)/max(1, a.st.TestGroups)
 	s.Seconds = time.Since(start).Seconds()
 	return s
 }
@@ -427,7 +441,7 @@ func (a *Analyzer) batch(h *wire.BatchHeader, ms []*wire.SealedMessage) (*wire.B
 			s.Participants = a.st.Config.Clients
 			verr = void(fmt.Sprintf("the batch was refused: %v", err))
 		} else {
-			mb, err := wire.PackFloat64s(a.an.Model())
+			mb, err := packModels(a.an.Models())
 			if err != nil {
 				return nil, wire.Errorf(codes.Internal, wire.Reason_REASON_INTERNAL, "", t, "%v", err)
 			}
@@ -446,6 +460,7 @@ func (a *Analyzer) batch(h *wire.BatchHeader, ms []*wire.SealedMessage) (*wire.B
 			}
 			a.released++
 			res.Privacy = priv
+			a.clusterResult(&res)
 		}
 	}
 	if verr != nil {
@@ -490,11 +505,145 @@ func (a *Analyzer) pastTarget(t, reporters int) (string, error) {
 }
 
 // reopen rebuilds the role after a refused batch (the role has the round
-// open; a fresh one restored from memory has none).
+// open; a fresh one restored from memory has none). The refused round
+// changed no model, so the current k models carry over.
 func (a *Analyzer) reopen(finished int) *role.Analyzer {
-	an, _ := role.NewAnalyzer(role.AnalyzerConfig{Protocol: a.st.Proto, Model: a.w, ServerLR: a.st.ServerLR, Accountant: a.acct})
+	var hs [][]float64
+	for _, h := range a.an.Models()[1:] {
+		hs = append(hs, append([]float64(nil), h...))
+	}
+	an, _ := a.newRole(hs)
 	_ = an.Restore(finished, append([]float64(nil), a.w...), a.acct)
 	return an
+}
+
+// newRole builds the analyzer role on the model a.w and, for a clustered
+// protocol, the other k−1 models hs (which it then owns and updates).
+func (a *Analyzer) newRole(hs [][]float64) (*role.Analyzer, error) {
+	return role.NewAnalyzer(role.AnalyzerConfig{Protocol: a.st.Proto, Model: a.w, Hypotheses: hs, ServerLR: a.st.ServerLR, Accountant: a.acct})
+}
+
+// Models returns copies of the analyzer's k models (models[0] is Model()).
+func (a *Analyzer) Models() [][]float64 {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var out [][]float64
+	for _, m := range a.an.Models() {
+		out = append(out, append([]float64(nil), m...))
+	}
+	return out
+}
+
+// announcedModels are the models of an announcement: the global model
+// ("global"), or a clustered protocol's k hypotheses ("hypothesis-0" ...),
+// in the analyzer's order, which is the order a client chooses among.
+func announcedModels(ms [][]float64) ([]*wire.Model, error) {
+	out := make([]*wire.Model, len(ms))
+	for h, m := range ms {
+		w, err := wire.PackFloat64s(m)
+		if err != nil {
+			return nil, err
+		}
+		name := "global"
+		if len(ms) > 1 {
+			name = fmt.Sprintf("hypothesis-%d", h)
+		}
+		out[h] = &wire.Model{Name: name, Dimension: uint32(len(m)), Weights: w}
+	}
+	return out, nil
+}
+
+// packModels encodes a checkpoint's models: the k models' parameters
+// concatenated (k·d values; k = 1 is the one global model, the format of
+// a non-clustered checkpoint).
+func packModels(ms [][]float64) ([]byte, error) {
+	all := make([]float64, 0, len(ms)*len(ms[0]))
+	for _, m := range ms {
+		all = append(all, m...)
+	}
+	return wire.PackFloat64s(all)
+}
+
+// unpackModels decodes packModels' encoding of k models of dimension d; a
+// checkpoint of another k or d is an error wrapping checks.ErrInvalid.
+func unpackModels(b []byte, k, d int) ([][]float64, error) {
+	if len(b) != 8*k*d {
+		return nil, checks.Invalidf("checkpoint of %d bytes, want %d models of %d parameters (%d bytes)", len(b), k, d, 8*k*d)
+	}
+	all, err := wire.UnpackFloat64s(nil, b, k*d)
+	if err != nil {
+		return nil, err
+	}
+	ms := make([][]float64, k)
+	for h := range ms {
+		ms[h] = all[h*d : (h+1)*d : (h+1)*d]
+	}
+	return ms, nil
+}
+
+// clusterResult fills a released round's per-model record of a clustered
+// protocol: how many released vectors the k-means put in each model's
+// cluster. The clients' choices are private (Chosen stays 0: the analyzer
+// never learns them).
+func (a *Analyzer) clusterResult(res *runtime.RoundResult) {
+	if a.st.Clustered() == nil {
+		return
+	}
+	sizes := a.an.ClusterSizes()
+	res.Hypotheses = make([]runtime.Hypothesis, a.st.K)
+	for h := range res.Hypotheses {
+		if h < len(sizes) {
+			res.Hypotheses[h].Size = sizes[h]
+		}
+	}
+}
+
+// evaluateClustered evaluates every model on every test group and sets the
+// round's accuracy and loss to the average over groups of the group's best
+// model (runtime.BestPerGroup), as the engine's evaluation of a clustered
+// protocol does. Each released model's MaxLeakage is the analyzer's bound
+// on the leakage of the clients in its cluster (dleak).
+func (a *Analyzer) evaluateClustered(res *runtime.RoundResult, workers int, dleak float64) error {
+	g := a.st.TestGroups
+	n := len(a.st.Test.Y) / g
+	f := a.st.Test.Features
+	if res.Hypotheses == nil {
+		res.Hypotheses = make([]runtime.Hypothesis, a.st.K)
+	}
+	for h, w := range a.an.Models() {
+		hy := &res.Hypotheses[h]
+		hy.Accuracy, hy.Loss = make([]float64, g), make([]float64, g)
+		for i := 0; i < g; i++ {
+			ex := fl.Examples{X: a.st.Test.X[i*n*f : (i+1)*n*f], Y: a.st.Test.Y[i*n : (i+1)*n], Features: f}
+			acc, loss, err := fl.Evaluate(a.st.Model, w, ex, workers)
+			if err != nil {
+				return err
+			}
+			hy.Accuracy[i], hy.Loss[i] = acc, loss
+		}
+		if hy.Size > 0 {
+			hy.MaxLeakage = dleak
+		}
+	}
+	res.TestAccuracy, res.TestLoss = 0, 0
+	for i, best := range runtime.BestPerGroup(res.Hypotheses) {
+		res.TestAccuracy += res.Hypotheses[best].Accuracy[i] / float64(g)
+		res.TestLoss += res.Hypotheses[best].Loss[i] / float64(g)
+	}
+	return nil
+}
+
+// maxDLeak bounds every client's cumulative d-privacy leakage after the
+// released rounds: the analyzer does not see the clients' ledgers, so it
+// states the most any client can have composed — one level per released
+// round, and no more than its cap allows (a client declines a release
+// past ClientCap).
+func (a *Analyzer) maxDLeak() float64 {
+	l := float64(a.released) * a.st.DLevel
+	if c := a.st.Config.ClientCap; c > 0 {
+		l = math.Min(l, math.Floor(c/a.st.DLevel*(1+1e-9))*a.st.DLevel)
+	}
+	return l
 }
 
 // finishResult evaluates the model and completes the round's record.
@@ -504,11 +653,22 @@ func (a *Analyzer) finishResult(res *runtime.RoundResult) {
 	if workers <= 0 {
 		workers = 1
 	}
-	acc, loss, err := fl.Evaluate(a.st.Model, a.an.Model(), a.st.Test, workers)
-	if err != nil {
-		a.logf("analyzer: round %d: evaluation: %v", res.Round, err)
+	if a.st.Clustered() != nil {
+		var dleak float64
+		if a.st.DLevel > 0 {
+			dleak = a.maxDLeak()
+			res.DPrivacy = &runtime.DPrivacyRound{Level: a.st.DLevel, MaxCumulative: dleak, MedianCumulative: dleak}
+		}
+		if err := a.evaluateClustered(res, workers, dleak); err != nil {
+			a.logf("analyzer: round %d: evaluation: %v", res.Round, err)
+		}
+	} else {
+		acc, loss, err := fl.Evaluate(a.st.Model, a.an.Model(), a.st.Test, workers)
+		if err != nil {
+			a.logf("analyzer: round %d: evaluation: %v", res.Round, err)
+		}
+		res.TestAccuracy, res.TestLoss = acc, loss
 	}
-	res.TestAccuracy, res.TestLoss = acc, loss
 	res.Timing.Evaluate = time.Since(t0).Seconds()
 	if a.acct != nil {
 		sp := a.acct.Spent()

@@ -58,10 +58,17 @@ type Client struct {
 	ledger *account.Ledger
 	role   *role.Client // ledger check, staged encoding, durable commit
 	tr     *fl.Trainer
-	nonce  *rand.Rand
-	logf   func(string, ...any)
-	last   int64
-	hb     time.Duration
+	// enc is the clustered protocol's encoder on the model chosen this
+	// round (nil for other protocols); sub holds the shard for the choice.
+	enc *chosenModel
+	sub fl.Examples
+	// charges: the client keeps a ledger, of (epsilon, delta) or of
+	// d-privacy leakage (Setup.DLevel).
+	charges bool
+	nonce   *rand.Rand
+	logf    func(string, ...any)
+	last    int64
+	hb      time.Duration
 }
 
 // NewClient builds a client; its ledger is the DB's (durable), capped at
@@ -92,6 +99,17 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 	if st.Charges {
 		cc.Ledger = l
 	}
+	if cl := st.Clustered(); cl != nil {
+		c.enc = &chosenModel{Clustered: cl}
+		cc.Protocol = c.enc
+		if st.DLevel > 0 {
+			// The client's own d-privacy ledger: every release charges
+			// the level n/nu (the role's budget), the ledger adds the
+			// levels (Theorem 1) and refuses a release past the cap.
+			cc.Budget, cc.LocalDelta, cc.Ledger = protocol.Budget{Epsilon: st.DLevel}, false, l
+		}
+	}
+	c.charges = cc.Ledger != nil
 	c.role = role.NewClient(cc)
 	if c.logf == nil {
 		c.logf = log.Printf
@@ -269,8 +287,13 @@ func (c *Client) checkTask(a *wire.RoundAnnouncement) error {
 			return checks.Invalidf("task parameter %v differs from the agreed %v", a.Params[i], want[i])
 		}
 	}
-	if len(a.Models) != 1 || int(a.Models[0].Dimension) != c.st.Dim() {
-		return checks.Invalidf("task has %d models, expected one of dimension %d", len(a.Models), c.st.Dim())
+	if len(a.Models) != c.st.K {
+		return checks.Invalidf("task has %d models, expected %d", len(a.Models), c.st.K)
+	}
+	for h, m := range a.Models {
+		if int(m.Dimension) != c.st.Dim() || len(m.Weights) != 8*c.st.Dim() {
+			return checks.Invalidf("task's model %d has dimension %d (%d bytes), expected %d", h, m.Dimension, len(m.Weights), c.st.Dim())
+		}
 	}
 	if string(a.AnalyzerPublicKey) != string(c.cfg.AnalyzerKey.Bytes()) {
 		return checks.Invalidf("task names another analyzer key than the configured one")
@@ -301,14 +324,29 @@ func (c *Client) round(ctx context.Context, task *wire.RoundAnnouncement, pulled
 		}
 		return errf("client %s: round %d: ledger: %w", id, t, err)
 	}
-	w, err := wire.UnpackFloat64s(nil, task.Models[0].Weights, c.st.Dim())
-	if err != nil {
-		return errf("client %s: round %d: model: %w", id, t, err)
+	models := make([][]float64, len(task.Models))
+	for h, m := range task.Models {
+		var err error
+		if models[h], err = wire.UnpackFloat64s(nil, m.Weights, c.st.Dim()); err != nil {
+			return errf("client %s: round %d: model %d: %w", id, t, h, err)
+		}
+	}
+	w := models[0]
+	shard := c.st.Shards[c.cfg.Index]
+	if c.enc != nil {
+		// Every participant receives the k models and trains the one with
+		// the lowest loss on its own shard; the choice never leaves it.
+		h, err := chooseHypothesis(c.st.Model, models, c.st.Train, shard, &c.sub)
+		if err != nil {
+			return errf("client %s: round %d: choosing a model: %w", id, t, err)
+		}
+		w = models[h]
+		c.enc.base = w
 	}
 	gen := streams{c.cfg.TestSeed}
 	idx := uint64(c.cfg.Index)
 	update := make([]float64, c.st.Dim())
-	if _, err := c.tr.LocalUpdate(update, gen.get(rng.LabelTraining, uint64(t), idx), w, c.st.Train, c.st.Shards[c.cfg.Index], c.st.Local); err != nil {
+	if _, err := c.tr.LocalUpdate(update, gen.get(rng.LabelTraining, uint64(t), idx), w, c.st.Train, shard, c.st.Local); err != nil {
 		return errf("client %s: round %d: local update: %w", id, t, err)
 	}
 	var rep protocol.Report
@@ -388,10 +426,58 @@ func (c *Client) send(ctx context.Context, t int64, body []byte) error {
 		}
 		c.logf("client %s: round %d: report not taken: %v", id, t, err)
 	}
-	if c.st.Charges {
+	if c.charges {
 		if err := c.cfg.DB.MarkSent(id, t); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// chosenModel adapts a clustered protocol to the role's staged path
+// (role.Client.Stage, then Commit with the charge stored together with the
+// sealed report): its Encode is the protocol's EncodeModel — the code the
+// engine's client runs through role.Client.EncodeModel — with the model
+// the client chose this round as the base.
+type chosenModel struct {
+	protocol.Clustered
+	base []float64
+}
+
+// Encode implements protocol.Protocol with the protocol's EncodeModel on
+// the chosen model.
+func (m *chosenModel) Encode(r *rand.Rand, s protocol.Shape, update []float64, b protocol.Budget, out *protocol.Report) error {
+	if m.base == nil {
+		return checks.Invalidf("%s: no model chosen for round %d", m.Name(), s.Round)
+	}
+	return m.EncodeModel(r, s, m.base, update, b, out)
+}
+
+// chooseHypothesis is a clustered client's private choice, the engine's
+// rule (runtime's chooseHypothesis): the model with the lowest loss on the
+// client's shard (fl.Evaluate on one worker; ties and NaN losses to the
+// lowest index), and model 0 when there is one model or the shard is
+// empty. sub is scratch for the shard's examples.
+func chooseHypothesis(model fl.Model, models [][]float64, train fl.Examples, shard []int, sub *fl.Examples) (int, error) {
+	if len(models) == 1 || len(shard) == 0 {
+		return 0, nil
+	}
+	f := train.Features
+	sub.Features = f
+	sub.X, sub.Y = sub.X[:0], sub.Y[:0]
+	for _, i := range shard {
+		sub.X = append(sub.X, train.X[i*f:(i+1)*f]...)
+		sub.Y = append(sub.Y, train.Y[i])
+	}
+	best, bl := 0, math.Inf(1)
+	for h, m := range models {
+		_, l, err := fl.Evaluate(model, m, *sub, 1)
+		if err != nil {
+			return 0, err
+		}
+		if l < bl {
+			best, bl = h, l
+		}
+	}
+	return best, nil
 }

@@ -16,8 +16,9 @@
 //  2. The shuffler opens the round in its inbox and offers the announcement
 //     to clients, who pull it (PullTask) with signed requests and send
 //     heartbeats.
-//  3. A client consults its ledger, trains on its shard, encodes through
-//     role.Client, seals every message to the analyzer, stores the sealed
+//  3. A client consults its ledger, trains on its shard (for a clustered
+//     protocol, on the model it chose), encodes through role.Client, seals
+//     every message to the analyzer, stores the sealed
 //     report in its outbox in the same transaction as the ledger charge,
 //     and only then sends it. A retry resends the stored bytes.
 //  4. The shuffler authenticates the request (signature, timestamp, nonce),
@@ -32,6 +33,19 @@
 //     round's privacy statement from the number of reporters actually
 //     shuffled, absorbs, releases, and commits the checkpoint (model,
 //     accountant, round log) in one transaction before acknowledging.
+//
+// # Clustered protocols
+//
+// For a clustered protocol (protocol.Clustered: ifca, ifca-dp) the analyzer
+// keeps and announces k models; every client receives all k, trains the one
+// with the lowest loss on its own shard (the engine's rule; the choice
+// never leaves the client), and releases one sealed whole report, the
+// protocol's EncodeModel of its updated model, through the role's staged
+// path. For ifca-dp the client's own ledger composes the d-privacy level
+// n/nu of each release (group-privacy paper, Theorem 1) and declines a
+// release past its cap. The analyzer runs the protocol's k-means on the
+// opened reports and checkpoints the k models together. Setup refuses a
+// run whose k models or sealed report exceed the wire's limits.
 //
 // # Randomness
 //

@@ -41,8 +41,10 @@ type LocalOptions struct {
 
 // LocalResult is the outcome of RunLocal.
 type LocalResult struct {
-	Summary  runtime.Summary
-	Model    []float64
+	Summary runtime.Summary
+	Model   []float64
+	// Models are the analyzer's k final models (Models[0] is Model).
+	Models   [][]float64
 	Opened   seal.Stats
 	Shuffler ShufflerStats
 }
@@ -194,7 +196,7 @@ func RunLocal(ctx context.Context, st *Setup, o LocalOptions) (*LocalResult, err
 		return nil, err
 	}
 	sum.Workers = o.Workers
-	return &LocalResult{Summary: sum, Model: an.Model(), Opened: an.Stats(), Shuffler: sh.Stats()}, nil
+	return &LocalResult{Summary: sum, Model: an.Model(), Models: an.Models(), Opened: an.Stats(), Shuffler: sh.Stats()}, nil
 }
 
 // localClient builds client i of a local run and returns what to close.

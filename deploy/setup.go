@@ -16,6 +16,7 @@ import (
 	"shufflefl/role"
 	"shufflefl/runtime"
 	"shufflefl/seal"
+	"shufflefl/wire"
 )
 
 // ValueBound bounds every decrypted coordinate or report value the
@@ -52,8 +53,26 @@ type Setup struct {
 	// Shards[i] are the training examples of client i (0-based).
 	Shards [][]int
 	// Train and Test are the examples (clients read their shard of Train;
-	// the analyzer evaluates on Test).
+	// the analyzer evaluates on Test). Under the "rotated" partition they
+	// are the engine's: every client's samples transformed for its group,
+	// and one transformed copy of the test set per group.
 	Train, Test fl.Examples
+	// TestGroups is the number of equal parts Test splits into for a
+	// clustered protocol's evaluation (Config.Groups under "rotated", else
+	// 1).
+	TestGroups int
+	// K is the number of models the analyzer keeps and announces: a
+	// clustered protocol's k (protocol.Clustered), else 1.
+	K int
+	// Hypotheses are the other K−1 initial models of a clustered protocol
+	// (the engine's, models[1:]; Init is models[0]); nil otherwise.
+	Hypotheses [][]float64
+	// DLevel is the d-privacy leakage of one participation (n/nu) of a
+	// protocol whose guarantee is d-privacy, which each client's own
+	// ledger composes (group-privacy paper, Theorem 1); 0 when there is
+	// none (non-clustered protocols, and plain IFCA, whose leakage is
+	// unbounded).
+	DLevel float64
 	// Local is the clients' local training.
 	Local fl.LocalConfig
 	// ServerLR scales the estimate into the model (FedSGD: −server-lr·lr).
@@ -71,10 +90,13 @@ type Setup struct {
 // deployment's protocol is the simulation's; the engine itself never runs.
 //
 // A deployment runs every registered client in every round (no sampling:
-// clients-per-round 0 or equal to clients), IID shards, uniform budgets,
-// and no Poisson-sampled or clustered
-// protocol; anything else is refused with an error wrapping
-// checks.ErrInvalid.
+// clients-per-round 0 or equal to clients), the engine's partitions (iid,
+// dirichlet, rotated: the same shards for the same seed), uniform budgets,
+// and no Poisson-sampled protocol. Clustered protocols (ifca, ifca-dp) are
+// supported while their k models fit one announcement
+// (wire.MaxModelBytes) and a sealed whole report fits one message
+// (wire.MaxCiphertextBytes). Anything else is refused with an error
+// wrapping checks.ErrInvalid.
 func NewSetup(cfg runtime.Config, split data.Split, runID string) (*Setup, error) {
 	cfg.SecureNoise = true
 	if err := cfg.Validate(); err != nil {
@@ -83,8 +105,6 @@ func NewSetup(cfg runtime.Config, split data.Split, runID string) (*Setup, error
 	switch {
 	case cfg.ClientsPerRound != 0 && cfg.ClientsPerRound != cfg.Clients:
 		return nil, checks.Invalidf("deploy: every client takes part in every round: clients-per-round must be 0 or %d", cfg.Clients)
-	case cfg.Partition != "iid":
-		return nil, checks.Invalidf("deploy: partition %q: only iid shards are supported", cfg.Partition)
 	case cfg.EpsDist != "" || cfg.EpsFile != "":
 		return nil, checks.Invalidf("deploy: personalized budgets are not supported (the analyzer cannot know which clients reported)")
 	}
@@ -96,8 +116,11 @@ func NewSetup(cfg runtime.Config, split data.Split, runID string) (*Setup, error
 		return nil, err
 	}
 	p := eng.Protocol()
-	if _, ok := p.(protocol.Clustered); ok {
-		return nil, checks.Invalidf("deploy: clustered protocol %s is not supported", cfg.Protocol)
+	cl, clustered := p.(protocol.Clustered)
+	if clustered {
+		if err := fitsWire(cfg.Protocol, cl.Hypotheses(), eng.Model().Dim()); err != nil {
+			return nil, err
+		}
 	}
 	if ps, ok := p.(protocol.PoissonSampler); ok && ps.PoissonSampling() {
 		return nil, checks.Invalidf("deploy: Poisson-sampled protocol %s is not supported", cfg.Protocol)
@@ -114,12 +137,17 @@ func NewSetup(cfg runtime.Config, split data.Split, runID string) (*Setup, error
 	}
 	st := &Setup{Config: cfg, RunID: runID, Proto: p, Model: eng.Model(), Init: slices.Clone(eng.Weights()),
 		Budget: budgets[0], Accountant: eng.Accountant(), Plan: eng.PrivacyPlan()}
-	st.Shards, err = data.PartitionIID(rng.Stream(cfg.Seed, rng.LabelPartition), split.Train.Len(), cfg.Clients, cfg.SamplesPerClient)
-	if err != nil {
-		return nil, fmt.Errorf("partition: %w", err)
+	if err := st.partition(split); err != nil {
+		return nil, err
 	}
-	st.Train = fl.Examples{X: split.Train.X, Y: split.Train.Y, Features: split.Train.Features}
-	st.Test = fl.Examples{X: split.Test.X, Y: split.Test.Y, Features: split.Test.Features}
+	st.K = 1
+	if clustered {
+		ms := eng.Models()
+		st.K = len(ms)
+		for _, h := range ms[1:] {
+			st.Hypotheses = append(st.Hypotheses, slices.Clone(h))
+		}
+	}
 	st.Local = fl.LocalConfig{Epochs: cfg.LocalEpochs, Steps: cfg.LocalSteps, Batch: cfg.Batch, LR: cfg.LR, Mu: cfg.Mu}
 	st.ServerLR = cfg.ServerLR
 	if cfg.Mode == "fedsgd" {
@@ -133,6 +161,14 @@ func NewSetup(cfg runtime.Config, split data.Split, runID string) (*Setup, error
 	}
 	st.Charges = priv.Private && !math.IsInf(priv.LocalEpsilon.Max, 1)
 	st.LocalDelta = priv.LocalDelta > 0
+	if d := priv.DPrivacy; d != nil && d.Level > 0 && !math.IsInf(d.Level, 1) {
+		st.DLevel = d.Level
+	}
+	if clustered {
+		// A clustered client releases a whole model (EncodeModel); there
+		// is nothing to probe with Encode.
+		return st, nil
+	}
 	// Probe the report's form with a zero update: metadata, and whether a
 	// whole report is dense (a sealed report carries exactly d values).
 	var rep protocol.Report
@@ -144,6 +180,103 @@ func NewSetup(cfg runtime.Config, split data.Split, runID string) (*Setup, error
 		return nil, checks.Invalidf("deploy: %s sends sparse whole reports, which the sealed format does not carry", cfg.Protocol)
 	}
 	return st, nil
+}
+
+// fitsWire refuses a clustered run whose k models of dimension d do not
+// fit the wire's limits: the announcement carries the k models
+// (8·k·d bytes, at most wire.MaxModelBytes) and a client's report is one
+// sealed message of d values (at most wire.MaxCiphertextBytes and
+// seal.MaxDim values).
+func fitsWire(name string, k, d int) error {
+	if k > wire.MaxModels {
+		return checks.Invalidf("deploy: %s with k = %d models: an announcement carries at most wire.MaxModels = %d", name, k, wire.MaxModels)
+	}
+	if b := 8 * k * d; b > wire.MaxModelBytes {
+		return checks.Invalidf("deploy: %s announces k = %d models of d = %d parameters, %d bytes, over the announcement limit wire.MaxModelBytes = %d bytes (k <= %d at this d)",
+			name, k, d, b, wire.MaxModelBytes, wire.MaxModelBytes/(8*d))
+	}
+	if d > seal.MaxDim {
+		return checks.Invalidf("deploy: %s releases whole models of d = %d values, over seal.MaxDim = %d", name, d, seal.MaxDim)
+	}
+	if b := seal.MessageSize(seal.XWing, seal.KindReport, d); b > wire.MaxCiphertextBytes {
+		return checks.Invalidf("deploy: %s releases whole models sealed in %d bytes, over the message limit wire.MaxCiphertextBytes = %d bytes", name, b, wire.MaxCiphertextBytes)
+	}
+	return nil
+}
+
+// partition builds the clients' shards and the training and test examples
+// exactly as the engine does for the same seed and partition (runtime.New):
+// iid and dirichlet shards from rng.Stream(seed, LabelPartition); rotated:
+// iid shards, then the rotation groups from the same stream, every
+// client's samples transformed for its group and one transformed copy of
+// the test set per group (runtime's rotateForGroups).
+func (st *Setup) partition(split data.Split) error {
+	cfg := st.Config
+	pr := rng.Stream(cfg.Seed, rng.LabelPartition)
+	st.Train = fl.Examples{X: split.Train.X, Y: split.Train.Y, Features: split.Train.Features}
+	st.Test = fl.Examples{X: split.Test.X, Y: split.Test.Y, Features: split.Test.Features}
+	st.TestGroups = 1
+	var err error
+	switch cfg.Partition {
+	case "iid":
+		st.Shards, err = data.PartitionIID(pr, split.Train.Len(), cfg.Clients, cfg.SamplesPerClient)
+	case "dirichlet":
+		st.Shards, err = data.PartitionDirichlet(pr, split.Train.Y, split.Train.Classes, cfg.Clients, cfg.Alpha, 1)
+	case "rotated":
+		if st.Shards, err = data.PartitionIID(pr, split.Train.Len(), cfg.Clients, cfg.SamplesPerClient); err == nil {
+			groups := data.RotationGroups(pr, cfg.Clients, cfg.Groups)
+			st.Train, st.Test = rotateForGroups(split, st.Shards, groups, cfg.Groups)
+			st.TestGroups = cfg.Groups
+		}
+	default:
+		return checks.Invalidf("deploy: unknown partition %q", cfg.Partition)
+	}
+	if err != nil {
+		return fmt.Errorf("partition: %w", err)
+	}
+	return nil
+}
+
+// rotateForGroups is the engine's transformation of the "rotated"
+// partition (runtime.rotateForGroups, unexported there): images rotated by
+// 90°·g, other data by 2πg/k in feature space; the test set holds one
+// transformed copy per group. TestRotatedShardsMatchEngine checks it
+// against the engine.
+func rotateForGroups(split data.Split, shards [][]int, groups []int, k int) (fl.Examples, fl.Examples) {
+	tr, te := split.Train, split.Test
+	rot := func(ds *data.Dataset, g int) *data.Dataset {
+		if ds.Rows > 0 && ds.Cols > 0 && ds.Rows == ds.Cols {
+			return data.RotateImages(ds, ds.Rows, ds.Cols, g)
+		}
+		return data.RotateFeatures(ds, 2*math.Pi*float64(g)/float64(k))
+	}
+	x := slices.Clone(tr.X)
+	f := tr.Features
+	for g := 0; g < k; g++ {
+		src := rot(tr, g).X
+		for c, shard := range shards {
+			if groups[c] != g {
+				continue
+			}
+			for _, i := range shard {
+				copy(x[i*f:(i+1)*f], src[i*f:(i+1)*f])
+			}
+		}
+	}
+	var tx []float32
+	var ty []uint8
+	for g := 0; g < k; g++ {
+		r := rot(te, g)
+		tx = append(tx, r.X...)
+		ty = append(ty, r.Y...)
+	}
+	return fl.Examples{X: x, Y: tr.Y, Features: f}, fl.Examples{X: tx, Y: ty, Features: te.Features}
+}
+
+// Clustered returns the run's protocol as a clustered protocol, or nil.
+func (st *Setup) Clustered() protocol.Clustered {
+	cl, _ := st.Proto.(protocol.Clustered)
+	return cl
 }
 
 // Dim returns the model dimension d.

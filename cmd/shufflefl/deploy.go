@@ -341,6 +341,12 @@ func runDeployLocal(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return deployExit("deploy-local", stderr, err)
 	}
+	if n := len(recs); n > 0 && recs[n-1].DPrivacy != nil {
+		// The d-privacy statement (no (epsilon, delta) claim), as run
+		// prints it; the analyzer's figure bounds every client's ledger.
+		d := recs[n-1].DPrivacy
+		fmt.Fprintf(stdout, "deploy-local: d-privacy leakage %.4g per participation, at most %.4g composed for a client; no (epsilon, delta)-DP guarantee\n", d.Level, d.MaxCumulative)
+	}
 	fmt.Fprintf(stdout, "deploy-local: %d rounds of %s with %d clients (d = %d): final test accuracy %.4f; analyzer opened %d messages (%d rejected); shuffler accepted %d reports, %d sealed bytes (%.0f per report); outputs in %s\n",
 		res.Summary.Rounds, cfg.Protocol, cfg.Clients, st.Dim(), res.Summary.FinalAccuracy, res.Opened.Accepted, res.Opened.Rejected(), res.Shuffler.Accepted, res.Shuffler.Bytes,
 		float64(res.Shuffler.Bytes)/math.Max(1, float64(res.Shuffler.Accepted)), cfg.Out)
@@ -419,6 +425,11 @@ func runAnalyzer(args []string, stdout, stderr io.Writer) int {
 	an, err := deploy.NewAnalyzer(deploy.AnalyzerConfig{Setup: st, DB: db, Key: creds.HPKE, Shuffler: wire.NewShufflerControlClient(conn),
 		RoundTimeout: o.roundTimeout, MinReports: o.minReports, Workers: cfg.Workers, Logf: lg.Printf,
 		Observe: func(r runtime.RoundResult) {
+			if d := r.DPrivacy; d != nil {
+				lg.Printf("analyzer: round %d: %d reports, test accuracy %.4f, d-privacy leakage %.4g per participation, at most %.4g composed for a client (no (epsilon, delta) guarantee)",
+					r.Round, r.Participants, r.TestAccuracy, d.Level, d.MaxCumulative)
+				return
+			}
 			lg.Printf("analyzer: round %d: %d reports, test accuracy %.4f, cumulative epsilon %.4g", r.Round, r.Participants, r.TestAccuracy, r.Privacy.CumulativeEpsilon)
 		}})
 	if err != nil {
@@ -436,6 +447,10 @@ func runAnalyzer(args []string, stdout, stderr io.Writer) int {
 	sum, err := an.Run(ctx)
 	if err != nil {
 		return deployExit("analyzer", stderr, err)
+	}
+	if d := sum.Privacy.DPrivacy; d != nil {
+		fmt.Fprintf(stdout, "analyzer: %d rounds, final test accuracy %.4f; %s\n", sum.Rounds, sum.FinalAccuracy, sum.Privacy.Bound)
+		return 0
 	}
 	fmt.Fprintf(stdout, "analyzer: %d rounds, final test accuracy %.4f, cumulative epsilon %.4g\n", sum.Rounds, sum.FinalAccuracy, sum.Privacy.CumulativeEpsilon)
 	return 0
