@@ -19,6 +19,7 @@ import (
 	"shufflefl/protocol"
 	"shufflefl/rng"
 	"shufflefl/role"
+	"shufflefl/runtime"
 	"shufflefl/seal"
 	"shufflefl/store"
 	"shufflefl/wire"
@@ -336,7 +337,7 @@ func (c *Client) round(ctx context.Context, task *wire.RoundAnnouncement, pulled
 	if c.enc != nil {
 		// Every participant receives the k models and trains the one with
 		// the lowest loss on its own shard; the choice never leaves it.
-		h, err := chooseHypothesis(c.st.Model, models, c.st.Train, shard, &c.sub)
+		h, err := runtime.ChooseHypothesis(c.st.Model, models, c.st.Train, shard, &c.sub)
 		if err != nil {
 			return errf("client %s: round %d: choosing a model: %w", id, t, err)
 		}
@@ -451,33 +452,4 @@ func (m *chosenModel) Encode(r *rand.Rand, s protocol.Shape, update []float64, b
 		return checks.Invalidf("%s: no model chosen for round %d", m.Name(), s.Round)
 	}
 	return m.EncodeModel(r, s, m.base, update, b, out)
-}
-
-// chooseHypothesis is a clustered client's private choice, the engine's
-// rule (runtime's chooseHypothesis): the model with the lowest loss on the
-// client's shard (fl.Evaluate on one worker; ties and NaN losses to the
-// lowest index), and model 0 when there is one model or the shard is
-// empty. sub is scratch for the shard's examples.
-func chooseHypothesis(model fl.Model, models [][]float64, train fl.Examples, shard []int, sub *fl.Examples) (int, error) {
-	if len(models) == 1 || len(shard) == 0 {
-		return 0, nil
-	}
-	f := train.Features
-	sub.Features = f
-	sub.X, sub.Y = sub.X[:0], sub.Y[:0]
-	for _, i := range shard {
-		sub.X = append(sub.X, train.X[i*f:(i+1)*f]...)
-		sub.Y = append(sub.Y, train.Y[i])
-	}
-	best, bl := 0, math.Inf(1)
-	for h, m := range models {
-		_, l, err := fl.Evaluate(model, m, *sub, 1)
-		if err != nil {
-			return 0, err
-		}
-		if l < bl {
-			best, bl = h, l
-		}
-	}
-	return best, nil
 }

@@ -108,6 +108,11 @@ func NewSetup(cfg runtime.Config, split data.Split, runID string) (*Setup, error
 	case cfg.EpsDist != "" || cfg.EpsFile != "":
 		return nil, checks.Invalidf("deploy: personalized budgets are not supported (the analyzer cannot know which clients reported)")
 	}
+	if cfg.HoldoutClients > 0 || cfg.ValidateEvery > 0 {
+		// Validation needs the held-out clients' losses at the analyzer,
+		// which a deployment has no channel (and no privacy statement) for.
+		return nil, checks.Invalidf("deploy: early stopping on held-out clients (holdout-clients, validate-every) is simulation-only")
+	}
 	if runID == "" || len(runID) > seal.MaxRunIDLen {
 		return nil, checks.Invalidf("deploy: run id must have 1 to %d bytes", seal.MaxRunIDLen)
 	}
@@ -205,72 +210,15 @@ func fitsWire(name string, k, d int) error {
 }
 
 // partition builds the clients' shards and the training and test examples
-// exactly as the engine does for the same seed and partition (runtime.New):
-// iid and dirichlet shards from rng.Stream(seed, LabelPartition); rotated:
-// iid shards, then the rotation groups from the same stream, every
-// client's samples transformed for its group and one transformed copy of
-// the test set per group (runtime's rotateForGroups).
+// exactly as the engine does for the same seed and partition
+// (runtime.PartitionData).
 func (st *Setup) partition(split data.Split) error {
-	cfg := st.Config
-	pr := rng.Stream(cfg.Seed, rng.LabelPartition)
-	st.Train = fl.Examples{X: split.Train.X, Y: split.Train.Y, Features: split.Train.Features}
-	st.Test = fl.Examples{X: split.Test.X, Y: split.Test.Y, Features: split.Test.Features}
-	st.TestGroups = 1
-	var err error
-	switch cfg.Partition {
-	case "iid":
-		st.Shards, err = data.PartitionIID(pr, split.Train.Len(), cfg.Clients, cfg.SamplesPerClient)
-	case "dirichlet":
-		st.Shards, err = data.PartitionDirichlet(pr, split.Train.Y, split.Train.Classes, cfg.Clients, cfg.Alpha, 1)
-	case "rotated":
-		if st.Shards, err = data.PartitionIID(pr, split.Train.Len(), cfg.Clients, cfg.SamplesPerClient); err == nil {
-			groups := data.RotationGroups(pr, cfg.Clients, cfg.Groups)
-			st.Train, st.Test = rotateForGroups(split, st.Shards, groups, cfg.Groups)
-			st.TestGroups = cfg.Groups
-		}
-	default:
-		return checks.Invalidf("deploy: unknown partition %q", cfg.Partition)
-	}
+	p, err := runtime.PartitionData(st.Config, split)
 	if err != nil {
-		return fmt.Errorf("partition: %w", err)
+		return err
 	}
+	st.Shards, st.Train, st.Test, st.TestGroups = p.Shards, p.Train, p.Test, p.TestGroups
 	return nil
-}
-
-// rotateForGroups is the engine's transformation of the "rotated"
-// partition (runtime.rotateForGroups, unexported there): images rotated by
-// 90°·g, other data by 2πg/k in feature space; the test set holds one
-// transformed copy per group. TestRotatedShardsMatchEngine checks it
-// against the engine.
-func rotateForGroups(split data.Split, shards [][]int, groups []int, k int) (fl.Examples, fl.Examples) {
-	tr, te := split.Train, split.Test
-	rot := func(ds *data.Dataset, g int) *data.Dataset {
-		if ds.Rows > 0 && ds.Cols > 0 && ds.Rows == ds.Cols {
-			return data.RotateImages(ds, ds.Rows, ds.Cols, g)
-		}
-		return data.RotateFeatures(ds, 2*math.Pi*float64(g)/float64(k))
-	}
-	x := slices.Clone(tr.X)
-	f := tr.Features
-	for g := 0; g < k; g++ {
-		src := rot(tr, g).X
-		for c, shard := range shards {
-			if groups[c] != g {
-				continue
-			}
-			for _, i := range shard {
-				copy(x[i*f:(i+1)*f], src[i*f:(i+1)*f])
-			}
-		}
-	}
-	var tx []float32
-	var ty []uint8
-	for g := 0; g < k; g++ {
-		r := rot(te, g)
-		tx = append(tx, r.X...)
-		ty = append(ty, r.Y...)
-	}
-	return fl.Examples{X: x, Y: tr.Y, Features: f}, fl.Examples{X: tx, Y: ty, Features: te.Features}
 }
 
 // Clustered returns the run's protocol as a clustered protocol, or nil.

@@ -1,8 +1,6 @@
 package runtime
 
 import (
-	"math"
-
 	"shufflefl/fl"
 	"shufflefl/protocol"
 	"shufflefl/rng"
@@ -38,34 +36,11 @@ func (e *Engine) initHypotheses(k int) [][]float64 {
 	return models
 }
 
-// chooseHypothesis is the client's private choice: the model with the
-// lowest loss on its shard (ties to the lowest index), computed with the
-// model's fast evaluation kernels on a copy of the shard in the worker's
-// scratch. It reads the models, which do not change during the client
-// phase.
+// chooseHypothesis is the client's private choice (ChooseHypothesis) on
+// the worker's scratch copy of its shard. It reads the models, which do not
+// change during the client phase.
 func (e *Engine) chooseHypothesis(w *worker, shard []int) (int, error) {
-	if len(e.models) == 1 || len(shard) == 0 {
-		return 0, nil
-	}
-	f := e.trainEx.Features
-	w.sub.Features = f
-	w.sub.X = w.sub.X[:0]
-	w.sub.Y = w.sub.Y[:0]
-	for _, i := range shard {
-		w.sub.X = append(w.sub.X, e.trainEx.X[i*f:(i+1)*f]...)
-		w.sub.Y = append(w.sub.Y, e.trainEx.Y[i])
-	}
-	best, bl := 0, math.Inf(1)
-	for h, m := range e.models {
-		_, l, err := fl.Evaluate(e.model, m, w.sub, 1)
-		if err != nil {
-			return 0, err
-		}
-		if l < bl {
-			best, bl = h, l
-		}
-	}
-	return best, nil
+	return ChooseHypothesis(e.model, e.models, e.trainEx, shard, &w.sub)
 }
 
 // recordClusters charges the round's d-privacy leakage to its participants

@@ -243,33 +243,11 @@ func New(cfg Config, split data.Split, budgets []protocol.Budget) (*Engine, erro
 		return nil, err
 	}
 
-	// Partition the training set: Clients training shards, then
-	// HoldoutClients validation shards (splitHoldout).
-	pr := rng.Stream(cfg.Seed, rng.LabelPartition)
-	nShards := cfg.Clients + cfg.HoldoutClients
-	switch cfg.Partition {
-	case "iid":
-		if split.Train.Len() < nShards {
-			return nil, checks.Invalidf("more clients (%s) than training samples (%d) in %s", clientCount(cfg), split.Train.Len(), cfg.Dataset)
-		}
-		e.shards, err = data.PartitionIID(pr, split.Train.Len(), nShards, cfg.SamplesPerClient)
-	case "dirichlet":
-		e.shards, err = data.PartitionDirichlet(pr, split.Train.Y, split.Train.Classes, nShards, cfg.Alpha, 1)
-	case "rotated":
-		if split.Train.Len() < nShards {
-			return nil, checks.Invalidf("more clients (%s) than training samples (%d) in %s", clientCount(cfg), split.Train.Len(), cfg.Dataset)
-		}
-		if e.shards, err = data.PartitionIID(pr, split.Train.Len(), nShards, cfg.SamplesPerClient); err == nil {
-			e.groups = data.RotationGroups(pr, nShards, cfg.Groups)
-			e.trainEx, e.testEx = rotateForGroups(split, e.shards, e.groups, cfg.Groups)
-		}
-	}
+	part, err := PartitionData(cfg, split)
 	if err != nil {
-		if cfg.HoldoutClients > 0 {
-			return nil, fmt.Errorf("partition (%d training + %d validation clients): %w", cfg.Clients, cfg.HoldoutClients, err)
-		}
-		return nil, fmt.Errorf("partition: %w", err)
+		return nil, err
 	}
+	e.shards, e.groups, e.trainEx, e.testEx = part.Shards, part.Groups, part.Train, part.Test
 	if err := e.splitHoldout(); err != nil {
 		return nil, err
 	}
@@ -359,41 +337,6 @@ func New(cfg Config, split data.Split, budgets []protocol.Budget) (*Engine, erro
 		return nil, err
 	}
 	return e, nil
-}
-
-// rotateForGroups builds the training examples in which every client's
-// samples are transformed for its group (shards are disjoint, so one copy of
-// the training set suffices), and a test set holding one transformed copy of
-// the test set per group, so that test accuracy averages over the groups.
-// Images are rotated by 90°·g; other data by 2πg/k in feature space.
-func rotateForGroups(split data.Split, shards [][]int, groups []int, k int) (fl.Examples, fl.Examples) {
-	tr, te := split.Train, split.Test
-	rot := func(ds *data.Dataset, g int) *data.Dataset {
-		if ds.Rows > 0 && ds.Cols > 0 && ds.Rows == ds.Cols {
-			return data.RotateImages(ds, ds.Rows, ds.Cols, g)
-		}
-		return data.RotateFeatures(ds, 2*math.Pi*float64(g)/float64(k))
-	}
-	x := slices.Clone(tr.X)
-	f := tr.Features
-	rotated := make([]*data.Dataset, k)
-	for g := 0; g < k; g++ {
-		rotated[g] = rot(tr, g)
-	}
-	for c, shard := range shards {
-		src := rotated[groups[c]].X
-		for _, i := range shard {
-			copy(x[i*f:(i+1)*f], src[i*f:(i+1)*f])
-		}
-	}
-	var tx []float32
-	var ty []uint8
-	for g := 0; g < k; g++ {
-		r := rot(te, g)
-		tx = append(tx, r.X...)
-		ty = append(ty, r.Y...)
-	}
-	return fl.Examples{X: x, Y: tr.Y, Features: f}, fl.Examples{X: tx, Y: ty, Features: te.Features}
 }
 
 // Groups returns each client's rotation group (nil unless the partition is
