@@ -108,7 +108,7 @@ func RunLocal(ctx context.Context, st *Setup, o LocalOptions) (*LocalResult, err
 		return nil, err
 	}
 	sh, err := NewShuffler(ShufflerConfig{Setup: st, DB: sdb, Registry: creds.Registry, AnalyzerKey: creds.HPKEPublic,
-		Analyzer: wire.NewAnalyzerClient(aconn), TestSeed: o.TestSeed, Logf: logf})
+		Analyzer: wire.NewAnalyzerClient(aconn), TestSeed: o.TestSeed, Quorum: localQuorum(st), Logf: logf})
 	if err != nil {
 		return nil, err
 	}
