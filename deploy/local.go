@@ -12,6 +12,7 @@ import (
 
 	"google.golang.org/grpc"
 
+	"shufflefl/account"
 	"shufflefl/runtime"
 	"shufflefl/seal"
 	"shufflefl/store"
@@ -45,6 +46,9 @@ type LocalResult struct {
 	Model    []float64
 	Opened   seal.Stats
 	Shuffler ShufflerStats
+	// Statements are the analyzer's per-round privacy statements (nil for
+	// a protocol without one).
+	Statements []account.Statement
 }
 
 // Listen listens on an ephemeral port of 127.0.0.1.
@@ -194,7 +198,11 @@ func RunLocal(ctx context.Context, st *Setup, o LocalOptions) (*LocalResult, err
 		return nil, err
 	}
 	sum.Workers = o.Workers
-	return &LocalResult{Summary: sum, Model: an.Model(), Opened: an.Stats(), Shuffler: sh.Stats()}, nil
+	res := &LocalResult{Summary: sum, Model: an.Model(), Opened: an.Stats(), Shuffler: sh.Stats()}
+	if acct := an.Accountant(); acct != nil {
+		res.Statements = acct.Log()
+	}
+	return res, nil
 }
 
 // localClient builds client i of a local run and returns what to close.
