@@ -36,9 +36,11 @@ func (f RoundFacts) SampleRate() float64 { return float64(f.Sampled) / float64(f
 //     offered the round; rate 1) and the round's population is
 //     Config.Clients, as in the engine.
 //   - The reports may not exceed the sample.
-//   - For a personalized protocol there is exactly one epsilon and one
-//     delta per report (a list of another length is refused, never
-//     truncated or padded), each list sorted ascending, each epsilon in
+//   - For a personalized protocol the lists are either both empty (every
+//     reporter has the uniform Budget, the header's convention; for APES
+//     the reports' metadata are cross-checked against it, CheckMeta) or
+//     hold exactly one epsilon and one delta per report (a list of another
+//     length is refused, never truncated or padded), each sorted ascending, each epsilon in
 //     (0, MaxEpsilon] and each delta the run's round delta (deployments
 //     take no per-client delta, see ResolveBudget). The budgets are paired
 //     in sorted order, which is the true pairing since every delta is the
@@ -67,7 +69,9 @@ func (st *Setup) Facts(h *wire.BatchHeader) (RoundFacts, error) {
 		return RoundFacts{}, checks.Invalidf("%d reports from %d sampled clients", f.Reporters, f.Sampled)
 	}
 	eps, dts := h.GetReporterEpsilons(), h.GetReporterDeltas()
-	if !st.Personalized {
+	if !st.Personalized || (len(eps) == 0 && len(dts) == 0) {
+		// Empty lists: every reporter has the uniform budget (the
+		// BatchHeader's convention).
 		if len(eps) != 0 || len(dts) != 0 {
 			return RoundFacts{}, checks.Invalidf("%d reporter epsilons and %d deltas for protocol %s, which takes one uniform budget", len(eps), len(dts), st.Config.Protocol)
 		}

@@ -452,6 +452,8 @@ func TestFactsRefusals(t *testing.T) {
 		{"no counts without sampling", uniformAll, hdr(30, 0, 0, nil, nil), true},
 		{"budgets for a uniform protocol", sampled, hdr(1, 25, 10, []float64{1}, []float64{1e-6}), false},
 		{"personalized ok", apes, hdr(2, 20, 10, []float64{e / 2, e}, []float64{d, d}), true},
+		{"personalized, empty lists: uniform", apes, hdr(2, 20, 10, nil, nil), true},
+		{"personalized, one list empty", apes, hdr(2, 20, 10, []float64{e / 2, e}, nil), false},
 		{"personalized list too short", apes, hdr(3, 20, 10, []float64{e / 2, e}, []float64{d, d}), false},
 		{"personalized list too long", apes, hdr(1, 20, 10, []float64{e / 2, e}, []float64{d, d}), false},
 		{"personalized unsorted", apes, hdr(2, 20, 10, []float64{e, e / 2}, []float64{d, d}), false},

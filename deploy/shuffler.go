@@ -82,6 +82,11 @@ type sround struct {
 	gate   sync.RWMutex
 	mu     sync.Mutex // guards live
 	live   *role.Shuffler[[]byte]
+	closed bool // under gate (exclusive) or atomically read via closing
+	// closing is set once the round stops accepting.
+	closing atomic.Bool
+	timer   *time.Timer
+
 	// reporters are the accepted senders, in order (under mu).
 	reporters []string
 	// sample is the set of clients offered the round (nil: every
@@ -90,10 +95,6 @@ type sround struct {
 	sample     map[string]bool
 	population int
 	expected   int
-	closed     bool // under gate (exclusive) or atomically read via closing
-	// closing is set once the round stops accepting.
-	closing atomic.Bool
-	timer   *time.Timer
 }
 
 // Shuffler is the shuffler service: wire.ShufflerServer for clients (TLS,
@@ -114,13 +115,14 @@ type Shuffler struct {
 	mu         sync.Mutex
 	cur        *sround
 	registered map[string]time.Time // last heartbeat
-	// budgets are the durable registrations: every registered client's
-	// budget (the population a round's sample is drawn from).
-	budgets map[string]protocol.Budget
-	stats   ShufflerStats
+	stats      ShufflerStats
 	bg         sync.WaitGroup
 	ctx        context.Context
 	cancel     context.CancelFunc
+
+	// budgets are the durable registrations (under mu): every registered
+	// client's budget; the population a round's sample is drawn from.
+	budgets map[string]protocol.Budget
 }
 
 // NewShuffler starts a shuffler service, resuming the open round of its
@@ -704,8 +706,8 @@ func (s *Shuffler) closeAndForward(sr *sround) {
 
 // reporterBudgets returns the budgets of a batch's reporters as the header
 // carries them: for a personalized protocol the epsilons and the deltas,
-// each sorted (no identities, no order of arrival); empty otherwise (every
-// reporter has the uniform budget). A reporter that never registered (a
+// each sorted (no identities, no order of arrival); empty when every
+// reporter has the uniform budget, and for other protocols. A reporter that never registered (a
 // run without sampling accepts reports from any client with credentials)
 // has the uniform budget, as a registration without a budget would.
 func (s *Shuffler) reporterBudgets(ids []string) (eps, deltas []float64) {
@@ -713,6 +715,7 @@ func (s *Shuffler) reporterBudgets(ids []string) (eps, deltas []float64) {
 		return nil, nil
 	}
 	bs := make([]protocol.Budget, len(ids))
+	uniform := true
 	s.mu.Lock()
 	for i, id := range ids {
 		b, ok := s.budgets[id]
@@ -720,8 +723,12 @@ func (s *Shuffler) reporterBudgets(ids []string) (eps, deltas []float64) {
 			b = s.st.Budget
 		}
 		bs[i] = b
+		uniform = uniform && b == s.st.Budget
 	}
 	s.mu.Unlock()
+	if uniform {
+		return nil, nil
+	}
 	return sortedBudgets(bs)
 }
 
