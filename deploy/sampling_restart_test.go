@@ -58,7 +58,7 @@ func TestSampleSurvivesRestart(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		req := &wire.RegisterRequest{Auth: &wire.RequestAuth{}, PublicKey: s.Public(), KeyAlgorithm: "ed25519", Epsilon: float64(i + 1) / 4}
+		req := &wire.RegisterRequest{Auth: &wire.RequestAuth{}, PublicKey: s.Public(), KeyAlgorithm: "ed25519", Epsilon: float64(i+1) / 4}
 		if err := sign(s, testRand(), time.Now(), wire.Shuffler_Register_FullMethodName, 0, req); err != nil {
 			t.Fatal(err)
 		}
