@@ -71,7 +71,11 @@ func (st *Setup) Facts(h *wire.BatchHeader) (RoundFacts, error) {
 	eps, dts := h.GetReporterEpsilons(), h.GetReporterDeltas()
 	if !st.Personalized || (len(eps) == 0 && len(dts) == 0) {
 		// Empty lists: every reporter has the uniform budget (the
-		// BatchHeader's convention).
+		// BatchHeader's convention), which a run with the clients' own
+		// budgets does not have.
+		if st.OwnBudgets && f.Reporters > 0 {
+			return RoundFacts{}, checks.Invalidf("no reporter budgets for %d reports in a run with the clients' own budgets", f.Reporters)
+		}
 		if len(eps) != 0 || len(dts) != 0 {
 			return RoundFacts{}, checks.Invalidf("%d reporter epsilons and %d deltas for protocol %s, which takes one uniform budget", len(eps), len(dts), st.Config.Protocol)
 		}
@@ -99,7 +103,8 @@ func (st *Setup) Facts(h *wire.BatchHeader) (RoundFacts, error) {
 }
 
 // ResolveBudget is the budget of a client that declares (epsilon, delta)
-// at registration: (0, 0) is the run's uniform Budget, and a delta of 0
+// at registration: (0, 0) is the run's uniform Budget (refused when the run
+// gives clients their own budgets, OwnBudgets), and a delta of 0
 // with a positive epsilon the run's round delta. A deployment takes no
 // per-client delta (BatchHeader carries the epsilons and the deltas as
 // two separately sorted lists, so a pairing of different deltas with
@@ -109,6 +114,9 @@ func (st *Setup) Facts(h *wire.BatchHeader) (RoundFacts, error) {
 // Errors wrap checks.ErrInvalid.
 func (st *Setup) ResolveBudget(epsilon, delta float64) (protocol.Budget, error) {
 	if epsilon == 0 && delta == 0 {
+		if st.OwnBudgets {
+			return protocol.Budget{}, checks.Invalidf("this run gives clients their own budgets (--eps-dist/--eps-file): a client must declare its budget")
+		}
 		return st.Budget, nil
 	}
 	if delta == 0 {

@@ -417,6 +417,25 @@ func TestRegistrationBudgets(t *testing.T) {
 	})
 }
 
+// TestOwnBudgetsRegistration: in a run with the clients' own budgets
+// (--eps-dist) a client must declare its budget, and a client that did not
+// register may not report (its budget is unknown).
+func TestOwnBudgetsRegistration(t *testing.T) {
+	cfg := testConfig("apes", 4, 1)
+	cfg.EpsDist, cfg.EpsScale = "uniform2", 20
+	h := newSampledHarness(t, cfg, 1, 0, time.Minute)
+	if !h.st.OwnBudgets {
+		t.Fatal("--eps-dist did not set OwnBudgets")
+	}
+	wantStatus(t, h.register(t, 0, 0, 0), codes.InvalidArgument, wire.Reason_REASON_MALFORMED)
+	if err := h.register(t, 0, h.st.ClientBudget(0).Epsilon, 0); err != nil {
+		t.Fatal(err)
+	}
+	h.waitRound(t, 1)
+	_, err := h.submit(t, 1, 1, sealedReport(t, h, 1, 0.01))
+	wantStatus(t, err, codes.PermissionDenied, wire.Reason_REASON_NOT_REGISTERED)
+}
+
 // TestFactsRefusals: the analyzer refuses a batch header it can check to
 // be wrong: counts that are not the shuffler's sample, reports beyond it,
 // and budget lists that are not one sorted entry per report.
@@ -431,6 +450,11 @@ func TestFactsRefusals(t *testing.T) {
 		return st
 	}
 	sampled, uniformAll, apes := mk("ss-double", 10), mk("ss-double", 0), mk("apes", 10)
+	own := mk("apes", 10)
+	own.OwnBudgets = true // as --eps-dist sets it
+	for i := range own.Budgets {
+		own.Budgets[i].Epsilon = float64(i+1) / 10
+	}
 	e, d := apes.Budget.Epsilon, apes.Budget.Delta
 	hdr := func(reports, pop, smp int, eps, dts []float64) *wire.BatchHeader {
 		return &wire.BatchHeader{Round: 1, Counts: &wire.BatchCounts{Reports: uint32(reports), Population: uint32(pop), Sampled: uint32(smp)},
@@ -456,6 +480,8 @@ func TestFactsRefusals(t *testing.T) {
 		{"personalized, one list empty", apes, hdr(2, 20, 10, []float64{e / 2, e}, nil), false},
 		{"personalized list too short", apes, hdr(3, 20, 10, []float64{e / 2, e}, []float64{d, d}), false},
 		{"personalized list too long", apes, hdr(1, 20, 10, []float64{e / 2, e}, []float64{d, d}), false},
+		{"own budgets, empty lists", own, hdr(2, 20, 10, nil, nil), false},
+		{"own budgets ok", own, hdr(2, 20, 10, []float64{own.Budgets[3].Epsilon, own.MaxEpsilon()}, []float64{d, d}), true},
 		{"personalized unsorted", apes, hdr(2, 20, 10, []float64{e, e / 2}, []float64{d, d}), false},
 		{"personalized above the largest budget", apes, hdr(2, 20, 10, []float64{e, 2 * e}, []float64{d, d}), false},
 		{"personalized other delta", apes, hdr(2, 20, 10, []float64{e / 2, e}, []float64{d / 2, d}), false},

@@ -54,6 +54,11 @@ type Setup struct {
 	// (its protocol.Info says "personalized"); for any other protocol every
 	// client must have Budget.
 	Personalized bool
+	// OwnBudgets says the run gives clients their own budgets (--eps-dist
+	// or --eps-file): there is no uniform budget for a client to fall back
+	// on, so every client must declare its budget at registration, and only
+	// registered clients may report.
+	OwnBudgets bool
 	// PerRound is m, the number of clients the shuffler samples for a
 	// round (clients-per-round; Config.Clients when every registered client
 	// is offered every round).
@@ -157,7 +162,7 @@ func NewSetup(cfg runtime.Config, split data.Split, runID string) (*Setup, error
 		uniform = budgets[0]
 	}
 	st := &Setup{Config: cfg, RunID: runID, Proto: p, Model: eng.Model(), Init: slices.Clone(eng.Weights()),
-		Budget: uniform, Budgets: budgets, Personalized: personalized, PerRound: cfg.ClientsPerRound,
+		Budget: uniform, Budgets: budgets, Personalized: personalized, OwnBudgets: personalizedCfg, PerRound: cfg.ClientsPerRound,
 		Accountant: eng.Accountant(), Plan: eng.PrivacyPlan()}
 	if st.PerRound == 0 {
 		st.PerRound = cfg.Clients
@@ -243,6 +248,9 @@ func (st *Setup) ClientBudget(i int) protocol.Budget { return st.Budgets[i] }
 // client's spend assume it).
 func (st *Setup) MaxEpsilon() float64 {
 	m := st.Budget.Epsilon
+	if st.OwnBudgets {
+		m = 0 // Budget is nobody's
+	}
 	for _, b := range st.Budgets {
 		m = math.Max(m, b.Epsilon)
 	}

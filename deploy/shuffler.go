@@ -535,6 +535,8 @@ func (s *Shuffler) SubmitReport(ctx context.Context, req *wire.SubmitReportReque
 		return nil, s.reject(wire.Errorf(codes.FailedPrecondition, wire.Reason_REASON_ROUND_CLOSED, "round", t, "round %d is closed", t))
 	case cur.sample != nil && !cur.sample[id]:
 		return nil, s.reject(wire.Errorf(codes.PermissionDenied, wire.Reason_REASON_NOT_SAMPLED, "round", t, "%s is not in round %d's sample", id, t))
+	case s.st.OwnBudgets && !s.isRegistered(id):
+		return nil, s.reject(wire.Errorf(codes.PermissionDenied, wire.Reason_REASON_NOT_REGISTERED, "round", t, "%s has not declared its budget (register first)", id))
 	}
 	msgs, err := s.parse(t, req.Messages)
 	if err != nil {
@@ -726,10 +728,18 @@ func (s *Shuffler) reporterBudgets(ids []string) (eps, deltas []float64) {
 		uniform = uniform && b == s.st.Budget
 	}
 	s.mu.Unlock()
-	if uniform {
+	if uniform && !s.st.OwnBudgets {
 		return nil, nil
 	}
 	return sortedBudgets(bs)
+}
+
+// isRegistered says whether id's registration is recorded.
+func (s *Shuffler) isRegistered(id string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, ok := s.budgets[id]
+	return ok
 }
 
 // saveBatch stores the round's shuffled batch (store.DB.SaveBatch) before
