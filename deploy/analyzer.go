@@ -422,17 +422,14 @@ func (a *Analyzer) batch(h *wire.BatchHeader, ms []*wire.SealedMessage) (*wire.B
 		if err := a.an.Open(s); err != nil {
 			return nil, wire.Errorf(codes.Internal, wire.Reason_REASON_INTERNAL, "", t, "%v", err)
 		}
-		if os.Rejected() == 0 {
-			// Every metadata value was opened: they must be the
-			// registered budgets' (a client that encoded with another
-			// budget, or a header whose budgets are not the reporters',
-			// would make the statement wrong).
-			meta := make([]float64, len(b.Meta))
-			for i, m := range b.Meta {
-				meta[i] = m.Value
-			}
-			err = a.st.CheckMeta(int(t), facts.Budgets, meta)
+		// The opened metadata must be the registered budgets' (a client
+		// that encoded with another budget, or a header whose budgets are
+		// not the reporters', would make the statement wrong).
+		meta := make([]float64, len(b.Meta))
+		for i, m := range b.Meta {
+			meta[i] = m.Value
 		}
+		err = a.st.CheckMeta(int(t), facts.Budgets, meta)
 		if err == nil {
 			err = a.an.Absorb(b)
 		}

@@ -207,15 +207,17 @@ func maxEpsilon(bs []protocol.Budget) float64 {
 	return m
 }
 
-// CheckMeta cross-checks a batch's metadata values (APES's per-report
-// eps_i/d, the only values a report carries about its budget) against the
-// header's reporter budgets: the multiset of the metadata a report of each
-// budget carries (found by encoding a zero update with it, so that the
-// check holds for any protocol's metadata) must equal the multiset opened.
-// It is called only when every metadata message was opened (one per
-// report); a mismatch means a client encoded with another budget than it
-// registered, or the header's budgets are not the reporters': the round's
-// statement would be wrong, so the batch is refused (checks.ErrInvalid).
+// CheckMeta cross-checks a batch's opened metadata values (APES's
+// per-report eps_i/d, the only values a report carries about its budget)
+// against the header's reporter budgets: every opened value must be one
+// the reporters' budgets account for (the multiset of the metadata a report
+// of each budget carries, found by encoding a zero update with it so that
+// the check holds for any protocol's metadata). Metadata messages the
+// analyzer dropped (rejected when opened) may be missing; none may be
+// extra or different. A mismatch means a client encoded with another
+// budget than it registered, or the header's budgets are not the
+// reporters': the round's statement would be wrong, so the batch is
+// refused (checks.ErrInvalid).
 func (st *Setup) CheckMeta(t int, budgets []protocol.Budget, meta []float64) error {
 	if !st.Meta {
 		return nil
@@ -240,11 +242,19 @@ func (st *Setup) CheckMeta(t int, budgets []protocol.Budget, meta []float64) err
 	got := slices.Clone(meta)
 	slices.Sort(got)
 	slices.Sort(want)
-	if len(got) != len(want) {
+	if len(got) > len(want) {
 		return checks.Invalidf("%d metadata values for %d reporter budgets", len(got), len(budgets))
 	}
-	if !slices.Equal(got, want) {
-		return checks.Invalidf("the reports' metadata (their eps_i/d) disagree with the header's reporter budgets")
+	// got must be a sub-multiset of want (both sorted).
+	j := 0
+	for _, g := range got {
+		for j < len(want) && want[j] < g {
+			j++
+		}
+		if j == len(want) || want[j] != g {
+			return checks.Invalidf("metadata value %v is no reporter budget's (the reports' eps_i/d disagree with the header's reporter budgets)", g)
+		}
+		j++
 	}
 	return nil
 }

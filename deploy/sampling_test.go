@@ -516,3 +516,63 @@ func TestNewSetupPersonalizedRefusals(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckMeta: APES's opened metadata must be accounted for by the
+// header's budgets; dropped metadata may be missing, none may differ.
+func TestCheckMeta(t *testing.T) {
+	cfg := testConfig("apes", 10, 1)
+	st, err := NewSetup(cfg, testSplit(t, cfg), "meta")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := float64(st.Dim())
+	b := func(e float64) protocol.Budget { return protocol.Budget{Epsilon: e, Delta: st.Budget.Delta} }
+	bs := []protocol.Budget{b(1), b(2), b(2)}
+	for _, c := range []struct {
+		name string
+		meta []float64
+		ok   bool
+	}{
+		{"equal, any order", []float64{2 / d, 1 / d, 2 / d}, true},
+		{"one dropped", []float64{2 / d, 1 / d}, true},
+		{"extra", []float64{2 / d, 1 / d, 2 / d, 1 / d}, false},
+		{"another budget", []float64{2 / d, 1 / d, 3 / d}, false},
+		{"one budget twice", []float64{1 / d, 1 / d}, false},
+	} {
+		err := st.CheckMeta(1, bs, c.meta)
+		if (err == nil) != c.ok || (err != nil && !errors.Is(err, checks.ErrInvalid)) {
+			t.Errorf("%s: %v", c.name, err)
+		}
+	}
+}
+
+// TestMetaMismatchVoidsRound: a client that registered epsilon 1 but
+// encoded with the run's epsilon 4 (its APES metadata says 4/d): the
+// analyzer's statement would be for epsilon 1, so the round is void and
+// nothing is stated or released.
+func TestMetaMismatchVoidsRound(t *testing.T) {
+	cfg := testConfig("apes", 2, 1)
+	h := newSampledHarness(t, cfg, 1, 0, time.Minute)
+	for i, e := range []float64{1, h.st.Budget.Epsilon} {
+		if err := h.register(t, i, e, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h.waitRound(t, 1)
+	for i := 0; i < 2; i++ {
+		if _, err := h.submit(t, i, 1, sealedReport(t, h, 1, 0.01)); err != nil { // meta = 4/d for both
+			t.Fatal(err)
+		}
+	}
+	h.waitFinished(t, 1)
+	for _, s := range h.an.Accountant().Log() {
+		if s.Released {
+			t.Fatalf("a round was released with metadata that disagree with the budgets: %+v", s)
+		}
+	}
+	for j, w := range h.an.Model() {
+		if w != h.st.Init[j] {
+			t.Fatalf("the model moved (parameter %d)", j)
+		}
+	}
+}
