@@ -123,6 +123,9 @@ type Shuffler struct {
 	// budgets are the durable registrations (under mu): every registered
 	// client's budget; the population a round's sample is drawn from.
 	budgets map[string]protocol.Budget
+	// regMu serializes registrations (the cap check and the durable
+	// record).
+	regMu sync.Mutex
 }
 
 // NewShuffler starts a shuffler service, resuming the open round of its
@@ -419,18 +422,24 @@ func (s *Shuffler) Register(_ context.Context, req *wire.RegisterRequest) (*wire
 	if err != nil {
 		return nil, s.reject(wire.Errorf(codes.InvalidArgument, wire.Reason_REASON_MALFORMED, "epsilon", -1, "%v", err))
 	}
+	s.regMu.Lock()
+	defer s.regMu.Unlock()
 	s.mu.Lock()
-	_, known := s.budgets[id]
+	old, known := s.budgets[id]
 	full := !known && len(s.budgets) >= s.st.Config.Clients
 	s.mu.Unlock()
 	if full {
 		return nil, s.reject(wire.Errorf(codes.ResourceExhausted, wire.Reason_REASON_NOT_REGISTERED, "", -1, "the run's %d clients have registered", s.st.Config.Clients))
 	}
-	if _, err := s.cfg.DB.RegisterClient(store.Registration{Client: id, Epsilon: b.Epsilon, Delta: b.Delta}); err != nil {
-		if errors.Is(err, store.ErrBudgetChanged) {
-			return nil, s.reject(wire.Errorf(codes.FailedPrecondition, wire.Reason_REASON_MALFORMED, "epsilon", -1, "%v", err))
+	// A client registered before with this budget (restarted) needs no
+	// new record.
+	if !known || old != b {
+		if _, err := s.cfg.DB.RegisterClient(store.Registration{Client: id, Epsilon: b.Epsilon, Delta: b.Delta}); err != nil {
+			if errors.Is(err, store.ErrBudgetChanged) {
+				return nil, s.reject(wire.Errorf(codes.FailedPrecondition, wire.Reason_REASON_MALFORMED, "epsilon", -1, "%v", err))
+			}
+			return nil, s.reject(wire.Errorf(codes.Unavailable, wire.Reason_REASON_INTERNAL, "", -1, "recording the registration: %v", err))
 		}
-		return nil, s.reject(wire.Errorf(codes.Unavailable, wire.Reason_REASON_INTERNAL, "", -1, "recording the registration: %v", err))
 	}
 	s.mu.Lock()
 	s.registered[id] = s.now()

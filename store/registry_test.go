@@ -2,6 +2,7 @@ package store
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"slices"
 	"testing"
@@ -73,5 +74,16 @@ func TestSampledInboxRound(t *testing.T) {
 	}
 	if _, err := db.InboxSample(3); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("round without a sample: %v", err)
+	}
+}
+
+// BenchmarkRegisterClient: one new client's durable registration (one
+// fsynced transaction), what a shuffler pays per client once per run.
+func BenchmarkRegisterClient(b *testing.B) {
+	db := openTemp(b)
+	for i := 0; b.Loop(); i++ {
+		if _, err := db.RegisterClient(Registration{Client: fmt.Sprintf("client-%06d", i+1), Epsilon: 1, Delta: 1e-6}); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
