@@ -350,8 +350,14 @@ func (a *Analyzer) batch(h *wire.BatchHeader, ms []*wire.SealedMessage) (*wire.B
 	if t != a.pending {
 		return nil, wire.Errorf(codes.NotFound, wire.Reason_REASON_UNKNOWN_ROUND, "header.round", t, "round %d was not announced (pending: %d)", t, a.pending)
 	}
+	// The round's facts (true population and sample, reports, budgets)
+	// are checked before anything is opened.
+	facts, err := a.st.Facts(h)
+	if err != nil {
+		return nil, wire.Errorf(codes.InvalidArgument, wire.Reason_REASON_MALFORMED, "header", t, "%v", err)
+	}
 	start := time.Now()
-	reporters := int(h.Counts.Reports)
+	reporters := facts.Reporters
 	opener, err := seal.NewOpener(a.cfg.Key, a.st.RunID, uint64(t), a.st.Spec())
 	if err != nil {
 		return nil, wire.Errorf(codes.Internal, wire.Reason_REASON_INTERNAL, "", t, "%v", err)
@@ -388,9 +394,12 @@ func (a *Analyzer) batch(h *wire.BatchHeader, ms []*wire.SealedMessage) (*wire.B
 		a.logf("analyzer: round %d: %d of %d messages rejected %v", t, os.Rejected(), len(ms), counts.Rejected)
 	}
 	s := a.st.Shape(int(t))
+	s.Population, s.Participants, s.Sampled = facts.Population, facts.Sampled, facts.Sampled
 	res := runtime.RoundResult{Round: int(t), Participants: reporters, Reports: int64(reporters), Dummies: int64(h.Counts.Dummies)}
 	void := func(why string) error {
-		st, _, _ := a.st.Statement(int(t), 0)
+		none := facts
+		none.Reporters, none.Budgets = 0, nil
+		st, _, _ := a.st.Statement(int(t), none)
 		if a.acct == nil {
 			st = account.Statement{Round: int(t)}
 		}
@@ -411,12 +420,12 @@ func (a *Analyzer) batch(h *wire.BatchHeader, ms []*wire.SealedMessage) (*wire.B
 	var verr error
 	if reporters < a.cfg.MinReports {
 		verr = void(fmt.Sprintf("%d reports, minimum %d", reporters, a.cfg.MinReports))
-	} else if why, err := a.pastTarget(int(t), reporters); err != nil {
+	} else if why, err := a.pastTarget(int(t), facts); err != nil {
 		return nil, wire.Errorf(codes.InvalidArgument, wire.Reason_REASON_MALFORMED, "header.counts.reports", t, "%v", err)
 	} else if why != "" {
 		verr = void(why)
 	} else {
-		stmt, priv, err := a.st.Statement(int(t), reporters)
+		stmt, priv, err := a.st.Statement(int(t), facts)
 		if err != nil {
 			return nil, wire.Errorf(codes.InvalidArgument, wire.Reason_REASON_MALFORMED, "header.counts.reports", t, "%v", err)
 		}
@@ -427,7 +436,17 @@ func (a *Analyzer) batch(h *wire.BatchHeader, ms []*wire.SealedMessage) (*wire.B
 		if err := a.an.Open(s); err != nil {
 			return nil, wire.Errorf(codes.Internal, wire.Reason_REASON_INTERNAL, "", t, "%v", err)
 		}
-		err = a.an.Absorb(b)
+		// The opened metadata must be the registered budgets' (a client
+		// that encoded with another budget, or a header whose budgets are
+		// not the reporters', would make the statement wrong).
+		meta := make([]float64, len(b.Meta))
+		for i, m := range b.Meta {
+			meta[i] = m.Value
+		}
+		err = a.st.CheckMeta(int(t), facts.Budgets, meta)
+		if err == nil {
+			err = a.an.Absorb(b)
+		}
 		gen := streams{a.cfg.TestSeed}
 		if err == nil {
 			_, err = a.an.Release(gen.get(rng.LabelAnalyzer, uint64(t)), stmt)
@@ -438,7 +457,7 @@ func (a *Analyzer) batch(h *wire.BatchHeader, ms []*wire.SealedMessage) (*wire.B
 			// the role refused it before changing the model or the
 			// accountant; the round is void and nothing is released.
 			a.an = a.reopen(s.Round - 1)
-			s.Participants = a.st.Config.Clients
+			s.Participants = facts.Sampled
 			verr = void(fmt.Sprintf("the batch was refused: %v", err))
 		} else {
 			mb, err := packModels(a.an.Models())
@@ -485,12 +504,12 @@ func (a *Analyzer) batch(h *wire.BatchHeader, ms []*wire.SealedMessage) (*wire.B
 // released: the run's target epsilon is a hard limit, as in the
 // simulation, and a round that would take the cumulative epsilon past it
 // (fewer reporters than planned amplify less) is void. "" means release.
-func (a *Analyzer) pastTarget(t, reporters int) (string, error) {
+func (a *Analyzer) pastTarget(t int, facts RoundFacts) (string, error) {
 	target := a.st.Config.TargetEpsilon
 	if target <= 0 || a.acct == nil {
 		return "", nil
 	}
-	stmt, _, err := a.st.Statement(t, reporters)
+	stmt, _, err := a.st.Statement(t, facts)
 	if err != nil {
 		return "", err
 	}
@@ -679,10 +698,10 @@ func (a *Analyzer) finishResult(res *runtime.RoundResult) {
 		res.Privacy.CumulativeEpsilon = math.Inf(1)
 	}
 	// The analyzer does not see the clients' ledgers: the most any client
-	// can have spent is one budget per released round.
+	// can have spent is the run's largest budget per released round.
 	res.MaxClientEpsilon = math.Inf(1)
 	if a.st.Charges {
-		res.MaxClientEpsilon = float64(a.released) * a.st.Budget.Epsilon
+		res.MaxClientEpsilon = float64(a.released) * a.st.MaxEpsilon()
 	}
 	s := &a.sum
 	s.Rounds = res.Round

@@ -96,7 +96,7 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 	}
 	id := cfg.Signer.ID()
 	c := &Client{cfg: cfg, st: st, sealer: sealer, ledger: l, tr: fl.NewTrainer(st.Model), nonce: rng.NewCrypto(), logf: cfg.Logf, hb: 5 * time.Second}
-	cc := role.ClientConfig{ID: id, Budget: st.Budget, Protocol: st.Proto, LocalDelta: st.LocalDelta}
+	cc := role.ClientConfig{ID: id, Budget: st.ClientBudget(cfg.Index), Protocol: st.Proto, LocalDelta: st.LocalDelta}
 	if st.Charges {
 		cc.Ledger = l
 	}
@@ -168,7 +168,8 @@ func (c *Client) call(ctx context.Context, f func(context.Context) error) error 
 // sent; only the stored bytes are ever sent.
 func (c *Client) Run(ctx context.Context) error {
 	id := c.cfg.Signer.ID()
-	reg := &wire.RegisterRequest{Auth: c.auth(), PublicKey: c.cfg.Signer.Public(), KeyAlgorithm: "ed25519"}
+	b := c.st.ClientBudget(c.cfg.Index) // declared: the shuffler forwards it for the statement
+	reg := &wire.RegisterRequest{Auth: c.auth(), PublicKey: c.cfg.Signer.Public(), KeyAlgorithm: "ed25519", Epsilon: b.Epsilon, Delta: b.Delta}
 	err := c.call(ctx, func(ctx context.Context) error {
 		if err := c.sign(wire.Shuffler_Register_FullMethodName, 0, reg); err != nil {
 			return err

@@ -12,6 +12,7 @@ import (
 
 	"google.golang.org/grpc"
 
+	"shufflefl/account"
 	"shufflefl/runtime"
 	"shufflefl/seal"
 	"shufflefl/store"
@@ -47,6 +48,9 @@ type LocalResult struct {
 	Models   [][]float64
 	Opened   seal.Stats
 	Shuffler ShufflerStats
+	// Statements are the analyzer's per-round privacy statements (nil for
+	// a protocol without one).
+	Statements []account.Statement
 }
 
 // Listen listens on an ephemeral port of 127.0.0.1.
@@ -110,7 +114,7 @@ func RunLocal(ctx context.Context, st *Setup, o LocalOptions) (*LocalResult, err
 		return nil, err
 	}
 	sh, err := NewShuffler(ShufflerConfig{Setup: st, DB: sdb, Registry: creds.Registry, AnalyzerKey: creds.HPKEPublic,
-		Analyzer: wire.NewAnalyzerClient(aconn), TestSeed: o.TestSeed, Logf: logf})
+		Analyzer: wire.NewAnalyzerClient(aconn), TestSeed: o.TestSeed, Quorum: localQuorum(st), Logf: logf})
 	if err != nil {
 		return nil, err
 	}
@@ -196,7 +200,11 @@ func RunLocal(ctx context.Context, st *Setup, o LocalOptions) (*LocalResult, err
 		return nil, err
 	}
 	sum.Workers = o.Workers
-	return &LocalResult{Summary: sum, Model: an.Model(), Models: an.Models(), Opened: an.Stats(), Shuffler: sh.Stats()}, nil
+	res := &LocalResult{Summary: sum, Model: an.Model(), Models: an.Models(), Opened: an.Stats(), Shuffler: sh.Stats()}
+	if acct := an.Accountant(); acct != nil {
+		res.Statements = acct.Log()
+	}
+	return res, nil
 }
 
 // localClient builds client i of a local run and returns what to close.

@@ -4,8 +4,10 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
 	goruntime "runtime"
 	"slices"
+	"strings"
 
 	"shufflefl/account"
 	"shufflefl/checks"
@@ -42,8 +44,26 @@ type Setup struct {
 	// Model is the architecture; Init its initial weights.
 	Model fl.Model
 	Init  []float64
-	// Budget is every client's budget for one round.
+	// Budget is the run's uniform budget for one round (a client that
+	// declares no budget of its own has it).
 	Budget protocol.Budget
+	// Budgets[i] is client i's budget for one round: the engine's budget of
+	// client i (runtime.Budgets with the configuration's --eps-dist or
+	// --eps-file), Budget for every client when the budgets are uniform.
+	Budgets []protocol.Budget
+	// Personalized says whether the protocol takes a budget per client
+	// (its protocol.Info says "personalized"); for any other protocol every
+	// client must have Budget.
+	Personalized bool
+	// OwnBudgets says the run gives clients their own budgets (--eps-dist
+	// or --eps-file): there is no uniform budget for a client to fall back
+	// on, so every client must declare its budget at registration, and only
+	// registered clients may report.
+	OwnBudgets bool
+	// PerRound is m, the number of clients the shuffler samples for a
+	// round (clients-per-round; Config.Clients when every registered client
+	// is offered every round).
+	PerRound int
 	// Charges says whether clients charge their ledgers (the protocol gives
 	// them a local guarantee); LocalDelta whether a charge spends the
 	// budget's delta too.
@@ -89,24 +109,30 @@ type Setup struct {
 // validation, protocol construction and the privacy pre-flight, so the
 // deployment's protocol is the simulation's; the engine itself never runs.
 //
-// A deployment runs every registered client in every round (no sampling:
-// clients-per-round 0 or equal to clients), the engine's partitions (iid,
-// dirichlet, rotated: the same shards for the same seed), uniform budgets,
-// and no Poisson-sampled protocol. Clustered protocols (ifca, ifca-dp) are
-// supported while their k models fit one announcement
-// (wire.MaxModelBytes) and a sealed whole report fits one message
-// (wire.MaxCiphertextBytes). Anything else is refused with an error
-// wrapping checks.ErrInvalid.
+// A deployment takes the engine's partitions (iid, dirichlet, rotated:
+// the same shards for the same seed) and no Poisson-sampled protocol.
+// Clustered protocols (ifca, ifca-dp) are supported while their k models
+// fit one announcement (wire.MaxModelBytes) and a sealed whole report fits
+// one message (wire.MaxCiphertextBytes). Anything else is refused with an
+// error wrapping checks.ErrInvalid.
+//
+// Client sampling (clients-per-round m below clients) is the shuffler's:
+// it draws a fixed-size sample of m of the registered clients for every
+// round, without replacement (all of them when fewer than m registered),
+// and the analyzer's statement is at the true rate sampled/registered
+// (see Statement).
+//
+// Personalized budgets (--eps-dist, or --eps-file, which NewSetup reads)
+// give client i the engine's budget of client i (Budgets); a client
+// declares its budget at registration and the analyzer's statement is
+// made from the budgets of the round's reporters. A protocol that does not
+// take personalized budgets is refused with them, and so is a target
+// epsilon with them (the engine's calibration scales every budget; a
+// deployment does not reproduce it).
 func NewSetup(cfg runtime.Config, split data.Split, runID string) (*Setup, error) {
 	cfg.SecureNoise = true
 	if err := cfg.Validate(); err != nil {
 		return nil, err
-	}
-	switch {
-	case cfg.ClientsPerRound != 0 && cfg.ClientsPerRound != cfg.Clients:
-		return nil, checks.Invalidf("deploy: every client takes part in every round: clients-per-round must be 0 or %d", cfg.Clients)
-	case cfg.EpsDist != "" || cfg.EpsFile != "":
-		return nil, checks.Invalidf("deploy: personalized budgets are not supported (the analyzer cannot know which clients reported)")
 	}
 	if cfg.HoldoutClients > 0 || cfg.ValidateEvery > 0 {
 		// Validation needs the held-out clients' losses at the analyzer,
@@ -116,7 +142,27 @@ func NewSetup(cfg runtime.Config, split data.Split, runID string) (*Setup, error
 	if runID == "" || len(runID) > seal.MaxRunIDLen {
 		return nil, checks.Invalidf("deploy: run id must have 1 to %d bytes", seal.MaxRunIDLen)
 	}
-	eng, err := runtime.New(cfg, split, nil)
+	personalizedCfg := cfg.EpsDist != "" || cfg.EpsFile != ""
+	info, err := protocol.Describe(cfg.Protocol)
+	if err != nil {
+		return nil, err
+	}
+	personalized := strings.HasPrefix(info.Budgets, "personalized")
+	switch {
+	case personalizedCfg && !personalized:
+		return nil, checks.Invalidf("deploy: protocol %s does not take personalized budgets (it takes %s): drop --eps-dist/--eps-file", cfg.Protocol, info.Budgets)
+	case personalizedCfg && cfg.TargetEpsilon > 0:
+		return nil, checks.Invalidf("deploy: --target-epsilon with personalized budgets is not supported (the engine calibrates every budget by one scale; give the budgets themselves)")
+	}
+	explicit, err := readEpsFile(cfg.EpsFile)
+	if err != nil {
+		return nil, err
+	}
+	budgets, err := runtime.Budgets(cfg, explicit)
+	if err != nil {
+		return nil, err
+	}
+	eng, err := runtime.New(cfg, split, budgets)
 	if err != nil {
 		return nil, err
 	}
@@ -130,18 +176,24 @@ func NewSetup(cfg runtime.Config, split data.Split, runID string) (*Setup, error
 	if ps, ok := p.(protocol.PoissonSampler); ok && ps.PoissonSampling() {
 		return nil, checks.Invalidf("deploy: Poisson-sampled protocol %s is not supported", cfg.Protocol)
 	}
-	budgets, err := runtime.Budgets(cfg, nil)
-	if err != nil {
-		return nil, err
-	}
 	if cfg.TargetEpsilon > 0 {
 		// The engine's pre-flight calibrated the uniform local budget (and
 		// built the protocol with it) so that the planned rounds spend at
 		// most the target; the analyzer voids a round that would pass it.
-		budgets[0].Epsilon = eng.PrivacyPlan().LocalEpsilon
+		for i := range budgets {
+			budgets[i].Epsilon = eng.PrivacyPlan().LocalEpsilon
+		}
+	}
+	uniform := protocol.Budget{Epsilon: cfg.Epsilon * epsScale(cfg), Delta: account.RoundDelta(cfg.Delta, cfg.Rounds)}
+	if cfg.TargetEpsilon > 0 || !personalizedCfg {
+		uniform = budgets[0]
 	}
 	st := &Setup{Config: cfg, RunID: runID, Proto: p, Model: eng.Model(), Init: slices.Clone(eng.Weights()),
-		Budget: budgets[0], Accountant: eng.Accountant(), Plan: eng.PrivacyPlan()}
+		Budget: uniform, Budgets: budgets, Personalized: personalized, OwnBudgets: personalizedCfg, PerRound: cfg.ClientsPerRound,
+		Accountant: eng.Accountant(), Plan: eng.PrivacyPlan()}
+	if st.PerRound == 0 {
+		st.PerRound = cfg.Clients
+	}
 	if err := st.partition(split); err != nil {
 		return nil, err
 	}
@@ -160,7 +212,7 @@ func NewSetup(cfg runtime.Config, split data.Split, runID string) (*Setup, error
 		st.ServerLR = -cfg.ServerLR * cfg.LR
 	}
 	s := st.Shape(1)
-	priv, err := p.Account(s, st.budgets(cfg.Clients))
+	priv, err := p.Account(s, st.Budgets[:s.Participants])
 	if err != nil {
 		return nil, fmt.Errorf("deploy: accountant: %w", err)
 	}
@@ -227,21 +279,62 @@ func (st *Setup) Clustered() protocol.Clustered {
 	return cl
 }
 
+// readEpsFile reads the personalized budgets of --eps-file (nil without
+// one).
+func readEpsFile(path string) ([]float64, error) {
+	if path == "" {
+		return nil, nil
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, checks.Invalidf("eps-file: %v", err)
+	}
+	defer f.Close()
+	eps, err := account.ReadBudgets(f)
+	if err != nil {
+		return nil, fmt.Errorf("eps-file %s: %w", path, err)
+	}
+	return eps, nil
+}
+
+func epsScale(cfg runtime.Config) float64 {
+	if cfg.EpsScale == 0 {
+		return 1
+	}
+	return cfg.EpsScale
+}
+
 // Dim returns the model dimension d.
 func (st *Setup) Dim() int { return st.Model.Dim() }
 
-// Shape is round t's shape as announced: every client expected.
+// Shape is round t's shape as announced, the engine's before it samples:
+// the configured population, and the PerRound clients sampled expected to
+// report (clients encode with it).
 func (st *Setup) Shape(t int) protocol.Shape {
-	n := st.Config.Clients
-	return protocol.Shape{Round: t, Dim: st.Dim(), Population: n, Participants: n, Sampled: n}
+	n := st.PerRound
+	return protocol.Shape{Round: t, Dim: st.Dim(), Population: st.Config.Clients, Participants: n, Sampled: n}
 }
 
-func (st *Setup) budgets(n int) []protocol.Budget {
-	b := make([]protocol.Budget, n)
-	for i := range b {
-		b[i] = st.Budget
+// Sampling says whether the shuffler samples clients (PerRound below the
+// configured clients) rather than offering every round to every
+// registered client.
+func (st *Setup) Sampling() bool { return st.PerRound < st.Config.Clients }
+
+// ClientBudget is client i's budget for one round (Budgets[i]).
+func (st *Setup) ClientBudget(i int) protocol.Budget { return st.Budgets[i] }
+
+// MaxEpsilon is the largest budget epsilon of the run: no client may
+// declare more (the pre-flight plan and the analyzer's bound on any
+// client's spend assume it).
+func (st *Setup) MaxEpsilon() float64 {
+	m := st.Budget.Epsilon
+	if st.OwnBudgets {
+		m = 0 // Budget is nobody's
 	}
-	return b
+	for _, b := range st.Budgets {
+		m = math.Max(m, b.Epsilon)
+	}
+	return m
 }
 
 // Spec is what the analyzer's seal.Opener expects of a message.
@@ -254,17 +347,22 @@ func (st *Setup) Spec() seal.Spec {
 	return sp
 }
 
-// Statement is the accountant's record of round t when reporters clients'
-// reports were shuffled (the analyzer's count, from the batch) out of the
-// Config.Clients sampled: the statement of the engine's Step for the same
-// round (runtime's statement), at the true sampling rate.
-func (st *Setup) Statement(t, reporters int) (account.Statement, protocol.Privacy, error) {
-	s := st.Shape(t)
+// Statement is the accountant's record of round t from the facts of its
+// batch (RoundFacts: the registered population the shuffler sampled from,
+// the number it sampled, the reports actually shuffled and their budgets):
+// the statement of the engine's Step for the same round (runtime's
+// statement), at the true sampling rate Sampled/Population.
+func (st *Setup) Statement(t int, f RoundFacts) (account.Statement, protocol.Privacy, error) {
+	s := protocol.Shape{Round: t, Dim: st.Dim(), Population: f.Population, Participants: f.Reporters, Sampled: f.Sampled}
+	reporters := f.Reporters
 	if reporters <= 0 {
+		s.Participants = f.Sampled
 		return account.Statement{Round: t, SampleRate: s.SampleRate(), Sampled: s.Sampled}, protocol.Privacy{}, nil
 	}
-	s.Participants = reporters
-	b := st.budgets(reporters)
+	b := f.Budgets
+	if len(b) != reporters {
+		return account.Statement{}, protocol.Privacy{}, checks.Invalidf("round %d: %d budgets for %d reporters", t, len(b), reporters)
+	}
 	if err := st.Proto.Check(s, b); err != nil {
 		return account.Statement{}, protocol.Privacy{}, fmt.Errorf("round %d: %w", t, err)
 	}

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log"
+	"math/rand/v2"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -39,9 +41,15 @@ type ShufflerConfig struct {
 	// Heartbeat is the interval clients are told to keep (5 s if zero).
 	Heartbeat time.Duration
 	// TestSeed, if set, draws the padding and the permutation from the
-	// simulation's streams (rng.Stream(seed, LabelShuffle, round, 0|1))
-	// instead of crypto/rand: test mode only.
+	// simulation's streams (rng.Stream(seed, LabelShuffle, round, 0|1)),
+	// and a round's client sample from rng.Stream(seed, LabelSampling,
+	// round) as the engine does, instead of crypto/rand: test mode only.
 	TestSeed *uint64
+	// Quorum, under client sampling, is the number of registered clients
+	// the shuffler waits for before it accepts the first announcement
+	// (Announce answers Unavailable until then; the analyzer retries). 0
+	// samples from whoever registered by the announcement.
+	Quorum int
 	// Logf logs events (log.Printf if nil).
 	Logf func(format string, a ...any)
 	// Now is the clock (time.Now if nil).
@@ -78,6 +86,15 @@ type sround struct {
 	// closing is set once the round stops accepting.
 	closing atomic.Bool
 	timer   *time.Timer
+
+	// reporters are the accepted senders, in order (under mu).
+	reporters []string
+	// sample is the set of clients offered the round (nil: every
+	// registered client), drawn from population registered clients;
+	// expected is the count at which the round closes early.
+	sample     map[string]bool
+	population int
+	expected   int
 }
 
 // Shuffler is the shuffler service: wire.ShufflerServer for clients (TLS,
@@ -102,6 +119,13 @@ type Shuffler struct {
 	bg         sync.WaitGroup
 	ctx        context.Context
 	cancel     context.CancelFunc
+
+	// budgets are the durable registrations (under mu): every registered
+	// client's budget; the population a round's sample is drawn from.
+	budgets map[string]protocol.Budget
+	// regMu serializes registrations (the cap check and the durable
+	// record).
+	regMu sync.Mutex
 }
 
 // NewShuffler starts a shuffler service, resuming the open round of its
@@ -130,7 +154,7 @@ func NewShuffler(cfg ShufflerConfig) (*Shuffler, error) {
 		return nil, err
 	}
 	s := &Shuffler{cfg: cfg, st: cfg.Setup, ver: ver, acc: acc, sealer: sealer, logf: cfg.Logf, now: cfg.Now,
-		registered: map[string]time.Time{}, stats: ShufflerStats{Rejected: map[string]int64{}}}
+		registered: map[string]time.Time{}, budgets: map[string]protocol.Budget{}, stats: ShufflerStats{Rejected: map[string]int64{}}}
 	if s.logf == nil {
 		s.logf = log.Printf
 	}
@@ -138,6 +162,14 @@ func NewShuffler(cfg ShufflerConfig) (*Shuffler, error) {
 		s.now = time.Now
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
+	regs, err := cfg.DB.Registrations()
+	if err != nil {
+		s.Close()
+		return nil, err
+	}
+	for _, r := range regs {
+		s.budgets[r.Client] = protocol.Budget{Epsilon: r.Epsilon, Delta: r.Delta}
+	}
 	if err := s.resume(); err != nil {
 		s.Close()
 		return nil, err
@@ -200,7 +232,15 @@ func (s *Shuffler) resume() error {
 		if err := proto.Unmarshal(r.Announcement, ann); err != nil {
 			return errf("deploy: shuffler: stored announcement of round %d: %w", r.Round, err)
 		}
-		sr, err := s.newRound(ann)
+		var smp *store.Sample
+		if s.st.Sampling() {
+			got, err := s.cfg.DB.InboxSample(r.Round)
+			if err != nil {
+				return errf("deploy: shuffler: round %d: %w", r.Round, err)
+			}
+			smp = &got
+		}
+		sr, err := s.newRound(ann, smp)
 		if err != nil {
 			return err
 		}
@@ -216,10 +256,11 @@ func (s *Shuffler) resume() error {
 			if err := sr.live.Accept(rep.Client, msgs); err != nil {
 				return errf("deploy: shuffler: stored report of %s in round %d: %w", rep.Client, r.Round, err)
 			}
+			sr.reporters = append(sr.reporters, rep.Client)
 		}
 		s.logf("shuffler: resumed round %d with %d stored reports", r.Round, len(reps))
 		s.install(sr)
-		if sr.live.Senders() >= s.st.Config.Clients {
+		if sr.live.Senders() >= sr.expected {
 			s.startClose(sr)
 		}
 	}
@@ -234,16 +275,59 @@ func toWire(ms []store.SealedMessage) []*wire.SealedMessage {
 	return out
 }
 
-// newRound builds the round state of an announcement.
-func (s *Shuffler) newRound(ann *wire.RoundAnnouncement) (*sround, error) {
+// newRound builds the round state of an announcement and its sample (nil:
+// every registered client is offered the round).
+func (s *Shuffler) newRound(ann *wire.RoundAnnouncement, smp *store.Sample) (*sround, error) {
 	t := int(ann.Round)
 	sh := s.st.Shape(t)
 	sh.Participants = 0 // set to the senders when the round closes
+	sr := &sround{t: ann.Round, ann: ann, deadline: time.Unix(0, ann.DeadlineUnixNano), min: int(ann.MinReports), expected: s.st.Config.Clients}
+	if smp != nil {
+		if len(smp.Clients) == 0 || smp.Population < len(smp.Clients) {
+			return nil, errf("deploy: shuffler: round %d: sample of %d from %d registered clients", t, len(smp.Clients), smp.Population)
+		}
+		sr.sample = make(map[string]bool, len(smp.Clients))
+		for _, c := range smp.Clients {
+			sr.sample[c] = true
+		}
+		sr.population, sr.expected = smp.Population, len(smp.Clients)
+		sh.Population, sh.Sampled = smp.Population, len(smp.Clients)
+	}
 	live, err := role.NewShuffler[[]byte](s.st.Proto, sh, int(ann.MinReports))
 	if err != nil {
 		return nil, err
 	}
-	return &sround{t: ann.Round, ann: ann, deadline: time.Unix(0, ann.DeadlineUnixNano), min: int(ann.MinReports), live: live}, nil
+	sr.live = live
+	return sr, nil
+}
+
+// drawSample draws round t's sample: PerRound of the registered clients
+// uniformly without replacement (every registered client when fewer than
+// PerRound registered), with crypto/rand, or in test mode with the
+// engine's stream rng.Stream(seed, LabelSampling, t) over the registered
+// ids in sorted order, which for clients ClientID(0..n-1) is the engine's
+// client order, so that the engine's sample is reproduced.
+func (s *Shuffler) drawSample(t int64) (store.Sample, error) {
+	s.mu.Lock()
+	ids := make([]string, 0, len(s.budgets))
+	for id := range s.budgets {
+		ids = append(ids, id)
+	}
+	s.mu.Unlock()
+	if len(ids) == 0 {
+		return store.Sample{}, errf("no client has registered")
+	}
+	slices.Sort(ids)
+	var r *rand.Rand
+	if len(ids) > s.st.PerRound {
+		r = streams{s.cfg.TestSeed}.get(rng.LabelSampling, uint64(t))
+	}
+	idx := sampleIndexes(r, len(ids), s.st.PerRound)
+	smp := store.Sample{Population: len(ids), Clients: make([]string, len(idx))}
+	for i, j := range idx {
+		smp.Clients[i] = ids[j]
+	}
+	return smp, nil
 }
 
 // install makes sr the current round and arms its deadline.
@@ -283,18 +367,40 @@ func (s *Shuffler) Announce(_ context.Context, req *wire.AnnounceRequest) (*wire
 	if err != nil {
 		return nil, wire.StatusOf(err)
 	}
-	if err := s.cfg.DB.OpenInboxRound(ann.Round, b); err != nil {
+	var smp *store.Sample
+	if s.st.Sampling() {
+		s.mu.Lock()
+		n := len(s.budgets)
+		s.mu.Unlock()
+		if n < max(s.cfg.Quorum, 1) {
+			return nil, wire.Errorf(codes.Unavailable, wire.Reason_REASON_INTERNAL, "announcement.round", ann.Round, "%d clients registered; waiting for %d before sampling", n, max(s.cfg.Quorum, 1))
+		}
+		got, err := s.drawSample(ann.Round)
+		if err != nil {
+			return nil, wire.Errorf(codes.Unavailable, wire.Reason_REASON_INTERNAL, "announcement.round", ann.Round, "%v", err)
+		}
+		smp = &got
+		err = s.cfg.DB.OpenSampledInboxRound(ann.Round, b, got)
+	} else {
+		err = s.cfg.DB.OpenInboxRound(ann.Round, b)
+	}
+	if err != nil {
 		if errors.Is(err, store.ErrRoundExists) {
 			return nil, wire.Errorf(codes.FailedPrecondition, wire.Reason_REASON_ROUND_CLOSED, "announcement.round", ann.Round, "round %d was served before", ann.Round)
 		}
 		return nil, wire.Errorf(codes.Internal, wire.Reason_REASON_INTERNAL, "", ann.Round, "%v", err)
 	}
-	sr, err := s.newRound(ann)
+	sr, err := s.newRound(ann, smp)
 	if err != nil {
 		return nil, wire.Errorf(codes.InvalidArgument, wire.Reason_REASON_MALFORMED, "announcement", ann.Round, "%v", err)
 	}
 	s.install(sr)
-	s.logf("shuffler: round %d announced (deadline %s, minimum %d)", ann.Round, sr.deadline.Format(time.TimeOnly), sr.min)
+	if smp != nil {
+		resp.RegisteredClients = uint32(smp.Population)
+		s.logf("shuffler: round %d announced to a sample of %d of %d registered clients (deadline %s, minimum %d)", ann.Round, len(smp.Clients), smp.Population, sr.deadline.Format(time.TimeOnly), sr.min)
+	} else {
+		s.logf("shuffler: round %d announced (deadline %s, minimum %d)", ann.Round, sr.deadline.Format(time.TimeOnly), sr.min)
+	}
 	return resp, nil
 }
 
@@ -309,8 +415,35 @@ func (s *Shuffler) Register(_ context.Context, req *wire.RegisterRequest) (*wire
 	if req.KeyAlgorithm != "ed25519" || string(key) != string(req.PublicKey) {
 		return nil, s.reject(wire.Errorf(codes.PermissionDenied, wire.Reason_REASON_NOT_REGISTERED, "public_key", -1, "the key does not match the registered key of %s", id))
 	}
+	// The declared budget (0: the run's uniform budget) is recorded
+	// durably before the answer; a client registers once per run with one
+	// budget.
+	b, err := s.st.ResolveBudget(req.Epsilon, req.Delta)
+	if err != nil {
+		return nil, s.reject(wire.Errorf(codes.InvalidArgument, wire.Reason_REASON_MALFORMED, "epsilon", -1, "%v", err))
+	}
+	s.regMu.Lock()
+	defer s.regMu.Unlock()
+	s.mu.Lock()
+	old, known := s.budgets[id]
+	full := !known && len(s.budgets) >= s.st.Config.Clients
+	s.mu.Unlock()
+	if full {
+		return nil, s.reject(wire.Errorf(codes.ResourceExhausted, wire.Reason_REASON_NOT_REGISTERED, "", -1, "the run's %d clients have registered", s.st.Config.Clients))
+	}
+	// A client registered before with this budget (restarted) needs no
+	// new record.
+	if !known || old != b {
+		if _, err := s.cfg.DB.RegisterClient(store.Registration{Client: id, Epsilon: b.Epsilon, Delta: b.Delta}); err != nil {
+			if errors.Is(err, store.ErrBudgetChanged) {
+				return nil, s.reject(wire.Errorf(codes.FailedPrecondition, wire.Reason_REASON_MALFORMED, "epsilon", -1, "%v", err))
+			}
+			return nil, s.reject(wire.Errorf(codes.Unavailable, wire.Reason_REASON_INTERNAL, "", -1, "recording the registration: %v", err))
+		}
+	}
 	s.mu.Lock()
 	s.registered[id] = s.now()
+	s.budgets[id] = b
 	s.mu.Unlock()
 	return &wire.RegisterResponse{ClientId: id, HeartbeatIntervalMillis: s.cfg.Heartbeat.Milliseconds()}, nil
 }
@@ -348,13 +481,16 @@ func (s *Shuffler) Alive() int {
 // PullTask implements wire.ShufflerServer: the open round's announcement,
 // if newer than after_round.
 func (s *Shuffler) PullTask(_ context.Context, req *wire.PullTaskRequest) (*wire.PullTaskResponse, error) {
-	if _, err := verify(s.ver, s.now(), wire.Shuffler_PullTask_FullMethodName, 0, req); err != nil {
+	id, err := verify(s.ver, s.now(), wire.Shuffler_PullTask_FullMethodName, 0, req)
+	if err != nil {
 		return nil, s.reject(err)
 	}
 	s.mu.Lock()
 	cur := s.cur
 	s.mu.Unlock()
-	if cur == nil || cur.closing.Load() || cur.t <= req.AfterRound {
+	// A client outside the round's sample is told nothing (it pulls
+	// again; it cannot tell an unsampled round from a round not yet open).
+	if cur == nil || cur.closing.Load() || cur.t <= req.AfterRound || (cur.sample != nil && !cur.sample[id]) {
 		return &wire.PullTaskResponse{RetryAfterMillis: pullInterval.Milliseconds()}, nil
 	}
 	return &wire.PullTaskResponse{Task: cur.ann}, nil
@@ -406,6 +542,10 @@ func (s *Shuffler) SubmitReport(ctx context.Context, req *wire.SubmitReportReque
 		return nil, s.reject(wire.Errorf(codes.NotFound, wire.Reason_REASON_UNKNOWN_ROUND, "round", t, "round %d is not open", t))
 	case t < cur.t:
 		return nil, s.reject(wire.Errorf(codes.FailedPrecondition, wire.Reason_REASON_ROUND_CLOSED, "round", t, "round %d is closed", t))
+	case cur.sample != nil && !cur.sample[id]:
+		return nil, s.reject(wire.Errorf(codes.PermissionDenied, wire.Reason_REASON_NOT_SAMPLED, "round", t, "%s is not in round %d's sample", id, t))
+	case s.st.OwnBudgets && !s.isRegistered(id):
+		return nil, s.reject(wire.Errorf(codes.PermissionDenied, wire.Reason_REASON_NOT_REGISTERED, "round", t, "%s has not declared its budget (register first)", id))
 	}
 	msgs, err := s.parse(t, req.Messages)
 	if err != nil {
@@ -440,6 +580,9 @@ func (s *Shuffler) SubmitReport(ctx context.Context, req *wire.SubmitReportReque
 		// first attempt may have failed after the commit).
 		cur.mu.Lock()
 		aerr := cur.live.Accept(id, msgs)
+		if aerr == nil {
+			cur.reporters = append(cur.reporters, id)
+		}
 		n := cur.live.Senders()
 		cur.mu.Unlock()
 		s.mu.Lock()
@@ -449,7 +592,7 @@ func (s *Shuffler) SubmitReport(ctx context.Context, req *wire.SubmitReportReque
 			s.stats.Bytes += size
 		}
 		s.mu.Unlock()
-		if aerr == nil && n >= s.st.Config.Clients {
+		if aerr == nil && n >= cur.expected {
 			go s.startClose(cur)
 		}
 		return &wire.SubmitReportResponse{Round: t, StoredMessages: uint32(len(msgs)), Duplicate: true}, nil
@@ -466,6 +609,9 @@ func (s *Shuffler) SubmitReport(ctx context.Context, req *wire.SubmitReportReque
 	}
 	cur.mu.Lock()
 	err = cur.live.Accept(id, msgs)
+	if err == nil {
+		cur.reporters = append(cur.reporters, id)
+	}
 	n := cur.live.Senders()
 	cur.mu.Unlock()
 	if err != nil {
@@ -478,7 +624,7 @@ func (s *Shuffler) SubmitReport(ctx context.Context, req *wire.SubmitReportReque
 	s.stats.Accepted++
 	s.stats.Bytes += size
 	s.mu.Unlock()
-	if n >= s.st.Config.Clients {
+	if n >= cur.expected {
 		go s.startClose(cur)
 	}
 	return &wire.SubmitReportResponse{Round: t, StoredMessages: uint32(len(msgs))}, nil
@@ -518,6 +664,7 @@ func (s *Shuffler) closeAndForward(sr *sround) {
 	sr.mu.Lock()
 	senders := sr.live.Senders()
 	batch, err := sr.live.Close(pad, perm, dummy)
+	reporters := slices.Clone(sr.reporters)
 	sr.mu.Unlock()
 	h := &wire.BatchHeader{Round: t, RunId: s.st.RunID, Counts: &wire.BatchCounts{}}
 	var ms []*wire.SealedMessage
@@ -546,6 +693,12 @@ func (s *Shuffler) closeAndForward(sr *sround) {
 			add(p)
 		}
 		h.Counts = &wire.BatchCounts{Reports: uint32(batch.Senders), Messages: uint64(len(ms)), Dummies: dummies}
+		h.ReporterEpsilons, h.ReporterDeltas = s.reporterBudgets(reporters)
+	}
+	if sr.sample != nil {
+		// The true sampling rate: the analyzer states the round at
+		// sampled/population, never at the configured rate.
+		h.Counts.Population, h.Counts.Sampled = uint32(sr.population), uint32(len(sr.sample))
 	}
 	if void {
 		if err := s.cfg.DB.VoidInboxRound(t); err != nil && !errors.Is(err, store.ErrRoundVoid) {
@@ -560,6 +713,42 @@ func (s *Shuffler) closeAndForward(sr *sround) {
 		return
 	}
 	s.forwardLoop(h, ms, void)
+}
+
+// reporterBudgets returns the budgets of a batch's reporters as the header
+// carries them: for a personalized protocol the epsilons and the deltas,
+// each sorted (no identities, no order of arrival); empty when every
+// reporter has the uniform budget, and for other protocols. A reporter that never registered (a
+// run without sampling accepts reports from any client with credentials)
+// has the uniform budget, as a registration without a budget would.
+func (s *Shuffler) reporterBudgets(ids []string) (eps, deltas []float64) {
+	if !s.st.Personalized {
+		return nil, nil
+	}
+	bs := make([]protocol.Budget, len(ids))
+	uniform := true
+	s.mu.Lock()
+	for i, id := range ids {
+		b, ok := s.budgets[id]
+		if !ok {
+			b = s.st.Budget
+		}
+		bs[i] = b
+		uniform = uniform && b == s.st.Budget
+	}
+	s.mu.Unlock()
+	if uniform && !s.st.OwnBudgets {
+		return nil, nil
+	}
+	return sortedBudgets(bs)
+}
+
+// isRegistered says whether id's registration is recorded.
+func (s *Shuffler) isRegistered(id string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, ok := s.budgets[id]
+	return ok
 }
 
 // saveBatch stores the round's shuffled batch (store.DB.SaveBatch) before

@@ -117,6 +117,23 @@ var migrations = []migration{
 			FOREIGN KEY (client, round) REFERENCES ledger_entry (client, round)
 		) WITHOUT ROWID`,
 	}},
+	{2, []string{
+		// Shuffler: every client's registration with the budget it declared
+		// (registry.go), and each sampled round's sample (the clients
+		// offered the round, newline-separated, and the registered
+		// population it was drawn from), written with the round's opening.
+		`CREATE TABLE client_registration (
+			client        TEXT    PRIMARY KEY CHECK (client <> ''),
+			epsilon       REAL    NOT NULL CHECK (epsilon > 0),
+			delta         REAL    NOT NULL CHECK (delta >= 0 AND delta < 1),
+			registered_ns INTEGER NOT NULL
+		)`,
+		`CREATE TABLE inbox_sample (
+			round      INTEGER PRIMARY KEY REFERENCES inbox_round (round),
+			population INTEGER NOT NULL CHECK (population >= 0),
+			clients    TEXT    NOT NULL
+		)`,
+	}},
 }
 
 // LatestSchemaVersion is the schema version Open migrates a database to.

@@ -74,7 +74,7 @@ func TestDeployCommandsRefuse(t *testing.T) {
 		{"analyzer", "--dataset", "blobs"}, // no --certs etc.
 		{"shuffler", "--dataset", "blobs", "--certs", "x", "--listen", "10.0.0.1:1", "--control-listen", "127.0.0.1:1", "--analyzer", "127.0.0.1:2", "--db", "x"},
 		{"client", "--dataset", "blobs", "--id", "nobody"},
-		{"deploy-local", "--dataset", "blobs", "--clients-per-round", "3", "--clients", "10", "--out", t.TempDir()},
+		{"deploy-local", "--dataset", "blobs", "--protocol", "ss-double", "--eps-dist", "uniform2", "--clients", "10", "--out", t.TempDir()},
 	} {
 		var out, errb bytes.Buffer
 		if code := realMain(args, &out, &errb); code != 2 {
