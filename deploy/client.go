@@ -59,9 +59,7 @@ type Client struct {
 	ledger *account.Ledger
 	role   *role.Client // ledger check, staged encoding, durable commit
 	tr     *fl.Trainer
-	// enc is the clustered protocol's encoder on the model chosen this
-	// round (nil for other protocols); sub holds the shard for the choice.
-	enc *chosenModel
+	// sub holds a clustered client's shard for its choice of model.
 	sub fl.Examples
 	// charges: the client keeps a ledger, of (epsilon, delta) or of
 	// d-privacy leakage (Setup.DLevel).
@@ -100,9 +98,7 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 	if st.Charges {
 		cc.Ledger = l
 	}
-	if cl := st.Clustered(); cl != nil {
-		c.enc = &chosenModel{Clustered: cl}
-		cc.Protocol = c.enc
+	if st.Clustered() != nil {
 		if st.DLevel > 0 {
 			// The client's own d-privacy ledger: every release charges
 			// the level n/nu (the role's budget), the ledger adds the
@@ -335,7 +331,8 @@ func (c *Client) round(ctx context.Context, task *wire.RoundAnnouncement, pulled
 	}
 	w := models[0]
 	shard := c.st.Shards[c.cfg.Index]
-	if c.enc != nil {
+	clustered := c.st.Clustered() != nil
+	if clustered {
 		// Every participant receives the k models and trains the one with
 		// the lowest loss on its own shard; the choice never leaves it.
 		h, err := runtime.ChooseHypothesis(c.st.Model, models, c.st.Train, shard, &c.sub)
@@ -343,7 +340,6 @@ func (c *Client) round(ctx context.Context, task *wire.RoundAnnouncement, pulled
 			return errf("client %s: round %d: choosing a model: %w", id, t, err)
 		}
 		w = models[h]
-		c.enc.base = w
 	}
 	gen := streams{c.cfg.TestSeed}
 	idx := uint64(c.cfg.Index)
@@ -352,7 +348,13 @@ func (c *Client) round(ctx context.Context, task *wire.RoundAnnouncement, pulled
 		return errf("client %s: round %d: local update: %w", id, t, err)
 	}
 	var rep protocol.Report
-	if _, err := c.role.Stage(gen.get(rng.LabelNoise, uint64(t), idx), c.st.Shape(int(t)), update, &rep); err != nil {
+	var err error
+	if clustered {
+		_, err = c.role.StageModel(gen.get(rng.LabelNoise, uint64(t), idx), c.st.Shape(int(t)), w, update, &rep)
+	} else {
+		_, err = c.role.Stage(gen.get(rng.LabelNoise, uint64(t), idx), c.st.Shape(int(t)), update, &rep)
+	}
+	if err != nil {
 		if errors.Is(err, account.ErrCapExceeded) {
 			c.logf("client %s: sitting out round %d: %v", id, t, err)
 			return nil
@@ -434,23 +436,4 @@ func (c *Client) send(ctx context.Context, t int64, body []byte) error {
 		}
 	}
 	return nil
-}
-
-// chosenModel adapts a clustered protocol to the role's staged path
-// (role.Client.Stage, then Commit with the charge stored together with the
-// sealed report): its Encode is the protocol's EncodeModel — the code the
-// engine's client runs through role.Client.EncodeModel — with the model
-// the client chose this round as the base.
-type chosenModel struct {
-	protocol.Clustered
-	base []float64
-}
-
-// Encode implements protocol.Protocol with the protocol's EncodeModel on
-// the chosen model.
-func (m *chosenModel) Encode(r *rand.Rand, s protocol.Shape, update []float64, b protocol.Budget, out *protocol.Report) error {
-	if m.base == nil {
-		return checks.Invalidf("%s: no model chosen for round %d", m.Name(), s.Round)
-	}
-	return m.EncodeModel(r, s, m.base, update, b, out)
 }

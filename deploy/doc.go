@@ -41,7 +41,7 @@
 // with the lowest loss on its own shard (the engine's rule; the choice
 // never leaves the client), and releases one sealed whole report, the
 // protocol's EncodeModel of its updated model, through the role's staged
-// path. For ifca-dp the client's own ledger composes the d-privacy level
+// path (role.Client.StageModel, then Commit). For ifca-dp the client's own ledger composes the d-privacy level
 // n/nu of each release (group-privacy paper, Theorem 1) and declines a
 // release past its cap. The analyzer runs the protocol's k-means on the
 // opened reports and checkpoints the k models together. Setup refuses a

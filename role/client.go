@@ -130,17 +130,34 @@ func (c *Client) mayEncode(t int) error {
 // process dies in between, nothing was released and nothing is charged.
 // Stage refuses a round already encoded or charged.
 func (c *Client) Stage(r *rand.Rand, s protocol.Shape, update []float64, out *protocol.Report) (account.Release, error) {
-	if c.encoded == s.Round || c.charged == s.Round {
-		return account.Release{}, fmt.Errorf("client %s: round %d: %w: the round's report was already produced", c.id, s.Round, ErrOrder)
+	return c.stage(s.Round, func() error { return c.proto.Encode(r, s, update, c.budget, out) })
+}
+
+// StageModel is Stage for a clustered protocol (protocol.Clustered), as
+// EncodeModel is Encode: base is the model the client chose and trained,
+// update its local change; Commit follows as for Stage.
+func (c *Client) StageModel(r *rand.Rand, s protocol.Shape, base, update []float64, out *protocol.Report) (account.Release, error) {
+	cl, ok := c.proto.(protocol.Clustered)
+	if !ok {
+		return account.Release{}, fmt.Errorf("client %s: %s keeps one model: %w", c.id, c.proto.Name(), ErrOrder)
 	}
-	if err := c.Check(s.Round); err != nil {
-		return account.Release{}, fmt.Errorf("client %s: round %d: %w", c.id, s.Round, err)
+	return c.stage(s.Round, func() error { return cl.EncodeModel(r, s, base, update, c.budget, out) })
+}
+
+// stage is Stage's and StageModel's order: refuse a round already encoded
+// or charged, check the ledger, encode, and return the release to charge.
+func (c *Client) stage(t int, encode func() error) (account.Release, error) {
+	if c.encoded == t || c.charged == t {
+		return account.Release{}, fmt.Errorf("client %s: round %d: %w: the round's report was already produced", c.id, t, ErrOrder)
 	}
-	if err := c.proto.Encode(r, s, update, c.budget, out); err != nil {
+	if err := c.Check(t); err != nil {
+		return account.Release{}, fmt.Errorf("client %s: round %d: %w", c.id, t, err)
+	}
+	if err := encode(); err != nil {
 		return account.Release{}, fmt.Errorf("client %s: encode: %w", c.id, err)
 	}
-	c.encoded, c.staged = s.Round, s.Round
-	return c.Release(s.Round), nil
+	c.encoded, c.staged = t, t
+	return c.Release(t), nil
 }
 
 // Commit charges the release of the report Stage produced for round t

@@ -26,8 +26,9 @@
 //     leaves: either Client.Charge returns nil (the ledger's Store made the
 //     charge durable) before Client.Encode produces the report, or — for a
 //     driver that stores the report with its charge in one transaction, so
-//     that a retry resends the same bytes — Client.Stage produces the report
-//     and Client.Commit makes the charge durable (and checks that the ledger
+//     that a retry resends the same bytes — Client.Stage (StageModel for a
+//     clustered protocol's whole model) produces the report and
+//     Client.Commit makes the charge durable (and checks that the ledger
 //     holds it) before the report is sent. Encoding twice in a round is
 //     refused, so a retry must resend the stored report rather than
 //     re-randomize (no double spend).

@@ -411,3 +411,34 @@ func TestClientStageCommit(t *testing.T) {
 		t.Fatalf("stage over the cap: %v", err)
 	}
 }
+
+// TestClientStageModel: a clustered client stages its whole model with the
+// charge contract of Stage (a second stage in the round and a stage past
+// the cap are refused; Commit checks the ledger), its report is base +
+// update (plain IFCA), and a one-model protocol refuses StageModel.
+func TestClientStageModel(t *testing.T) {
+	p := newProto(t, "ifca", map[string]float64{"k": 2})
+	ledger := account.NewLedger(account.NewMemoryStore())
+	_ = ledger.SetDefaultCap(account.Cap{Epsilon: 15})
+	c := NewClient(ClientConfig{ID: "7", Budget: protocol.Budget{Epsilon: 10}, Protocol: p, Ledger: ledger})
+	s := protocol.Shape{Round: 1, Dim: 2, Population: 4, Participants: 2}
+	var rep protocol.Report
+	rel, err := c.StageModel(rng.Stream(1), s, []float64{1, 2}, []float64{0.5, -0.5}, &rep)
+	if err != nil || rel.Round != 1 || !slices.Equal(rep.Values, []float64{1.5, 1.5}) {
+		t.Fatalf("stage model: %+v %v, report %v", rel, err, rep.Values)
+	}
+	if _, err := c.StageModel(rng.Stream(1), s, []float64{1, 2}, []float64{0, 0}, &rep); !errors.Is(err, ErrOrder) {
+		t.Fatalf("second stage in a round: %v", err)
+	}
+	if err := c.Commit(1, ledger.Charge); err != nil {
+		t.Fatal(err)
+	}
+	s.Round = 2
+	if _, err := c.StageModel(rng.Stream(2), s, []float64{1, 2}, []float64{0, 0}, &rep); !errors.Is(err, account.ErrCapExceeded) {
+		t.Fatalf("stage over the cap: %v", err)
+	}
+	one := NewClient(ClientConfig{ID: "8", Budget: protocol.Budget{Epsilon: 1}, Protocol: newProto(t, "ss-simple", nil)})
+	if _, err := one.StageModel(rng.Stream(1), protocol.Shape{Round: 1, Dim: 2, Population: 4, Participants: 2}, []float64{0, 0}, []float64{0, 0}, &rep); !errors.Is(err, ErrOrder) {
+		t.Fatalf("StageModel on a one-model protocol: %v", err)
+	}
+}
