@@ -46,6 +46,12 @@ type ShufflerConfig struct {
 	Logf func(format string, a ...any)
 	// Now is the clock (time.Now if nil).
 	Now func() time.Time
+	// ForwardStall is how long a batch stream to the analyzer may make no
+	// progress before it is cancelled and retried (one minute if zero);
+	// ForwardReply bounds the wait for the analyzer's answer after the
+	// last chunk (30 minutes if zero: a per-coordinate batch of millions
+	// of messages takes the analyzer minutes to open).
+	ForwardStall, ForwardReply time.Duration
 }
 
 // ShufflerStats counts the shuffler's decisions.
@@ -60,8 +66,17 @@ type ShufflerStats struct {
 }
 
 // pullInterval is how long a client without a task waits before pulling
-// again (it adds jitter): 1,000 clients then make 2,000 pulls a second.
+// again (it adds jitter).
 const pullInterval = 500 * time.Millisecond
+
+// pullHold is how long the shuffler holds a pull that finds no task
+// (a long poll): it answers as soon as a round is announced, or after
+// pullHold with no task. Without the hold, 1,000 clients waiting for the
+// next round made 2,000 signed pulls a second, and on a loaded machine
+// their TLS, signature checks and gRPC work starved the batch stream to
+// the analyzer (63 MB took 82 s; docs/PERFORMANCE.md, "Deployment load
+// test"). It stays well below the clients' 30 s call timeout.
+const pullHold = 10 * time.Second
 
 // sround is the round the shuffler is serving.
 type sround struct {
@@ -98,6 +113,9 @@ type Shuffler struct {
 	mu         sync.Mutex
 	cur        *sround
 	registered map[string]time.Time // last heartbeat
+	// roundChanged is closed (and replaced) when a round is installed:
+	// it wakes the pulls held by PullTask.
+	roundChanged chan struct{}
 	stats      ShufflerStats
 	bg         sync.WaitGroup
 	ctx        context.Context
@@ -130,7 +148,7 @@ func NewShuffler(cfg ShufflerConfig) (*Shuffler, error) {
 		return nil, err
 	}
 	s := &Shuffler{cfg: cfg, st: cfg.Setup, ver: ver, acc: acc, sealer: sealer, logf: cfg.Logf, now: cfg.Now,
-		registered: map[string]time.Time{}, stats: ShufflerStats{Rejected: map[string]int64{}}}
+		registered: map[string]time.Time{}, stats: ShufflerStats{Rejected: map[string]int64{}}, roundChanged: make(chan struct{})}
 	if s.logf == nil {
 		s.logf = log.Printf
 	}
@@ -250,6 +268,8 @@ func (s *Shuffler) newRound(ann *wire.RoundAnnouncement) (*sround, error) {
 func (s *Shuffler) install(sr *sround) {
 	s.mu.Lock()
 	s.cur = sr
+	close(s.roundChanged)
+	s.roundChanged = make(chan struct{})
 	s.mu.Unlock()
 	d := sr.deadline.Sub(s.now())
 	sr.timer = time.AfterFunc(max(d, 0), func() { s.startClose(sr) })
@@ -346,18 +366,34 @@ func (s *Shuffler) Alive() int {
 }
 
 // PullTask implements wire.ShufflerServer: the open round's announcement,
-// if newer than after_round.
-func (s *Shuffler) PullTask(_ context.Context, req *wire.PullTaskRequest) (*wire.PullTaskResponse, error) {
+// if newer than after_round. Without one the pull is held (pullHold) until
+// a round is announced.
+func (s *Shuffler) PullTask(ctx context.Context, req *wire.PullTaskRequest) (*wire.PullTaskResponse, error) {
 	if _, err := verify(s.ver, s.now(), wire.Shuffler_PullTask_FullMethodName, 0, req); err != nil {
 		return nil, s.reject(err)
 	}
-	s.mu.Lock()
-	cur := s.cur
-	s.mu.Unlock()
-	if cur == nil || cur.closing.Load() || cur.t <= req.AfterRound {
+	var hold <-chan time.Time
+	for {
+		s.mu.Lock()
+		cur, changed := s.cur, s.roundChanged
+		s.mu.Unlock()
+		if cur != nil && !cur.closing.Load() && cur.t > req.AfterRound {
+			return &wire.PullTaskResponse{Task: cur.ann}, nil
+		}
+		if hold == nil {
+			tm := time.NewTimer(pullHold)
+			defer tm.Stop()
+			hold = tm.C
+		}
+		select {
+		case <-changed:
+			continue
+		case <-hold:
+		case <-ctx.Done():
+		case <-s.ctx.Done():
+		}
 		return &wire.PullTaskResponse{RetryAfterMillis: pullInterval.Milliseconds()}, nil
 	}
-	return &wire.PullTaskResponse{Task: cur.ann}, nil
 }
 
 // parse reads the public headers of a submission's sealed messages (never
@@ -597,19 +633,43 @@ func (s *Shuffler) forwardSaved(t int64) error {
 	return nil
 }
 
+// Batch streams to the analyzer (forwardLoop, forward). A batch travels
+// in chunks of at most forwardChunkBytes of ciphertext, each well inside
+// the analyzer link's flow-control window (linkStreamWindow), so that a
+// chunk never waits for a window update and every chunk handed to the
+// transport is observable progress. A stream that makes no progress (no
+// chunk accepted) for ShufflerConfig.ForwardStall, or whose answer does
+// not come within ShufflerConfig.ForwardReply after the last chunk, is
+// cancelled and retried with the same saved batch; a retry is idempotent
+// (the analyzer answers already_released for a released round).
+const (
+	forwardChunkBytes    = 4 << 20
+	forwardChunkMessages = 4096
+	defaultForwardStall  = time.Minute
+	defaultForwardReply  = 30 * time.Minute
+)
+
+// errStalled is the cause of a batch stream cancelled by its watchdog.
+var errStalled = errors.New("batch stream made no progress")
+
 // forwardLoop sends a round's batch (or void header) to the analyzer,
 // retrying until it acknowledges or the shuffler stops.
 func (s *Shuffler) forwardLoop(h *wire.BatchHeader, ms []*wire.SealedMessage, void bool) {
 	t := h.Round
-	chunks, err := wire.ChunkBatch(h, ms, 4096)
+	chunks, err := wire.ChunkBatchBytes(h, ms, forwardChunkMessages, forwardChunkBytes)
 	if err != nil {
 		s.logf("shuffler: round %d: %v", t, err)
 		return
+	}
+	var size int64
+	for _, m := range ms {
+		size += int64(len(m.Ciphertext))
 	}
 	for attempt := 0; ; attempt++ {
 		if s.ctx.Err() != nil {
 			return
 		}
+		start := time.Now()
 		resp, err := s.forward(chunks)
 		if err == nil {
 			if !void {
@@ -625,16 +685,17 @@ func (s *Shuffler) forwardLoop(h *wire.BatchHeader, ms []*wire.SealedMessage, vo
 				s.stats.Messages += int64(len(ms))
 			}
 			s.mu.Unlock()
-			s.logf("shuffler: round %d forwarded: %d reports, %d messages (%d dummies); analyzer accepted %d, released before: %v",
-				t, h.Counts.Reports, len(ms), h.Counts.Dummies, resp.Accepted, resp.AlreadyReleased)
+			el := time.Since(start)
+			s.logf("shuffler: round %d forwarded: %d reports, %d messages (%d dummies), %d bytes in %d chunks, %.2fs (attempt %d); analyzer accepted %d, released before: %v",
+				t, h.Counts.Reports, len(ms), h.Counts.Dummies, size, len(chunks), el.Seconds(), attempt+1, resp.Accepted, resp.AlreadyReleased)
 			return
 		}
 		if d, ok := wire.DetailOf(err); ok && d.Reason == wire.Reason_REASON_ROUND_CLOSED {
 			s.logf("shuffler: round %d: the analyzer refused the batch: %v", t, err)
 			return
 		}
-		if attempt%20 == 0 {
-			s.logf("shuffler: round %d: forwarding (attempt %d): %v", t, attempt+1, err)
+		if errors.Is(err, errStalled) || attempt%20 == 0 {
+			s.logf("shuffler: round %d: forwarding (attempt %d, %.1fs): %v", t, attempt+1, time.Since(start).Seconds(), err)
 		}
 		select {
 		case <-s.ctx.Done():
@@ -644,23 +705,59 @@ func (s *Shuffler) forwardLoop(h *wire.BatchHeader, ms []*wire.SealedMessage, vo
 	}
 }
 
+// forward streams one attempt of a round's batch under a watchdog: the
+// stream is cancelled with an error wrapping errStalled when no chunk is
+// accepted for ForwardStall, or when the answer takes longer than
+// ForwardReply after the last chunk.
 func (s *Shuffler) forward(chunks []*wire.BatchChunk) (*wire.BatchResponse, error) {
-	ctx, cancel := context.WithTimeout(s.ctx, 5*time.Minute)
-	defer cancel()
+	stall, reply := s.cfg.ForwardStall, s.cfg.ForwardReply
+	if stall <= 0 {
+		stall = defaultForwardStall
+	}
+	if reply <= 0 {
+		reply = defaultForwardReply
+	}
+	ctx, cancel := context.WithCancelCause(s.ctx)
+	defer cancel(nil)
+	var sent atomic.Int64
+	var waiting atomic.Bool // all chunks sent; awaiting the answer
+	wd := time.AfterFunc(stall, func() {
+		if waiting.Load() {
+			cancel(fmt.Errorf("%w: no answer %v after the last of %d chunks", errStalled, reply, len(chunks)))
+			return
+		}
+		cancel(fmt.Errorf("%w for %v: %d of %d chunks handed to the transport", errStalled, stall, sent.Load(), len(chunks)))
+	})
+	defer wd.Stop()
+	fail := func(err error) (*wire.BatchResponse, error) {
+		if cause := context.Cause(ctx); errors.Is(cause, errStalled) {
+			return nil, fmt.Errorf("%w (%v)", cause, err)
+		}
+		return nil, err
+	}
 	st, err := s.cfg.Analyzer.SubmitBatch(ctx)
 	if err != nil {
-		return nil, err
+		return fail(err)
 	}
 	for _, c := range chunks {
 		if err := st.Send(c); err != nil {
-			_, rerr := st.CloseAndRecv()
-			if rerr != nil {
-				return nil, rerr
+			// The stream's status says why (Send only reports io.EOF).
+			if _, rerr := st.CloseAndRecv(); rerr != nil {
+				err = rerr
 			}
-			return nil, err
+			return fail(err)
 		}
+		sent.Add(1)
+		wd.Reset(stall)
 	}
-	return st.CloseAndRecv()
+	// The analyzer opens, estimates and commits before it answers.
+	waiting.Store(true)
+	wd.Reset(reply)
+	resp, err := st.CloseAndRecv()
+	if err != nil {
+		return fail(err)
+	}
+	return resp, nil
 }
 
 // newProbe returns a throwaway role shuffler of round t on which a
