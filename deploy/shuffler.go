@@ -116,10 +116,10 @@ type Shuffler struct {
 	// roundChanged is closed (and replaced) when a round is installed:
 	// it wakes the pulls held by PullTask.
 	roundChanged chan struct{}
-	stats      ShufflerStats
-	bg         sync.WaitGroup
-	ctx        context.Context
-	cancel     context.CancelFunc
+	stats        ShufflerStats
+	bg           sync.WaitGroup
+	ctx          context.Context
+	cancel       context.CancelFunc
 }
 
 // NewShuffler starts a shuffler service, resuming the open round of its
