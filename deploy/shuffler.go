@@ -113,13 +113,14 @@ type Shuffler struct {
 	mu         sync.Mutex
 	cur        *sround
 	registered map[string]time.Time // last heartbeat
+	stats      ShufflerStats
+	bg         sync.WaitGroup
+	ctx        context.Context
+	cancel     context.CancelFunc
+
 	// roundChanged is closed (and replaced) when a round is installed:
 	// it wakes the pulls held by PullTask.
 	roundChanged chan struct{}
-	stats        ShufflerStats
-	bg           sync.WaitGroup
-	ctx          context.Context
-	cancel       context.CancelFunc
 }
 
 // NewShuffler starts a shuffler service, resuming the open round of its
