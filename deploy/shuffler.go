@@ -671,7 +671,7 @@ func (s *Shuffler) forwardLoop(h *wire.BatchHeader, ms []*wire.SealedMessage, vo
 			return
 		}
 		start := time.Now()
-		resp, err := s.forward(chunks)
+		resp, sent, err := s.forward(chunks)
 		if err == nil {
 			if !void {
 				if err := s.cfg.DB.MarkForwarded(t); err != nil && !errors.Is(err, store.ErrAlreadyForwarded) {
@@ -686,9 +686,8 @@ func (s *Shuffler) forwardLoop(h *wire.BatchHeader, ms []*wire.SealedMessage, vo
 				s.stats.Messages += int64(len(ms))
 			}
 			s.mu.Unlock()
-			el := time.Since(start)
-			s.logf("shuffler: round %d forwarded: %d reports, %d messages (%d dummies), %d bytes in %d chunks, %.2fs (attempt %d); analyzer accepted %d, released before: %v",
-				t, h.Counts.Reports, len(ms), h.Counts.Dummies, size, len(chunks), el.Seconds(), attempt+1, resp.Accepted, resp.AlreadyReleased)
+			s.logf("shuffler: round %d forwarded: %d reports, %d messages (%d dummies), %d bytes in %d chunks sent in %.2fs, answered %.2fs later (attempt %d); analyzer accepted %d, released before: %v",
+				t, h.Counts.Reports, len(ms), h.Counts.Dummies, size, len(chunks), sent.Sub(start).Seconds(), time.Since(sent).Seconds(), attempt+1, resp.Accepted, resp.AlreadyReleased)
 			return
 		}
 		if d, ok := wire.DetailOf(err); ok && d.Reason == wire.Reason_REASON_ROUND_CLOSED {
@@ -709,8 +708,9 @@ func (s *Shuffler) forwardLoop(h *wire.BatchHeader, ms []*wire.SealedMessage, vo
 // forward streams one attempt of a round's batch under a watchdog: the
 // stream is cancelled with an error wrapping errStalled when no chunk is
 // accepted for ForwardStall, or when the answer takes longer than
-// ForwardReply after the last chunk.
-func (s *Shuffler) forward(chunks []*wire.BatchChunk) (*wire.BatchResponse, error) {
+// ForwardReply after the last chunk. It returns the answer and when the
+// last chunk was handed to the transport.
+func (s *Shuffler) forward(chunks []*wire.BatchChunk) (*wire.BatchResponse, time.Time, error) {
 	stall, reply := s.cfg.ForwardStall, s.cfg.ForwardReply
 	if stall <= 0 {
 		stall = defaultForwardStall
@@ -730,11 +730,12 @@ func (s *Shuffler) forward(chunks []*wire.BatchChunk) (*wire.BatchResponse, erro
 		cancel(fmt.Errorf("%w for %v: %d of %d chunks handed to the transport", errStalled, stall, sent.Load(), len(chunks)))
 	})
 	defer wd.Stop()
-	fail := func(err error) (*wire.BatchResponse, error) {
+	var sentAt time.Time
+	fail := func(err error) (*wire.BatchResponse, time.Time, error) {
 		if cause := context.Cause(ctx); errors.Is(cause, errStalled) {
-			return nil, fmt.Errorf("%w (%v)", cause, err)
+			return nil, sentAt, fmt.Errorf("%w (%v)", cause, err)
 		}
-		return nil, err
+		return nil, sentAt, err
 	}
 	st, err := s.cfg.Analyzer.SubmitBatch(ctx)
 	if err != nil {
@@ -752,13 +753,14 @@ func (s *Shuffler) forward(chunks []*wire.BatchChunk) (*wire.BatchResponse, erro
 		wd.Reset(stall)
 	}
 	// The analyzer opens, estimates and commits before it answers.
+	sentAt = time.Now()
 	waiting.Store(true)
 	wd.Reset(reply)
 	resp, err := st.CloseAndRecv()
 	if err != nil {
 		return fail(err)
 	}
-	return resp, nil
+	return resp, sentAt, nil
 }
 
 // newProbe returns a throwaway role shuffler of round t on which a
