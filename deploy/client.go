@@ -198,6 +198,9 @@ func (c *Client) Run(ctx context.Context) error {
 	}
 	for c.last < int64(c.st.Config.Rounds) {
 		task, pulled, err := c.pull(ctx)
+		if errors.Is(err, errRunOver) {
+			return nil
+		}
 		if err != nil {
 			return err
 		}
@@ -241,7 +244,12 @@ func (c *Client) heartbeats(ctx context.Context) {
 	}
 }
 
-// pull waits for a task newer than the last round handled.
+// errRunOver: the client was not sampled in the run's last round.
+var errRunOver = errors.New("the run's last round does not sample this client")
+
+// pull waits for a task newer than the last round handled. A round whose
+// sample leaves the client out (REASON_NOT_SAMPLED) is skipped; after the
+// run's last round pull returns errRunOver.
 func (c *Client) pull(ctx context.Context) (*wire.RoundAnnouncement, time.Time, error) {
 	for {
 		req := &wire.PullTaskRequest{Auth: c.auth(), AfterRound: c.last}
@@ -254,6 +262,16 @@ func (c *Client) pull(ctx context.Context) (*wire.RoundAnnouncement, time.Time, 
 			resp, err = c.cfg.Shuffler.PullTask(ctx, req)
 			return err
 		})
+		if d, ok := wire.DetailOf(err); ok && d.Reason == wire.Reason_REASON_NOT_SAMPLED && d.Round > c.last {
+			// Not in this round's sample: wait for the next round, or
+			// stop after the run's last.
+			c.last = d.Round
+			c.logf("client %s: not sampled in round %d", c.cfg.Signer.ID(), d.Round)
+			if c.last >= int64(c.st.Config.Rounds) {
+				return nil, time.Time{}, errRunOver
+			}
+			continue
+		}
 		if err != nil {
 			return nil, time.Time{}, errf("client %s: pull: %w", c.cfg.Signer.ID(), err)
 		}

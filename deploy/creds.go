@@ -170,10 +170,35 @@ func LoadCredentials(dir, role, id string) (*Credentials, error) {
 	return c, nil
 }
 
+// The shuffler-to-analyzer link carries a round's whole batch (63 MB for
+// 1,000 whole reports of d = 7,850; 604 MB per-coordinate) on one stream.
+// Its HTTP/2 windows are static and larger than a batch chunk
+// (forwardChunkBytes): a chunk is sent without waiting for a window update,
+// and no BDP estimation adjusts the windows while a chunk is in flight.
+// Every window round trip costs a hop through several goroutines (the
+// receiver's reader and handler, its writer, the sender's reader and
+// writer), and on a loaded machine, with a thousand client connections
+// runnable, each hop waits its turn.
+const (
+	linkStreamWindow = 4 * forwardChunkBytes
+	linkConnWindow   = 2 * linkStreamWindow
+)
+
+// linkServerOptions are the analyzer server's options for the link.
+func linkServerOptions() []grpc.ServerOption {
+	return []grpc.ServerOption{grpc.StaticStreamWindowSize(linkStreamWindow), grpc.StaticConnWindowSize(linkConnWindow)}
+}
+
+// linkDialOptions are the shuffler's dial options for the link.
+func linkDialOptions() []grpc.DialOption {
+	return []grpc.DialOption{grpc.WithStaticStreamWindowSize(linkStreamWindow), grpc.WithStaticConnWindowSize(linkConnWindow)}
+}
+
 // AnalyzerServer returns the analyzer's gRPC server (mutual TLS: only the
 // shuffler may connect) serving a.
 func AnalyzerServer(c *Credentials, a *Analyzer) *grpc.Server {
-	opts := append(wire.ServerOptions(0), grpc.Creds(credentials.NewTLS(pki.MutualServerConfig(c.Analyzer, c.Roots, pki.RoleShuffler))))
+	opts := append(wire.ServerOptions(0), linkServerOptions()...)
+	opts = append(opts, grpc.Creds(credentials.NewTLS(pki.MutualServerConfig(c.Analyzer, c.Roots, pki.RoleShuffler))))
 	g := grpc.NewServer(opts...)
 	wire.RegisterAnalyzerServer(g, a)
 	return g
@@ -192,7 +217,8 @@ func ShufflerServers(c *Credentials, s *Shuffler) (public, control *grpc.Server)
 
 // DialAnalyzer connects the shuffler to the analyzer at addr (mutual TLS).
 func DialAnalyzer(c *Credentials, addr string) (*grpc.ClientConn, error) {
-	return grpc.NewClient(addr, append(wire.DialOptions(0), grpc.WithTransportCredentials(credentials.NewTLS(pki.MutualClientConfig(c.Shuffler, c.Roots, ServerName, pki.RoleAnalyzer))))...)
+	opts := append(wire.DialOptions(0), linkDialOptions()...)
+	return grpc.NewClient(addr, append(opts, grpc.WithTransportCredentials(credentials.NewTLS(pki.MutualClientConfig(c.Shuffler, c.Roots, ServerName, pki.RoleAnalyzer))))...)
 }
 
 // DialShufflerControl connects the analyzer to the shuffler's control

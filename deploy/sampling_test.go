@@ -238,6 +238,14 @@ func (h *harness) pull(t *testing.T, i int, after int64) *wire.RoundAnnouncement
 		t.Fatal(err)
 	}
 	resp, err := h.cli.PullTask(context.Background(), req)
+	if d, ok := wire.DetailOf(err); ok && d.Reason == wire.Reason_REASON_NOT_SAMPLED {
+		// Outside the open round's sample: no task, and the round named.
+		wantStatus(t, err, codes.PermissionDenied, wire.Reason_REASON_NOT_SAMPLED)
+		if d.Round <= after {
+			t.Fatalf("not sampled in round %d, pulled after round %d", d.Round, after)
+		}
+		return nil
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -271,8 +279,10 @@ func (h *harness) currentSample(t *testing.T, r int64) map[string]bool {
 //     Account of shape (population 6, sampled 6, reporters 6);
 //   - 15 registered, 10 sampled, only 7 of them report before the deadline:
 //     the rate is 10/15 and the statement is for 7 reporters. A client
-//     outside the sample is offered no task, and its submission is refused
-//     with REASON_NOT_SAMPLED.
+//     outside the sample is offered no task (its pull is answered
+//     REASON_NOT_SAMPLED with the round, so that a client left out of the
+//     last round stops), and its submission is refused with
+//     REASON_NOT_SAMPLED.
 func TestSampledStatementTrueRate(t *testing.T) {
 	for _, tc := range []struct {
 		name                       string

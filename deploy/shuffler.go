@@ -54,6 +54,12 @@ type ShufflerConfig struct {
 	Logf func(format string, a ...any)
 	// Now is the clock (time.Now if nil).
 	Now func() time.Time
+	// ForwardStall is how long a batch stream to the analyzer may make no
+	// progress before it is cancelled and retried (one minute if zero);
+	// ForwardReply bounds the wait for the analyzer's answer after the
+	// last chunk (30 minutes if zero: a per-coordinate batch of millions
+	// of messages takes the analyzer minutes to open).
+	ForwardStall, ForwardReply time.Duration
 }
 
 // ShufflerStats counts the shuffler's decisions.
@@ -68,8 +74,17 @@ type ShufflerStats struct {
 }
 
 // pullInterval is how long a client without a task waits before pulling
-// again (it adds jitter): 1,000 clients then make 2,000 pulls a second.
+// again (it adds jitter).
 const pullInterval = 500 * time.Millisecond
+
+// pullHold is how long the shuffler holds a pull that finds no task
+// (a long poll): it answers as soon as a round is announced, or after
+// pullHold with no task. Without the hold, 1,000 clients waiting for the
+// next round made 2,000 signed pulls a second, and on a loaded machine
+// their TLS, signature checks and gRPC work starved the batch stream to
+// the analyzer (63 MB took 82 s; docs/PERFORMANCE.md, "Deployment load
+// test"). It stays well below the clients' 30 s call timeout.
+const pullHold = 10 * time.Second
 
 // sround is the round the shuffler is serving.
 type sround struct {
@@ -126,6 +141,10 @@ type Shuffler struct {
 	// regMu serializes registrations (the cap check and the durable
 	// record).
 	regMu sync.Mutex
+
+	// roundChanged is closed (and replaced) when a round is installed:
+	// it wakes the pulls held by PullTask.
+	roundChanged chan struct{}
 }
 
 // NewShuffler starts a shuffler service, resuming the open round of its
@@ -154,7 +173,7 @@ func NewShuffler(cfg ShufflerConfig) (*Shuffler, error) {
 		return nil, err
 	}
 	s := &Shuffler{cfg: cfg, st: cfg.Setup, ver: ver, acc: acc, sealer: sealer, logf: cfg.Logf, now: cfg.Now,
-		registered: map[string]time.Time{}, budgets: map[string]protocol.Budget{}, stats: ShufflerStats{Rejected: map[string]int64{}}}
+		registered: map[string]time.Time{}, budgets: map[string]protocol.Budget{}, stats: ShufflerStats{Rejected: map[string]int64{}}, roundChanged: make(chan struct{})}
 	if s.logf == nil {
 		s.logf = log.Printf
 	}
@@ -334,6 +353,8 @@ func (s *Shuffler) drawSample(t int64) (store.Sample, error) {
 func (s *Shuffler) install(sr *sround) {
 	s.mu.Lock()
 	s.cur = sr
+	close(s.roundChanged)
+	s.roundChanged = make(chan struct{})
 	s.mu.Unlock()
 	d := sr.deadline.Sub(s.now())
 	sr.timer = time.AfterFunc(max(d, 0), func() { s.startClose(sr) })
@@ -479,21 +500,40 @@ func (s *Shuffler) Alive() int {
 }
 
 // PullTask implements wire.ShufflerServer: the open round's announcement,
-// if newer than after_round.
-func (s *Shuffler) PullTask(_ context.Context, req *wire.PullTaskRequest) (*wire.PullTaskResponse, error) {
+// if newer than after_round and the client is in its sample. Without one
+// the pull is held (pullHold) until a round is announced. A client outside
+// the sample of the open round is told so (REASON_NOT_SAMPLED with the
+// round), so that it waits for the next round, or stops after the last.
+func (s *Shuffler) PullTask(ctx context.Context, req *wire.PullTaskRequest) (*wire.PullTaskResponse, error) {
 	id, err := verify(s.ver, s.now(), wire.Shuffler_PullTask_FullMethodName, 0, req)
 	if err != nil {
 		return nil, s.reject(err)
 	}
-	s.mu.Lock()
-	cur := s.cur
-	s.mu.Unlock()
-	// A client outside the round's sample is told nothing (it pulls
-	// again; it cannot tell an unsampled round from a round not yet open).
-	if cur == nil || cur.closing.Load() || cur.t <= req.AfterRound || (cur.sample != nil && !cur.sample[id]) {
+	var hold <-chan time.Time
+	for {
+		s.mu.Lock()
+		cur, changed := s.cur, s.roundChanged
+		s.mu.Unlock()
+		if cur != nil && !cur.closing.Load() && cur.t > req.AfterRound {
+			if cur.sample != nil && !cur.sample[id] {
+				return nil, wire.Errorf(codes.PermissionDenied, wire.Reason_REASON_NOT_SAMPLED, "", cur.t, "client %s is not in round %d's sample", id, cur.t)
+			}
+			return &wire.PullTaskResponse{Task: cur.ann}, nil
+		}
+		if hold == nil {
+			tm := time.NewTimer(pullHold)
+			defer tm.Stop()
+			hold = tm.C
+		}
+		select {
+		case <-changed:
+			continue
+		case <-hold:
+		case <-ctx.Done():
+		case <-s.ctx.Done():
+		}
 		return &wire.PullTaskResponse{RetryAfterMillis: pullInterval.Milliseconds()}, nil
 	}
-	return &wire.PullTaskResponse{Task: cur.ann}, nil
 }
 
 // parse reads the public headers of a submission's sealed messages (never
@@ -786,20 +826,44 @@ func (s *Shuffler) forwardSaved(t int64) error {
 	return nil
 }
 
+// Batch streams to the analyzer (forwardLoop, forward). A batch travels
+// in chunks of at most forwardChunkBytes of ciphertext, each well inside
+// the analyzer link's flow-control window (linkStreamWindow), so that a
+// chunk never waits for a window update and every chunk handed to the
+// transport is observable progress. A stream that makes no progress (no
+// chunk accepted) for ShufflerConfig.ForwardStall, or whose answer does
+// not come within ShufflerConfig.ForwardReply after the last chunk, is
+// cancelled and retried with the same saved batch; a retry is idempotent
+// (the analyzer answers already_released for a released round).
+const (
+	forwardChunkBytes    = 4 << 20
+	forwardChunkMessages = 4096
+	defaultForwardStall  = time.Minute
+	defaultForwardReply  = 30 * time.Minute
+)
+
+// errStalled is the cause of a batch stream cancelled by its watchdog.
+var errStalled = errors.New("batch stream made no progress")
+
 // forwardLoop sends a round's batch (or void header) to the analyzer,
 // retrying until it acknowledges or the shuffler stops.
 func (s *Shuffler) forwardLoop(h *wire.BatchHeader, ms []*wire.SealedMessage, void bool) {
 	t := h.Round
-	chunks, err := wire.ChunkBatch(h, ms, 4096)
+	chunks, err := wire.ChunkBatchBytes(h, ms, forwardChunkMessages, forwardChunkBytes)
 	if err != nil {
 		s.logf("shuffler: round %d: %v", t, err)
 		return
+	}
+	var size int64
+	for _, m := range ms {
+		size += int64(len(m.Ciphertext))
 	}
 	for attempt := 0; ; attempt++ {
 		if s.ctx.Err() != nil {
 			return
 		}
-		resp, err := s.forward(chunks)
+		start := time.Now()
+		resp, sent, err := s.forward(chunks)
 		if err == nil {
 			if !void {
 				if err := s.cfg.DB.MarkForwarded(t); err != nil && !errors.Is(err, store.ErrAlreadyForwarded) {
@@ -814,16 +878,16 @@ func (s *Shuffler) forwardLoop(h *wire.BatchHeader, ms []*wire.SealedMessage, vo
 				s.stats.Messages += int64(len(ms))
 			}
 			s.mu.Unlock()
-			s.logf("shuffler: round %d forwarded: %d reports, %d messages (%d dummies); analyzer accepted %d, released before: %v",
-				t, h.Counts.Reports, len(ms), h.Counts.Dummies, resp.Accepted, resp.AlreadyReleased)
+			s.logf("shuffler: round %d forwarded: %d reports, %d messages (%d dummies), %d bytes in %d chunks sent in %.2fs, answered %.2fs later (attempt %d); analyzer accepted %d, released before: %v",
+				t, h.Counts.Reports, len(ms), h.Counts.Dummies, size, len(chunks), sent.Sub(start).Seconds(), time.Since(sent).Seconds(), attempt+1, resp.Accepted, resp.AlreadyReleased)
 			return
 		}
 		if d, ok := wire.DetailOf(err); ok && d.Reason == wire.Reason_REASON_ROUND_CLOSED {
 			s.logf("shuffler: round %d: the analyzer refused the batch: %v", t, err)
 			return
 		}
-		if attempt%20 == 0 {
-			s.logf("shuffler: round %d: forwarding (attempt %d): %v", t, attempt+1, err)
+		if errors.Is(err, errStalled) || attempt%20 == 0 {
+			s.logf("shuffler: round %d: forwarding (attempt %d, %.1fs): %v", t, attempt+1, time.Since(start).Seconds(), err)
 		}
 		select {
 		case <-s.ctx.Done():
@@ -833,23 +897,62 @@ func (s *Shuffler) forwardLoop(h *wire.BatchHeader, ms []*wire.SealedMessage, vo
 	}
 }
 
-func (s *Shuffler) forward(chunks []*wire.BatchChunk) (*wire.BatchResponse, error) {
-	ctx, cancel := context.WithTimeout(s.ctx, 5*time.Minute)
-	defer cancel()
+// forward streams one attempt of a round's batch under a watchdog: the
+// stream is cancelled with an error wrapping errStalled when no chunk is
+// accepted for ForwardStall, or when the answer takes longer than
+// ForwardReply after the last chunk. It returns the answer and when the
+// last chunk was handed to the transport.
+func (s *Shuffler) forward(chunks []*wire.BatchChunk) (*wire.BatchResponse, time.Time, error) {
+	stall, reply := s.cfg.ForwardStall, s.cfg.ForwardReply
+	if stall <= 0 {
+		stall = defaultForwardStall
+	}
+	if reply <= 0 {
+		reply = defaultForwardReply
+	}
+	ctx, cancel := context.WithCancelCause(s.ctx)
+	defer cancel(nil)
+	var sent atomic.Int64
+	var waiting atomic.Bool // all chunks sent; awaiting the answer
+	wd := time.AfterFunc(stall, func() {
+		if waiting.Load() {
+			cancel(fmt.Errorf("%w: no answer %v after the last of %d chunks", errStalled, reply, len(chunks)))
+			return
+		}
+		cancel(fmt.Errorf("%w for %v: %d of %d chunks handed to the transport", errStalled, stall, sent.Load(), len(chunks)))
+	})
+	defer wd.Stop()
+	var sentAt time.Time
+	fail := func(err error) (*wire.BatchResponse, time.Time, error) {
+		if cause := context.Cause(ctx); errors.Is(cause, errStalled) {
+			return nil, sentAt, fmt.Errorf("%w (%v)", cause, err)
+		}
+		return nil, sentAt, err
+	}
 	st, err := s.cfg.Analyzer.SubmitBatch(ctx)
 	if err != nil {
-		return nil, err
+		return fail(err)
 	}
 	for _, c := range chunks {
 		if err := st.Send(c); err != nil {
-			_, rerr := st.CloseAndRecv()
-			if rerr != nil {
-				return nil, rerr
+			// The stream's status says why (Send only reports io.EOF).
+			if _, rerr := st.CloseAndRecv(); rerr != nil {
+				err = rerr
 			}
-			return nil, err
+			return fail(err)
 		}
+		sent.Add(1)
+		wd.Reset(stall)
 	}
-	return st.CloseAndRecv()
+	// The analyzer opens, estimates and commits before it answers.
+	sentAt = time.Now()
+	waiting.Store(true)
+	wd.Reset(reply)
+	resp, err := st.CloseAndRecv()
+	if err != nil {
+		return fail(err)
+	}
+	return resp, sentAt, nil
 }
 
 // newProbe returns a throwaway role shuffler of round t on which a

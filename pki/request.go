@@ -24,13 +24,19 @@ const requestVersion = 1
 // be mistaken for a signature over anything else.
 const signingDomain = "shufflefl/pki/request/v1\x00"
 
-// Request is what a client signs for one request to the shuffler.
+// Request is what a client signs for one request to the shuffler: the one
+// signed encoding of the deployment (SigningBytes). Package wire builds it
+// from a gRPC request (wire.SignedRequest): Kind is the full gRPC method
+// name, Round the request's round, and PayloadHash the SHA-256 of the
+// request's body (wire.RequestBody).
 type Request struct {
 	ClientID string // registered id (CheckID)
-	Kind     string // what the request is for, e.g. "report" (CheckKind)
-	Round    uint64
-	Time     time.Time // the client's clock when it signed
-	Nonce    [NonceSize]byte
+	// Kind is what the request is for: a full gRPC method name such as
+	// "/shufflefl.wire.v1.Shuffler/SubmitReport" (CheckKind).
+	Kind  string
+	Round uint64
+	Time  time.Time // the client's clock when it signed
+	Nonce [NonceSize]byte
 	// PayloadHash is the SHA-256 of the request's payload (PayloadHash):
 	// the signature covers the payload through it.
 	PayloadHash [sha256.Size]byte
@@ -48,19 +54,20 @@ func PayloadHash(payload []byte) [sha256.Size]byte { return sha256.Sum256(payloa
 
 // CheckID accepts a client id: 1 to MaxIDLen bytes of letters, digits, '.',
 // '_' and '-'.
-func CheckID(id string) error { return checkToken("client id", id) }
+func CheckID(id string) error { return checkToken("client id", id, false) }
 
-// CheckKind accepts a request kind: the same alphabet as a client id.
-func CheckKind(kind string) error { return checkToken("request kind", kind) }
+// CheckKind accepts a request kind: 1 to MaxIDLen bytes of a client id's
+// alphabet and '/' (a gRPC method name).
+func CheckKind(kind string) error { return checkToken("request kind", kind, true) }
 
-func checkToken(what, s string) error {
+func checkToken(what, s string, slash bool) error {
 	if len(s) == 0 || len(s) > MaxIDLen {
 		return checks.Invalidf("pki: %s must have 1 to %d bytes, has %d", what, MaxIDLen, len(s))
 	}
 	for i := 0; i < len(s); i++ {
 		c := s[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
-			return checks.Invalidf("pki: %s %q has a byte %q outside [A-Za-z0-9._-]", what, s, c)
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-' || slash && c == '/') {
+			return checks.Invalidf("pki: %s %q has a byte %q outside [A-Za-z0-9._-%s]", what, s, c, map[bool]string{true: "/"}[slash])
 		}
 	}
 	return nil

@@ -273,19 +273,19 @@ func crashChild(path string, ack *os.File) error {
 	}
 }
 
-// crashSaveBatch saves round's batch: its reports' messages in reverse
-// order plus one dummy.
-func crashSaveBatch(db *DB, round int64) error {
-	reps, err := db.RoundReports(round)
-	if err != nil {
-		return err
-	}
+// crashBatch is round's shuffled batch: its full set of reports' messages
+// (sc-0 ... sc-(crashPerRound-1)) in reverse order plus one dummy.
+func crashBatch(round int64) []SealedMessage {
 	var ms []SealedMessage
-	for i := len(reps) - 1; i >= 0; i-- {
-		ms = append(ms, reps[i].Messages...)
+	for i := crashPerRound - 1; i >= 0; i-- {
+		ms = append(ms, crashMessages(round, fmt.Sprint("sc-", i))...)
 	}
-	ms = append(ms, SealedMessage{Label: 0, Sealed: []byte(fmt.Sprint("dummy ", round))})
-	return db.SaveBatch(round, []byte(fmt.Sprint("header ", round)), ms)
+	return append(ms, SealedMessage{Label: 0, Sealed: []byte(fmt.Sprint("dummy ", round))})
+}
+
+// crashSaveBatch saves round's batch (crashBatch).
+func crashSaveBatch(db *DB, round int64) error {
+	return db.SaveBatch(round, []byte(fmt.Sprint("header ", round)), crashBatch(round))
 }
 
 func randNonce() []byte {
@@ -520,57 +520,88 @@ func verifyCrash(path string, a *acked) error {
 	status := map[int64]InboxStatus{}
 	for _, r := range rounds {
 		status[r.Round] = r.Status
-		reps, err := db.RoundReports(r.Round)
-		if err != nil {
+		// Retention: an open round's reports keep their sealed messages;
+		// a shuffled, forwarded or void round's have none (deleted with
+		// the status change), and only a shuffled round has its batch.
+		var kept int
+		if err := db.sql.QueryRow(`SELECT count(*) FROM inbox_report WHERE round = ? AND length(messages) > 0`, r.Round).Scan(&kept); err != nil {
 			return err
 		}
-		seen := map[string]bool{}
-		for i, rep := range reps {
-			if seen[rep.Client] {
-				return fmt.Errorf("round %d: client %s stored twice", r.Round, rep.Client)
+		var chunks int
+		if err := db.sql.QueryRow(`SELECT count(*) FROM inbox_batch_chunk WHERE round = ?`, r.Round).Scan(&chunks); err != nil {
+			return err
+		}
+		if r.Status != InboxOpen {
+			if kept != 0 {
+				return fmt.Errorf("%s round %d keeps the sealed messages of %d reports", r.Status, r.Round, kept)
 			}
-			seen[rep.Client] = true
-			if rep.Client != fmt.Sprint("sc-", i) {
-				return fmt.Errorf("round %d: report %d is from %s", r.Round, i, rep.Client)
+			if _, err := db.RoundReports(r.Round); !errors.Is(err, ErrExpired) {
+				return fmt.Errorf("%s round %d: reports read back (%v)", r.Status, r.Round, err)
 			}
-			want := crashMessages(r.Round, rep.Client)
-			if len(want) != len(rep.Messages) {
-				return fmt.Errorf("round %d %s: %d messages, want %d", r.Round, rep.Client, len(rep.Messages), len(want))
+			if r.Status != InboxShuffled && chunks != 0 {
+				return fmt.Errorf("%s round %d keeps %d batch chunks", r.Status, r.Round, chunks)
 			}
-			for j := range want {
-				if want[j].Label != rep.Messages[j].Label || !bytes.Equal(want[j].Sealed, rep.Messages[j].Sealed) {
-					return fmt.Errorf("round %d %s: message %d differs", r.Round, rep.Client, j)
+		}
+		if r.Status == InboxOpen {
+			reps, err := db.RoundReports(r.Round)
+			if err != nil {
+				return err
+			}
+			seen := map[string]bool{}
+			for i, rep := range reps {
+				if seen[rep.Client] {
+					return fmt.Errorf("round %d: client %s stored twice", r.Round, rep.Client)
+				}
+				seen[rep.Client] = true
+				if rep.Client != fmt.Sprint("sc-", i) {
+					return fmt.Errorf("round %d: report %d is from %s", r.Round, i, rep.Client)
+				}
+				want := crashMessages(r.Round, rep.Client)
+				if len(want) != len(rep.Messages) {
+					return fmt.Errorf("round %d %s: %d messages, want %d", r.Round, rep.Client, len(rep.Messages), len(want))
+				}
+				for j := range want {
+					if want[j].Label != rep.Messages[j].Label || !bytes.Equal(want[j].Sealed, rep.Messages[j].Sealed) {
+						return fmt.Errorf("round %d %s: message %d differs", r.Round, rep.Client, j)
+					}
 				}
 			}
 		}
-		if r.Status == InboxForwarded || r.Status == InboxShuffled {
-			if len(reps) != crashPerRound {
-				return fmt.Errorf("shuffled round %d has %d reports", r.Round, len(reps))
+		switch r.Status {
+		case InboxShuffled:
+			if r.Reports != crashPerRound {
+				return fmt.Errorf("shuffled round %d has %d reports", r.Round, r.Reports)
 			}
 			b, err := db.Batch(r.Round)
 			if err != nil {
 				return err
 			}
-			want := 1
-			for _, rep := range reps {
-				want += len(rep.Messages)
+			want := crashBatch(r.Round)
+			if len(b.Messages) != len(want) {
+				return fmt.Errorf("batch of round %d has %d messages, want %d", r.Round, len(b.Messages), len(want))
 			}
-			last := b.Messages[len(b.Messages)-1]
-			if len(b.Messages) != want || string(last.Sealed) != fmt.Sprint("dummy ", r.Round) ||
-				!bytes.Equal(b.Messages[0].Sealed, reps[len(reps)-1].Messages[0].Sealed) {
-				return fmt.Errorf("batch of round %d is not the saved one", r.Round)
+			for i := range want {
+				if want[i].Label != b.Messages[i].Label || !bytes.Equal(want[i].Sealed, b.Messages[i].Sealed) {
+					return fmt.Errorf("batch of round %d is not the saved one (message %d)", r.Round, i)
+				}
 			}
-		} else if _, err := db.Batch(r.Round); !errors.Is(err, ErrNoBatch) {
-			return fmt.Errorf("round %d is %s but has a batch (%v)", r.Round, r.Status, err)
+		case InboxForwarded:
+			if r.Reports != crashPerRound {
+				return fmt.Errorf("forwarded round %d has %d reports", r.Round, r.Reports)
+			}
+			if _, err := db.Batch(r.Round); !errors.Is(err, ErrExpired) {
+				return fmt.Errorf("forwarded round %d: batch read back (%v)", r.Round, err)
+			}
+		default:
+			if _, err := db.Batch(r.Round); !errors.Is(err, ErrNoBatch) {
+				return fmt.Errorf("round %d is %s but has a batch (%v)", r.Round, r.Status, err)
+			}
 		}
 	}
 	for k := range a.inbox {
 		var round int64
 		var client string
 		fmt.Sscanf(strings.Replace(k, "/", " ", 1), "%d %s", &round, &client)
-		if _, err := db.RoundReports(round); err != nil {
-			return fmt.Errorf("acknowledged report %s: %v", k, err)
-		}
 		var n int
 		if err := db.sql.QueryRow(`SELECT count(*) FROM inbox_report WHERE round = ? AND client = ?`, round, client).Scan(&n); err != nil || n != 1 {
 			return fmt.Errorf("acknowledged report %s stored %d times (%v)", k, n, err)

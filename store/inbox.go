@@ -49,6 +49,9 @@ var (
 	ErrBatchSaved = errors.New("store: round's shuffled batch already saved")
 	// ErrNoBatch: MarkForwarded on a round whose batch was never saved.
 	ErrNoBatch = errors.New("store: round has no saved batch")
+	// ErrExpired: the sealed messages asked for were deleted by the
+	// retention rule (see SaveBatch, MarkForwarded and VoidInboxRound).
+	ErrExpired = errors.New("store: sealed messages expired")
 )
 
 // InboxStatus is the state of a round at the shuffler: it accepts reports
@@ -326,10 +329,15 @@ type InboxReport struct {
 // RoundReports returns the reports accepted in round, in acceptance order,
 // with their sealed messages: what the shuffler strips of identities,
 // completes with dummies, permutes and forwards. An unknown round wraps
-// ErrUnknownRound.
+// ErrUnknownRound; a round no longer open ErrExpired (its reports' sealed
+// messages were deleted when it was shuffled or voided).
 func (db *DB) RoundReports(round int64) ([]InboxReport, error) {
-	if _, err := db.InboxRound(round); err != nil {
+	r, err := db.InboxRound(round)
+	if err != nil {
 		return nil, err
+	}
+	if r.Status != InboxOpen {
+		return nil, fmt.Errorf("store: reports of round %d (%s): %w", round, r.Status, ErrExpired)
 	}
 	rows, err := db.sql.Query(`SELECT client, nonce, n_messages, messages, received_ns FROM inbox_report
 		WHERE round = ? ORDER BY id`, round)
@@ -428,6 +436,11 @@ type Batch struct {
 // of the same reports would let the analyzer tell the dummies apart (they
 // are the messages not common to both). A second SaveBatch wraps
 // ErrBatchSaved; a void or forwarded round ErrRoundClosed.
+//
+// Retention: the same transaction deletes the sealed messages of the
+// round's reports (they are in the batch, stripped of identities, and a
+// shuffled round is never shuffled again), so from here on no stored
+// ciphertext is linked to a client.
 func (db *DB) SaveBatch(round int64, header []byte, ms []SealedMessage) error {
 	for i, m := range ms {
 		if len(m.Sealed) == 0 {
@@ -481,17 +494,39 @@ func (db *DB) SaveBatch(round int64, header []byte, ms []SealedMessage) error {
 				return err
 			}
 		}
-		_, err = t.ExecContext(ctx, `UPDATE inbox_round SET status = 'shuffled' WHERE round = ?`, round)
-		return err
+		if _, err := t.ExecContext(ctx, `UPDATE inbox_round SET status = 'shuffled' WHERE round = ?`, round); err != nil {
+			return err
+		}
+		return expireReports(ctx, t, round)
 	})
 	if err != nil {
 		return fmt.Errorf("store: save batch of round %d: %w", round, err)
 	}
+	db.scrub()
 	return nil
 }
 
+// expireReports deletes the sealed messages of round's accepted reports
+// inside t, keeping each report's client, nonce, digest and count: the
+// durable replay checks (nonce, digest) and the round's counts stay.
+func expireReports(ctx context.Context, t *sql.Tx, round int64) error {
+	_, err := t.ExecContext(ctx, `UPDATE inbox_report SET messages = X'' WHERE round = ?`, round)
+	return err
+}
+
+// scrub moves the freed pages out of the write-ahead log after a
+// retention step: the pages of deleted messages are zeroed
+// (secure_delete) when the checkpoint copies them into the database file,
+// and the log, which still holds the earlier images of those pages, is
+// truncated. It is best effort: a failed checkpoint leaves the deleted
+// messages in the log until the next one, and never affects what is
+// committed.
+func (db *DB) scrub() {
+	_, _ = db.sql.Exec(`PRAGMA wal_checkpoint(TRUNCATE)`)
+}
+
 // Batch returns the round's saved shuffled batch, or an error wrapping
-// ErrNoBatch.
+// ErrNoBatch (never saved) or ErrExpired (forwarded: deleted).
 func (db *DB) Batch(round int64) (Batch, error) {
 	b := Batch{Round: round}
 	var n, nc int
@@ -501,6 +536,13 @@ func (db *DB) Batch(round int64) (Batch, error) {
 	}
 	if err != nil {
 		return Batch{}, fmt.Errorf("store: batch of round %d: %w", round, err)
+	}
+	var status string
+	if err := db.sql.QueryRow(`SELECT status FROM inbox_round WHERE round = ?`, round).Scan(&status); err != nil {
+		return Batch{}, fmt.Errorf("store: batch of round %d: %w", round, err)
+	}
+	if InboxStatus(status) != InboxShuffled {
+		return Batch{}, fmt.Errorf("store: batch of round %d (%s): %w", round, status, ErrExpired)
 	}
 	rows, err := db.sql.Query(`SELECT seq, n_messages, messages FROM inbox_batch_chunk WHERE round = ? ORDER BY seq`, round)
 	if err != nil {
@@ -535,15 +577,21 @@ func (db *DB) Batch(round int64) (Batch, error) {
 }
 
 // MarkForwarded records that the analyzer acknowledged the round's saved
-// batch (shuffled -> forwarded). A second call wraps ErrAlreadyForwarded;
-// a round without a saved batch ErrNoBatch; a void round ErrRoundVoid; an
-// unknown one ErrUnknownRound.
+// batch (shuffled -> forwarded) and, in the same transaction, deletes the
+// batch's sealed messages (the header and counts stay): a crash leaves
+// either a shuffled round with its batch intact, which a restarted
+// shuffler forwards again as saved (the analyzer answers
+// already_released), or a forwarded round without ciphertexts, which
+// nothing forwards or shuffles again. A second call wraps
+// ErrAlreadyForwarded; a round without a saved batch ErrNoBatch; a void
+// round ErrRoundVoid; an unknown one ErrUnknownRound.
 func (db *DB) MarkForwarded(round int64) error {
 	return db.closeInboxRound(round, InboxForwarded)
 }
 
 // VoidInboxRound closes the open round without forwarding anything (below
-// the minimum count at the deadline). It wraps ErrBatchSaved if the batch
+// the minimum count at the deadline) and, in the same transaction, deletes
+// the sealed messages of its reports. It wraps ErrBatchSaved if the batch
 // was saved (the round must then be forwarded as saved), ErrAlreadyForwarded
 // or ErrRoundVoid if closed, ErrUnknownRound if unknown.
 func (db *DB) VoidInboxRound(round int64) error {
@@ -571,12 +619,18 @@ func (db *DB) closeInboxRound(round int64, to InboxStatus) error {
 		case to == InboxVoid && from == InboxShuffled:
 			return ErrBatchSaved
 		}
-		_, err = t.ExecContext(ctx, `UPDATE inbox_round SET status = ?, closed_ns = ? WHERE round = ?`, string(to), nowNS(), round)
-		return err
+		if _, err := t.ExecContext(ctx, `UPDATE inbox_round SET status = ?, closed_ns = ? WHERE round = ?`, string(to), nowNS(), round); err != nil {
+			return err
+		}
+		if _, err := t.ExecContext(ctx, `DELETE FROM inbox_batch_chunk WHERE round = ?`, round); err != nil {
+			return err
+		}
+		return expireReports(ctx, t, round)
 	})
 	if err != nil {
 		return fmt.Errorf("store: close inbox round %d as %s: %w", round, to, err)
 	}
+	db.scrub()
 	return nil
 }
 

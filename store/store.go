@@ -77,7 +77,8 @@ type DB struct {
 
 // Open opens (creating if needed) the database at path, with the settings
 // DURABILITY.md justifies: journal_mode=WAL, synchronous=FULL, foreign keys
-// on, a 10 s busy timeout and BEGIN IMMEDIATE transactions. It then applies
+// on, secure_delete on, a 10 s busy timeout and BEGIN IMMEDIATE
+// transactions. It then applies
 // any pending schema migrations in one transaction each and checks the
 // result. The directory containing path must exist.
 func Open(path string) (*DB, error) {
@@ -98,6 +99,9 @@ func Open(path string) (*DB, error) {
 	q.Add("_pragma", "journal_mode(WAL)")
 	q.Add("_pragma", "synchronous(FULL)")
 	q.Add("_pragma", "foreign_keys(1)")
+	// Deleted content is overwritten with zeros, so that expired sealed
+	// messages (see DB.MarkForwarded) do not linger in free pages.
+	q.Add("_pragma", "secure_delete(1)")
 	q.Add("_txlock", "immediate")
 	dsn := "file:" + (&url.URL{Path: abs}).EscapedPath() + "?" + q.Encode()
 	sdb, err := sql.Open("sqlite", dsn)

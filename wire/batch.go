@@ -58,11 +58,23 @@ func (a *BatchAssembler) Finish() (*BatchHeader, []*SealedMessage, error) {
 // (and MaxChunkBytes of ciphertext) each. h.Counts.Messages must equal
 // len(ms).
 func ChunkBatch(h *BatchHeader, ms []*SealedMessage, perChunk int) ([]*BatchChunk, error) {
+	return ChunkBatchBytes(h, ms, perChunk, MaxChunkBytes)
+}
+
+// ChunkBatchBytes is ChunkBatch with at most maxBytes (in [1,
+// MaxChunkBytes]) of ciphertext a chunk; a message larger than maxBytes
+// travels alone in its chunk. Small chunks let a sender observe the
+// stream's progress chunk by chunk and keep each gRPC message within the
+// receiver's flow-control window.
+func ChunkBatchBytes(h *BatchHeader, ms []*SealedMessage, perChunk, maxBytes int) ([]*BatchChunk, error) {
 	if err := h.Validate(); err != nil {
 		return nil, err
 	}
 	if perChunk < 1 || perChunk > MaxMessagesPerChunk {
 		return nil, fmt.Errorf("wire: chunk batch: %w", checks.Invalidf("per-chunk count must be in [1, %d], got %d", MaxMessagesPerChunk, perChunk))
+	}
+	if maxBytes < 1 || maxBytes > MaxChunkBytes {
+		return nil, fmt.Errorf("wire: chunk batch: %w", checks.Invalidf("per-chunk bytes must be in [1, %d], got %d", MaxChunkBytes, maxBytes))
 	}
 	if uint64(len(ms)) != h.Counts.Messages {
 		return nil, fmt.Errorf("wire: chunk batch: %w", checks.Invalidf("%d messages, header says %d", len(ms), h.Counts.Messages))
@@ -72,7 +84,7 @@ func ChunkBatch(h *BatchHeader, ms []*SealedMessage, perChunk int) ([]*BatchChun
 	for _, m := range ms {
 		cur := chunks[len(chunks)-1]
 		n := len(m.GetCiphertext())
-		if len(cur.Messages) == perChunk || (len(cur.Messages) > 0 && size+n > MaxChunkBytes) {
+		if len(cur.Messages) == perChunk || (len(cur.Messages) > 0 && size+n > maxBytes) {
 			cur = &BatchChunk{}
 			chunks = append(chunks, cur)
 			size = 0

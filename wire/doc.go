@@ -9,7 +9,9 @@
 //   - Unmarshal: the one decoder entry point (size check, proto.Unmarshal,
 //     Validate).
 //   - PackFloat64s and UnpackFloat64s for model weights.
-//   - SigningBytes: what a client signs for a request.
+//   - Sign, Verify and SigningBytes: the one signed encoding of a client's
+//     request (pki.Request over the method, client, round, timestamp,
+//     nonce and the SHA-256 of RequestBody).
 //   - Errorf, StatusOf and DetailOf: gRPC statuses carrying an ErrorDetail
 //     with a Reason.
 //   - ServerOptions and DialOptions: message size limits and interceptors

@@ -7,6 +7,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"shufflefl/checks"
+	"shufflefl/pki"
 )
 
 // Fuzz tests of every decoder path: Unmarshal (size check, proto.Unmarshal,
@@ -91,8 +92,14 @@ func downstream(t *testing.T, m Message) {
 		}
 	}
 	if a, ok := m.(AuthRequest); ok {
-		if _, err := SigningBytes("/shufflefl.wire.v1.Shuffler/X", a); err != nil {
+		// The signed encoding takes pki's 16-byte nonces; any other
+		// length is refused, never a panic.
+		_, err := SigningBytes("/shufflefl.wire.v1.Shuffler/X", a)
+		if len(a.GetAuth().GetNonce()) == pki.NonceSize && err != nil {
 			t.Fatalf("SigningBytes of a valid request: %v", err)
+		}
+		if err != nil && !errors.Is(err, checks.ErrInvalid) {
+			t.Fatalf("SigningBytes error does not wrap checks.ErrInvalid: %v", err)
 		}
 	}
 }

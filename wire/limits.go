@@ -319,6 +319,19 @@ func (x *RegisterRequest) Validate() error {
 	}
 	c.bytesIn("public_key", x.PublicKey, 1, MaxPublicKeyBytes)
 	c.printable("key_algorithm", x.KeyAlgorithm, MaxNameBytes)
+	// The client's own budget: 0 for the run's uniform budget, else a
+	// finite epsilon > 0 (checks.Epsilon) and delta in [0, 1); a delta
+	// without an epsilon names no budget.
+	if x.Epsilon != 0 {
+		if err := checks.Epsilon("epsilon", x.Epsilon); err != nil {
+			c.fail("epsilon", err)
+		}
+	}
+	if err := checks.DeltaOrZero("delta", x.Delta); err != nil {
+		c.fail("delta", err)
+	} else if x.Delta != 0 && x.Epsilon == 0 {
+		c.bad("delta", "a delta of %v without an epsilon", x.Delta)
+	}
 	return c.err
 }
 
@@ -442,7 +455,8 @@ func (c *v) rejected(field string, keys []string) {
 }
 
 // Validate checks that the counts are consistent: dummies and reports do
-// not exceed messages.
+// not exceed messages, and the sample (population, sampled) is either
+// absent or holds the reporters.
 func (x *BatchCounts) Validate() error {
 	c := &v{msg: "BatchCounts"}
 	if !c.required("(message)", x != nil) {
@@ -457,6 +471,17 @@ func (x *BatchCounts) Validate() error {
 	if uint64(x.Reports) > x.Messages-x.Dummies && c.err == nil {
 		c.bad("reports", "%d exceed the %d non-dummy messages", x.Reports, x.Messages-x.Dummies)
 	}
+	// The round's sample: both 0 (every registered client was offered the
+	// round), or 1 <= sampled <= population; the reports come from the
+	// sampled clients.
+	switch {
+	case x.Sampled > x.Population:
+		c.bad("sampled", "%d exceed the population %d", x.Sampled, x.Population)
+	case x.Population > 0 && x.Sampled == 0:
+		c.bad("sampled", "0 of a population of %d (both 0 when no sample was drawn)", x.Population)
+	case x.Sampled > 0 && x.Reports > x.Sampled:
+		c.bad("reports", "%d exceed the %d sampled clients", x.Reports, x.Sampled)
+	}
 	keys := make([]string, 0, len(x.Rejected))
 	for k := range x.Rejected {
 		keys = append(keys, k)
@@ -465,7 +490,8 @@ func (x *BatchCounts) Validate() error {
 	return c.err
 }
 
-// Validate checks the header's fields and counts.
+// Validate checks the header's fields and counts, and the reporters'
+// budgets against them.
 func (x *BatchHeader) Validate() error {
 	c := &v{msg: "BatchHeader"}
 	if !c.required("(message)", x != nil) {
@@ -475,6 +501,35 @@ func (x *BatchHeader) Validate() error {
 	c.printable("run_id", x.RunId, MaxIDBytes)
 	if c.required("counts", x.Counts != nil) {
 		c.nested("counts", x.Counts.Validate())
+	}
+	if c.err != nil {
+		return c.err
+	}
+	// The reporters' registered budgets: empty, or one per report; each
+	// list sorted ascending (unlinked from each other and from the
+	// reports); deltas empty or as many as the epsilons.
+	eps, del := x.ReporterEpsilons, x.ReporterDeltas
+	if len(eps) != 0 && len(eps) != int(x.Counts.Reports) {
+		c.bad("reporter_epsilons", "%d entries for %d reports (want none or one per report)", len(eps), x.Counts.Reports)
+	}
+	if len(del) != 0 && len(del) != len(eps) {
+		c.bad("reporter_deltas", "%d entries for %d epsilons (want none or one per epsilon)", len(del), len(eps))
+	}
+	for i, e := range eps {
+		field := fmt.Sprintf("reporter_epsilons[%d]", i)
+		if err := checks.Epsilon(field, e); err != nil {
+			c.fail(field, err)
+		} else if i > 0 && e < eps[i-1] {
+			c.bad(field, "%v after %v: not sorted ascending", e, eps[i-1])
+		}
+	}
+	for i, d := range del {
+		field := fmt.Sprintf("reporter_deltas[%d]", i)
+		if err := checks.DeltaOrZero(field, d); err != nil {
+			c.fail(field, err)
+		} else if i > 0 && d < del[i-1] {
+			c.bad(field, "%v after %v: not sorted ascending", d, del[i-1])
+		}
 	}
 	return c.err
 }

@@ -48,7 +48,8 @@ func validMessages(n int) []*SealedMessage {
 
 func validBatchHeader() *BatchHeader {
 	return &BatchHeader{Round: 3, RunId: "run-1", Counts: &BatchCounts{Reports: 2, Messages: 5, Dummies: 1,
-		Rejected: map[string]uint32{"duplicate": 1}}}
+		Rejected: map[string]uint32{"duplicate": 1}, Population: 10, Sampled: 3},
+		ReporterEpsilons: []float64{0.5, 1}, ReporterDeltas: []float64{0, 1e-6}}
 }
 
 // validSeeds returns one valid value of every message type.
@@ -60,7 +61,7 @@ func validSeeds(t testing.TB) []Message {
 		validAnnouncement(t),
 		&SealedMessage{Label: 5, Ciphertext: []byte("ct")},
 		&ErrorDetail{Reason: Reason_REASON_REPLAY, Field: "auth.nonce", Message: "nonce reused", Round: 3},
-		&RegisterRequest{Auth: validAuth(), PublicKey: bytes.Repeat([]byte{2}, 32), KeyAlgorithm: "ed25519"},
+		&RegisterRequest{Auth: validAuth(), PublicKey: bytes.Repeat([]byte{2}, 32), KeyAlgorithm: "ed25519", Epsilon: 2, Delta: 1e-6},
 		&RegisterResponse{ClientId: "client-0001", HeartbeatIntervalMillis: 5000},
 		&HeartbeatRequest{Auth: validAuth()},
 		&HeartbeatResponse{HeartbeatIntervalMillis: 5000, CurrentRound: -1},

@@ -2,17 +2,21 @@ package wire
 
 import (
 	"bytes"
+	"crypto/ed25519"
 	"encoding/binary"
 	"errors"
 	"math"
+	"math/rand/v2"
 	"strings"
 	"testing"
+	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
 	"shufflefl/checks"
+	"shufflefl/pki"
 )
 
 func TestSeedsValid(t *testing.T) {
@@ -232,6 +236,98 @@ func TestSigningBytes(t *testing.T) {
 	}
 	if _, err := SigningBytes("m", &SubmitReportRequest{}); !errors.Is(err, checks.ErrInvalid) {
 		t.Errorf("no auth: %v", err)
+	}
+	short := proto.Clone(req).(*SubmitReportRequest)
+	short.Auth.Nonce = short.Auth.Nonce[:15]
+	if _, err := SigningBytes(Shuffler_SubmitReport_FullMethodName, short); !errors.Is(err, checks.ErrInvalid) {
+		t.Errorf("15-byte nonce: %v", err)
+	}
+	// The one encoding: pki's request over the body digest.
+	sr, body, err := SignedRequest(Shuffler_SubmitReport_FullMethodName, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(sr.SigningBytes(), b1) || sr.Kind != Shuffler_SubmitReport_FullMethodName || sr.Round != 3 ||
+		sr.ClientID != req.Auth.ClientId || sr.PayloadHash != pki.PayloadHash(body) {
+		t.Errorf("SignedRequest = %+v, not the signing bytes' request", sr.Request)
+	}
+	noAuth := proto.Clone(req).(*SubmitReportRequest)
+	noAuth.Auth = nil
+	if want, _ := (proto.MarshalOptions{Deterministic: true}).Marshal(noAuth); !bytes.Equal(body, want) {
+		t.Error("the signed body is not the request without its auth")
+	}
+}
+
+// TestSignVerify: wire.Sign and wire.Verify are the two ends of the signed
+// encoding; a request changed after signing, sent to another method,
+// replayed or stale is rejected with pki's reason.
+func TestSignVerify(t *testing.T) {
+	_, key, err := ed25519.GenerateKey(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := pki.NewSigner("client-0001", key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := pki.NewRegistry()
+	if err := reg.Add("client-0001", s.Public()); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Unix(1_700_000_000, 0)
+	r := rand.New(rand.NewPCG(1, 2))
+	newReq := func() *SubmitReportRequest {
+		req := &SubmitReportRequest{Auth: &RequestAuth{}, Round: 3, Messages: validMessages(3)}
+		if err := Sign(s, r, now, Shuffler_SubmitReport_FullMethodName, req); err != nil {
+			t.Fatal(err)
+		}
+		return req
+	}
+	cases := []struct {
+		name   string
+		method string
+		at     time.Duration
+		change func(*SubmitReportRequest)
+		want   pki.Reason // 0: accepted
+	}{
+		{name: "valid", method: Shuffler_SubmitReport_FullMethodName},
+		// The verifier rebuilds the signed request from the method and
+		// the body it received: a request sent to another method or
+		// changed after signing fails the signature.
+		{name: "other method", method: Shuffler_Heartbeat_FullMethodName, want: pki.ReasonSignature},
+		{name: "round changed", method: Shuffler_SubmitReport_FullMethodName, change: func(q *SubmitReportRequest) { q.Round = 4 }, want: pki.ReasonSignature},
+		{name: "ciphertext changed", method: Shuffler_SubmitReport_FullMethodName, change: func(q *SubmitReportRequest) { q.Messages[0].Ciphertext[0] ^= 1 }, want: pki.ReasonSignature},
+		{name: "timestamp changed", method: Shuffler_SubmitReport_FullMethodName, change: func(q *SubmitReportRequest) { q.Auth.TimestampUnixNano++ }, want: pki.ReasonSignature},
+		{name: "bad signature", method: Shuffler_SubmitReport_FullMethodName, change: func(q *SubmitReportRequest) { q.Auth.Signature[0] ^= 1 }, want: pki.ReasonSignature},
+		{name: "stale", method: Shuffler_SubmitReport_FullMethodName, at: time.Hour, want: pki.ReasonTime},
+		{name: "unknown client", method: Shuffler_SubmitReport_FullMethodName, change: func(q *SubmitReportRequest) { q.Auth.ClientId = "client-0002" }, want: pki.ReasonUnknownClient},
+	}
+	for _, c := range cases {
+		v, err := pki.NewVerifier(reg, pki.DefaultVerifierConfig())
+		if err != nil {
+			t.Fatal(err)
+		}
+		req := newReq()
+		if c.change != nil {
+			c.change(req)
+		}
+		id, err := Verify(v, now.Add(c.at), c.method, req)
+		if c.want == 0 {
+			if err != nil || id != "client-0001" {
+				t.Errorf("%s: Verify = %q, %v", c.name, id, err)
+			}
+			// The same request again is a replay.
+			if _, err := Verify(v, now, c.method, req); func() pki.Reason { r, _ := pki.ReasonOf(err); return r }() != pki.ReasonReplay {
+				t.Errorf("%s: replayed: %v, want a replay rejection", c.name, err)
+			}
+			continue
+		}
+		if got, ok := pki.ReasonOf(err); !ok || got != c.want {
+			t.Errorf("%s: Verify = %v, want reason %v", c.name, err, c.want)
+		}
+	}
+	if err := Sign(s, r, now, Shuffler_SubmitReport_FullMethodName, &SubmitReportRequest{}); !errors.Is(err, checks.ErrInvalid) {
+		t.Errorf("Sign without auth: %v", err)
 	}
 }
 
