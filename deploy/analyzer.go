@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log"
 	"math"
 	"sync"
@@ -309,22 +308,9 @@ func (a *Analyzer) summary(start time.Time) runtime.Summary {
 // transaction before the acknowledgement. A batch for a round already
 // released is acknowledged with already_released and changes nothing.
 func (a *Analyzer) SubmitBatch(stream grpc.ClientStreamingServer[wire.BatchChunk, wire.BatchResponse]) error {
-	var asm wire.BatchAssembler
-	for {
-		c, err := stream.Recv()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return err
-		}
-		if err := asm.Add(c); err != nil {
-			return wire.StatusOf(err)
-		}
-	}
-	h, ms, err := asm.Finish()
+	h, ms, err := wire.ReceiveBatch(stream)
 	if err != nil {
-		return wire.StatusOf(err)
+		return err
 	}
 	resp, err := a.batch(h, ms)
 	if err != nil {

@@ -2,9 +2,7 @@ package deploy
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -40,22 +38,9 @@ func (a *scriptedAnalyzer) SubmitBatch(st grpc.ClientStreamingServer[wire.BatchC
 	if a.before != nil {
 		a.before(n, st.Context())
 	}
-	var asm wire.BatchAssembler
-	for {
-		c, err := st.Recv()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return err
-		}
-		if err := asm.Add(c); err != nil {
-			return wire.StatusOf(err)
-		}
-	}
-	h, ms, err := asm.Finish()
+	h, ms, err := wire.ReceiveBatch(st)
 	if err != nil {
-		return wire.StatusOf(err)
+		return err
 	}
 	if a.after != nil {
 		a.after(n, st.Context())

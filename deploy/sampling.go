@@ -154,37 +154,6 @@ func (st *Setup) checkDeclared(epsilon, delta float64) (protocol.Budget, error) 
 	return b, nil
 }
 
-// sampleIndexes draws a uniform m-subset of [0, n) without replacement,
-// in increasing order, as runtime.Engine.Sample does for fixed-size
-// sampling (the same draws from r, so that the same stream gives the same
-// sample): a partial Fisher-Yates shuffle over a lazily materialised
-// permutation. When m >= n every index is returned and r is not used.
-func sampleIndexes(r *rand.Rand, n, m int) []int {
-	if m >= n {
-		out := make([]int, n)
-		for i := range out {
-			out[i] = i
-		}
-		return out
-	}
-	swapped := map[int]int{}
-	get := func(i int) int {
-		if v, ok := swapped[i]; ok {
-			return v
-		}
-		return i
-	}
-	out := make([]int, m)
-	for i := 0; i < m; i++ {
-		j := i + r.IntN(n-i)
-		vi, vj := get(i), get(j)
-		swapped[j] = vi
-		out[i] = vj
-	}
-	slices.Sort(out)
-	return out
-}
-
 // sortedBudgets returns the epsilons and the deltas of bs, each sorted
 // ascending (the header's unlinked lists).
 func sortedBudgets(bs []protocol.Budget) (eps, deltas []float64) {

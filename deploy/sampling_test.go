@@ -32,7 +32,7 @@ func TestSampleIndexesMatchesEngine(t *testing.T) {
 		}
 		for r := 1; r <= 5; r++ {
 			want := eng.Sample(r)
-			got := sampleIndexes(rng.Stream(cfg.Seed, rng.LabelSampling, uint64(r)), tc.clients, tc.per)
+			got := runtime.SampleFixed(rng.Stream(cfg.Seed, rng.LabelSampling, uint64(r)), tc.clients, tc.per)
 			if len(got) != len(want) {
 				t.Fatalf("%d of %d, round %d: %d sampled, engine %d", tc.per, tc.clients, r, len(got), len(want))
 			}
@@ -43,7 +43,7 @@ func TestSampleIndexesMatchesEngine(t *testing.T) {
 			}
 		}
 	}
-	if got := sampleIndexes(nil, 4, 10); len(got) != 4 || got[3] != 3 {
+	if got := runtime.SampleFixed(nil, 4, 10); len(got) != 4 || got[3] != 3 {
 		t.Fatalf("population 4 below m = 10: sample %v, want everyone", got)
 	}
 }

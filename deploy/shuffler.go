@@ -18,6 +18,7 @@ import (
 	"shufflefl/protocol"
 	"shufflefl/rng"
 	"shufflefl/role"
+	"shufflefl/runtime"
 	"shufflefl/seal"
 	"shufflefl/store"
 	"shufflefl/wire"
@@ -341,7 +342,7 @@ func (s *Shuffler) drawSample(t int64) (store.Sample, error) {
 	if len(ids) > s.st.PerRound {
 		r = streams{s.cfg.TestSeed}.get(rng.LabelSampling, uint64(t))
 	}
-	idx := sampleIndexes(r, len(ids), s.st.PerRound)
+	idx := runtime.SampleFixed(r, len(ids), s.st.PerRound)
 	smp := store.Sample{Population: len(ids), Clients: make([]string, len(idx))}
 	for i, j := range idx {
 		smp.Clients[i] = ids[j]

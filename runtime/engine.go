@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"math/rand/v2"
 	goruntime "runtime"
 	"slices"
 	"strconv"
@@ -382,14 +383,23 @@ func (e *Engine) Sample(t int) []int {
 		}
 		return out
 	}
-	if n == N {
-		out := make([]int, N)
+	return SampleFixed(r, N, n)
+}
+
+// SampleFixed draws a uniform m-subset of [0, n) without replacement, in
+// increasing order, from r: a partial Fisher-Yates shuffle over a lazily
+// materialised permutation. When m >= n every index is returned and r is
+// not used. The engine's fixed-size client sampling (Sample) and a
+// deployment's shuffler draw their samples with it, so the same stream
+// gives the same sample.
+func SampleFixed(r *rand.Rand, n, m int) []int {
+	if m >= n {
+		out := make([]int, n)
 		for i := range out {
 			out[i] = i
 		}
 		return out
 	}
-	// Partial Fisher-Yates over a lazily materialised permutation.
 	swapped := map[int]int{}
 	get := func(i int) int {
 		if v, ok := swapped[i]; ok {
@@ -397,9 +407,9 @@ func (e *Engine) Sample(t int) []int {
 		}
 		return i
 	}
-	out := make([]int, n)
-	for i := 0; i < n; i++ {
-		j := i + r.IntN(N-i)
+	out := make([]int, m)
+	for i := 0; i < m; i++ {
+		j := i + r.IntN(n-i)
 		vi, vj := get(i), get(j)
 		swapped[j] = vi
 		out[i] = vj

@@ -190,6 +190,12 @@ func uvarintLen(x uint64) int {
 // OpenInboxRound adds round to the inbox as open, with the announcement the
 // shuffler relays to clients. Opening a round twice wraps ErrRoundExists.
 func (db *DB) OpenInboxRound(round int64, announcement []byte) error {
+	return db.openInboxRound(round, announcement, nil)
+}
+
+// openInboxRound opens round with its announcement in one transaction
+// with also(t), if not nil (e.g. the round's sample).
+func (db *DB) openInboxRound(round int64, announcement []byte, also func(*sql.Tx) error) error {
 	if round < 0 {
 		return fmt.Errorf("store: open inbox round: %w", checks.Invalidf("round must be >= 0, got %d", round))
 	}
@@ -207,6 +213,9 @@ func (db *DB) OpenInboxRound(round int64, announcement []byte) error {
 			return err
 		} else if n == 0 {
 			return ErrRoundExists
+		}
+		if also != nil {
+			return also(t)
 		}
 		return nil
 	})

@@ -100,29 +100,11 @@ func (db *DB) OpenSampledInboxRound(round int64, announcement []byte, s Sample) 
 			return fmt.Errorf("store: open inbox round %d: %w", round, checks.Invalidf("client id contains a newline"))
 		}
 	}
-	if announcement == nil {
-		announcement = []byte{}
-	}
-	ctx := context.Background()
-	err := db.tx(ctx, func(t *sql.Tx) error {
-		res, err := t.ExecContext(ctx, `INSERT INTO inbox_round (round, status, announcement, opened_ns) VALUES (?, 'open', ?, ?)
-			ON CONFLICT (round) DO NOTHING`, round, announcement, nowNS())
-		if err != nil {
-			return err
-		}
-		if n, err := res.RowsAffected(); err != nil {
-			return err
-		} else if n == 0 {
-			return ErrRoundExists
-		}
-		_, err = t.ExecContext(ctx, `INSERT INTO inbox_sample (round, population, clients) VALUES (?, ?, ?)`,
+	return db.openInboxRound(round, announcement, func(t *sql.Tx) error {
+		_, err := t.ExecContext(context.Background(), `INSERT INTO inbox_sample (round, population, clients) VALUES (?, ?, ?)`,
 			round, s.Population, strings.Join(s.Clients, "\n"))
 		return err
 	})
-	if err != nil {
-		return fmt.Errorf("store: open inbox round %d: %w", round, err)
-	}
-	return nil
 }
 
 // InboxSample returns round's sample, or an error wrapping ErrNotFound for

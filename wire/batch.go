@@ -1,7 +1,9 @@
 package wire
 
 import (
+	"errors"
 	"fmt"
+	"io"
 
 	"shufflefl/checks"
 )
@@ -93,4 +95,28 @@ func ChunkBatchBytes(h *BatchHeader, ms []*SealedMessage, perChunk, maxBytes int
 		size += n
 	}
 	return chunks, nil
+}
+
+// ReceiveBatch reads a SubmitBatch stream to its end and assembles the
+// batch (BatchAssembler); a malformed stream's error is a status
+// (StatusOf), a transport error is returned as is.
+func ReceiveBatch(stream interface{ Recv() (*BatchChunk, error) }) (*BatchHeader, []*SealedMessage, error) {
+	var asm BatchAssembler
+	for {
+		c, err := stream.Recv()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+		if err := asm.Add(c); err != nil {
+			return nil, nil, StatusOf(err)
+		}
+	}
+	h, ms, err := asm.Finish()
+	if err != nil {
+		return nil, nil, StatusOf(err)
+	}
+	return h, ms, nil
 }
