@@ -93,8 +93,12 @@ func (e *CapError) Is(target error) bool { return target == ErrCapExceeded }
 // to absorb floating-point rounding (ten releases of 0.1 fit a cap of 1).
 const capSlack = 1e-9
 
-// fits reports whether spent+req <= limit up to capSlack.
-func fits(spent, req, limit float64) bool {
+// Fits reports whether a release of req on top of spent stays within the
+// cap limit, up to a relative rounding tolerance of 1e-9 (ten releases of
+// 0.1 fit a cap of 1). Every cap check of the project uses it (the
+// Ledger's, and the engine's d-privacy cap), so a release at the cap is
+// decided alike in simulation and deployment.
+func Fits(spent, req, limit float64) bool {
 	return spent+req <= limit*(1+capSlack)
 }
 
@@ -243,7 +247,7 @@ func (l *Ledger) check(r Release, s *clientState) error {
 	if !ok {
 		return fmt.Errorf("ledger: client %q: %w", r.Client, ErrNoCap)
 	}
-	if !fits(s.spent.Epsilon, r.LocalEpsilon, c.Epsilon) || !fits(s.spent.Delta, r.LocalDelta, c.Delta) {
+	if !Fits(s.spent.Epsilon, r.LocalEpsilon, c.Epsilon) || !Fits(s.spent.Delta, r.LocalDelta, c.Delta) {
 		return &CapError{Client: r.Client, Round: r.Round,
 			Requested: Budget{r.LocalEpsilon, r.LocalDelta}, Spent: s.spent, Cap: c}
 	}

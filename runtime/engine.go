@@ -466,7 +466,7 @@ func (e *Engine) Step() (RoundResult, error) {
 		kept := parts[:0:0]
 		var keptC []*role.Client
 		for i, c := range parts {
-			if e.dleak[c]+e.dlevel > e.cfg.ClientCap*(1+1e-12) {
+			if !account.Fits(e.dleak[c], e.dlevel, e.cfg.ClientCap) {
 				res.Refused++
 				continue
 			}
