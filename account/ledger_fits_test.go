@@ -10,7 +10,7 @@ func TestFits(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name             string
-		spent, req, cap_ float64
+		spent, req, limit float64
 		want             bool
 	}{
 		{"below", 0.5, 0.4, 1, true},
@@ -22,8 +22,8 @@ func TestFits(t *testing.T) {
 		{"d-privacy leakage at its cap", 2 * 7850, 7850, 3 * 7850, true},
 		{"d-privacy leakage past its cap", 3 * 7850, 7850, 3 * 7850, false},
 	} {
-		if got := Fits(tc.spent, tc.req, tc.cap_); got != tc.want {
-			t.Errorf("%s: Fits(%v, %v, %v) = %v", tc.name, tc.spent, tc.req, tc.cap_, got)
+		if got := Fits(tc.spent, tc.req, tc.limit); got != tc.want {
+			t.Errorf("%s: Fits(%v, %v, %v) = %v", tc.name, tc.spent, tc.req, tc.limit, got)
 		}
 	}
 }
