@@ -9,9 +9,9 @@ func TestFits(t *testing.T) {
 		sum += 0.1
 	}
 	for _, tc := range []struct {
-		name             string
+		name              string
 		spent, req, limit float64
-		want             bool
+		want              bool
 	}{
 		{"below", 0.5, 0.4, 1, true},
 		{"exactly at the cap", 0.5, 0.5, 1, true},
