@@ -169,16 +169,7 @@ func TestClusteredClientCap(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg.ClientCap = 2 * probe.DLevel
-	sim := cfg
-	sim.Faithful = true
-	eng, err := runtime.New(sim, split, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var simRes []runtime.RoundResult
-	if _, err := eng.Run(func(r runtime.RoundResult) { simRes = append(simRes, r) }); err != nil {
-		t.Fatal(err)
-	}
+	eng, simRes := simulate(t, cfg, split)
 	if simRes[2].Participants != 0 || simRes[2].Refused != clients {
 		t.Fatalf("engine round 3: %d participants, %d refused; want 0 and %d", simRes[2].Participants, simRes[2].Refused, clients)
 	}

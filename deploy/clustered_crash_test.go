@@ -110,15 +110,7 @@ func TestClusteredAnalyzerCrash(t *testing.T) {
 	writeDevCerts(t, filepath.Join(dir, "pki"), clients)
 	cfg := clusteredCrashConfig(clients, rounds)
 	split := testSplit(t, cfg)
-	sim := cfg
-	sim.Faithful = true
-	eng, err := runtime.New(sim, split, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := eng.Run(nil); err != nil {
-		t.Fatal(err)
-	}
+	eng, _ := simulate(t, cfg, split)
 	st, err := NewSetup(cfg, split, "ccrash")
 	if err != nil {
 		t.Fatal(err)
@@ -128,29 +120,10 @@ func TestClusteredAnalyzerCrash(t *testing.T) {
 	aaddr, paddr, caddr := freeAddr(t), freeAddr(t), freeAddr(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	load := func(role, id string) *Credentials {
-		c, err := LoadCredentials(filepath.Join(dir, "pki"), role, id)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return c
-	}
-	openDB := func(name string) *store.DB {
-		db, err := store.Open(filepath.Join(dir, name))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { db.Close() })
-		return db
-	}
-	serve := func(g *grpc.Server, addr string) {
-		l, err := listenRetry(addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		go g.Serve(l)
-		t.Cleanup(g.Stop)
-	}
+	td := testDir{t, dir}
+	load := td.creds
+	openDB := td.db
+	serve := func(g *grpc.Server, addr string) { serveAt(t, g, addr) }
 	screds := load("shuffler", "")
 	conn, err := DialAnalyzer(screds, aaddr)
 	if err != nil {

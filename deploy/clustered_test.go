@@ -76,16 +76,7 @@ func TestLocalClusteredEqualsSimulation(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := clusteredConfig(tc.proto, 50, 3, tc.opts)
 			split := testSplit(t, cfg)
-			sim := cfg
-			sim.Faithful = true
-			eng, err := runtime.New(sim, split, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var simRes []runtime.RoundResult
-			if _, err := eng.Run(func(r runtime.RoundResult) { simRes = append(simRes, r) }); err != nil {
-				t.Fatal(err)
-			}
+			eng, simRes := simulate(t, cfg, split)
 			st, err := NewSetup(cfg, split, "test-"+tc.proto)
 			if err != nil {
 				t.Fatal(err)

@@ -19,7 +19,6 @@ import (
 	"google.golang.org/grpc"
 
 	"shufflefl/pki"
-	"shufflefl/runtime"
 	"shufflefl/seal"
 	"shufflefl/store"
 	"shufflefl/wire"
@@ -243,15 +242,7 @@ func crashRun(t *testing.T, victim string) {
 	writeDevCerts(t, filepath.Join(dir, "pki"), clients)
 	cfg := testConfig(proto, clients, rounds)
 	split := testSplit(t, cfg)
-	sim := cfg
-	sim.Faithful = true
-	eng, err := runtime.New(sim, split, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := eng.Run(nil); err != nil {
-		t.Fatal(err)
-	}
+	eng, _ := simulate(t, cfg, split)
 	st, err := NewSetup(cfg, split, "crash")
 	if err != nil {
 		t.Fatal(err)
@@ -261,29 +252,10 @@ func crashRun(t *testing.T, victim string) {
 		analyzer: freeAddr(t), shufflerPub: freeAddr(t), shufflerC: freeAddr(t)}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	load := func(role, id string) *Credentials {
-		c, err := LoadCredentials(filepath.Join(dir, "pki"), role, id)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return c
-	}
-	openDB := func(name string) *store.DB {
-		db, err := store.Open(filepath.Join(dir, name))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { db.Close() })
-		return db
-	}
-	serve := func(g *grpc.Server, addr string) {
-		l, err := listenRetry(addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		go g.Serve(l)
-		t.Cleanup(g.Stop)
-	}
+	td := testDir{t, dir}
+	load := td.creds
+	openDB := td.db
+	serve := func(g *grpc.Server, addr string) { serveAt(t, g, addr) }
 	// The survivor runs in this process.
 	var an *Analyzer
 	var sh *Shuffler

@@ -9,6 +9,7 @@ import (
 
 	"google.golang.org/grpc"
 
+	"shufflefl/data"
 	"shufflefl/pki"
 	"shufflefl/runtime"
 	"shufflefl/seal"
@@ -165,3 +166,58 @@ func (h *harness) waitFinished(t *testing.T, r int64) {
 func (h *harness) controlAddr(*testing.T) string { return h.ctl }
 
 func ed25519Key() (ed25519.PublicKey, ed25519.PrivateKey, error) { return ed25519.GenerateKey(nil) }
+
+// simulate runs cfg through the engine with the faithful shuffler (what a
+// deployment computes in test mode) and returns the engine and its rounds.
+func simulate(t *testing.T, cfg runtime.Config, split data.Split) (*runtime.Engine, []runtime.RoundResult) {
+	t.Helper()
+	cfg.Faithful = true
+	eng, err := runtime.New(cfg, split, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rs []runtime.RoundResult
+	if _, err := eng.Run(func(r runtime.RoundResult) { rs = append(rs, r) }); err != nil {
+		t.Fatal(err)
+	}
+	return eng, rs
+}
+
+// testDir is a test deployment's directory: dev credentials under pki/
+// and the roles' databases.
+type testDir struct {
+	t   *testing.T
+	dir string
+}
+
+// creds loads role's credentials (id for a client).
+func (d testDir) creds(role, id string) *Credentials {
+	d.t.Helper()
+	c, err := LoadCredentials(filepath.Join(d.dir, "pki"), role, id)
+	if err != nil {
+		d.t.Fatal(err)
+	}
+	return c
+}
+
+// db opens (creating) the database name, closed when the test ends.
+func (d testDir) db(name string) *store.DB {
+	d.t.Helper()
+	db, err := store.Open(filepath.Join(d.dir, name))
+	if err != nil {
+		d.t.Fatal(err)
+	}
+	d.t.Cleanup(func() { db.Close() })
+	return db
+}
+
+// serveAt serves g on addr until the test ends.
+func serveAt(t *testing.T, g *grpc.Server, addr string) {
+	t.Helper()
+	l, err := listenRetry(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go g.Serve(l)
+	t.Cleanup(g.Stop)
+}

@@ -44,15 +44,7 @@ func TestLocalEqualsSimulation(t *testing.T) {
 		t.Run(p, func(t *testing.T) {
 			cfg := testConfig(p, clients, 3)
 			split := testSplit(t, cfg)
-			sim := cfg
-			sim.Faithful = true
-			eng, err := runtime.New(sim, split, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := eng.Run(nil); err != nil {
-				t.Fatal(err)
-			}
+			eng, _ := simulate(t, cfg, split)
 			want := eng.Weights()
 
 			st, err := NewSetup(cfg, split, "test-"+p)

@@ -74,16 +74,7 @@ func TestLocalSampledEqualsSimulation(t *testing.T) {
 			cfg := testConfig(tc.proto, tc.clients, 3)
 			cfg.ClientsPerRound, cfg.EpsDist, cfg.EpsScale = tc.per, tc.epsDist, tc.epsScale
 			split := testSplit(t, cfg)
-			sim := cfg
-			sim.Faithful = true
-			eng, err := runtime.New(sim, split, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var want []runtime.RoundResult
-			if _, err := eng.Run(func(r runtime.RoundResult) { want = append(want, r) }); err != nil {
-				t.Fatal(err)
-			}
+			eng, want := simulate(t, cfg, split)
 			st, err := NewSetup(cfg, split, "test-sampled")
 			if err != nil {
 				t.Fatal(err)
