@@ -101,7 +101,7 @@ type sround struct {
 	closed bool // under gate (exclusive) or atomically read via closing
 	// closing is set once the round stops accepting.
 	closing atomic.Bool
-	timer   *time.Timer
+	timer   *time.Timer // the deadline (under Shuffler.mu)
 
 	// reporters are the accepted senders, in order (under mu).
 	reporters []string
@@ -353,10 +353,12 @@ func (s *Shuffler) drawSample(t int64) (store.Sample, error) {
 // install makes sr the current round and arms its deadline.
 func (s *Shuffler) install(sr *sround) {
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	s.cur = sr
 	close(s.roundChanged)
 	s.roundChanged = make(chan struct{})
-	s.mu.Unlock()
+	// The timer is set under mu, which startClose takes to read it: with a
+	// deadline already past, the timer fires at once.
 	d := sr.deadline.Sub(s.now())
 	sr.timer = time.AfterFunc(max(d, 0), func() { s.startClose(sr) })
 }
@@ -678,8 +680,11 @@ func (s *Shuffler) startClose(sr *sround) {
 	}
 	sr.gate.Lock() // waits for submissions in flight
 	sr.gate.Unlock()
-	if sr.timer != nil {
-		sr.timer.Stop()
+	s.mu.Lock()
+	tm := sr.timer
+	s.mu.Unlock()
+	if tm != nil {
+		tm.Stop()
 	}
 	s.bg.Add(1)
 	go func() {
