@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -74,25 +73,9 @@ func TestClusteredCrashChild(t *testing.T) {
 
 func startClusteredChild(t *testing.T, dir, analyzer, control string, clients, rounds int) *exec.Cmd {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestClusteredCrashChild$", "-test.count=1", "-test.v")
-	cmd.Env = append(os.Environ(), "SFL_CCHILD=analyzer", "SFL_DIR="+dir, "SFL_A="+analyzer, "SFL_C="+control,
+	env := append(os.Environ(), "SFL_CCHILD=analyzer", "SFL_DIR="+dir, "SFL_A="+analyzer, "SFL_C="+control,
 		"SFL_CLIENTS="+strconv.Itoa(clients), "SFL_ROUNDS="+strconv.Itoa(rounds))
-	logf, err := os.OpenFile(filepath.Join(dir, "analyzer.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if cmd.ProcessState == nil {
-			_ = cmd.Process.Signal(syscall.SIGKILL)
-			_ = cmd.Wait()
-		}
-		logf.Close()
-	})
-	return cmd
+	return startTestChild(t, "TestClusteredCrashChild", env, filepath.Join(dir, "analyzer.log"))
 }
 
 // TestClusteredAnalyzerCrash kills an ifca-dp analyzer (k = 2) with SIGKILL

@@ -188,12 +188,20 @@ func listenRetry(addr string) (net.Listener, error) {
 	return nil, err
 }
 
-// child starts the test binary as a child running role.
+// startChild starts the test binary as a child running e.role.
 func startChild(t *testing.T, e crashEnv) *exec.Cmd {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestCrashChild$", "-test.count=1", "-test.v")
-	cmd.Env = e.environ()
-	logf, err := os.OpenFile(filepath.Join(e.dir, e.role+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	return startTestChild(t, "TestCrashChild", e.environ(), filepath.Join(e.dir, e.role+".log"))
+}
+
+// startTestChild starts the test binary running only test, with env, its
+// output appended to logPath; the child is killed when the test ends if it
+// is still running.
+func startTestChild(t *testing.T, test string, env []string, logPath string) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^"+test+"$", "-test.count=1", "-test.v")
+	cmd.Env = env
+	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		t.Fatal(err)
 	}

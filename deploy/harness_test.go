@@ -44,13 +44,20 @@ func newHarnessConfig(t *testing.T, cfg runtime.Config, min int) *harness {
 
 func newHarnessTimeout(t *testing.T, cfg runtime.Config, min int, timeout time.Duration) *harness {
 	t.Helper()
-	clients := cfg.Clients
+	return startHarness(t, cfg, "harness", min, 0, timeout)
+}
+
+// startHarness starts the analyzer and the shuffler of run runID on
+// loopback: the analyzer with the minimum report count min and the round
+// timeout, the shuffler with its Quorum (0: none).
+func startHarness(t *testing.T, cfg runtime.Config, runID string, min, quorum int, timeout time.Duration) *harness {
+	t.Helper()
 	split := testSplit(t, cfg)
-	st, err := NewSetup(cfg, split, "harness")
+	st, err := NewSetup(cfg, split, runID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	creds, err := NewDevCredentials(clients+2, seal.DefaultSuite)
+	creds, err := NewDevCredentials(cfg.Clients+2, seal.DefaultSuite)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +77,7 @@ func newHarnessTimeout(t *testing.T, cfg runtime.Config, min int, timeout time.D
 	}
 	t.Cleanup(func() { h.sdb.Close() })
 	h.sh, err = NewShuffler(ShufflerConfig{Setup: st, DB: h.sdb, Registry: creds.Registry, AnalyzerKey: creds.HPKEPublic,
-		Analyzer: wire.NewAnalyzerClient(aconn), Logf: t.Logf})
+		Analyzer: wire.NewAnalyzerClient(aconn), Quorum: quorum, Logf: t.Logf})
 	if err != nil {
 		t.Fatal(err)
 	}

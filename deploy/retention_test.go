@@ -29,34 +29,14 @@ func TestShufflerDeletesForwardedCiphertexts(t *testing.T) {
 		}
 	}
 	h.waitFinished(t, 1)
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		r, err := h.sdb.InboxRound(1)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if r.Status == store.InboxForwarded {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("round 1 is %s, never marked forwarded", r.Status)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	waitInboxStatus(t, h, 1, store.InboxForwarded)
 	if _, err := h.sdb.Batch(1); !errors.Is(err, store.ErrExpired) {
 		t.Fatalf("batch of the forwarded round: %v, want ErrExpired", err)
 	}
 	if _, err := h.sdb.RoundReports(1); !errors.Is(err, store.ErrExpired) {
 		t.Fatalf("reports of the forwarded round: %v, want ErrExpired", err)
 	}
-	var file []byte
-	for _, suffix := range []string{"", "-wal"} {
-		b, err := os.ReadFile(h.sdb.Path() + suffix)
-		if err != nil && !errors.Is(err, os.ErrNotExist) {
-			t.Fatal(err)
-		}
-		file = append(file, b...)
-	}
+	file := shufflerDBBytes(t, h)
 	// Each sealed message has its own encapsulated key (bytes 21 to 53 of
 	// the format): a fragment no other message shares.
 	for i, ct := range sent {
@@ -65,11 +45,7 @@ func TestShufflerDeletesForwardedCiphertexts(t *testing.T) {
 		}
 	}
 	// The round is closed to late reports.
-	if _, err := h.submit(t, 4, 1, sealedReport(t, h, 1, 0.01)); err == nil {
-		t.Fatal("a report for the forwarded round was accepted")
-	} else if d, ok := wire.DetailOf(err); !ok || d.Reason != wire.Reason_REASON_ROUND_CLOSED {
-		t.Fatalf("a report for the forwarded round: %v, want ROUND_CLOSED", err)
-	}
+	wantRoundClosed(t, h, 4, 1, "forwarded")
 }
 
 // TestShufflerDeletesVoidRoundCiphertexts: a round below its minimum at the
@@ -83,23 +59,43 @@ func TestShufflerDeletesVoidRoundCiphertexts(t *testing.T) {
 	if _, err := h.submit(t, 0, 1, ms); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		r, err := h.sdb.InboxRound(1)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if r.Status == store.InboxVoid {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("round 1 is %s, never void", r.Status)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	waitInboxStatus(t, h, 1, store.InboxVoid)
 	if _, err := h.sdb.RoundReports(1); !errors.Is(err, store.ErrExpired) {
 		t.Fatalf("reports of the void round: %v, want ErrExpired", err)
 	}
+	file := shufflerDBBytes(t, h)
+	for i, m := range ms {
+		if bytes.Contains(file, m.Ciphertext[21:53]) {
+			t.Fatalf("the shuffler's database still holds message %d of the void round's report", i)
+		}
+	}
+	wantRoundClosed(t, h, 1, 1, "void")
+}
+
+// waitInboxStatus waits (up to 30 s) until the shuffler's inbox has round
+// in status.
+func waitInboxStatus(t *testing.T, h *harness, round int64, status store.InboxStatus) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		r, err := h.sdb.InboxRound(round)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Status == status {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("round %d is %s, never %s", round, r.Status, status)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// shufflerDBBytes returns the bytes of the shuffler's database file and
+// its write-ahead log.
+func shufflerDBBytes(t *testing.T, h *harness) []byte {
+	t.Helper()
 	var file []byte
 	for _, suffix := range []string{"", "-wal"} {
 		b, err := os.ReadFile(h.sdb.Path() + suffix)
@@ -108,14 +104,16 @@ func TestShufflerDeletesVoidRoundCiphertexts(t *testing.T) {
 		}
 		file = append(file, b...)
 	}
-	for i, m := range ms {
-		if bytes.Contains(file, m.Ciphertext[21:53]) {
-			t.Fatalf("the shuffler's database still holds message %d of the void round's report", i)
-		}
-	}
-	if _, err := h.submit(t, 1, 1, sealedReport(t, h, 1, 0.01)); err == nil {
-		t.Fatal("a report for the void round was accepted")
+	return file
+}
+
+// wantRoundClosed checks that client i's report for round is refused as
+// closed (what names the round's state in the message).
+func wantRoundClosed(t *testing.T, h *harness, i int, round int64, what string) {
+	t.Helper()
+	if _, err := h.submit(t, i, round, sealedReport(t, h, round, 0.01)); err == nil {
+		t.Fatalf("a report for the %s round was accepted", what)
 	} else if d, ok := wire.DetailOf(err); !ok || d.Reason != wire.Reason_REASON_ROUND_CLOSED {
-		t.Fatalf("a report for the void round: %v, want ROUND_CLOSED", err)
+		t.Fatalf("a report for the %s round: %v, want ROUND_CLOSED", what, err)
 	}
 }

@@ -7,15 +7,12 @@ import (
 	"testing"
 	"time"
 
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 
 	"shufflefl/checks"
 	"shufflefl/protocol"
 	"shufflefl/rng"
 	"shufflefl/runtime"
-	"shufflefl/seal"
-	"shufflefl/store"
 	"shufflefl/wire"
 )
 
@@ -134,79 +131,7 @@ func TestLocalSampledEqualsSimulation(t *testing.T) {
 // the first round is sampled once quorum clients have registered.
 func newSampledHarness(t *testing.T, cfg runtime.Config, min, quorum int, timeout time.Duration) *harness {
 	t.Helper()
-	split := testSplit(t, cfg)
-	st, err := NewSetup(cfg, split, "sampled")
-	if err != nil {
-		t.Fatal(err)
-	}
-	creds, err := NewDevCredentials(cfg.Clients+2, seal.DefaultSuite)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	h := &harness{st: st, creds: creds, done: make(chan error, 1)}
-	al, err := Listen()
-	if err != nil {
-		t.Fatal(err)
-	}
-	aconn, err := DialAnalyzer(creds, al.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { aconn.Close() })
-	if h.sdb, err = store.Open(filepath.Join(dir, "shuffler.db")); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { h.sdb.Close() })
-	h.sh, err = NewShuffler(ShufflerConfig{Setup: st, DB: h.sdb, Registry: creds.Registry, AnalyzerKey: creds.HPKEPublic,
-		Analyzer: wire.NewAnalyzerClient(aconn), Quorum: quorum, Logf: t.Logf})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(h.sh.Close)
-	pub, ctl := ShufflerServers(creds, h.sh)
-	serve := func(g *grpc.Server) string {
-		l, err := Listen()
-		if err != nil {
-			t.Fatal(err)
-		}
-		go g.Serve(l)
-		t.Cleanup(g.Stop)
-		return l.Addr().String()
-	}
-	h.pub, h.ctl = serve(pub), serve(ctl)
-	cconn, err := DialShufflerControl(creds, h.ctl)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cconn.Close() })
-	adb, err := store.Open(filepath.Join(dir, "analyzer.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { adb.Close() })
-	h.an, err = NewAnalyzer(AnalyzerConfig{Setup: st, DB: adb, Key: creds.HPKE, Shuffler: wire.NewShufflerControlClient(cconn),
-		RoundTimeout: timeout, MinReports: min, Logf: t.Logf})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ag := AnalyzerServer(creds, h.an)
-	go ag.Serve(al)
-	t.Cleanup(ag.Stop)
-	conn, err := DialShuffler(creds, h.pub)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close() })
-	h.cli = wire.NewShufflerClient(conn)
-	ctx, cancel := context.WithCancel(context.Background())
-	h.cancel = cancel
-	t.Cleanup(cancel)
-	go func() {
-		_, err := h.an.Run(ctx)
-		h.done <- err
-	}()
-	return h
+	return startHarness(t, cfg, "sampled", min, quorum, timeout)
 }
 
 // register registers client i with the declared budget.
