@@ -108,10 +108,7 @@ func canaryMarkdown(rep canaryReport) string {
 		if r.EpsClaimed != nil {
 			claim = fmt.Sprintf("%.4g", *r.EpsClaimed)
 		}
-		verdict := "consistent"
-		if r.Violation {
-			verdict = "**VIOLATION**"
-		}
+		verdict := verdictCell(r.Violation)
 		est := "unbounded"
 		if r.EpsGaussian != nil {
 			est = fmt.Sprintf("%.3g", *r.EpsGaussian)

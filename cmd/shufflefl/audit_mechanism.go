@@ -78,10 +78,7 @@ func mechanismMarkdown(rep mechanismReport) string {
 	b.WriteString("| mechanism | inputs | eps_claimed | delta | noise too small by | trials/input | test | TP/eval | FP/eval | TPR_lo | FPR_hi | eps_lower | verdict | seconds |\n")
 	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range rep.Results {
-		verdict := "consistent"
-		if r.Violation {
-			verdict = "**VIOLATION**"
-		}
+		verdict := verdictCell(r.Violation)
 		op := ">="
 		if strings.HasPrefix(r.Test, "score <") {
 			op = "<"

@@ -138,10 +138,7 @@ func protocolMarkdown(rep protocolAuditReport) string {
 	b.WriteString("| protocol | shuffle | d | n | local eps | eps_claimed (central) | delta | noise too small by | trials/world | TP/eval | FP/eval | eps_lower | verdict |\n")
 	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range rep.Results {
-		verdict := "consistent"
-		if r.Violation {
-			verdict = "**VIOLATION**"
-		}
+		verdict := verdictCell(r.Violation)
 		local := "none"
 		if r.LocalEps != nil {
 			local = fmt.Sprintf("%.4g", *r.LocalEps)

@@ -149,17 +149,7 @@ func runExperiment(args []string, stdout, stderr io.Writer) int {
 	if flagSet(fs)["rounds"] && *rounds < 1 {
 		return fail(2, "invalid parameter: rounds must be >= 1, got %d", *rounds)
 	}
-	if *progress != "log" && *progress != "none" {
-		return fail(2, "unknown progress mode %q (known: log, none)", *progress)
-	}
-	if data.IsRegression(*dataset) {
-		return fail(2, "invalid parameter: dataset %s is a regression set; the experiments train classifiers: choose one of %s",
-			*dataset, strings.Join(data.ClassificationNames(), ", "))
-	}
-	if *out == "" {
-		*out = filepath.Join("out", "experiment-"+name+"-"+*dataset)
-	}
-	if err := checkOutDir(*out, *overwrite); err != nil {
+	if err := checkExperimentCommon(*progress, *dataset, out, *overwrite, "experiment-"+name, "the experiments train"); err != nil {
 		return fail(2, "%v", err)
 	}
 	want := map[string]bool{}
@@ -410,4 +400,22 @@ func tableRow(label string, cfg runtime.Config, recs []metrics.Record, sum runti
 		fmtEps(last.RoundCentralCoordEpsilon), fmtEps(last.RoundCentralEpsilon), delta(last.RoundCentralDelta),
 		fmtEps(last.CumulativeEpsilon), delta(last.CumulativeDelta), bound,
 		sum.FinalAccuracy, sum.BestAccuracy, sum.Seconds)
+}
+
+// checkExperimentCommon checks the settings every experiment command
+// shares (progress mode, a classification dataset, the output directory)
+// and fills the default output directory out/<outName>-<dataset>; who
+// says who trains in the dataset error ("the experiments train").
+func checkExperimentCommon(progress, dataset string, out *string, overwrite bool, outName, who string) error {
+	if progress != "log" && progress != "none" {
+		return fmt.Errorf("unknown progress mode %q (known: log, none)", progress)
+	}
+	if data.IsRegression(dataset) {
+		return fmt.Errorf("invalid parameter: dataset %s is a regression set; %s classifiers: choose one of %s",
+			dataset, who, strings.Join(data.ClassificationNames(), ", "))
+	}
+	if *out == "" {
+		*out = filepath.Join("out", outName+"-"+dataset)
+	}
+	return checkOutDir(*out, overwrite)
 }

@@ -167,17 +167,7 @@ func runFrontier(args []string, stdout, stderr io.Writer) int {
 	if err := checks.Delta("--delta", *delta); err != nil {
 		return fail(2, "%v", err)
 	}
-	if *progress != "log" && *progress != "none" {
-		return fail(2, "unknown progress mode %q (known: log, none)", *progress)
-	}
-	if data.IsRegression(*dataset) {
-		return fail(2, "invalid parameter: dataset %s is a regression set; the frontier trains classifiers: choose one of %s",
-			*dataset, strings.Join(data.ClassificationNames(), ", "))
-	}
-	if *out == "" {
-		*out = filepath.Join("out", "experiment-frontier-"+*dataset)
-	}
-	if err := checkOutDir(*out, *overwrite); err != nil {
+	if err := checkExperimentCommon(*progress, *dataset, out, *overwrite, "experiment-frontier", "the frontier trains"); err != nil {
 		return fail(2, "%v", err)
 	}
 	split, err := data.Load(*dataset, data.Options{DataDir: *dataDir, Seed: *seed})
