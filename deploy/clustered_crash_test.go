@@ -2,7 +2,6 @@ package deploy
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,7 +13,6 @@ import (
 
 	"google.golang.org/grpc"
 
-	"shufflefl/pki"
 	"shufflefl/runtime"
 	"shufflefl/store"
 	"shufflefl/wire"
@@ -124,33 +122,7 @@ func TestClusteredAnalyzerCrash(t *testing.T) {
 	child := startClusteredChild(t, dir, aaddr, caddr, clients, rounds)
 	var wg sync.WaitGroup
 	errs := make(chan error, clients)
-	cdbs := make([]*store.DB, clients)
-	for i := 0; i < clients; i++ {
-		id := ClientID(i)
-		creds := load("client", id)
-		signer, err := pki.NewSigner(id, creds.Clients[id])
-		if err != nil {
-			t.Fatal(err)
-		}
-		cc, err := DialShuffler(creds, paddr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { cc.Close() })
-		cdbs[i] = openDB(fmt.Sprintf("%s.db", id))
-		c, err := NewClient(ClientConfig{Setup: st, Index: i, Signer: signer, AnalyzerKey: creds.HPKEPublic, DB: cdbs[i],
-			Shuffler: wire.NewShufflerClient(cc), TestSeed: &seed, Logf: func(string, ...any) {}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := c.Run(ctx); err != nil {
-				errs <- err
-			}
-		}()
-	}
+	cdbs := td.startClients(ctx, st, paddr, &seed, clients, &wg, errs)
 	for sh.Stats().Forwarded < 1 {
 		if ctx.Err() != nil {
 			t.Fatal("round 1 never finished")

@@ -3,7 +3,6 @@ package deploy
 import (
 	"context"
 	"crypto/ed25519"
-	"fmt"
 	"math"
 	"net"
 	"os"
@@ -301,33 +300,7 @@ func crashRun(t *testing.T, victim string) {
 	// The clients.
 	var wg sync.WaitGroup
 	errs := make(chan error, clients)
-	cdbs := make([]*store.DB, clients)
-	for i := 0; i < clients; i++ {
-		id := ClientID(i)
-		creds := load("client", id)
-		signer, err := pki.NewSigner(id, creds.Clients[id])
-		if err != nil {
-			t.Fatal(err)
-		}
-		conn, err := DialShuffler(creds, env.shufflerPub)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { conn.Close() })
-		cdbs[i] = openDB(fmt.Sprintf("%s.db", id))
-		c, err := NewClient(ClientConfig{Setup: st, Index: i, Signer: signer, AnalyzerKey: creds.HPKEPublic, DB: cdbs[i],
-			Shuffler: wire.NewShufflerClient(conn), TestSeed: &seed, Logf: func(string, ...any) {}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := c.Run(ctx); err != nil {
-				errs <- err
-			}
-		}()
-	}
+	cdbs := td.startClients(ctx, st, env.shufflerPub, &seed, clients, &wg, errs)
 	// Kill the victim once round 1 is through and round 2 under way.
 	progress := func() int64 {
 		if an != nil {

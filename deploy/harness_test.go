@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/ed25519"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -227,4 +228,40 @@ func serveAt(t *testing.T, g *grpc.Server, addr string) {
 	}
 	go g.Serve(l)
 	t.Cleanup(g.Stop)
+}
+
+// startClients starts clients 0..n-1 of st against the shuffler at addr
+// (test mode with seed), each with its credentials and database <id>.db
+// from d, and returns the databases; each Run's error goes to errs, and wg
+// counts the running clients.
+func (d testDir) startClients(ctx context.Context, st *Setup, addr string, seed *uint64, n int, wg *sync.WaitGroup, errs chan<- error) []*store.DB {
+	d.t.Helper()
+	dbs := make([]*store.DB, n)
+	for i := 0; i < n; i++ {
+		id := ClientID(i)
+		creds := d.creds("client", id)
+		signer, err := pki.NewSigner(id, creds.Clients[id])
+		if err != nil {
+			d.t.Fatal(err)
+		}
+		conn, err := DialShuffler(creds, addr)
+		if err != nil {
+			d.t.Fatal(err)
+		}
+		d.t.Cleanup(func() { conn.Close() })
+		dbs[i] = d.db(id + ".db")
+		c, err := NewClient(ClientConfig{Setup: st, Index: i, Signer: signer, AnalyzerKey: creds.HPKEPublic, DB: dbs[i],
+			Shuffler: wire.NewShufflerClient(conn), TestSeed: seed, Logf: func(string, ...any) {}})
+		if err != nil {
+			d.t.Fatal(err)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := c.Run(ctx); err != nil {
+				errs <- err
+			}
+		}()
+	}
+	return dbs
 }
