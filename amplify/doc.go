@@ -35,7 +35,8 @@
 // certified). ShuffledRRLowerBound, the exact epsilon of shuffled binary
 // randomized response, is a lower bound that any generic bound must respect.
 //
-// Protocol theorems of FLAME (SS-Simple Theorem 1, SS-Double Theorems 3-4,
+// Protocol statements of FLAME (SS-Simple Theorem 1; SS-Double, sound, and
+// its published Theorems 3-4, labelled NOT RIGOROUS; SS-Topk;
 // nu-index privacy Theorem 5 / Proposition 2) and S-APES Proposition 1 build
 // on these, using the subsampling and composition lemmas of package account.
 package amplify

@@ -11,11 +11,11 @@ import (
 )
 
 func init() {
-	Register("ss-double", "FLAME SS-Double: k random coordinates per user with eps_l/k, dummy padding to n_p per dimension, FLAME Theorems 3-4", newSSDouble)
+	Register("ss-double", "FLAME SS-Double: k random coordinates per user with eps_l/k, dummy padding to n_p per dimension; sound accounting (k clone-pair shuffles, no subsampling credit: FLAME Theorems 3-4 are not an upper bound)", newSSDouble)
 	Register("ss-topk", "FLAME SS-Topk: top-k coordinates plus k(l-1) blanket dummies for nu-index privacy, padding to n_p, FLAME Algorithm 4 and Theorem 5", newSSTopk)
 	RegisterInfo("ss-double", Info{
 		Summary: "FLAME SS-Double: k random coordinates per user with eps_l/k, dummy padding to n_p per dimension",
-		Paper:   "FLAME (Liu et al., AAAI 2021), Algorithms 2-3 and Theorems 3-4",
+		Paper:   "FLAME (Liu et al., AAAI 2021), Algorithms 2-3 (its Theorems 3-4 are not used: not an upper bound)",
 		Options: append([]OptionSpec{
 			flameKInfo("k, the coordinates each user samples uniformly and reports"),
 			{Name: flameOptNp, Default: "max(n/3, the smallest n_p that some dimension overflows with probability <= 1e-9)",

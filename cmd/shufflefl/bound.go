@@ -34,7 +34,7 @@ Personalized local epsilons (--eps-file FILE or --eps-dist NAME --n N --seed S):
 
 Protocols and tools:
   flame-simple  FLAME Theorem 1 (SS-Simple)
-  flame-double  FLAME Theorems 3-4 (SS-Double with dummy padding)
+  flame-double  SS-Double with dummy padding (sound; --flame-theorem: FLAME Theorems 3-4, not an upper bound)
   flame-topk    FLAME Theorem 5 / Proposition 2 (nu-index privacy of SS-Topk)
   sapes         S-APES Proposition 1 (user level after b-of-d sparsification)
   subsample     amplification by subsampling (without replacement or Poisson)
