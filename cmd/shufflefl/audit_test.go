@@ -99,3 +99,46 @@ func TestAuditHelp(t *testing.T) {
 		t.Errorf("help audit: exit %d\n%s", code, stdout)
 	}
 }
+
+// TestAuditProtocolTightGame: `audit protocol --protocol all` plays the
+// tight game (n = 2, d = 1) after the main table, and it catches a halved
+// Laplace scale that the main game (n = 10) misses for the shuffled
+// protocols; without the fault it finds no violation.
+func TestAuditProtocolTightGame(t *testing.T) {
+	run := func(mis string) protocolAuditReport {
+		t.Helper()
+		code, stdout, stderr := runCLI("audit", "protocol", "--protocol", "all", "--trials", "3000", "--tight-trials", "16000",
+			"--miscalibrate", mis, "--json", "--quiet")
+		if code != 0 {
+			t.Fatalf("--miscalibrate %s: exit %d: %s", mis, code, stderr)
+		}
+		var rep protocolAuditReport
+		if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
+			t.Fatalf("stdout is not the JSON report: %v\n%s", err, stdout)
+		}
+		if len(rep.Tight) < 10 || rep.TightConfidence <= 0.95 {
+			t.Fatalf("--miscalibrate %s: tight game: %d results at confidence %v", mis, len(rep.Tight), rep.TightConfidence)
+		}
+		return rep
+	}
+	caught := map[string]bool{}
+	for _, r := range run("2").Tight {
+		if r.Dim != 1 || r.Clients != 2 {
+			t.Fatalf("tight game of %s at d = %d, n = %d", r.Protocol, r.Dim, r.Clients)
+		}
+		caught[r.Protocol] = r.Violation
+	}
+	for _, n := range []string{"ldp-laplace", "pldp", "ldp-min", "ss-simple", "apes"} {
+		if !caught[n] {
+			t.Errorf("%s: the tight game missed a halved noise scale", n)
+		}
+	}
+	if testing.Short() {
+		return
+	}
+	for _, r := range run("1").Tight {
+		if r.Violation {
+			t.Errorf("%s: tight game reports a violation of a correct protocol: eps_lower %.3f > %.3f", r.Protocol, r.EpsLower, r.EpsClaimed)
+		}
+	}
+}
