@@ -77,8 +77,14 @@ func (c Component) pair(o pld.Options) (*pld.PLD, error) {
 	case KindSampledGaussian:
 		return pld.SampledGaussian(c.Q, c.Sigma, o)
 	case "":
-		if c.Delta == 0 {
+		switch {
+		case c.Delta == 0:
 			return pld.PureDP(c.Epsilon, o)
+		case c.Epsilon == 0:
+			// (0, delta): loss +Inf with probability delta, 0 otherwise
+			// (SS-Double's padding failure). ApproxDP needs eps > 0.
+			d := c.Delta
+			return pld.FromPair([]float64{d, 1 - d, 0}, []float64{0, 1 - d, d}, o)
 		}
 		return pld.ApproxDP(c.Epsilon, c.Delta, o)
 	}

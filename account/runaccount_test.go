@@ -314,3 +314,30 @@ func TestPastTarget(t *testing.T) {
 		t.Fatal("PastTarget recorded a round")
 	}
 }
+
+// A (0, delta) component (SS-Double's padding failure, charged beside the
+// shuffles) must not stop the PLD method: it once failed with "eps must be
+// > 0", and the run fell back to advanced composition, ten times looser.
+func TestPLDTakesZeroEpsilonComponent(t *testing.T) {
+	tl := newTally()
+	tl.add(Statement{Round: 1, Released: true, Epsilon: 18, Delta: 5e-7, Components: []Component{
+		{Epsilon: 0.2, Delta: 3e-9, Count: 157, Kind: KindShuffle, Eps0: 0.5, Reporters: 333},
+		{Delta: 1e-12, Count: 1},
+	}}, 1)
+	with, err := tl.pldEpsilon(1e-6)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tl2 := newTally()
+	tl2.add(Statement{Round: 1, Released: true, Epsilon: 18, Delta: 5e-7, Components: []Component{
+		{Epsilon: 0.2, Delta: 3e-9, Count: 157, Kind: KindShuffle, Eps0: 0.5, Reporters: 333},
+	}}, 1)
+	without, err := tl2.pldEpsilon(1e-6 - 1e-12)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The (0, delta) pair costs exactly its delta.
+	if math.Abs(with-without) > 1e-3*without || with > 3 {
+		t.Errorf("PLD with the (0, 1e-12) component %v, without it at delta - 1e-12 %v", with, without)
+	}
+}

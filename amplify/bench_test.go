@@ -74,7 +74,17 @@ func BenchmarkCompareUniform(b *testing.B) {
 func BenchmarkFLAMESSDouble(b *testing.B) {
 	amp := BlanketAmplifier(Randomizer{Mech: Laplace}, Bennett)
 	for b.Loop() {
-		if _, err := SSDouble(78.5, 7850, 157, 1000, 333, 5.011872336272725e-06, amp, true); err != nil {
+		if _, err := SSDouble(78.5, 7850, 157, 1000, 333, 5.011872336272725e-06, amp); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkFLAMECountLowerBound is the count statistic at FLAME's SS-Double
+// setting (2.6 million released values, 161 thresholds).
+func BenchmarkFLAMECountLowerBound(b *testing.B) {
+	for b.Loop() {
+		if _, _, err := FLAMECountLowerBound(Randomizer{Mech: Laplace}, 0.5, 157, 7850*333-157, 5.011872336272725e-06); err != nil {
 			b.Fatal(err)
 		}
 	}

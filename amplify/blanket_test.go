@@ -38,7 +38,7 @@ func TestFLAMEPublishedNumbers(t *testing.T) {
 			if c.Protocol == "simple" {
 				r, err = SSSimple(tv.EpsL, tv.D, tv.N, tv.DeltaC, amp)
 			} else {
-				r, err = SSDouble(tv.EpsL, tv.D, tv.K, tv.N, tv.Np, tv.DeltaC, amp, c.Subsample)
+				r, err = SSDoubleFLAME(tv.EpsL, tv.D, tv.K, tv.N, tv.Np, tv.DeltaC, amp, c.Subsample)
 			}
 			if err != nil {
 				t.Fatal(err)

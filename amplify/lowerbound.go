@@ -129,17 +129,24 @@ func ShuffledRRLowerBound(eps0 float64, n int, delta float64) (float64, error) {
 	if c.delta(0) <= delta {
 		return 0, nil
 	}
-	lo, hi := 0.0, eps0 // c.delta(lo) > delta >= c.delta(hi)
+	return lastAbove(c.delta, delta, 0, eps0), nil
+}
+
+// lastAbove bisects a non-increasing curve for the largest eps in [lo, hi]
+// at which curve(eps) > target still holds, given curve(lo) > target >=
+// curve(hi); it returns the lower end of the final bracket, so that the
+// result is a lower bound on the crossing.
+func lastAbove(curve func(float64) float64, target, lo, hi float64) float64 {
 	for range 200 {
 		m := lo + (hi-lo)/2
 		if m <= lo || m >= hi {
 			break
 		}
-		if c.delta(m) > delta {
+		if curve(m) > target {
 			lo = m
 		} else {
 			hi = m
 		}
 	}
-	return lo, nil
+	return lo
 }

@@ -46,8 +46,8 @@ func TestProtocolErrors(t *testing.T) {
 		err   error
 		wants string
 	}{
-		{"padding too small", func() error { _, err := SSDouble(78.5, 7850, 157, 1000, 10, 5e-6, amp, true); return err }(), "np = 10 must be >="},
-		{"k > d", func() error { _, err := SSDouble(78.5, 100, 157, 1000, 333, 5e-6, amp, true); return err }(), "k must be in [1, 100]"},
+		{"padding too small", func() error { _, err := SSDouble(78.5, 7850, 157, 1000, 10, 5e-6, amp); return err }(), "np = 10 must be >="},
+		{"k > d", func() error { _, err := SSDouble(78.5, 100, 157, 1000, 333, 5e-6, amp); return err }(), "k must be in [1, 100]"},
 		{"eps_l", func() error { _, err := SSSimple(-1, 100, 1000, 5e-6, amp); return err }(), "eps_l must be > 0"},
 		{"delta_c", func() error { _, err := SSSimple(1, 100, 1000, 1, amp); return err }(), "delta_c must be in (0, 1)"},
 		{"sapes b", func() error { _, err := SAPESUserLevel(0.05, 0, 0, 1e-8); return err }(), "b must be >= 1"},

@@ -519,13 +519,20 @@ func TestLegacyResultsMarkedApproximate(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			d1, err := SSDouble(78.5, 7850, 157, 1000, 333, deltaC, tc.amp, true)
+			d1, err := SSDoubleFLAME(78.5, 7850, 157, 1000, 333, deltaC, tc.amp, false)
 			if err != nil {
 				t.Fatal(err)
 			}
-			d2, err := SSDouble(78.5, 7850, 157, 1000, 333, deltaC, tc.amp, false)
+			d2, err := SSDouble(78.5, 7850, 157, 1000, 333, deltaC, tc.amp)
 			if err != nil {
 				t.Fatal(err)
+			}
+			d3, err := SSDoubleFLAME(78.5, 7850, 157, 1000, 333, deltaC, tc.amp, true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !d3.Approximation || !strings.Contains(d3.Note, "NOT RIGOROUS") || tc.wantLegacy && !strings.Contains(d3.Note, "FLAWED") {
+				t.Errorf("%s: approximation %v, note %q", d3.Name, d3.Approximation, d3.Note)
 			}
 			for _, r := range []ProtocolResult{s, d1, d2} {
 				if r.Approximation != tc.wantLegacy || (tc.wantLegacy && !strings.Contains(r.Note, "FLAWED")) {
@@ -559,8 +566,8 @@ func TestFLAMECompositionOverflowUsesBasic(t *testing.T) {
 	}{
 		{"simple d=1", func() (ProtocolResult, error) { return SSSimple(1000, 1, 1000, 1e-6, amp) }, 1000},
 		{"simple d=2", func() (ProtocolResult, error) { return SSSimple(2000, 2, 1000, 1e-6, amp) }, 2000},
-		{"double k=1", func() (ProtocolResult, error) { return SSDouble(1000, 200, 1, 1000, 333, 5e-6, amp, false) }, 2 * 1000},
-		{"double eps 1e5", func() (ProtocolResult, error) { return SSDouble(1e5, 7850, 157, 1000, 333, 5e-6, amp, false) }, 2 * 1e5},
+		{"double k=1", func() (ProtocolResult, error) { return SSDoubleFLAME(1000, 200, 1, 1000, 333, 5e-6, amp, false) }, 2 * 1000},
+		{"double eps 1e5", func() (ProtocolResult, error) { return SSDoubleFLAME(1e5, 7850, 157, 1000, 333, 5e-6, amp, false) }, 2 * 1e5},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -279,28 +279,51 @@ func (c flameCodec) blanket(r *rand.Rand) float64 {
 	return float64(c.rr.Blanket(r))
 }
 
-// account turns a FLAME theorem's result into the round's Privacy. res is
-// the theorem evaluated at the round's delta_c (amplify.SSSimple or
-// amplify.SSDouble) less extraDelta, the probability of SS-Double's padding
-// failing, which is charged once on top so that the round spends at most
-// delta_c; coordEps is the local epsilon per reported coordinate.
+// flameRelease describes one round's release of a FLAME protocol for
+// flameBase.account.
+type flameRelease struct {
+	// coordEps is the local epsilon eps0 of one reported coordinate.
+	coordEps float64
+	// dims is the number of dimensions one user's change can move (d for
+	// SS-Simple, k for SS-Double, 2k for SS-Topk); reporters the values in
+	// one dimension's shuffle (n, n_p). Each such dimension is dominated by
+	// FMT's clone pair for (coordEps, reporters).
+	dims, reporters int
+	// fallback is the central epsilon without any amplification (the
+	// release is (fallback, 0)-DP by post-processing of the reports).
+	fallback float64
+	// extraDelta is SS-Double's padding-failure probability.
+	extraDelta float64
+	// theorem names the analysis; res evaluates it at a round delta.
+	theorem string
+	res     func(deltaC float64) (amplify.ProtocolResult, error)
+}
+
+// account turns a FLAME statement into the round's Privacy. rel.res is
+// the statement evaluated at the round's delta_c (amplify.SSSimple,
+// amplify.SSDouble, amplify.SSTopk) less extraDelta, the probability of
+// SS-Double's padding failing, which is charged once on top so that the
+// round spends at most delta_c.
 //
 // Validity: if the theorem does not apply (amplify returns an error) or gives
-// no amplification (eps_c >= eps_l), the statement falls back to the local
-// guarantee — each report is eps_l-LDP, so the shuffled output is
-// (eps_l, 0)-DP per user and (coordEps, 0)-DP per dimension by
-// post-processing — and Bound says so.
+// no amplification (eps_c >= rel.fallback), the statement falls back to the
+// unamplified guarantee — (eps_l, 0)-DP per user for SS-Simple and
+// SS-Double, (coordEps, 0)-DP per dimension, by post-processing — and Bound
+// says so.
+//
+// Components: rel.dims releases, each a shuffle of rel.reporters
+// coordEps-LDP values, which FMT's clone pair dominates whatever the theorem
+// says (so the run's PLD accountant composes those pairs even when the
+// round's own figure fell back), plus extraDelta once.
 //
 // Client sampling: the round's (eps_c, delta_c) is amplified by the engine's
 // uniform sampling of clients at the true rate s.SampleRate() (FLAME Lemma 4,
 // account.SubsampleWOR; nothing when every client is sampled) and the
 // result is the round's CentralEpsilon/CentralDelta. The amplification by
 // shuffling itself is computed for the s.Participants clients that really
-// report, so refusals can only weaken it. Components (the per-dimension
-// guarantees, without the sampling credit) let the run's accountant compose
-// all dimensions of all rounds at once.
-func (f flameBase) account(s Shape, budgets []Budget, coordEps float64, extraDelta float64,
-	theorem string, res func(deltaC float64) (amplify.ProtocolResult, error)) (Privacy, error) {
+// report, so refusals can only weaken it. Components carry no sampling
+// credit.
+func (f flameBase) account(s Shape, budgets []Budget, rel flameRelease) (Privacy, error) {
 	if len(budgets) == 0 {
 		return Privacy{}, fmt.Errorf("%s: %w", f.name, checks.Invalidf("no participant budgets to account"))
 	}
@@ -310,7 +333,7 @@ func (f flameBase) account(s Shape, budgets []Budget, coordEps float64, extraDel
 	eps := budgetEpsilons(budgets)
 	coord := make([]float64, len(eps))
 	for i := range eps {
-		coord[i] = coordEps
+		coord[i] = rel.coordEps
 	}
 	priv := Privacy{
 		Private:           true,
@@ -318,6 +341,7 @@ func (f flameBase) account(s Shape, budgets []Budget, coordEps float64, extraDel
 		LocalCoordEpsilon: Summarize(coord),
 	}
 	deltaC := f.deltaC(s.Participants)
+	extraDelta := rel.extraDelta
 	if extraDelta > 0 {
 		// SS-Double's padding-failure probability is part of the round's
 		// delta, not on top of it: the theorem gets what is left.
@@ -327,25 +351,42 @@ func (f flameBase) account(s Shape, budgets []Budget, coordEps float64, extraDel
 		}
 		deltaC -= extraDelta
 	}
-	r, err := res(deltaC)
+	shuffle := func(c account.Component) account.Component {
+		if rel.reporters >= 2 {
+			c.Kind, c.Eps0, c.Reporters = account.KindShuffle, rel.coordEps, rel.reporters
+		}
+		return c
+	}
+	fallback := func(why string) {
+		priv.CentralEpsilon, priv.CentralDelta = rel.fallback, 0
+		priv.CentralCoordEpsilon, priv.CentralCoordDelta = rel.coordEps, 0
+		priv.Bound = fmt.Sprintf("%s: unamplified guarantee only (%s)", f.name, why)
+		priv.Components = []account.Component{{Epsilon: rel.fallback, Count: 1}}
+		if rel.reporters >= 2 {
+			// Each of the dims releases is (coordEps, 0)-DP and dominated
+			// by the clone pair: the accountant takes the best of their
+			// compositions and the round's own figure.
+			priv.Components = []account.Component{shuffle(account.Component{Epsilon: rel.coordEps, Count: rel.dims})}
+		}
+		if extraDelta > 0 {
+			// The reports are (fallback, 0)-DP whatever the padding does;
+			// no padding-failure term is needed on the unamplified figure.
+			extraDelta = 0
+		}
+	}
+	r, err := rel.res(deltaC)
 	switch {
 	case err != nil:
-		priv.CentralEpsilon, priv.CentralDelta = f.eps, 0
-		priv.CentralCoordEpsilon, priv.CentralCoordDelta = coordEps, 0
-		priv.Bound = fmt.Sprintf("%s: local guarantee only (%s does not apply: %v)", f.name, theorem, err)
-		priv.Components = []account.Component{{Epsilon: f.eps, Count: 1}}
-	case r.Epsilon >= f.eps:
-		priv.CentralEpsilon, priv.CentralDelta = f.eps, 0
-		priv.CentralCoordEpsilon, priv.CentralCoordDelta = coordEps, 0
-		priv.Bound = fmt.Sprintf("%s: local guarantee only (%s gives eps_c = %.4g >= eps_l, no amplification)", f.name, theorem, r.Epsilon)
-		priv.Components = []account.Component{{Epsilon: f.eps, Count: 1}}
+		fallback(fmt.Sprintf("%s does not apply: %v", rel.theorem, err))
+	case r.Epsilon >= rel.fallback:
+		fallback(fmt.Sprintf("%s gives eps_c = %.4g >= %.4g, no amplification", rel.theorem, r.Epsilon, rel.fallback))
 	default:
 		priv.CentralEpsilon, priv.CentralDelta = r.Epsilon, math.Min(1, r.Delta+extraDelta)
 		priv.CentralCoordEpsilon, priv.CentralCoordDelta = r.EpsDim, math.Min(1, r.DeltaDim+extraDelta)
-		priv.Bound = fmt.Sprintf("%s (%s; blanket bennett, %s)", r.Name, theorem, f.randomizerName())
+		priv.Bound = fmt.Sprintf("%s (%s; blanket bennett, %s)", r.Name, rel.theorem, f.randomizerName())
 		// The round is the composition of Compositions dimension-level
 		// releases; extraDelta (SS-Double's padding failure) is charged once.
-		priv.Components = []account.Component{{Epsilon: r.EpsDim, Delta: r.DeltaDim, Count: int(math.Ceil(r.Compositions))}}
+		priv.Components = []account.Component{shuffle(account.Component{Epsilon: r.EpsDim, Delta: r.DeltaDim, Count: int(math.Ceil(r.Compositions))})}
 		if extraDelta > 0 {
 			priv.Components = append(priv.Components, account.Component{Delta: extraDelta, Count: 1})
 		}
@@ -456,16 +497,15 @@ func (p SSSimple) Estimate(_ *rand.Rand, s Shape, agg *Aggregate, dst []float64)
 // Account implements Protocol: FLAME Theorem 1 (amplify.SSSimple), the
 // dimension-level (eps_cd, delta_cd) and the user-level (eps_c, delta_c).
 func (p SSSimple) Account(s Shape, budgets []Budget) (Privacy, error) {
-	d := s.Dim
-	priv, err := p.account(s, budgets, p.eps/float64(d), 0, "FLAME Theorem 1", func(deltaC float64) (amplify.ProtocolResult, error) {
-		return amplify.SSSimple(p.eps, d, s.Participants, deltaC, p.amplifier())
+	d, n := s.Dim, s.Participants
+	// Each dimension shuffles the n reports of one eps_l/d-LDP randomizer
+	// (the same for every user): FMT's clone pair dominates it, and the PLD
+	// accountant composes that pair exactly.
+	return p.account(s, budgets, flameRelease{
+		coordEps: p.eps / float64(d), dims: d, reporters: n, fallback: p.eps,
+		theorem: "FLAME Theorem 1",
+		res: func(deltaC float64) (amplify.ProtocolResult, error) {
+			return amplify.SSSimple(p.eps, d, n, deltaC, p.amplifier())
+		},
 	})
-	if err == nil && len(priv.Components) == 1 && priv.Components[0].Delta > 0 && s.Participants > 1 {
-		// Each dimension shuffles the n reports of one eps_l/d-LDP
-		// randomizer (the same for every user): FMT's clone pair dominates
-		// it, and the PLD accountant composes that pair exactly.
-		c := &priv.Components[0]
-		c.Kind, c.Eps0, c.Reporters = account.KindShuffle, p.eps/float64(d), s.Participants
-	}
-	return priv, err
 }

@@ -206,8 +206,14 @@ func (g *flameDigits) next() uint64 {
 // (flame_test.go checks it). For Laplace, b = 1, gamma = 0 and dummies are
 // Laplace(1/2, k/eps_l).
 //
-// Accounting: FLAME Theorems 3-4 via amplify.SSDouble with subsampling,
-// blanket Bennett bound for the randomizer over n_p reports.
+// Accounting: NOT FLAME's Theorems 3-4, which take a subsampling credit on
+// 2 beta d dimension-level releases and so count the k-of-d sampling twice
+// (refuted by a count of the released values: amplify.SSDoubleFLAME,
+// TestSSDoubleFLAMERefuted). The statement is the sound one of
+// amplify.SSDouble: the k dimensions a user reports in, each a shuffle of
+// n_p eps_l/k-LDP values (dummies are randomizer outputs), composed without
+// sampling credit — by advanced composition of the blanket Bennett bound per
+// round, and by the PLD of FMT's clone pair across rounds.
 type SSDouble struct {
 	flameBase
 	k, np int // 0: default
@@ -344,19 +350,26 @@ func (p SSDouble) Estimate(_ *rand.Rand, s Shape, agg *Aggregate, dst []float64)
 	return p.estimate(s, agg, dst, c, func(int) float64 { return m })
 }
 
-// Account implements Protocol: FLAME Theorems 3-4 (amplify.SSDouble with the
-// subsampling credit), plus the padding-failure probability in delta.
+// Account implements Protocol: the sound SS-Double statement
+// (amplify.SSDouble: k per-dimension shuffles of n_p values, no subsampling
+// credit), plus the padding-failure probability in delta. The run's PLD
+// accountant composes the k clone pairs (Component kind shuffle with n_p
+// reporters) instead of the advanced composition. FLAME's Theorems 3-4 are
+// not used: they are not an upper bound (amplify.SSDoubleFLAME).
 func (p SSDouble) Account(s Shape, budgets []Budget) (Privacy, error) {
 	k, np, err := p.Plan(s)
 	if err != nil {
 		return Privacy{}, err
 	}
 	d, n := s.Dim, s.Participants
-	return p.account(s, budgets, p.eps/float64(k), flamePadFailBound(n, k, d, np),
-		fmt.Sprintf("FLAME Theorems 3-4, k=%d, n_p=%d", k, np),
-		func(deltaC float64) (amplify.ProtocolResult, error) {
-			return amplify.SSDouble(p.eps, d, k, n, np, deltaC, p.amplifier(), true)
-		})
+	return p.account(s, budgets, flameRelease{
+		coordEps: p.eps / float64(k), dims: k, reporters: np, fallback: p.eps,
+		extraDelta: flamePadFailBound(n, k, d, np),
+		theorem:    fmt.Sprintf("sound SS-Double: k=%d per-dimension shuffles of n_p=%d, no subsampling credit", k, np),
+		res: func(deltaC float64) (amplify.ProtocolResult, error) {
+			return amplify.SSDouble(p.eps, d, k, n, np, deltaC, p.amplifier())
+		},
+	})
 }
 
 // SSTopk is FLAME's SS-Topk protocol (Liu et al. 2021, Algorithm 4,
@@ -442,6 +455,31 @@ func newSSTopk(p Params) (Protocol, error) {
 
 // Name implements Protocol.
 func (SSTopk) Name() string { return "ss-topk" }
+
+// topkFallback is SS-Topk's central epsilon without amplification, for k
+// top coordinates of d. In every dimension the analyzer sees user 1's report
+// R(x_j) if j is in its top k and a blanket draw omega otherwise (its own
+// dummy slot or the shuffler's padding); from x to x' the m dimensions in
+// both top-k sets change a report (eps0 each) and the 2(k-m) in only one of
+// them swap a report for omega, each by at most
+// lambda = max |log(R(x)(y)/omega(y))|, with m >= max(0, 2k-d). So the
+// release is max(k eps0, m0 eps0 + 2(k-m0) lambda)-DP, m0 = max(0, 2k-d).
+// For the Laplace randomizer omega = R(1/2) and lambda = eps0/2, which gives
+// eps_l; for R_{gamma,b} (omega = Unif{0..b}, gamma = (b+1)/(e^eps0 + b))
+// lambda = max(log((b+1) e^eps0/(e^eps0 + b)), log((e^eps0 + b)/(b+1))),
+// which exceeds eps0/2 (b = 2, eps0 = 0.5: 0.304 against 0.25), so claiming
+// eps_l there would understate the loss (TestTopkFallbackRGammaB).
+func (p SSTopk) topkFallback(k, d int) float64 {
+	if p.laplace {
+		return p.eps
+	}
+	eps0 := p.eps / float64(k)
+	b := float64(p.levels)
+	ee := math.Exp(eps0)
+	lambda := math.Max(math.Log((b+1)*ee/(ee+b)), math.Log((ee+b)/(b+1)))
+	m0 := float64(max(0, 2*k-d))
+	return math.Max(p.eps, m0*eps0+2*(float64(k)-m0)*lambda)
+}
 
 // flameIndexNu is the nu-index privacy (FLAME Definition 3) of reporting l
 // slots per top index at beta = k/d: Pr[I_j = 1 | reported] = 1/l must be at
@@ -654,13 +692,14 @@ func (p SSTopk) Account(s Shape, budgets []Budget) (Privacy, error) {
 			index += fmt.Sprintf(" (strongest allowed nu=%.4g with l=%d)", nus, ls)
 		}
 	}
-	priv, err := p.account(s, budgets, p.eps/float64(k), 0,
-		fmt.Sprintf("FLAME Theorem 4 without subsampling credit, k=%d, n_p=%d; %s", k, np, index),
-		func(deltaC float64) (amplify.ProtocolResult, error) {
-			r, err := amplify.SSDouble(p.eps, d, k, n, np, deltaC, p.amplifier(), false)
-			r.Name = "flame-ss-topk"
-			return r, err
-		})
+	eps0 := p.eps / float64(k)
+	priv, err := p.account(s, budgets, flameRelease{
+		coordEps: eps0, dims: min(2*k, d), reporters: np, fallback: p.topkFallback(k, d),
+		theorem: fmt.Sprintf("FLAME Theorem 4 over 2k=%d dimensions without subsampling credit, k=%d, n_p=%d; %s", 2*k, k, np, index),
+		res: func(deltaC float64) (amplify.ProtocolResult, error) {
+			return amplify.SSTopk(p.eps, d, k, n, np, deltaC, p.amplifier())
+		},
+	})
 	if err != nil {
 		return priv, err
 	}

@@ -83,8 +83,8 @@ var boundCmds = map[string]boundCmd{
 		[]string{"delta-local", "tv", "eps-file", "eps-dist", "n", "seed", "delta", "rounds", "target-epsilon", "compare", "json"}, checkEAPES, runEAPES},
 	"flame-simple": {"FLAME Theorem 1 (SS-Simple): per-dimension shuffle at eps_l/d, composed over d",
 		[]string{"eps-l", "d", "n", "delta", "domain", "k-domain", "mech", "variant", "legacy-flame-typo", "rounds", "composition-protocol", "delta-prime", "target-epsilon", "json"}, nil, runFlameSimple},
-	"flame-double": {"FLAME Theorems 3-4 (SS-Double): k of d dimensions, padding to n_p, subsampling, composition over 2 beta d",
-		[]string{"eps-l", "d", "k", "n", "np", "delta", "domain", "mech", "variant", "legacy-flame-typo", "no-subsampling", "rounds", "composition-protocol", "delta-prime", "target-epsilon", "json"}, nil, runFlameDouble},
+	"flame-double": {"SS-Double (FLAME Algorithm 3), sound: the k dimensions a user reports in, each a shuffle of n_p values, composed without subsampling credit (--flame-theorem: FLAME Theorems 3-4, NOT an upper bound); prints the count-statistic lower bound",
+		[]string{"eps-l", "d", "k", "n", "np", "delta", "domain", "mech", "variant", "legacy-flame-typo", "no-subsampling", "flame-theorem", "rounds", "composition-protocol", "delta-prime", "target-epsilon", "json"}, nil, runFlameDouble},
 	"flame-topk": {"FLAME Theorem 5 / Proposition 2: nu-index privacy of SS-Topk (the central guarantee is that of flame-double)",
 		[]string{"n", "np", "d", "k", "beta", "nu", "json"}, checkFlameTopk, runFlameTopk},
 	"sapes": {"S-APES Proposition 1: user-level guarantee after b-of-d post-sparsification (2b compositions of the dimension-level guarantee)",
@@ -835,14 +835,69 @@ func runFlameSimple(o *boundOpts, out *boundOutput) error {
 	})
 }
 
+// runFlameDouble states SS-Double's central guarantee: by default the sound
+// one (amplify.SSDouble); --flame-theorem gives FLAME's Theorems 3-4, which
+// are not an upper bound, and --no-subsampling FLAME's Theorem 4 without the
+// credit. Every answer at a given eps_l also prints the count statistic's
+// lower bound on the true epsilon (flameDoubleLowerBound).
 func runFlameDouble(o *boundOpts, out *boundOutput) error {
+	if o.flameTheorem && o.noSubsample {
+		return checks.Invalidf("--flame-theorem and --no-subsampling exclude each other: the first is FLAME's Theorems 3-4 with the subsampling credit, the second Theorem 4 without it")
+	}
 	amp, err := flameAmp(o)
 	if err != nil {
 		return err
 	}
-	return protocolCmd(o, out, func(epsL float64) (amplify.ProtocolResult, error) {
-		return amplify.SSDouble(epsL, o.d, o.k, o.n, o.np, o.delta, amp, !o.noSubsample)
+	err = protocolCmd(o, out, func(epsL float64) (amplify.ProtocolResult, error) {
+		switch {
+		case o.flameTheorem:
+			return amplify.SSDoubleFLAME(epsL, o.d, o.k, o.n, o.np, o.delta, amp, true)
+		case o.noSubsample:
+			return amplify.SSDoubleFLAME(epsL, o.d, o.k, o.n, o.np, o.delta, amp, false)
+		}
+		return amplify.SSDouble(epsL, o.d, o.k, o.n, o.np, o.delta, amp)
 	})
+	if err != nil || o.set["target-epsilon"] {
+		return err
+	}
+	return flameDoubleLowerBound(o, out)
+}
+
+// flameDoubleLowerBound adds the count statistic (amplify.FLAMECountLowerBound)
+// to an SS-Double answer: over --rounds rounds the analyzer sees
+// rounds (d n_p) values, rounds k of them the differing user's; the number
+// above the best threshold bounds the true epsilon at the stated delta from
+// below. A stated figure under it is reported as refuted.
+func flameDoubleLowerBound(o *boundOpts, out *boundOutput) error {
+	r, err := randomizer(o)
+	if err != nil {
+		return err
+	}
+	if r.Mech != amplify.Laplace && r.Mech != amplify.RGammaB {
+		out.after = append(out.after, fmt.Sprintf("count-statistic lower bound: not computed for --mech %s (Laplace and rgb only)", o.mech))
+		return nil
+	}
+	if r.Mech == amplify.RGammaB {
+		r.K = o.domain
+	}
+	delta := out.result.Delta
+	if !(delta > 0 && delta < 1) {
+		return nil
+	}
+	mine := o.k * o.rounds
+	others := o.rounds * (o.d*o.np - o.k)
+	lb, t, err := amplify.FLAMECountLowerBound(r, o.epsL/float64(o.k), mine, others, delta)
+	if err != nil {
+		return fmt.Errorf("count-statistic lower bound: %w", err)
+	}
+	out.extra["count_lower_bound"] = lb
+	verdict := "the stated epsilon is above it"
+	if out.result.Epsilon < lb {
+		verdict = "the stated epsilon is BELOW it: REFUTED, not an upper bound"
+	}
+	out.after = append(out.after, fmt.Sprintf("count-statistic lower bound on the true epsilon at delta %.4g: %s (values above %.4g among %d, %d of them the differing user's); %s",
+		delta, fmtSig(lb, 4, false), t, mine+others, mine, verdict))
+	return nil
 }
 
 func runFlameTopk(o *boundOpts, out *boundOutput) error {

@@ -15,11 +15,14 @@ import (
 
 // boundOutput collects what a subcommand reports.
 type boundOutput struct {
-	result  amplify.Bound
-	rows    []amplify.Candidate
-	extra   map[string]any
-	inputs  map[string]any
-	text    []string
+	result amplify.Bound
+	rows   []amplify.Candidate
+	extra  map[string]any
+	inputs map[string]any
+	text   []string
+	// after is printed below the result (text output only), e.g. the
+	// count-statistic lower bound that checks it.
+	after   []string
 	inverse bool
 	// noEpsDelta is set when the result is not an (epsilon, delta)
 	// statement (nu-index privacy): neither is printed.
@@ -162,7 +165,7 @@ func printBound(w io.Writer, o *boundOpts, out *boundOutput) error {
 	case isLegacy(r):
 		fmt.Fprintln(w, "WARNING: NOT RIGOROUS: computed with the flawed legacy Bennett code, which understates delta; not a privacy guarantee")
 	case r.Approximation:
-		fmt.Fprintln(w, "WARNING: this is an APPROXIMATION (central-limit step), not a proven upper bound")
+		fmt.Fprintln(w, "WARNING: this is an APPROXIMATION, not a proven upper bound (see the note)")
 	}
 	if r.Assumption != "" {
 		fmt.Fprintf(w, "NOTE: this bound holds only under %s\n", r.Assumption)
@@ -177,6 +180,9 @@ func printBound(w io.Writer, o *boundOpts, out *boundOutput) error {
 	sort.Strings(keys)
 	for _, k := range keys {
 		fmt.Fprintf(w, "  %s = %v\n", k, out.extra[k])
+	}
+	for _, t := range out.after {
+		fmt.Fprintln(w, t)
 	}
 	return nil
 }

@@ -65,7 +65,16 @@ func TestBoundCommands(t *testing.T) {
 		{"stray arg", []string{"clones", "extra"}, 2, nil, "unexpected argument"},
 		{"erlingsson", []string{"erlingsson", "--eps0", "0.5", "--n", "100000", "--delta", "1e-6"}, 0, []string{"erlingsson: epsilon = 0.0705"}, ""},
 		{"flame simple", []string{"flame-simple", "--delta", "5.011872336272725e-06"}, 0, []string{"flame-ss-simple: epsilon = 0.9278"}, ""},
-		{"flame double legacy", []string{"flame-double", "--delta", "5.011872336272725e-06", "--legacy-flame-typo"}, 0, []string{"flame-ss-double-legacy-flame-typo: epsilon = 0.2379", "FLAWED"}, ""},
+		{"flame double legacy", []string{"flame-double", "--delta", "5.011872336272725e-06", "--legacy-flame-typo", "--flame-theorem"}, 0, []string{"flame-ss-double-theorem-legacy-flame-typo: epsilon = 0.2379", "FLAWED"}, ""},
+		// FLAME's Theorems 3-4 (corrected Bennett): 0.3045 at the paper's
+		// setting, labelled, not refuted there by the count (0.1436).
+		{"flame double theorem", []string{"flame-double", "--delta", "5.011872336272725e-06", "--flame-theorem"}, 0, []string{"flame-ss-double-theorem: epsilon = 0.3045", "APPROXIMATION", "NOT RIGOROUS", "lower bound on the true epsilon at delta 5.012e-06: 0.1435", "the stated epsilon is above it"}, ""},
+		// The counterexample: FLAME's theorem states 0.00128 where
+		// the count statistic forces 0.0302; the default is sound.
+		{"flame double theorem refuted", []string{"flame-double", "--eps-l", "2", "--d", "10000", "--k", "1", "--n", "2", "--np", "2", "--delta", "1e-6", "--flame-theorem"}, 0, []string{"epsilon = 0.00127741", "lower bound on the true epsilon at delta 1e-06: 0.03018", "REFUTED"}, ""},
+		{"flame double sound counterexample", []string{"flame-double", "--eps-l", "2", "--d", "10000", "--k", "1", "--n", "2", "--np", "2", "--delta", "1e-6"}, 0, []string{"ss-double-sound: epsilon = 2,", "0.03018", "the stated epsilon is above it"}, ""},
+		{"flame double sound default", []string{"flame-double", "--delta", "5.011872336272725e-06"}, 0, []string{"ss-double-sound: epsilon = 15.71", "compositions = 157", "the stated epsilon is above it"}, ""},
+		{"flame double theorem and no subsampling", []string{"flame-double", "--flame-theorem", "--no-subsampling"}, 2, nil, "exclude each other"},
 		{"flame double no subsampling", []string{"flame-double", "--delta", "5.011872336272725e-06", "--no-subsampling"}, 0, []string{"epsilon = 26.04"}, ""},
 		{"flame topk", []string{"flame-topk", "--n", "1000", "--np", "333", "--k", "157", "--d", "7850"}, 0, []string{"nu = 3.125", "l = 16"}, ""},
 		{"blanket", []string{"blanket", "--eps0", "1", "--n", "10000", "--delta", "1e-6"}, 0, []string{"blanket-bennett-laplace"}, ""},

@@ -15,7 +15,7 @@ func TestExperimentRuns(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("status %d\n%s", code, stderr)
 	}
-	for _, want := range []string{"| NP-FL | nonprivate |", "| SS-Double | ss-double |", "flame-ss-double"} {
+	for _, want := range []string{"| NP-FL | nonprivate |", "| SS-Double | ss-double |", "ss-double-sound"} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("results lack %q:\n%s", want, stdout)
 		}
