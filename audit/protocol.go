@@ -37,6 +37,18 @@ type ProtocolConfig struct {
 	Game         GameConfig
 }
 
+// The tight game's shape. With two clients and one coordinate, client 0's
+// report carries its whole budget on one value and only one other client's
+// noise blurs the analyzer's view, so a threshold test comes close to the
+// claim of the protocols whose claim is tight (the Laplace LDP baselines
+// reach it; a halved Laplace scale doubles eps_lower). The default game
+// (d = 2, n = 10) measures a realistic round, where the other clients'
+// noise hides a halved scale.
+const (
+	TightDim     = 1
+	TightClients = 2
+)
+
 // ProtocolResult is the outcome of a protocol game.
 type ProtocolResult struct {
 	GameResult

@@ -37,7 +37,7 @@ func TestProtocolGame(t *testing.T) {
 		})
 	}
 	t.Run("miscalibrated ldp-laplace", func(t *testing.T) {
-		cfg := ProtocolConfig{Protocol: "ldp-laplace", Epsilon: 2, Dim: 1, Clients: 2, Miscalibrate: 2,
+		cfg := ProtocolConfig{Protocol: "ldp-laplace", Epsilon: 2, Dim: TightDim, Clients: TightClients, Miscalibrate: 2,
 			Params: protocol.Params{Clip: 1, Delta: 1e-5}, Game: GameConfig{Trials: 40000, Seed: 3}}
 		res, err := ProtocolGame(context.Background(), cfg)
 		if err != nil {

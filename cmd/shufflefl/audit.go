@@ -30,6 +30,7 @@ Subcommands:
   inversion   gradient inversion of one client's report (analytic and DLG), image grid
   mia         membership inference against the trained global model (loss, calibrated)
   topk        what the SS-Topk shuffler learns about the top-k indexes (FLAME Def. 3)
+  accountant  a finished run's statements against independent lower bounds (exit 3 if below)
 
 Every subcommand prints a markdown report (--json: JSON) and, with --out
 DIR, writes audit.md, audit.json and any images into DIR (refusing a
@@ -38,13 +39,15 @@ for its flags. docs/AUDIT.md explains the methods and shows the results.
 
 Exit status: 0 success, 1 internal failure, 2 bad arguments (an attack
 asked of a model it does not apply to, too few trials for the requested
-confidence, ...), with one line on stderr.
+confidence, ...), with one line on stderr; 3 (audit accountant) a stated
+figure below a lower bound.
 
 Examples:
   shufflefl audit mechanism --mechanism laplace --epsilon 1 --trials 1000000
   shufflefl audit mechanism --mechanism laplace --epsilon 1 --miscalibrate 2 --trials 1000000 --json
   shufflefl audit protocol --protocol apes --epsilon 50 --trials 20000 --out out/audit-apes
   shufflefl audit inversion --model logreg --out out/inversion
+  shufflefl audit accountant --run out/my-run
 `
 
 // auditCommands maps a subcommand to its implementation.

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -30,6 +31,9 @@ func TestAuditBadInput(t *testing.T) {
 		{[]string{"audit", "mechanism", "--mechanism", "laplace", "--epsilon", "1", "--bogus"}, "--bogus"},
 		{[]string{"audit", "mechanism", "--mechanism", "laplace", "--epsilon", "1", "--out", used}, "--overwrite"},
 		{[]string{"audit", "protocol", "--protocol", "nonprivate"}, "nothing to audit"},
+		{[]string{"audit", "protocol", "--protocol", "all", "--tight-trials", "-1"}, "--tight-trials"},
+		{[]string{"audit", "accountant"}, "--run is required"},
+		{[]string{"audit", "accountant", "--run", "/nonexistent"}, "config file"},
 		{[]string{"audit", "inversion", "--dataset", "blobs"}, "not made of images"},
 		{[]string{"audit", "inversion", "--model", "cnn"}, "does not apply to model cnn"},
 		{[]string{"audit", "inversion", "--model", "resnet"}, "unknown model"},
@@ -89,7 +93,7 @@ func TestAuditInversionCLI(t *testing.T) {
 }
 
 func TestAuditHelp(t *testing.T) {
-	for _, sub := range []string{"mechanism", "protocol", "canary", "inversion", "mia", "topk"} {
+	for _, sub := range []string{"mechanism", "protocol", "canary", "inversion", "mia", "topk", "accountant"} {
 		code, stdout, _ := runCLI("audit", sub, "--help")
 		if code != 0 || !strings.Contains(stdout, "Examples:") || !strings.Contains(stdout, "--out") {
 			t.Errorf("audit %s --help: exit %d\n%s", sub, code, stdout)
@@ -97,5 +101,92 @@ func TestAuditHelp(t *testing.T) {
 	}
 	if code, stdout, _ := runCLI("help", "audit"); code != 0 || !strings.Contains(stdout, "Subcommands:") {
 		t.Errorf("help audit: exit %d\n%s", code, stdout)
+	}
+}
+
+// TestAuditProtocolTightGame: `audit protocol --protocol all` plays the
+// tight game (n = 2, d = 1) after the main table, and it catches a halved
+// Laplace scale that the main game (n = 10) misses for the shuffled
+// protocols; without the fault it finds no violation.
+func TestAuditProtocolTightGame(t *testing.T) {
+	run := func(mis string) protocolAuditReport {
+		t.Helper()
+		code, stdout, stderr := runCLI("audit", "protocol", "--protocol", "all", "--trials", "3000", "--tight-trials", "16000",
+			"--miscalibrate", mis, "--json", "--quiet")
+		if code != 0 {
+			t.Fatalf("--miscalibrate %s: exit %d: %s", mis, code, stderr)
+		}
+		var rep protocolAuditReport
+		if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
+			t.Fatalf("stdout is not the JSON report: %v\n%s", err, stdout)
+		}
+		if len(rep.Tight) < 10 || rep.TightConfidence <= 0.95 {
+			t.Fatalf("--miscalibrate %s: tight game: %d results at confidence %v", mis, len(rep.Tight), rep.TightConfidence)
+		}
+		return rep
+	}
+	caught := map[string]bool{}
+	for _, r := range run("2").Tight {
+		if r.Dim != 1 || r.Clients != 2 {
+			t.Fatalf("tight game of %s at d = %d, n = %d", r.Protocol, r.Dim, r.Clients)
+		}
+		caught[r.Protocol] = r.Violation
+	}
+	for _, n := range []string{"ldp-laplace", "pldp", "ldp-min", "ss-simple", "apes"} {
+		if !caught[n] {
+			t.Errorf("%s: the tight game missed a halved noise scale", n)
+		}
+	}
+	if testing.Short() {
+		return
+	}
+	for _, r := range run("1").Tight {
+		if r.Violation {
+			t.Errorf("%s: tight game reports a violation of a correct protocol: eps_lower %.3f > %.3f", r.Protocol, r.EpsLower, r.EpsClaimed)
+		}
+	}
+}
+
+// TestAuditAccountantCLI: `audit accountant` checks a finished run's
+// statements against the lower bounds, passes a correct one, and exits 3
+// with a VIOLATION line when a statement is lowered below its bound (an
+// accountant that forgot a round, say).
+func TestAuditAccountantCLI(t *testing.T) {
+	run := filepath.Join(t.TempDir(), "pldp")
+	if code, _, stderr := runCLI("run", "--protocol", "pldp", "--dataset", "fashion-mnist-sample", "--epsilon", "1",
+		"--clients", "20", "--rounds", "2", "--delta", "1e-5", "--out", run); code != 0 {
+		t.Fatalf("run: exit %d: %s", code, stderr)
+	}
+	code, stdout, stderr := runCLI("audit", "accountant", "--run", run, "--json")
+	if code != 0 {
+		t.Fatalf("audit of a correct run: exit %d: %s", code, stderr)
+	}
+	var rep accountantAuditReport
+	if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
+		t.Fatalf("stdout is not the JSON report: %v\n%s", err, stdout)
+	}
+	if len(rep.Checks) != 2 || rep.Violations != 0 || rep.Checks[1].Lower <= 0 || rep.Checks[1].Lower > rep.Checks[1].Claimed {
+		t.Fatalf("report %+v", rep)
+	}
+	// The last round's statement lowered just below its lower bound.
+	lowered := strconv.FormatFloat(0.999*rep.Checks[1].Lower, 'g', -1, 64)
+	for _, name := range []string{"metrics.jsonl", "summary.json"} {
+		p := filepath.Join(run, name)
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		claimed := strconv.FormatFloat(rep.Checks[1].Claimed, 'g', -1, 64)
+		if !strings.Contains(string(b), claimed) {
+			t.Fatalf("%s does not state %s", name, claimed)
+		}
+		writeFile(t, p, strings.ReplaceAll(string(b), claimed, lowered))
+	}
+	code, _, stderr = runCLI("audit", "accountant", "--run", run)
+	if code != exitViolation || !strings.Contains(stderr, "VIOLATION: after round 2") || strings.Count(strings.TrimSpace(stderr), "\n") != 0 {
+		t.Fatalf("lowered statement: exit %d, stderr %q; want %d and one VIOLATION line", code, stderr, exitViolation)
+	}
+	if code, _, stderr := runCLI("audit", "accountant", "--run", filepath.Join(run, "nope")); code != 2 || !strings.Contains(stderr, "config") {
+		t.Fatalf("missing run: exit %d, %q", code, stderr)
 	}
 }
