@@ -415,8 +415,11 @@ func execute(cfg runtime.Config, ex runExtras, stdout, stderr io.Writer, log *io
 		how := ""
 		if cfg.TargetEpsilon > 0 && cfg.Protocol != "dp-central" {
 			how = fmt.Sprintf("; local budgets calibrated to the target %g (scale %.4g, largest local epsilon %.4g per round)", cfg.TargetEpsilon, plan.Scale, plan.LocalEpsilon)
+			if plan.Approximate {
+				how = fmt.Sprintf("; local budgets calibrated to the target %g by an approximate statement, so the target is met only approximately (scale %.4g, largest local epsilon %.4g per round)", cfg.TargetEpsilon, plan.Scale, plan.LocalEpsilon)
+			}
 		}
-		fmt.Fprintf(stderr, "privacy plan: %d rounds spend at most epsilon %.4g at delta %.3g (%s)%s\n", plan.Rounds, plan.Epsilon, plan.Delta, plan.Method, how)
+		fmt.Fprintf(stderr, "privacy plan: %s\n", planLine(plan, how))
 	}
 	var werr error
 	ranNone := true
@@ -480,7 +483,7 @@ func execute(cfg runtime.Config, ex runExtras, stdout, stderr io.Writer, log *io
 	if sum.Halted != "" {
 		fmt.Fprintf(stderr, "shufflefl: %s\n", sum.Halted)
 	}
-	eps := epsString(srec.CumulativeEpsilon, srec.CumulativeDelta)
+	eps := epsString(srec.CumulativeEpsilon, srec.CumulativeDelta, srec.Approximate)
 	if n := len(recs); n > 0 && recs[n-1].DPrivacy != nil {
 		d := recs[n-1].DPrivacy
 		eps += fmt.Sprintf("; d-privacy leakage %.4g per participation, at most %.4g composed for a client", d.Level, d.MaxCumulative)
@@ -574,9 +577,29 @@ func writeRunOutputs(cfg runtime.Config, recs []metrics.Record, sum runtime.Summ
 	return writeSummaryAndPlots(cfg, recs, sum)
 }
 
-func epsString(eps *float64, delta float64) string {
+// planLine is the privacy plan's line after "privacy plan: ". A resumed
+// run's plan composes the rounds done with those that remain, and says so;
+// an approximate plan (S-APES) says that first.
+func planLine(plan runtime.Plan, how string) string {
+	rounds := fmt.Sprintf("%d rounds", plan.Rounds)
+	if plan.Done > 0 {
+		rounds = fmt.Sprintf("%d rounds (the %d done, as they were accounted, and %d more)", plan.Rounds, plan.Done, plan.Rounds-plan.Done)
+	}
+	bound := "at most"
+	if plan.Approximate {
+		bound = "approximately (not a proven bound)"
+	}
+	return fmt.Sprintf("%s spend %s epsilon %.4g at delta %.3g (%s)%s", rounds, bound, plan.Epsilon, plan.Delta, plan.Method, how)
+}
+
+// epsString writes a cumulative guarantee; an approximate one (S-APES) is
+// labelled so, since it is not a proven upper bound.
+func epsString(eps *float64, delta float64, approximate bool) string {
 	if eps == nil {
 		return "none (not private)"
+	}
+	if approximate {
+		return fmt.Sprintf("%.4g (delta %.3g), approximate: not a proven bound", *eps, delta)
 	}
 	return fmt.Sprintf("%.4g (delta %.3g)", *eps, delta)
 }
