@@ -321,11 +321,20 @@ func New(cfg Config, split data.Split, budgets []protocol.Budget) (*Engine, erro
 	}
 
 	// Pre-flight: validate the protocol against the first round's shape,
-	// calibrate the budgets to the privacy target, and check that the
-	// planned rounds compose within the run's delta, so that anything that
-	// would fail in round k fails before any training.
+	// calibrate the budgets to the privacy target, check that the planned
+	// rounds compose within the run's delta, and try round 1's mechanisms
+	// once on zero updates (trialRound), so that anything that would fail
+	// in round k fails before any training.
 	if err := e.preflight(); err != nil {
 		return nil, err
+	}
+	if err := e.trialRound(); err != nil {
+		// Zero updates and the run's own parameters: whatever failed, the
+		// parameters are to blame.
+		if !IsUsageError(err) {
+			err = fmt.Errorf("%w: %w", checks.ErrInvalid, err)
+		}
+		return nil, fmt.Errorf("pre-flight: round 1 tried once before anything is written: %w", err)
 	}
 	if cfg.ClientCap > 0 && !e.charges && !(e.dlevel > 0 && !math.IsInf(e.dlevel, 1)) {
 		return nil, checks.Invalidf("client-cap needs a protocol with a local guarantee; %s gives clients none", cfg.Protocol)

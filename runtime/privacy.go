@@ -207,6 +207,10 @@ func (e *Engine) preflight() error {
 	if err != nil {
 		return err
 	}
+	if sp.Delta <= cfg.Delta*(1+1e-12) && (math.IsInf(sp.Epsilon, 1) || math.IsNaN(sp.Epsilon)) {
+		return checks.Invalidf("the %d planned rounds of %s compose to epsilon %v by %s, beyond what a float64 holds: lower --epsilon",
+			cfg.Rounds, cfg.Protocol, sp.Epsilon, sp.Method)
+	}
 	if sp.Delta > cfg.Delta*(1+1e-12) || math.IsInf(sp.Epsilon, 1) || math.IsNaN(sp.Epsilon) {
 		return checks.Invalidf("the %d planned rounds of %s do not compose within the run's delta %g (they need delta %.3g, epsilon %v by %s): raise --delta or lower --rounds",
 			cfg.Rounds, cfg.Protocol, cfg.Delta, sp.Delta, sp.Epsilon, sp.Method)
