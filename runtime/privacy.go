@@ -203,10 +203,11 @@ func (e *Engine) preflight() error {
 			return err
 		}
 	}
-	sp, _, err := e.planRounds(e.proto, e.budgets, true, false)
+	sp, priv, err := e.planRounds(e.proto, e.budgets, true, false)
 	if err != nil {
 		return err
 	}
+	e.round1 = priv
 	if sp.Delta <= cfg.Delta*(1+1e-12) && (math.IsInf(sp.Epsilon, 1) || math.IsNaN(sp.Epsilon)) {
 		return checks.Invalidf("the %d planned rounds of %s compose to epsilon %v by %s, beyond what a float64 holds: lower --epsilon",
 			cfg.Rounds, cfg.Protocol, sp.Epsilon, sp.Method)

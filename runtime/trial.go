@@ -19,38 +19,30 @@ import (
 // that overflows) fails before anything is written, not in round 1 with
 // partial outputs behind it.
 //
-// It trains one participant once (trialUpdate), encodes one zero update
-// for each of up to three budgets of round 1's participants (the smallest,
-// the median and the largest epsilon: every noise scale is monotone in
-// it) and absorbs each as many times as its share of the participants (a
-// sparse protocol encodes every participant's zero update instead: its
-// padding depends on the coordinates they chose), lets the shuffler pad
-// the round and the analyzer estimate it, and checks that the model would
-// stay usable. The round's
-// accounting is planRounds's. Every draw comes from streams of round 0,
+// It trains one participant once (trialUpdate), encodes a zero update for
+// every participant of round 1 (each at its own budget), lets the shuffler
+// pad the round and the analyzer estimate it, and checks that the model
+// would stay usable; the round's accounting is planRounds's. It costs one
+// round's encoding and padding. Every draw comes from streams of round 0,
 // which no real round uses, and nothing of the engine changes: the run's
 // results are those it would give without the trial.
+//
+// Since every update is zero, the estimate is the noise alone: its root
+// mean square over the coordinates is recorded (noiseRMS) for the warning
+// that a run's noise drowns any signal (Warnings).
 func (e *Engine) trialRound() error {
 	const t = 1
 	s := e.shape(t)
 	parts := e.Sample(t)
-	budgets := make([]protocol.Budget, len(parts))
-	for i, c := range parts {
-		budgets[i] = e.budgets[c]
-	}
 	if !e.poisson {
 		s.Sampled = len(parts)
 		if len(parts) > 0 {
 			s.Participants = len(parts)
 		}
 	}
-	if len(budgets) == 0 {
-		budgets = e.budgets // a Poisson round with nobody sampled
-	}
 	if err := e.trialUpdate(parts); err != nil {
 		return err
 	}
-	picked, shares := trialBudgets(budgets, len(parts))
 	d := s.Dim
 	agg := protocol.NewAggregate(d)
 	if e.clustered != nil {
@@ -58,8 +50,9 @@ func (e *Engine) trialRound() error {
 	}
 	update := make([]float64, d)
 	var rep protocol.Report
-	encode := func(i int, b protocol.Budget) error {
+	for i, c := range parts {
 		clear(update)
+		b := e.budgets[c]
 		r := rng.Stream(e.cfg.Seed, rng.LabelNoise, 0, uint64(i))
 		var err error
 		if e.clustered != nil {
@@ -68,33 +61,10 @@ func (e *Engine) trialRound() error {
 			err = e.proto.Encode(r, s, update, b, &rep)
 		}
 		if err != nil {
-			return fmt.Errorf("encoding a report at local epsilon %.4g: %w", b.Epsilon, err)
+			return fmt.Errorf("encoding client %d's report at local epsilon %.4g: %w", c, b.Epsilon, err)
 		}
-		return nil
-	}
-	for i, b := range picked {
-		if err := encode(i, b); err != nil {
-			return err
-		}
-		if rep.Coords != nil {
-			break // sparse: every participant encodes, below
-		}
-		if err := addTimes(agg, &rep, shares[i]); err != nil {
-			return fmt.Errorf("the report at local epsilon %.4g: %w", b.Epsilon, err)
-		}
-	}
-	if rep.Coords != nil {
-		// A sparse report's coordinates are the client's random choice,
-		// and the padding depends on their counts: encode every
-		// participant's zero update (time O(n·d) at most, the clipping).
-		agg.Reset()
-		for i, c := range parts {
-			if err := encode(i, e.budgets[c]); err != nil {
-				return err
-			}
-			if err := agg.AddReport(&rep); err != nil {
-				return fmt.Errorf("the report of client %d: %w", c, err)
-			}
+		if err := agg.AddReport(&rep); err != nil {
+			return fmt.Errorf("client %d's report: %w", c, err)
 		}
 	}
 	sh, err := role.NewShuffler[role.Plain](e.proto, s, e.minReports())
@@ -124,6 +94,11 @@ func (e *Engine) trialRound() error {
 	if err := e.proto.Estimate(ra, s, agg, est); err != nil {
 		return fmt.Errorf("estimating the mean update: %w", err)
 	}
+	ss := 0.0
+	for _, v := range est {
+		ss += v * v
+	}
+	e.noiseRMS = math.Sqrt(ss / float64(d))
 	for j, v := range est {
 		est[j] = e.w[j] + e.scale*v
 	}
@@ -182,66 +157,5 @@ func representable(m []float64) error {
 			return checks.Invalidf("model parameter %d would be %.4g, beyond the float32 range the model computes in", j, v)
 		}
 	}
-	return nil
-}
-
-// trialBudgets picks the budgets of the trial round from the participants'
-// (n of them; n = 0 under Poisson sampling with nobody sampled): the
-// smallest, the median and the largest epsilon (one budget when they are
-// all equal), each with its share of the n reports.
-func trialBudgets(budgets []protocol.Budget, n int) ([]protocol.Budget, []int) {
-	sorted := slices.Clone(budgets)
-	slices.SortStableFunc(sorted, func(a, b protocol.Budget) int {
-		switch {
-		case a.Epsilon < b.Epsilon:
-			return -1
-		case a.Epsilon > b.Epsilon:
-			return 1
-		}
-		return 0
-	})
-	var picked []protocol.Budget
-	for _, b := range []protocol.Budget{sorted[0], sorted[len(sorted)/2], sorted[len(sorted)-1]} {
-		if len(picked) == 0 || picked[len(picked)-1] != b {
-			picked = append(picked, b)
-		}
-	}
-	shares := make([]int, len(picked))
-	for i := range shares {
-		shares[i] = n / len(picked)
-	}
-	shares[0] += n - n/len(picked)*len(picked)
-	return picked, shares
-}
-
-// addTimes absorbs rep into agg as c identical reports would be, in time
-// proportional to the report's length; a clustered protocol's aggregate
-// keeps its vector once (its k-means only needs to run).
-func addTimes(agg *protocol.Aggregate, rep *protocol.Report, c int) error {
-	if err := agg.CheckReport(rep); err != nil {
-		return err
-	}
-	if c == 0 {
-		return nil
-	}
-	if agg.KeepsVectors() && rep.Coords == nil {
-		agg.Vectors = append(agg.Vectors, slices.Clone(rep.Values))
-	}
-	k, n := float64(c), int64(c)
-	if rep.Coords == nil {
-		for j, v := range rep.Values {
-			agg.Sum[j] += k * v
-			agg.Count[j] += n
-		}
-	} else {
-		for i, j := range rep.Coords {
-			agg.Sum[j] += k * rep.Values[i]
-			agg.Count[j] += n
-		}
-	}
-	for range c {
-		agg.Meta = append(agg.Meta, rep.Meta...)
-	}
-	agg.Reports += n
 	return nil
 }

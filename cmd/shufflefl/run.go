@@ -421,6 +421,9 @@ func execute(cfg runtime.Config, ex runExtras, stdout, stderr io.Writer, log *io
 		}
 		fmt.Fprintf(stderr, "privacy plan: %s\n", planLine(plan, how))
 	}
+	for _, w := range eng.Warnings() {
+		fmt.Fprintf(stderr, "warning: %s\n", w)
+	}
 	var werr error
 	ranNone := true
 	sum, err := eng.Run(func(r runtime.RoundResult) {
@@ -460,6 +463,10 @@ func execute(cfg runtime.Config, ex runExtras, stdout, stderr io.Writer, log *io
 		last := recs[n-1]
 		sum.FinalAccuracy, sum.FinalLoss = last.TestAccuracy, last.TestLoss
 		sum.Privacy = last.Privacy()
+		sum.Alone = runtime.AloneRound{Epsilon: math.Inf(1), Delta: last.RoundAloneDelta}
+		if last.RoundAloneEpsilon != nil {
+			sum.Alone.Epsilon = *last.RoundAloneEpsilon
+		}
 		sum.MaxClientEpsilon = math.Inf(1)
 		if last.MaxClientEpsilon != nil {
 			sum.MaxClientEpsilon = *last.MaxClientEpsilon
