@@ -465,7 +465,7 @@ func execute(cfg runtime.Config, ex runExtras, stdout, stderr io.Writer, log *io
 		sum.Privacy = last.Privacy()
 		sum.Alone = runtime.AloneRound{Epsilon: math.Inf(1), Delta: last.RoundAloneDelta}
 		if last.RoundAloneEpsilon != nil {
-			sum.Alone.Epsilon = *last.RoundAloneEpsilon
+			sum.Alone.Epsilon, sum.Alone.Method = *last.RoundAloneEpsilon, "as recorded in metrics.jsonl"
 		}
 		sum.MaxClientEpsilon = math.Inf(1)
 		if last.MaxClientEpsilon != nil {
