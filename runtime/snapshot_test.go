@@ -164,6 +164,9 @@ func TestExtendedResumeWithinPlan(t *testing.T) {
 		{"apes", 2000, nil},
 	} {
 		t.Run(tc.proto, func(t *testing.T) {
+			if testing.Short() && tc.proto != "ldp-gaussian" && tc.proto != "ss-simple" {
+				t.Skip("the short run covers one pure and one approximate local randomizer")
+			}
 			cfg := smallConfig()
 			cfg.Protocol, cfg.Epsilon, cfg.Options = tc.proto, tc.epsilon, tc.options
 			cfg.LocalEpochs, cfg.Rounds = 1, 2

@@ -76,6 +76,9 @@ func TestNoiseWarningPredictsChance(t *testing.T) {
 		{"ldp-laplace", 10000, false},
 		{"e-apes", 100, false},
 	} {
+		if testing.Short() && tc.proto != "ss-simple" {
+			continue
+		}
 		cfg := smallConfig()
 		cfg.Protocol, cfg.Epsilon, cfg.TargetEpsilon = tc.proto, tc.epsilon, 0
 		cfg.Clients, cfg.ClientsPerRound, cfg.Rounds = 200, 0, 5
