@@ -441,6 +441,9 @@ func execute(cfg runtime.Config, ex runExtras, stdout, stderr io.Writer, log *io
 	})
 	prog.done()
 	if err != nil {
+		if eng.Round() == 0 && ex.resume == "" {
+			return usageOr(fmt.Errorf("%w (no round completed, so there is nothing to resume; rerun with --overwrite to reuse %s)", err, cfg.Out))
+		}
 		return usageOr(fmt.Errorf("%w (partial results of the rounds before are in %s; resume with: shufflefl run --resume %s)", err, cfg.Out, cfg.Out))
 	}
 	if werr != nil {
