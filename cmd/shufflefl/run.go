@@ -141,7 +141,7 @@ func newRunFlags(cfg *runtime.Config, ex *runExtras, stdout io.Writer) *flag.Fla
 	fs.StringVar(&ex.progress, "progress", ex.progress, "progress display: auto (a bar on a terminal, log lines otherwise), bar, log, or none (run.log gets the log lines whatever the display)")
 	fs.BoolVar(&ex.overwrite, "overwrite", ex.overwrite, "write into a non-empty --out directory, removing the shufflefl outputs already there first (other files are kept)")
 	fs.IntVar(&ex.stopAfter, "stop-after", ex.stopAfter, "stop after this round (checkpointed) to resume later with --resume; 0 runs every round")
-	fs.StringVar(&ex.resume, "resume", ex.resume, "continue the run in `directory` from its last checkpoint (its config.yaml gives the settings; --rounds may extend it)")
+	fs.StringVar(&ex.resume, "resume", ex.resume, "continue the run in `directory` from its last checkpoint (its config.yaml gives the settings; --rounds may extend it, and the plan then composes the rounds done, as they were accounted, with those that remain: a different statement from a run planned that long from the start)")
 	fs.StringVar(&ex.cpuprofile, "cpuprofile", ex.cpuprofile, "write a CPU profile (pprof) to `file`")
 	return fs
 }
