@@ -28,7 +28,13 @@ type Record struct {
 	// round, and per coordinate, summarised over participants.
 	LocalEpsilons
 	LocalDelta float64 `json:"local_delta"`
-	// Round: this round's central guarantee.
+	// Round alone: this round on its own, by the run's accountant at the
+	// run's delta, comparable with the cumulative figure (null when the
+	// round released nothing or the run has no guarantee).
+	RoundAloneEpsilon *float64 `json:"round_alone_epsilon"`
+	RoundAloneDelta   float64  `json:"round_alone_delta"`
+	// Round: this round's central guarantee by the protocol's own analysis,
+	// at the round's share of the run's delta.
 	RoundCentralEpsilon      *float64 `json:"round_central_epsilon"`
 	RoundCentralDelta        float64  `json:"round_central_delta"`
 	RoundCentralCoordEpsilon *float64 `json:"round_central_coord_epsilon"`
@@ -109,6 +115,16 @@ func finite(v float64) *float64 {
 	return &v
 }
 
+// alone returns a round's figure at the run's delta, or nil (JSON null)
+// when none was stated: no release, no guarantee, or no accountant's
+// method (a result not made by the engine's accountant).
+func alone(a runtime.AloneRound) *float64 {
+	if a.Method == "" {
+		return nil
+	}
+	return finite(a.Epsilon)
+}
+
 // FromResult converts a round result to its record.
 func FromResult(r runtime.RoundResult) Record {
 	p := r.Privacy
@@ -120,6 +136,8 @@ func FromResult(r runtime.RoundResult) Record {
 		TestLoss:                 r.TestLoss,
 		LocalEpsilons:            localEpsilons(p),
 		LocalDelta:               p.LocalDelta,
+		RoundAloneEpsilon:        alone(r.Alone),
+		RoundAloneDelta:          r.Alone.Delta,
 		RoundCentralEpsilon:      finite(p.CentralEpsilon),
 		RoundCentralDelta:        p.CentralDelta,
 		RoundCentralCoordEpsilon: finite(p.CentralCoordEpsilon),
@@ -166,12 +184,19 @@ type SummaryRecord struct {
 	FinalAccuracy float64 `json:"final_test_accuracy"`
 	FinalLoss     float64 `json:"final_test_loss"`
 	BestAccuracy  float64 `json:"best_test_accuracy"`
-	// The last round's own guarantee and the whole run's, composed.
+	// The whole run's guarantee, composed; Guarantee says in words what
+	// kind of figure it is (a proven upper bound, or approximate).
+	CumulativeEpsilon *float64 `json:"cumulative_epsilon"`
+	CumulativeDelta   float64  `json:"cumulative_delta"`
+	CumulativeMethod  string   `json:"cumulative_method"`
+	Guarantee         string   `json:"guarantee"`
+	// The last round alone, at the run's delta (comparable with the
+	// cumulative figure), and by the protocol's own analysis at the
+	// round's delta share (not comparable with it).
+	RoundAloneEpsilon   *float64 `json:"round_alone_epsilon"`
+	RoundAloneDelta     float64  `json:"round_alone_delta"`
 	RoundCentralEpsilon *float64 `json:"round_central_epsilon"`
 	RoundCentralDelta   float64  `json:"round_central_delta"`
-	CumulativeEpsilon   *float64 `json:"cumulative_epsilon"`
-	CumulativeDelta     float64  `json:"cumulative_delta"`
-	CumulativeMethod    string   `json:"cumulative_method"`
 	// Local budgets of the last round (user level and per coordinate).
 	LocalEpsilons
 	MaxClientEpsilon *float64 `json:"max_client_epsilon"`
@@ -181,7 +206,9 @@ type SummaryRecord struct {
 	BudgetScale    float64  `json:"budget_scale"`
 	PlannedEpsilon *float64 `json:"planned_epsilon"`
 	Halted         string   `json:"halted,omitempty"`
-	Bound          string   `json:"bound"`
+	// Warnings are the pre-flight's warnings, as printed on stderr.
+	Warnings []string `json:"warnings,omitempty"`
+	Bound    string   `json:"bound"`
 	// Approximate: the last round's or the cumulative figure is an
 	// approximation rather than a rigorous bound.
 	Approximate  bool    `json:"approximate"`
@@ -206,12 +233,14 @@ func NewSummary(cfg runtime.Config, s runtime.Summary) SummaryRecord {
 	rec := SummaryRecord{
 		Protocol: cfg.Protocol, Dataset: cfg.Dataset, Model: cfg.Model,
 		Rounds: s.Rounds, FinalAccuracy: s.FinalAccuracy, FinalLoss: s.FinalLoss, BestAccuracy: s.BestAccuracy,
+		RoundAloneEpsilon: alone(s.Alone), RoundAloneDelta: s.Alone.Delta,
 		RoundCentralEpsilon: finite(p.CentralEpsilon), RoundCentralDelta: p.CentralDelta,
 		CumulativeEpsilon: finite(p.CumulativeEpsilon), CumulativeDelta: p.CumulativeDelta, CumulativeMethod: p.CumulativeMethod,
+		Guarantee:        guarantee(p.CumulativeEpsilon, p.Approximate || p.CumulativeApproximate || s.Plan.Approximate),
 		LocalEpsilons:    localEpsilons(p),
 		MaxClientEpsilon: finite(s.MaxClientEpsilon),
 		TargetEpsilon:    target, TargetDelta: cfg.Delta, BudgetScale: s.Plan.Scale, PlannedEpsilon: finite(s.Plan.Epsilon),
-		Halted: s.Halted, Bound: p.Bound, Approximate: p.Approximate || p.CumulativeApproximate,
+		Halted: s.Halted, Warnings: s.Warnings, Bound: p.Bound, Approximate: p.Approximate || p.CumulativeApproximate,
 		Dim: s.Dim, Clients: cfg.Clients, TrainSamples: s.TrainSamples, TestSamples: s.TestSamples,
 		Workers: s.Workers, Seconds: s.Seconds, Validation: s.Validation,
 	}
@@ -219,6 +248,24 @@ func NewSummary(cfg runtime.Config, s runtime.Summary) SummaryRecord {
 		rec.TargetDelta = 0
 	}
 	return rec
+}
+
+// Guarantee words, the values of summary.json's guarantee field.
+const (
+	GuaranteeBound       = "upper bound"
+	GuaranteeApproximate = "approximate: not a proven upper bound"
+	GuaranteeNone        = "none"
+)
+
+// guarantee says in words what a cumulative epsilon is.
+func guarantee(eps float64, approximate bool) string {
+	switch {
+	case math.IsInf(eps, 0) || math.IsNaN(eps):
+		return GuaranteeNone
+	case approximate:
+		return GuaranteeApproximate
+	}
+	return GuaranteeBound
 }
 
 // Privacy returns the round's privacy statement as recorded: the inverse of

@@ -24,7 +24,7 @@ func TestInfiniteEpsilonIsNull(t *testing.T) {
 	if err := json.Unmarshal(buf.Bytes(), &m); err != nil {
 		t.Fatalf("not JSON: %v\n%s", err, buf.String())
 	}
-	for _, k := range []string{"round_central_epsilon", "cumulative_epsilon", "local_epsilon_max", "local_coord_epsilon_median", "max_client_epsilon"} {
+	for _, k := range []string{"round_central_epsilon", "round_alone_epsilon", "cumulative_epsilon", "local_epsilon_max", "local_coord_epsilon_median", "max_client_epsilon"} {
 		if v, ok := m[k]; !ok || v != nil {
 			t.Errorf("%s = %v, want null", k, v)
 		}
@@ -48,7 +48,7 @@ func TestPlotsWritePNG(t *testing.T) {
 	var recs []Record
 	for i := 1; i <= 3; i++ {
 		e := float64(i)
-		recs = append(recs, Record{Round: i, TestAccuracy: 0.1 * e, RoundCentralEpsilon: &e, CumulativeEpsilon: &e})
+		recs = append(recs, Record{Round: i, TestAccuracy: 0.1 * e, RoundAloneEpsilon: &e, CumulativeEpsilon: &e})
 	}
 	for name, f := range map[string]func(string) error{
 		"acc.png":    func(p string) error { return PlotAccuracy(p, "t", recs) },
@@ -56,7 +56,7 @@ func TestPlotsWritePNG(t *testing.T) {
 		"nopriv.png": func(p string) error { return PlotPrivacy(p, "t", []Record{{Round: 1}}) },
 		"logpriv.png": func(p string) error {
 			small, big := 0.3, 400.0
-			return PlotPrivacy(p, "t", []Record{{Round: 1, RoundCentralEpsilon: &small, MaxClientEpsilon: &big}, {Round: 2, RoundCentralEpsilon: &small, MaxClientEpsilon: &big}})
+			return PlotPrivacy(p, "t", []Record{{Round: 1, RoundAloneEpsilon: &small, MaxClientEpsilon: &big}, {Round: 2, RoundAloneEpsilon: &small, MaxClientEpsilon: &big}})
 		},
 		"compare.png": func(p string) error { return PlotCompare(p, "t", []Series{{"a", recs}, {"b", recs}}) },
 	} {
@@ -91,6 +91,30 @@ func TestRecordPrivacyRoundTrip(t *testing.T) {
 		}
 		if got := back.Privacy(); !reflect.DeepEqual(got, p) {
 			t.Errorf("round trip:\n got %+v\nwant %+v", got, p)
+		}
+	}
+}
+
+// TestSummaryGuaranteeInWords: summary.json says in words what its
+// cumulative figure is: a proven upper bound, approximate (S-APES, whose
+// statement is flagged approximate), or none.
+func TestSummaryGuaranteeInWords(t *testing.T) {
+	cfg := runtime.DefaultConfig()
+	for _, tc := range []struct {
+		name string
+		p    protocol.Privacy
+		plan runtime.Plan
+		want string
+	}{
+		{"bound", protocol.Privacy{Private: true, CumulativeEpsilon: 2}, runtime.Plan{}, GuaranteeBound},
+		{"approximate round", protocol.Privacy{Private: true, CumulativeEpsilon: 2, Approximate: true}, runtime.Plan{}, GuaranteeApproximate},
+		{"approximate composition", protocol.Privacy{Private: true, CumulativeEpsilon: 2, CumulativeApproximate: true}, runtime.Plan{}, GuaranteeApproximate},
+		{"approximate plan", protocol.Privacy{Private: true, CumulativeEpsilon: 2}, runtime.Plan{Approximate: true}, GuaranteeApproximate},
+		{"none", protocol.NonPrivate(), runtime.Plan{}, GuaranteeNone},
+	} {
+		s := NewSummary(cfg, runtime.Summary{Privacy: tc.p, Plan: tc.plan})
+		if s.Guarantee != tc.want {
+			t.Errorf("%s: guarantee %q, want %q", tc.name, s.Guarantee, tc.want)
 		}
 	}
 }

@@ -59,16 +59,22 @@ func HasCumulativeEpsilon(recs []Record) bool {
 	return false
 }
 
-// PlotPrivacy writes a PNG of the per-round central epsilon, the cumulative
-// central epsilon and the largest per-client spent local epsilon over rounds.
-// The legend entries of the central epsilons carry their delta (the last
-// round's, or the range when it changed). Rounds without a finite guarantee
-// are left out; if none has one, the plot says so in its title (callers skip
-// the plot then: see HasCumulativeEpsilon).
+// PlotPrivacy writes a PNG of the cumulative central epsilon of the run so
+// far, of each round alone stated the same way (the run's accountant at
+// the run's delta: round_alone_epsilon, never a contradiction of the
+// cumulative curve, unlike the protocol's own per-round analysis at the
+// round's delta share, which the plot leaves to metrics.jsonl), and of the
+// largest local epsilon a client has spent. The legend entries of the
+// central epsilons carry their delta (the last round's, or the range when
+// it changed). When a figure is approximate (S-APES) the title and the
+// legend say so. Rounds without a finite guarantee are left out; if none
+// has one, the plot says so in its title (callers skip the plot then: see
+// HasCumulativeEpsilon).
 func PlotPrivacy(path, title string, recs []Record) error {
 	p := newPlot("epsilon")
 	var round, cum, client plotter.XYs
 	var roundDelta, cumDelta []float64
+	approx := false
 	add := func(xy *plotter.XYs, round int, v *float64) bool {
 		if v != nil && *v > 0 {
 			*xy = append(*xy, plotter.XY{X: float64(round), Y: *v})
@@ -77,13 +83,19 @@ func PlotPrivacy(path, title string, recs []Record) error {
 		return false
 	}
 	for _, r := range recs {
-		if add(&round, r.Round, r.RoundCentralEpsilon) {
-			roundDelta = append(roundDelta, r.RoundCentralDelta)
+		if add(&round, r.Round, r.RoundAloneEpsilon) {
+			roundDelta = append(roundDelta, r.RoundAloneDelta)
 		}
 		if add(&cum, r.Round, r.CumulativeEpsilon) {
 			cumDelta = append(cumDelta, r.CumulativeDelta)
 		}
 		add(&client, r.Round, r.MaxClientEpsilon)
+		approx = approx || r.CumulativeApproximate || r.Approximate
+	}
+	central := "central epsilon"
+	if approx {
+		title += ": APPROXIMATE central epsilons (not proven bounds)"
+		central = "approximate central epsilon"
 	}
 	var all plotter.XYs
 	all = append(append(append(all, round...), cum...), client...)
@@ -114,11 +126,11 @@ func PlotPrivacy(path, title string, recs []Record) error {
 		xy   plotter.XYs
 		sty  lineStyle
 	}{
-		{"central epsilon, one round" + deltaNote(roundDelta), round, lineStyle{color: col[0], glyphs: glyphs, shape: draw.CircleGlyph{}}},
-		{"cumulative central epsilon" + deltaNote(cumDelta), cum, lineStyle{color: col[1], glyphs: glyphs, shape: draw.BoxGlyph{}, width: 2.5}},
+		{"whole run so far: " + central + deltaNote(cumDelta), cum, lineStyle{color: col[1], glyphs: glyphs, shape: draw.BoxGlyph{}, width: 2.5}},
+		{"each round alone, same accounting" + deltaNote(roundDelta), round, lineStyle{color: col[0], glyphs: glyphs, shape: draw.CircleGlyph{}}},
 		// Dashed: for protocols without shuffling the cumulative central
 		// epsilon is the clients' local one, and both curves stay visible.
-		{"max client local epsilon spent", client, lineStyle{color: col[2], glyphs: glyphs, shape: draw.TriangleGlyph{}, dashes: dashStyles[1]}},
+		{"largest local epsilon a client spent", client, lineStyle{color: col[2], glyphs: glyphs, shape: draw.TriangleGlyph{}, dashes: dashStyles[1]}},
 	}
 	leg := newLegend()
 	for _, l := range lines {

@@ -29,8 +29,8 @@ func testRecords(n int, lo, hi float64, private bool) []Record {
 		recs[i] = Record{Round: i + 1, TestAccuracy: acc}
 		if private {
 			round, cum, client := 0.5, 0.5*math.Sqrt(float64(i+1)), 40*float64(i+1)
-			recs[i].RoundCentralEpsilon, recs[i].CumulativeEpsilon, recs[i].MaxClientEpsilon = &round, &cum, &client
-			recs[i].RoundCentralDelta, recs[i].CumulativeDelta = 1e-6, 1e-5
+			recs[i].RoundAloneEpsilon, recs[i].CumulativeEpsilon, recs[i].MaxClientEpsilon = &round, &cum, &client
+			recs[i].RoundAloneDelta, recs[i].CumulativeDelta = 1e-5, 1e-5
 		}
 	}
 	return recs

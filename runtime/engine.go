@@ -56,6 +56,34 @@ type RoundResult struct {
 	// Validation is the round's validation on the held-out clients (nil
 	// when none was due).
 	Validation *ValidationRound `json:"validation,omitempty"`
+	// Alone is this round alone, composed by the run's accountant at the
+	// run's delta: the per-round figure comparable with the cumulative one
+	// (Privacy.CentralEpsilon is the protocol's own analysis, at the
+	// round's delta share).
+	Alone AloneRound `json:"alone"`
+}
+
+// AloneRound is one round's release on its own, stated the way the run's
+// cumulative figure is: by the run's accountant (the tightest of its
+// compositions) at the run's target delta. Epsilon is +Inf for a round
+// that released nothing or a run without a guarantee.
+type AloneRound struct {
+	Epsilon float64 `json:"epsilon"`
+	Delta   float64 `json:"delta"`
+	Method  string  `json:"method"`
+}
+
+// aloneRound states round st on its own at the run's target delta.
+func aloneRound(target float64, st account.Statement) (AloneRound, error) {
+	a, err := account.NewAccountant(target)
+	if err != nil {
+		return AloneRound{}, err
+	}
+	sp, err := a.Plan(st, 1)
+	if err != nil {
+		return AloneRound{}, err
+	}
+	return AloneRound{Epsilon: sp.Epsilon, Delta: sp.Delta, Method: sp.Method}, nil
 }
 
 // Hypothesis is one model of a clustered protocol after a round.
@@ -150,6 +178,15 @@ type Engine struct {
 	// val holds the validation clients and the early-stopping state (nil
 	// without Config.HoldoutClients).
 	val *validation
+	// noiseRMS is the root mean square, over the coordinates, of round 1's
+	// estimate of an all-zero round: the noise the analyzer adds to the
+	// mean update (trialRound; 0 for clustered protocols).
+	noiseRMS float64
+	// warnings are the pre-flight's warnings (Warnings).
+	warnings []string
+	// round1 is round 1's privacy statement, as planned (after
+	// calibration; zero for protocols without a guarantee).
+	round1 protocol.Privacy
 }
 
 // maxKeptBytes bounds the memory of the whole-report accumulator (every
@@ -321,12 +358,22 @@ func New(cfg Config, split data.Split, budgets []protocol.Budget) (*Engine, erro
 	}
 
 	// Pre-flight: validate the protocol against the first round's shape,
-	// calibrate the budgets to the privacy target, and check that the
-	// planned rounds compose within the run's delta, so that anything that
-	// would fail in round k fails before any training.
+	// calibrate the budgets to the privacy target, check that the planned
+	// rounds compose within the run's delta, and try round 1's mechanisms
+	// once on zero updates (trialRound), so that anything that would fail
+	// in round k fails before any training.
 	if err := e.preflight(); err != nil {
 		return nil, err
 	}
+	if err := e.trialRound(); err != nil {
+		// Zero updates and the run's own parameters: whatever failed, the
+		// parameters are to blame.
+		if !IsUsageError(err) {
+			err = fmt.Errorf("%w: %w", checks.ErrInvalid, err)
+		}
+		return nil, fmt.Errorf("pre-flight: round 1 tried once before anything is written: %w", err)
+	}
+	e.warn(e.round1)
 	if cfg.ClientCap > 0 && !e.charges && !(e.dlevel > 0 && !math.IsInf(e.dlevel, 1)) {
 		return nil, checks.Invalidf("client-cap needs a protocol with a local guarantee; %s gives clients none", cfg.Protocol)
 	}
@@ -582,8 +629,15 @@ func (e *Engine) Step() (RoundResult, error) {
 		res.Privacy.Private = true
 		res.Privacy.CumulativeEpsilon, res.Privacy.CumulativeDelta, res.Privacy.CumulativeMethod = sp.Epsilon, sp.Delta, sp.Method
 		res.Privacy.CumulativeApproximate = sp.Approximate
+		res.Alone = AloneRound{Epsilon: math.Inf(1)}
+		if st.Released {
+			if res.Alone, err = aloneRound(e.cfg.Delta, st); err != nil {
+				return res, fmt.Errorf("round %d: accountant: %w", t, err)
+			}
+		}
 	} else {
 		res.Privacy.CumulativeEpsilon = math.Inf(1)
+		res.Alone = AloneRound{Epsilon: math.Inf(1)}
 	}
 
 	if e.dlevel > 0 {
@@ -896,6 +950,10 @@ type Summary struct {
 	Plan Plan `json:"plan"`
 	// Halted says why the run stopped before its planned rounds ("" if not).
 	Halted string `json:"halted,omitempty"`
+	// Warnings are the pre-flight's warnings (Engine.Warnings).
+	Warnings []string `json:"warnings,omitempty"`
+	// Alone is the last round alone at the run's delta (RoundResult.Alone).
+	Alone AloneRound `json:"alone"`
 	// Validation is the early-stopping outcome (nil without validation
 	// clients).
 	Validation *ValidationSummary `json:"validation,omitempty"`
@@ -919,11 +977,12 @@ func (e *Engine) Run(observe func(RoundResult)) (Summary, error) {
 		sum.BestAccuracy = math.Max(sum.BestAccuracy, res.TestAccuracy)
 		sum.Privacy = res.Privacy
 		sum.MaxClientEpsilon = res.MaxClientEpsilon
+		sum.Alone = res.Alone
 		if observe != nil {
 			observe(res)
 		}
 	}
-	sum.Plan, sum.Halted = e.plan, e.halted
+	sum.Plan, sum.Halted, sum.Warnings = e.plan, e.halted, e.warnings
 	sum.Validation = e.validationSummary()
 	sum.Seconds = time.Since(start).Seconds()
 	return sum, nil

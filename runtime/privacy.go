@@ -18,11 +18,19 @@ type Plan struct {
 	Private bool `json:"private"`
 	// Rounds is the number of planned rounds.
 	Rounds int `json:"rounds"`
+	// Done is the number of rounds already run when the plan was made: 0
+	// before round 1, the checkpoint's round for a resumed run, whose plan
+	// composes the statements those rounds really made (under the plan of
+	// the run that made them) with the Rounds-Done rounds that remain.
+	Done int `json:"done,omitempty"`
 	// Epsilon and Delta are the planned cumulative central guarantee.
 	Epsilon float64 `json:"epsilon"`
 	Delta   float64 `json:"delta"`
 	// Method names the composition behind them.
 	Method string `json:"method"`
+	// Approximate: some planned or recorded round's statement is an
+	// approximation, not a proven bound (S-APES), so the plan is too.
+	Approximate bool `json:"approximate,omitempty"`
 	// TargetEpsilon is the requested target (0: none).
 	TargetEpsilon float64 `json:"target_epsilon,omitempty"`
 	// Scale is the factor applied to every local budget to meet the target
@@ -95,18 +103,30 @@ func (e *Engine) roundBudgets(t int, budgets []protocol.Budget) ([]protocol.Budg
 }
 
 // planRounds returns the planned cumulative spend of the run's rounds with
-// protocol p and the given budgets, if every sampled client reports. When
-// every round has the same statement (uniform budgets, or every client in
-// every round) it is computed once; otherwise every round's own sample is
-// accounted when exact is set, and round 1's statement repeated when not.
-//
-// With fast set, the plan leaves out the PLD method (never tighter than
-// the full plan, and much cheaper): calibration brackets with it.
+// protocol p and the given budgets, if every sampled client reports: the
+// plan of a run starting from round 1 (planFrom with a fresh accountant).
 func (e *Engine) planRounds(p protocol.Protocol, budgets []protocol.Budget, exact, fast bool) (account.Spent, protocol.Privacy, error) {
 	acct, err := account.NewAccountant(e.cfg.Delta)
 	if err != nil {
 		return account.Spent{}, protocol.Privacy{}, err
 	}
+	return e.planFrom(acct, 1, p, budgets, exact, fast)
+}
+
+// planFrom returns what the run will have spent after its last planned
+// round if rounds first..Rounds are released with protocol p and the given
+// budgets, every sampled client reporting, on top of the rounds acct has
+// recorded (a resumed run's real rounds: their own statements, whatever
+// plan they were made under). It also returns round first's statement.
+// When every planned round has the same statement (uniform budgets, or
+// every client in every round) it is computed once; otherwise every
+// round's own sample is accounted when exact is set, and round first's
+// statement repeated when not.
+//
+// With fast set, the plan leaves out the PLD method (never tighter than
+// the full plan, and much cheaper): calibration brackets with it. acct is
+// not changed.
+func (e *Engine) planFrom(acct *account.Accountant, first int, p protocol.Protocol, budgets []protocol.Budget, exact, fast bool) (account.Spent, protocol.Privacy, error) {
 	if fast {
 		acct = acct.WithoutPLD()
 	}
@@ -133,16 +153,16 @@ func (e *Engine) planRounds(p protocol.Protocol, budgets []protocol.Budget, exac
 		}
 		return statement(s, len(bs), len(bs), true, priv), priv, nil
 	}
-	st, priv, err := one(1)
+	st, priv, err := one(first)
 	if err != nil {
 		return account.Spent{}, priv, err
 	}
 	if uniform || e.perRound == e.cfg.Clients && !e.poisson || !exact {
-		sp, err := acct.Plan(st, T)
+		sp, err := acct.Plan(st, T-first+1)
 		return sp, priv, err
 	}
 	all := []account.Statement{st}
-	for t := 2; t <= T; t++ {
+	for t := first + 1; t <= T; t++ {
 		s, _, err := one(t)
 		if err != nil {
 			return account.Spent{}, priv, err
@@ -183,9 +203,14 @@ func (e *Engine) preflight() error {
 			return err
 		}
 	}
-	sp, _, err := e.planRounds(e.proto, e.budgets, true, false)
+	sp, priv, err := e.planRounds(e.proto, e.budgets, true, false)
 	if err != nil {
 		return err
+	}
+	e.round1 = priv
+	if sp.Delta <= cfg.Delta*(1+1e-12) && (math.IsInf(sp.Epsilon, 1) || math.IsNaN(sp.Epsilon)) {
+		return checks.Invalidf("the %d planned rounds of %s compose to epsilon %v by %s, beyond what a float64 holds: lower --epsilon",
+			cfg.Rounds, cfg.Protocol, sp.Epsilon, sp.Method)
 	}
 	if sp.Delta > cfg.Delta*(1+1e-12) || math.IsInf(sp.Epsilon, 1) || math.IsNaN(sp.Epsilon) {
 		return checks.Invalidf("the %d planned rounds of %s do not compose within the run's delta %g (they need delta %.3g, epsilon %v by %s): raise --delta or lower --rounds",
@@ -195,7 +220,7 @@ func (e *Engine) preflight() error {
 		return checks.Invalidf("target-epsilon %g is not reachable: the %d planned rounds of %s spend at least %.4g at delta %g by %s",
 			cfg.TargetEpsilon, cfg.Rounds, cfg.Protocol, sp.Epsilon, cfg.Delta, sp.Method)
 	}
-	e.plan.Epsilon, e.plan.Delta, e.plan.Method = sp.Epsilon, sp.Delta, sp.Method
+	e.plan.Epsilon, e.plan.Delta, e.plan.Method, e.plan.Approximate = sp.Epsilon, sp.Delta, sp.Method, sp.Approximate
 	for _, b := range e.budgets {
 		e.plan.LocalEpsilon = math.Max(e.plan.LocalEpsilon, b.Epsilon)
 	}

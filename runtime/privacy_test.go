@@ -251,3 +251,30 @@ func BenchmarkCalibrateTarget(b *testing.B) {
 		}
 	}
 }
+
+// TestRoundAloneComparable: each round alone, stated by the run's
+// accountant at the run's delta, is never above the cumulative figure of
+// the same round and equals it in round 1, while the protocol's own
+// per-round analysis (at the round's delta share) can be far above the
+// cumulative figure — the contradiction privacy.png used to draw.
+func TestRoundAloneComparable(t *testing.T) {
+	split := loadSample(t)
+	above := false
+	for _, p := range []string{"ss-simple", "apes", "ss-double", "ldp-laplace"} {
+		cfg := smallConfig()
+		cfg.Protocol, cfg.Epsilon, cfg.Rounds, cfg.LocalEpochs = p, 2000, 3, 1
+		for _, r := range runAll(t, cfg, split) {
+			a, c := r.Alone, r.Privacy
+			if a.Method == "" || a.Epsilon > c.CumulativeEpsilon*(1+1e-9) || a.Delta > cfg.Delta {
+				t.Errorf("%s round %d: alone (%v, %v) by %q, cumulative (%v, %v)", p, r.Round, a.Epsilon, a.Delta, a.Method, c.CumulativeEpsilon, c.CumulativeDelta)
+			}
+			if r.Round == 1 && a.Epsilon != c.CumulativeEpsilon {
+				t.Errorf("%s round 1: alone %v, cumulative %v", p, a.Epsilon, c.CumulativeEpsilon)
+			}
+			above = above || c.CentralEpsilon > c.CumulativeEpsilon
+		}
+	}
+	if !above {
+		t.Error("no protocol's own per-round figure is above its cumulative one here: the test no longer shows why round_alone exists")
+	}
+}

@@ -95,7 +95,12 @@ func (e *Engine) Snapshot() (Snapshot, error) {
 // and model. The configuration may plan more rounds than the snapshot's run
 // did; the pre-flight check is then redone for the remaining rounds on top
 // of what was already spent, and an error says if they no longer fit the
-// run's delta or target. Nothing is changed on error.
+// run's delta or target. The privacy plan (PrivacyPlan) becomes that
+// composition: the rounds done, with the statements they really made
+// (their per-round deltas are the first plan's share, RoundDelta of its
+// rounds), and the remaining rounds under the new plan. An extended run
+// therefore states a different figure from a run planned that long from
+// the start. Nothing is changed on error.
 func (e *Engine) Restore(snap Snapshot) error {
 	switch {
 	case snap.Version != SnapshotVersion:
@@ -131,6 +136,7 @@ func (e *Engine) Restore(snap Snapshot) error {
 		maxSpent = math.Max(maxSpent, sp.Epsilon)
 	}
 	var acct *account.Accountant
+	plan := e.plan
 	if e.acct != nil {
 		if len(snap.Accountant) == 0 {
 			return checks.Invalidf("checkpoint of a private run has no accountant state")
@@ -145,22 +151,23 @@ func (e *Engine) Restore(snap Snapshot) error {
 		if a.Rounds() != snap.Round {
 			return checks.Invalidf("checkpoint's accountant has %d rounds, the checkpoint %d", a.Rounds(), snap.Round)
 		}
-		// The remaining planned rounds must still fit on top of what was
-		// spent.
-		if more := e.cfg.Rounds - snap.Round; more > 0 {
-			_, priv, err := e.planRounds(e.proto, e.budgets, false, true)
-			if err != nil {
+		// The plan is what the rounds done really spent (their recorded
+		// statements, made under the plan of the run that ran them) composed
+		// with the rounds that remain; those must still fit.
+		// A run halted (at its target, or early) runs no further round and
+		// keeps the plan it was run under.
+		sp := a.Spent()
+		if more := e.cfg.Rounds - snap.Round; snap.Halted == "" && more > 0 {
+			if sp, _, err = e.planFrom(a, snap.Round+1, e.proto, e.budgets, true, false); err != nil {
 				return err
 			}
-			st := statement(e.shape(snap.Round+1), e.perRound, e.perRound, true, priv)
-			sp, err := a.Plan(st, more)
-			if err != nil {
-				return err
-			}
-			if sp.Delta > e.cfg.Delta*(1+1e-12) || math.IsInf(sp.Epsilon, 1) || e.cfg.TargetEpsilon > 0 && sp.Epsilon > e.cfg.TargetEpsilon*(1+1e-9) {
+			if sp.Delta > e.cfg.Delta*(1+1e-12) || math.IsInf(sp.Epsilon, 1) || math.IsNaN(sp.Epsilon) || e.cfg.TargetEpsilon > 0 && sp.Epsilon > e.cfg.TargetEpsilon*(1+1e-9) {
 				return checks.Invalidf("the %d remaining rounds do not fit the run's privacy budget on top of the %d done (they would reach epsilon %.4g at delta %.3g)",
 					more, snap.Round, sp.Epsilon, sp.Delta)
 			}
+		}
+		if snap.Halted == "" {
+			plan.Done, plan.Epsilon, plan.Delta, plan.Method, plan.Approximate = snap.Round, sp.Epsilon, sp.Delta, sp.Method, sp.Approximate
 		}
 		acct = a
 	} else if len(snap.Accountant) != 0 {
@@ -194,7 +201,7 @@ func (e *Engine) Restore(snap Snapshot) error {
 		// A resumed run may change the patience (e.g. to train on).
 		e.val.state.Stop.Patience = e.cfg.Patience
 	}
-	e.ledger, e.acct, e.round, e.halted = ledger, acct, snap.Round, snap.Halted
+	e.ledger, e.acct, e.round, e.halted, e.plan = ledger, acct, snap.Round, snap.Halted, plan
 	e.maxSpent = math.Max(maxSpent, snap.MaxClientEpsilon)
 	if !e.charges {
 		e.maxSpent = 0

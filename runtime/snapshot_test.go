@@ -144,3 +144,70 @@ func TestRestoreRejects(t *testing.T) {
 		}
 	}
 }
+
+// TestExtendedResumeWithinPlan: a run of 2 rounds resumed with --rounds 4
+// plans the composition of the 2 rounds it really ran (made under the
+// first plan's per-round delta) with the 2 that remain, so its final
+// cumulative figures are at most the plan it states — epsilon and delta.
+// Before, the resumed run restated a fresh 4-round plan: ss-double ended
+// above it in epsilon, ldp-gaussian in delta.
+func TestExtendedResumeWithinPlan(t *testing.T) {
+	split := loadSample(t)
+	for _, tc := range []struct {
+		proto   string
+		epsilon float64
+		options map[string]float64
+	}{
+		{"ss-double", 200, nil},
+		{"ldp-gaussian", 200, nil},
+		{"ss-simple", 2000, nil},
+		{"apes", 2000, nil},
+	} {
+		t.Run(tc.proto, func(t *testing.T) {
+			if testing.Short() && tc.proto != "ldp-gaussian" && tc.proto != "ss-simple" {
+				t.Skip("the short run covers one pure and one approximate local randomizer")
+			}
+			cfg := smallConfig()
+			cfg.Protocol, cfg.Epsilon, cfg.Options = tc.proto, tc.epsilon, tc.options
+			cfg.LocalEpochs, cfg.Rounds = 1, 2
+			e, err := New(cfg, split, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := e.Run(nil); err != nil {
+				t.Fatal(err)
+			}
+			snap, err := e.Snapshot()
+			if err != nil {
+				t.Fatal(err)
+			}
+			ext := cfg
+			ext.Rounds = 4
+			f, err := New(ext, split, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			fresh := f.PrivacyPlan()
+			if err := f.Restore(snap); err != nil {
+				t.Fatal(err)
+			}
+			plan := f.PrivacyPlan()
+			sum, err := f.Run(nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := sum.Privacy
+			if plan.Done != 2 || plan.Rounds != 4 {
+				t.Fatalf("plan %+v: want 2 rounds done of 4", plan)
+			}
+			if p.CumulativeEpsilon > plan.Epsilon*(1+1e-12) || p.CumulativeDelta > plan.Delta*(1+1e-12) {
+				t.Fatalf("the extended run ends at (%v, %v), above its plan (%v, %v) (a fresh 4-round plan says (%v, %v))",
+					p.CumulativeEpsilon, p.CumulativeDelta, plan.Epsilon, plan.Delta, fresh.Epsilon, fresh.Delta)
+			}
+			// Every planned round ran and reported: the plan is what was spent.
+			if math.Abs(p.CumulativeEpsilon-plan.Epsilon) > 1e-9*plan.Epsilon {
+				t.Errorf("the extended run ends at epsilon %v, its plan says %v", p.CumulativeEpsilon, plan.Epsilon)
+			}
+		})
+	}
+}

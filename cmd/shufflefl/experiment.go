@@ -342,6 +342,12 @@ func runOne(cfg runtime.Config, eng *runtime.Engine, progress string, stderr io.
 	var log strings.Builder
 	fmt.Fprintf(&log, "shufflefl: %s on %s, model %s (d=%d), %d clients, %d rounds, %d workers\n",
 		cfg.Protocol, cfg.Dataset, cfg.Model, eng.Model().Dim(), cfg.Clients, cfg.Rounds, eng.Workers())
+	if plan := eng.PrivacyPlan(); plan.Private {
+		fmt.Fprintf(&log, "privacy plan: %s\n", planLine(plan, ""))
+	}
+	for _, w := range eng.Warnings() {
+		fmt.Fprintf(&log, "warning: %s\n", w)
+	}
 	var recs []metrics.Record
 	sum, err := eng.Run(func(r runtime.RoundResult) {
 		rec := metrics.FromResult(r)

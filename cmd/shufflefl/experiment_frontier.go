@@ -281,6 +281,9 @@ func runFrontier(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "frontier: %s at target %g is not run: %s\n", pt.proto, pt.target, pt.skip)
 			continue
 		}
+		if plan := eng.PrivacyPlan(); plan.Approximate {
+			fmt.Fprintf(stderr, "frontier: %s's figures are approximate (not proven bounds): its budgets are calibrated to target %g by an approximate statement\n", pt.proto, pt.target)
+		}
 		pt.recs, pt.sum, err = runOne(pt.cfg, eng, *progress, stderr)
 		if err != nil {
 			return fail(usageCode(err), "%s: %v", pt.proto, err)
@@ -386,12 +389,19 @@ func frontierMarkdown(dataset string, args []string, points []*frontierPoint) st
 		eps := "∞ (not private)"
 		if last.CumulativeEpsilon != nil {
 			eps = fmt.Sprintf("%.4g (%.2g)", *last.CumulativeEpsilon, last.CumulativeDelta)
+			if approximate(last) {
+				eps += ", approximate: not a proven bound"
+			}
 		}
 		fmt.Fprintf(&b, "| %s | %s | %s | %.4f | %.4f | %.1f | %s |\n", pt.proto, target, eps, pt.sum.FinalAccuracy, pt.sum.BestAccuracy, pt.sum.Seconds, settings)
 	}
 	b.WriteString("\n![frontier](frontier.png)\n")
 	return b.String()
 }
+
+// approximate reports whether a record's cumulative figure is an
+// approximation rather than a proven bound (S-APES).
+func approximate(r metrics.Record) bool { return r.CumulativeApproximate || r.Approximate }
 
 // localWork describes a run's local training: "E = 10, lr 0.2".
 func localWork(c runtime.Config) string {
@@ -424,8 +434,9 @@ func plotFrontier(path, title string, points []*frontierPoint) error {
 	p.Add(plotter.NewGrid())
 
 	type series struct {
-		name string
-		xy   plotter.XYs
+		name   string
+		xy     plotter.XYs
+		approx bool
 	}
 	var ss []series
 	ceiling := math.NaN()
@@ -450,6 +461,7 @@ func plotFrontier(path, title string, points []*frontierPoint) error {
 			ss = append(ss, series{name: pt.proto})
 		}
 		ss[len(ss)-1].xy = append(ss[len(ss)-1].xy, plotter.XY{X: x, Y: acc})
+		ss[len(ss)-1].approx = ss[len(ss)-1].approx || approximate(last)
 	}
 	if math.IsInf(loX, 1) {
 		loX, hiX = 1, 10
@@ -488,6 +500,10 @@ func plotFrontier(path, title string, points []*frontierPoint) error {
 		if s.name == "dp-central" {
 			lp.Width = vg.Points(2.5)
 			name = "dp-central (trusted analyzer)"
+		}
+		if s.approx {
+			lp.Dashes = []vg.Length{vg.Points(2), vg.Points(2)}
+			name += " (approximate ε, not a proven bound)"
 		}
 		p.Add(lp, pts)
 		leg.Add(name, lp, pts)

@@ -119,3 +119,34 @@ func TestFrontierErrors(t *testing.T) {
 
 // fmtSscan parses one number.
 func fmtSscan(s string, v *float64) (int, error) { return fmt.Sscan(s, v) }
+
+// TestFrontierSaysApproximate: an S-APES point of the frontier is
+// labelled approximate in the table and on stderr (its calibration); a
+// rigorous protocol's point is not.
+func TestFrontierSaysApproximate(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "frontier")
+	code, stdout, stderr := runCLI("experiment", "frontier", "--dataset", "fashion-mnist-sample", "--protocols", "s-apes,ss-simple",
+		"--targets", "8", "--ceiling=false", "--clients", "50", "--rounds", "1", "--local-epochs", "1", "--workers", "2", "--progress", "none", "--out", out)
+	if code != 0 {
+		t.Fatalf("status %d\n%s", code, stderr)
+	}
+	var sapes, ss string
+	for _, line := range strings.Split(stdout, "\n") {
+		switch {
+		case strings.HasPrefix(line, "| s-apes |"):
+			sapes = line
+		case strings.HasPrefix(line, "| ss-simple |"):
+			ss = line
+		}
+	}
+	if !strings.Contains(sapes, "approximate: not a proven bound") || strings.Contains(ss, "approximate") {
+		t.Errorf("rows:\n%s\n%s", sapes, ss)
+	}
+	if !strings.Contains(stderr, "frontier: s-apes's figures are approximate") || strings.Contains(stderr, "ss-simple's figures are approximate") {
+		t.Errorf("stderr:\n%s", stderr)
+	}
+	log, err := os.ReadFile(filepath.Join(out, "s-apes-e8", "run.log"))
+	if err != nil || !strings.Contains(string(log), "spend approximately (not a proven bound)") {
+		t.Errorf("the S-APES run's run.log lacks its approximate plan (%v):\n%s", err, log)
+	}
+}

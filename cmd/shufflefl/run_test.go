@@ -96,6 +96,11 @@ func TestRunErrors(t *testing.T) {
 		{"nonprivate with target-epsilon", []string{"--protocol", "nonprivate", "--target-epsilon", "8"}, "no effect with protocol nonprivate"},
 		// Item 5: k > d fails before round 1 (blobs has d = 90).
 		{"k beyond d", []string{"--dataset", "blobs", "--protocol", "ss-topk", "--epsilon", "50", "--option", "k=157"}, "k = 157 exceeds the dimension d = 90"},
+		// Issue 17, section 4: what failed in round 1, after the plan was
+		// printed and the outputs started, fails in the pre-flight.
+		{"laplace scale out of range", []string{"--protocol", "ldp-laplace", "--epsilon", "1e308"}, "laplace scale"},
+		{"noise beyond float32", []string{"--protocol", "ss-simple", "--epsilon", "50", "--clip", "1e300"}, "noise alone"},
+		{"server-lr beyond float32", []string{"--server-lr", "1e300"}, "server-lr"},
 		// Item 6: a regression set.
 		{"regression dataset", []string{"--dataset", "synthetic-clusters"}, "synthetic-clusters is a regression set"},
 		// Item 3: YAML keys and types.
