@@ -314,3 +314,27 @@ func TestPastTarget(t *testing.T) {
 		t.Fatal("PastTarget recorded a round")
 	}
 }
+
+// TestAccountantLongShuffleRun: the 5-round ss-simple run of issue 17
+// (eps_l = 1142.51 over d = 7850 coordinates, eps0 = 0.14554 per
+// coordinate, 1000 reporters, delta 1e-6: 39,250 clone pairs) states at
+// most 4.813; the exact value lies in [4.750, 4.789] (an independent check;
+// pld's TestShuffleLongCompositionReference finds 4.7697). With the grid
+// sized by the loss bound eps0 instead of the loss's spread it stated
+// 4.995.
+func TestAccountantLongShuffleRun(t *testing.T) {
+	const eps0 = 1142.5142913437643 / 7850
+	a, err := NewAccountant(1e-6)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := Statement{SampleRate: 1, Sampled: 1000, Reporters: 1000, Epsilon: 1142.5142913437643,
+		Components: []Component{{Epsilon: eps0, Count: 7850, Kind: KindShuffle, Eps0: eps0, Reporters: 1000}}}
+	sp, err := a.Plan(s, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(sp.Method, "PLD") || sp.Epsilon < 4.750 || sp.Epsilon > 4.813 {
+		t.Fatalf("spent %+v, want a PLD figure in [4.750, 4.813]", sp)
+	}
+}

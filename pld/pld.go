@@ -327,3 +327,30 @@ func (p *PLD) RenyiEpsilon(delta float64) (float64, error) {
 	}
 	return math.Max(p.rem.epsChernoff(delta), p.add.epsChernoff(delta)), nil
 }
+
+// LossStdDev returns the standard deviation of the finite part of the
+// privacy loss (normalised by its mass), the larger over the remove and add
+// directions, 0 if a direction has no finite mass. It describes the
+// computed (discretised) distribution and is meant for sizing grids: the
+// finite loss of k compositions spreads over about sqrt(k) times it.
+func (p *PLD) LossStdDev() float64 {
+	return math.Max(p.rem.lossStdDev(p.h), p.add.lossStdDev(p.h))
+}
+
+func (d *dir) lossStdDev(h float64) float64 {
+	m, s1 := 0.0, 0.0
+	for i, v := range d.pmf {
+		m += v
+		s1 += v * float64(i)
+	}
+	if m <= 0 {
+		return 0
+	}
+	mean := s1 / m
+	s2 := 0.0
+	for i, v := range d.pmf {
+		x := float64(i) - mean
+		s2 += v * x * x
+	}
+	return math.Sqrt(s2/m) * h
+}
