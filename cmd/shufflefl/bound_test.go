@@ -744,3 +744,59 @@ func TestBoundExamplesRun(t *testing.T) {
 		}
 	}
 }
+
+// TestBoundFlameSimpleClonePair: with --composition pld (and best),
+// flame-simple composes FMT's clone pair itself over d x rounds coordinates,
+// as the run accountant and pld's TestPapersTable do (0.0908 for one round
+// at FLAME's delta_c, 0.3161 for ten rounds at the same total delta),
+// instead of composing per-dimension and per-round (epsilon, delta)
+// figures (0.770, 5.48 with --mech generic, 7.70 over ten rounds).
+func TestBoundFlameSimpleClonePair(t *testing.T) {
+	base := []string{"flame-simple", "--eps-l", "78.5", "--d", "7850", "--n", "1000", "--delta", "5.012e-6"}
+	with := func(extra ...string) map[string]any {
+		return runJSON(t, append(append([]string{}, base...), extra...)...)
+	}
+	for _, c := range []struct {
+		name     string
+		args     []string
+		min, max float64
+		delta    float64
+	}{
+		{"one round", []string{"--composition", "pld"}, 0.0908 * 0.98, 0.0908 * 1.02, 5.012e-6},
+		{"generic randomizer", []string{"--composition", "pld", "--mech", "generic"}, 0.0908 * 0.98, 0.0908 * 1.02, 5.012e-6},
+		{"best", []string{"--composition", "best"}, 0.0908 * 0.98, 0.0908 * 1.02, 5.012e-6},
+		{"ten rounds, delta per round", []string{"--composition", "pld", "--rounds", "10"}, 0.2, 0.33, 5.012e-5},
+		{"ten rounds at FLAME's total delta", []string{"--composition", "pld", "--rounds", "10", "--delta", "5.012e-7"}, 0.3161 * 0.98, 0.33, 5.012e-6},
+	} {
+		obj := with(c.args...)
+		e, d := obj["epsilon"].(float64), obj["delta"].(float64)
+		if e < c.min || e > c.max || math.Abs(d-c.delta) > 1e-9*c.delta {
+			t.Errorf("%s: epsilon %v, delta %v; want epsilon in [%v, %v] at delta %v", c.name, e, d, c.min, c.max, c.delta)
+		}
+		if obj["composition"] != "pld-clone-pair" || !strings.Contains(obj["note"].(string), "clone pair") {
+			t.Errorf("%s: composition %v, note %q: the output must say the clone pair was composed", c.name, obj["composition"], obj["note"])
+		}
+	}
+	code, out, _ := runB(append(base, "--composition", "pld")...)
+	if code != 0 || !strings.Contains(out, "pld composition of FMT's clone pair over d = 7850 coordinates") {
+		t.Errorf("exit %d:\n%s", code, out)
+	}
+	// The inverse: the largest eps_l whose composed epsilon meets the target.
+	inv := with("--composition", "pld", "--target-epsilon", "0.5")
+	epsL := inv["max_eps_l"].(float64)
+	fwd := runJSON(t, "flame-simple", "--eps-l", strconv.FormatFloat(epsL, 'g', -1, 64), "--d", "7850", "--n", "1000", "--delta", "5.012e-6", "--composition", "pld")
+	if e := fwd["epsilon"].(float64); e > 0.5 || e < 0.499 {
+		t.Errorf("target 0.5: eps_l %v gives %v", epsL, e)
+	}
+	for _, c := range []struct{ args []string }{
+		{[]string{"--composition", "pld", "--legacy-flame-typo"}},
+		{[]string{"--composition", "pld", "--rounds", "3", "--delta-prime", "1e-8"}},
+		{[]string{"--composition", "pld", "--rounds", "2000000", "--delta", "1e-6"}},
+	} {
+		code, _, errs := runB(append(append([]string{}, base...), c.args...)...)
+		if code != 2 {
+			t.Errorf("%v: exit %d, want 2 (%s)", c.args, code, errs)
+		}
+		wantOneLine(t, errs)
+	}
+}
