@@ -77,6 +77,9 @@ type dir struct {
 	// a pair that dominates the true pair, with P(L = +Inf) <= cinf.
 	logm []float64
 	cinf float64
+	// src, if set, is the self-composition the direction came from (for
+	// the tilted bound at small deltas, see tiltView).
+	src *tiltSrc
 }
 
 // PLD is a pessimistic discretised privacy loss distribution of a
@@ -204,7 +207,11 @@ func (d *dir) chernoffDelta(eps float64) float64 {
 }
 
 func (d *dir) delta(h, eps float64) float64 {
-	return math.Min(d.fftDelta(h, eps), d.chernoffDelta(eps))
+	v := math.Min(d.fftDelta(h, eps), d.chernoffDelta(eps))
+	if d.tiltWorthwhile(v) {
+		v = math.Min(v, d.tiltedDelta(h, eps))
+	}
+	return v
 }
 
 // Delta returns a rigorous upper bound on the hockey-stick divergence
@@ -285,22 +292,38 @@ func (p *PLD) Epsilon(delta float64) (float64, error) {
 	if err := checks.Delta("delta", delta); err != nil {
 		return 0, fmt.Errorf("PLD epsilon: %w", err)
 	}
+	// Per direction: the smallest eps of the grid bound, the Chernoff
+	// certificate and (when the grid bound's additive error is not
+	// negligible) the tilted bound, with the bound that gave it.
 	e := 0.0
+	var fs []func(float64) float64
 	for _, d := range []*dir{&p.rem, &p.add} {
-		ed := math.Min(d.epsFFT(p.h, delta), d.epsChernoff(delta))
+		ed, fd := d.epsFFT(p.h, delta), func(x float64) float64 { return d.fftDelta(p.h, x) }
+		if ec := d.epsChernoff(delta); ec < ed {
+			ed, fd = ec, d.chernoffDelta
+		}
+		if d.tiltWorthwhile(delta) && !math.IsInf(ed, 1) {
+			if et, ft := d.epsTilted(p.h, delta, ed); ft != nil && et < ed {
+				ed, fd = et, ft
+			}
+		}
 		e = math.Max(e, ed)
+		fs = append(fs, fd)
 	}
 	if math.IsInf(e, 1) {
 		return e, nil
 	}
-	// verify (guards the closed-form inversions against rounding)
+	// verify each direction's bound at the common eps (guards the
+	// inversions against rounding); Delta(e) is at most the larger of them
 	step := 1e-12 * (1 + e)
-	for i := 0; i < 200 && p.Delta(e) > delta; i++ {
-		e += step
-		step *= 2
-	}
-	if p.Delta(e) > delta {
-		return math.Inf(1), nil
+	for _, f := range fs {
+		for i := 0; i < 200 && f(e) > delta; i++ {
+			e += step
+			step *= 2
+		}
+		if f(e) > delta {
+			return math.Inf(1), nil
+		}
 	}
 	return e, nil
 }

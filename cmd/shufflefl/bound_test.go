@@ -347,7 +347,7 @@ func TestBoundRejects(t *testing.T) {
 		{"sgm neither", []string{"sgm", "--q", "0.01", "--sigma", "1", "--steps", "10"}, "give exactly one of --delta and --epsilon"},
 		{"sgm missing q", []string{"sgm", "--sigma", "1", "--steps", "10", "--delta", "1e-5"}, "--q must be in (0, 1]"},
 		{"sgm missing sigma", []string{"sgm", "--q", "0.01", "--steps", "10", "--delta", "1e-5"}, "--sigma must be > 0"},
-		{"sgm accountant", []string{"sgm", "--q", "0.01", "--sigma", "1", "--steps", "10", "--delta", "1e-5", "--accountant", "moments"}, "--accountant must be one of rdp, pld"},
+		{"sgm accountant", []string{"sgm", "--q", "0.01", "--sigma", "1", "--steps", "10", "--delta", "1e-5", "--accountant", "moments"}, "--accountant must be one of best, rdp, pld"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -644,7 +644,7 @@ func TestBoundPureDPRDP(t *testing.T) {
 // TestBoundSGM: the sgm subcommand agrees with the account package and its
 // two directions are consistent.
 func TestBoundSGM(t *testing.T) {
-	obj := runJSON(t, "sgm", "--q", "0.01", "--sigma", "1.1", "--steps", "1000", "--delta", "1e-5")
+	obj := runJSON(t, "sgm", "--q", "0.01", "--sigma", "1.1", "--steps", "1000", "--delta", "1e-5", "--accountant", "rdp")
 	want, err := account.SampledGaussianEpsilon(0.01, 1.1, 1000, 1e-5)
 	if err != nil {
 		t.Fatal(err)
@@ -657,11 +657,11 @@ func TestBoundSGM(t *testing.T) {
 			t.Errorf("%s = %v, want %v", k, obj[k], v)
 		}
 	}
-	back := runJSON(t, "sgm", "--q", "0.01", "--sigma", "1.1", "--steps", "1000", "--epsilon", strconv.FormatFloat(want, 'g', -1, 64))
+	back := runJSON(t, "sgm", "--q", "0.01", "--sigma", "1.1", "--steps", "1000", "--epsilon", strconv.FormatFloat(want, 'g', -1, 64), "--accountant", "rdp")
 	if d := back["delta"].(float64); d > 1e-5*(1+1e-6) {
 		t.Errorf("delta at the epsilon of delta 1e-5 is %v", d)
 	}
-	code, out, _ := runB("sgm", "--q", "0.01", "--sigma", "1.1", "--steps", "1000", "--delta", "1e-5")
+	code, out, _ := runB("sgm", "--q", "0.01", "--sigma", "1.1", "--steps", "1000", "--delta", "1e-5", "--accountant", "rdp")
 	if code != 0 || !strings.Contains(out, "sgm-rdp: epsilon = ") {
 		t.Errorf("exit %d:\n%s", code, out)
 	}
@@ -798,5 +798,44 @@ func TestBoundFlameSimpleClonePair(t *testing.T) {
 			t.Errorf("%v: exit %d, want 2 (%s)", c.args, code, errs)
 		}
 		wantOneLine(t, errs)
+	}
+}
+
+// TestBoundSGMBestAndSmallDelta: by default `bound sgm` reports the
+// tighter rigorous figure of RDP and PLD and names it; and below delta ~
+// 1e-12 the PLD figure is no longer limited by the FFT's round-off:
+// q = 0.001, sigma = 1, 100 steps stated 2.0e-12 at eps = 1 (the exact
+// value lies in [2.209e-14, 2.312e-14], pld's TestSampledGaussianSmallDelta)
+// and 2.3e-13 at eps = 2, worse than RDP's 2.0e-13 (exact about 7.6e-19).
+func TestBoundSGMBestAndSmallDelta(t *testing.T) {
+	args := []string{"sgm", "--q", "0.001", "--sigma", "1", "--steps", "100"}
+	for _, c := range []struct {
+		eps      float64
+		min, max float64
+	}{{1, 2.209e-14, 2.312e-14 * 1.2}, {2, 7.444e-19, 7.749e-19 * 1.2}} {
+		e := strconv.FormatFloat(c.eps, 'g', -1, 64)
+		best := runJSON(t, append(args, "--epsilon", e)...)
+		p := runJSON(t, append(args, "--epsilon", e, "--accountant", "pld")...)
+		r := runJSON(t, append(args, "--epsilon", e, "--accountant", "rdp")...)
+		d, dp, dr := best["delta"].(float64), p["delta"].(float64), r["delta"].(float64)
+		if dp < c.min || dp > c.max {
+			t.Errorf("eps = %v: pld delta %.4g, want in [%.4g, %.4g]", c.eps, dp, c.min, c.max)
+		}
+		if d != math.Min(dp, dr) || best["accountant"] != "pld" || best["pld_delta"] != dp || best["rdp_delta"] != dr {
+			t.Errorf("eps = %v: best %v (%v), pld %v, rdp %v: want the smaller, named", c.eps, d, best["accountant"], dp, dr)
+		}
+		if !strings.Contains(best["note"].(string), "the tighter rigorous figure of rdp and pld") {
+			t.Errorf("note %q does not say how the figure was chosen", best["note"])
+		}
+	}
+	// At --delta, the smaller epsilon; PLD again (4 orders of magnitude
+	// tighter in delta at eps = 2 is a smaller epsilon at delta 1e-14).
+	obj := runJSON(t, append(args, "--delta", "1e-14")...)
+	e, ep, er := obj["epsilon"].(float64), obj["pld_epsilon"].(float64), obj["rdp_epsilon"].(float64)
+	if e != math.Min(ep, er) || obj["accountant"] != "pld" || !(ep < er) {
+		t.Errorf("delta 1e-14: best %v (%v), pld %v, rdp %v", e, obj["accountant"], ep, er)
+	}
+	if back := runJSON(t, append(args, "--epsilon", strconv.FormatFloat(e, 'g', -1, 64), "--accountant", "pld")...); back["delta"].(float64) > 1e-14*(1+1e-6) {
+		t.Errorf("pld delta at the epsilon of delta 1e-14 is %v", back["delta"])
 	}
 }
