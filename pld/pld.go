@@ -28,7 +28,8 @@ type Options struct {
 	// loss is a multiple of h. The discretisation error of one mechanism
 	// is of order h^2 per composition (connect-the-dots, see the package
 	// documentation), so for k compositions the epsilon error is about
-	// k h^2 / (8 sigma_L) for a per-step loss standard deviation sigma_L.
+	// (k h^2/12)(1 + z/sigma_K), sigma_K = sqrt(k) sigma_L for a per-step
+	// loss standard deviation sigma_L and z about 4 to 5.
 	Interval float64
 	// TailMass is the probability mass that may be truncated from each
 	// distribution at construction and after each composition: the upper
