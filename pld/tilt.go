@@ -125,14 +125,30 @@ func (s *tiltSrc) view(h, lam float64) (v *tiltView, ok bool) {
 	if !(st > 0) {
 		return nil, false
 	}
+	// t_i = exp(log c_i + lam (l_i - l_top) - log st), in log space so
+	// that an entry whose exact value could exceed 1e-290 is never lost to
+	// underflow: the exponent's rounding error is below 1e-9, so an entry
+	// with exponent below log(1e-290) - 1e-9 is below 1e-290 exactly; it
+	// is dropped and counted as l1 error
+	lst := math.Log(st)
+	cut := math.Log(1e-290) - 1e-9
 	under := 0
+	maxLog := 0.0
 	for i := range t {
-		t[i] /= st
-		if t[i] < 1e-290 && b.pmf[f+i] > 0 {
-			// true value below 1.01e-290: dropped, counted as l1 error
+		c := b.pmf[f+i]
+		if c <= 0 {
+			t[i] = 0
+			continue
+		}
+		lc := math.Log(c)
+		maxLog = math.Max(maxLog, math.Abs(lc))
+		x := lc + lam*(float64(i-(W-1))*h) - lst
+		if x < cut {
 			t[i] = 0
 			under++
+			continue
 		}
+		t[i] = math.Exp(x)
 	}
 	// trim the zero ends left by underflow
 	lo0, hi0 := 0, W-1
@@ -146,13 +162,14 @@ func (s *tiltSrc) view(h, lam float64) (v *tiltView, ok bool) {
 		return nil, false
 	}
 	t = t[lo0 : hi0+1]
-	// relative error of a tilted entry: the base's rho, the argument
-	// lam (i - W + 1) h (two roundings, |arg| <= lam (W-1) h), exp, the
-	// product and the division
+	// relative error of a tilted entry: the base's rho and the rounding of
+	// the exponent (|log c_i| u for the logarithm, 2 |lam (l_i - l_top)| u
+	// for the product, |log st| u, and the two additions, each below u
+	// times the sum of their magnitudes) times 1 + a few u, plus exp
 	maxArg := lam * float64(W-1) * h
-	rhoT := b.rho + (2*maxArg+8)*u
+	rhoT := b.rho + (3*(maxLog+2*maxArg+math.Abs(lst))+8)*u
 	m, _ := norms(t)
-	errStep := float64(under) * 1.01e-290
+	errStep := float64(under) * 1e-290 * (1 + 1e-6)
 	tau := s.tail / 8
 	lo, res, efft, err := powerWindow(t, m, s.k, tau, false)
 	if err != nil {
@@ -166,7 +183,7 @@ func (s *tiltSrc) view(h, lam float64) (v *tiltView, ok bool) {
 		lam:      lam,
 		off:      s.k*(b.off+f+lo0) + lo,
 		pmf:      res,
-		logScale: kf*ls + 4*u*kf*(math.Abs(lam*ltop)+math.Abs(math.Log(st))+1),
+		logScale: kf*ls + 4*u*kf*(math.Abs(lam*ltop)+math.Abs(lst)+1),
 		e2:       efft / math.Sqrt(float64(len(res))) * (1 + 1e-9),
 		errT:     (4*tau + errK) * (1 + 1e-9),
 		rho:      math.Expm1(kf*math.Log1p(rhoT)) + 8*u + 4*u*(kf*math.Abs(math.Log(m))+4),
