@@ -112,13 +112,17 @@ func sgmPLD(o *boundOpts) (float64, float64, error) {
 		return p, nil
 	}
 	if o.set["delta"] {
-		tail := pld.DefaultTailMass
+		var p *pld.PLD
+		var err error
 		if nearTailFloor(o.delta, o.steps) {
-			tail = sgmMinTailMass
+			p, err = build(sgmMinTailMass)
 		}
-		p, err := build(tail)
-		if err != nil {
-			return 0, 0, err
+		if p == nil {
+			// far from the floor, or the smaller TailMass's grid is
+			// beyond the package's limits
+			if p, err = build(pld.DefaultTailMass); err != nil {
+				return 0, 0, err
+			}
 		}
 		e, err := p.Epsilon(o.delta)
 		if err != nil {
