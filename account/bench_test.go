@@ -54,3 +54,29 @@ func BenchmarkLedgerCharge(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkAccountantPLDShuffle: the run accountant's plan of a shuffled
+// per-coordinate protocol (ss-simple: FMT's clone pair at eps0 = 0.14554,
+// n = 1000) over d x rounds compositions, the PLD method included: 7850 x 5
+// = 39,250 (the issue-17 run, epsilon 4.771 at delta 1e-6) and 10,000 x 10
+// = 100,000 compositions.
+func BenchmarkAccountantPLDShuffle(b *testing.B) {
+	const eps0 = 1142.5142913437643 / 7850
+	for _, c := range []struct{ d, rounds int }{{7850, 5}, {10000, 10}} {
+		b.Run(fmt.Sprintf("k=%d", c.d*c.rounds), func(b *testing.B) {
+			a, err := NewAccountant(1e-6)
+			if err != nil {
+				b.Fatal(err)
+			}
+			s := Statement{SampleRate: 1, Sampled: 1000, Reporters: 1000, Epsilon: eps0 * float64(c.d),
+				Components: []Component{{Epsilon: eps0, Count: c.d, Kind: KindShuffle, Eps0: eps0, Reporters: 1000}}}
+			var sp Spent
+			for b.Loop() {
+				if sp, err = a.Plan(s, c.rounds); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(sp.Epsilon, "epsilon")
+		})
+	}
+}

@@ -355,33 +355,107 @@ func (t tally) pldReleases() int {
 // pldEpsilon composes every recorded dominating pair with package pld and
 // returns the epsilon at the target delta: the tightest rigorous method
 // (pessimistic discretisation, error terms included in delta).
-//
-// Grid. The cost of the FFT composition grows with the width of the
-// composed loss's support divided by the grid interval, and the PLD's
-// pessimistic error shrinks with the interval; the interval is the default
-// 1e-4 unless the composed support is wide (large pure epsilons composed a
-// few times), where it is coarsened so that about 2^17 grid points cover
-// it. A coarser grid is still pessimistic, so the result stays an upper
-// bound; it costs at most a small relative loosening.
 func (t tally) pldEpsilon(target float64) (float64, error) {
-	width := 0.0
-	for _, p := range t.pairs {
-		l := p.c.lossBound()
-		n := float64(p.n)
-		width += math.Min(2*n*l, 16*math.Sqrt(n)*l+2*l)
+	cs := make([]Component, len(t.pairs))
+	for i, p := range t.pairs {
+		cs[i] = p.c
+		cs[i].Count = p.n
 	}
-	o := pld.Options{Interval: math.Max(pld.DefaultInterval, width/(1<<17))}
-	var acc pld.Accountant
-	for _, p := range t.pairs {
-		one, err := p.c.pair(o)
+	return PLDEpsilon(cs, target)
+}
+
+// pldBins is the number of grid points the composed privacy loss is sized
+// to (see PLDEpsilon): 2^16 keeps the epsilon within about 0.1% of its
+// converged value at 10^5 compositions (2^17: 0.02%, at twice the cost).
+const pldBins = 1 << 16
+
+// pldProbeBins is the number of grid points per loss bound of the probe
+// discretisation each pair is built with first (see PLDEpsilon).
+const pldProbeBins = 1 << 14
+
+// PLDEpsilon composes every component's dominating pair (the clone pair of
+// FMT for KindShuffle, the sampled-Gaussian pair, or the pair dominating
+// every (Epsilon, Delta)-DP mechanism), each Count times, with package pld,
+// and returns the epsilon at delta: a rigorous upper bound (pessimistic
+// discretisation; every truncation and floating-point error term is
+// included in the delta).
+//
+// Grid. The pessimism of the discretisation grows with the grid interval h
+// (connect-the-dots adds a variance of at most h^2/4 per composition, which
+// moves epsilon by about k h^2/12 (1 + z/sigma_K) over k compositions, with
+// sigma_K the standard deviation of the composed loss and z about 4-5 at
+// small deltas), and the cost of the FFT with the width of the composed
+// loss over h. Each pair is first built on a fine probe grid (its loss
+// bound over 2^14), which gives its loss's standard deviation sigma_i;
+// the composed loss lies in a window of about 20 sqrt(sum k_i sigma_i^2)
+// (the composition's Chernoff window at tail mass 1e-16 is about 16.5
+// standard deviations; it cannot exceed the sum of the pairs' ranges
+// either), and h is that width over pldBins = 2^16 grid points. The pairs
+// are then moved to that grid (pld.PLD.Regrid, pessimistic) or, if it is
+// finer than the probe, rebuilt on it (h is at least 2^-17 times the
+// largest loss bound, which keeps each pair's construction cheap: a
+// sampled Gaussian at q = 0.001 would otherwise be built on millions of
+// points). The epsilon is then about 0.1%
+// above its converged value at 10^5 compositions (0.04% at 39,250; the
+// error grows like k/pldBins^2), and one evaluation takes tens of
+// milliseconds whatever k. (A bound on the loss,
+// eps0 for a shuffle, is no guide to its spread: the shuffled clone pair
+// at eps0 = 0.146 and n = 1000 has a standard deviation of 0.0064, and a
+// grid sized by the loss bound, as before, was 20 times too coarse and 4%
+// pessimistic over 39,250 compositions.)
+func PLDEpsilon(cs []Component, delta float64) (float64, error) {
+	if len(cs) == 0 {
+		return 0, nil
+	}
+	probes := make([]*pld.PLD, len(cs))
+	var v, width, floor float64
+	for i, c := range cs {
+		if c.Count < 1 {
+			return math.Inf(1), checks.Invalidf("component %d is applied %d times", i, c.Count)
+		}
+		l := c.lossBound()
+		p, err := c.pair(pld.Options{Interval: pldInterval(l / pldProbeBins)})
 		if err != nil {
 			return math.Inf(1), err
 		}
-		if err := acc.Add(one, p.n); err != nil {
+		probes[i] = p
+		n := float64(c.Count)
+		s := p.LossStdDev()
+		v += n * s * s
+		width += 2 * n * l
+		// the pair's own grid, whose construction costs about its number
+		// of points, stays below 2^18 points per loss range
+		floor = math.Max(floor, 2*l/(1<<18))
+	}
+	w := math.Min(width, 20*math.Sqrt(v))
+	h := pldInterval(math.Max(w/pldBins, floor))
+	var acc pld.Accountant
+	for i, c := range cs {
+		p := probes[i]
+		var err error
+		switch {
+		case h > p.Interval():
+			p, err = p.Regrid(h)
+		case h < p.Interval():
+			p, err = c.pair(pld.Options{Interval: h})
+		}
+		if err != nil {
+			return math.Inf(1), err
+		}
+		if err := acc.Add(p, c.Count); err != nil {
 			return math.Inf(1), err
 		}
 	}
-	return acc.Epsilon(target)
+	return acc.Epsilon(delta)
+}
+
+// pldInterval clamps a grid interval to the range package pld accepts and
+// this package uses, [1e-9, 1].
+func pldInterval(h float64) float64 {
+	if !(h > 1e-9) {
+		return 1e-9
+	}
+	return math.Min(h, 1)
 }
 
 // Accountant is the stateful accountant of one run: it records the statement

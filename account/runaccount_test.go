@@ -341,3 +341,59 @@ func TestPLDTakesZeroEpsilonComponent(t *testing.T) {
 		t.Errorf("PLD with the (0, 1e-12) component %v, without it at delta - 1e-12 %v", with, without)
 	}
 }
+
+// TestAccountantLongShuffleRun: the 5-round ss-simple run of issue 17
+// (eps_l = 1142.51 over d = 7850 coordinates, eps0 = 0.14554 per
+// coordinate, 1000 reporters, delta 1e-6: 39,250 clone pairs) states at
+// most 4.813; the exact value lies in [4.750, 4.789] (an independent check;
+// pld's TestShuffleLongCompositionReference finds 4.7697). With the grid
+// sized by the loss bound eps0 instead of the loss's spread it stated
+// 4.995.
+func TestAccountantLongShuffleRun(t *testing.T) {
+	const eps0 = 1142.5142913437643 / 7850
+	a, err := NewAccountant(1e-6)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := Statement{SampleRate: 1, Sampled: 1000, Reporters: 1000, Epsilon: 1142.5142913437643,
+		Components: []Component{{Epsilon: eps0, Count: 7850, Kind: KindShuffle, Eps0: eps0, Reporters: 1000}}}
+	sp, err := a.Plan(s, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(sp.Method, "PLD") || sp.Epsilon < 4.750 || sp.Epsilon > 4.813 {
+		t.Fatalf("spent %+v, want a PLD figure in [4.750, 4.813]", sp)
+	}
+}
+
+// TestAccountantSampledGaussianGrid: the run accountant's PLD figure of
+// sampled-Gaussian rounds (dp-central) matches pld's own at its default
+// grid (DP-FedAvg, q = 0.01, sigma = 1, 1000 rounds, delta 1e-5: 1.8282,
+// docs/ACCOUNTING.md), and at q = 0.001, sigma = 0.8, 10,000 rounds it is
+// below RDP. The grid sized by the loss bound 1/sigma^2 + 10/sigma stated
+// 2.613 and 5.871 (RDP: 2.101 and 1.384).
+func TestAccountantSampledGaussianGrid(t *testing.T) {
+	for _, c := range []struct {
+		q, sigma float64
+		rounds   int
+		max      float64
+	}{{0.01, 1, 1000, 1.8283}, {0.001, 0.8, 10000, 0.79}} {
+		a, err := NewAccountant(1e-5)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := Statement{SampleRate: c.q, Sampled: 10, Reporters: 10, Epsilon: 1000,
+			Components: []Component{{Epsilon: 1000, Count: 1, Kind: KindSampledGaussian, Q: c.q, Sigma: c.sigma}}}
+		sp, err := a.Plan(s, c.rounds)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rdp, err := SampledGaussianEpsilon(c.q, c.sigma, c.rounds, 1e-5)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(sp.Method, "PLD") || sp.Epsilon > c.max || sp.Epsilon >= rdp {
+			t.Errorf("q = %v, sigma = %v, %d rounds: spent %+v, want a PLD figure at most %v (RDP %v)", c.q, c.sigma, c.rounds, sp, c.max, rdp)
+		}
+	}
+}

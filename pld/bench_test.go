@@ -62,3 +62,22 @@ func BenchmarkShuffleDimsRoundsDefaultInterval(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkSampledGaussianSmallDelta: q = 0.001, sigma = 1, 100 steps,
+// delta at eps = 1 (2.27e-14, which needs the tilted bound and a TailMass
+// of 1e-30): build + composition + Delta (the tilted view included).
+func BenchmarkSampledGaussianSmallDelta(b *testing.B) {
+	var d float64
+	for b.Loop() {
+		p, err := pld.SampledGaussian(0.001, 1, pld.Options{TailMass: 1e-30})
+		if err != nil {
+			b.Fatal(err)
+		}
+		c, err := p.SelfCompose(100)
+		if err != nil {
+			b.Fatal(err)
+		}
+		d = c.Delta(1)
+	}
+	b.ReportMetric(d*1e14, "delta/1e-14")
+}

@@ -28,7 +28,8 @@ type Options struct {
 	// loss is a multiple of h. The discretisation error of one mechanism
 	// is of order h^2 per composition (connect-the-dots, see the package
 	// documentation), so for k compositions the epsilon error is about
-	// k h^2 / (8 sigma_L) for a per-step loss standard deviation sigma_L.
+	// (k h^2/12)(1 + z/sigma_K), sigma_K = sqrt(k) sigma_L for a per-step
+	// loss standard deviation sigma_L and z about 4 to 5.
 	Interval float64
 	// TailMass is the probability mass that may be truncated from each
 	// distribution at construction and after each composition: the upper
@@ -77,6 +78,9 @@ type dir struct {
 	// a pair that dominates the true pair, with P(L = +Inf) <= cinf.
 	logm []float64
 	cinf float64
+	// src, if set, is the self-composition the direction came from (for
+	// the tilted bound at small deltas, see tiltView).
+	src *tiltSrc
 }
 
 // PLD is a pessimistic discretised privacy loss distribution of a
@@ -204,7 +208,11 @@ func (d *dir) chernoffDelta(eps float64) float64 {
 }
 
 func (d *dir) delta(h, eps float64) float64 {
-	return math.Min(d.fftDelta(h, eps), d.chernoffDelta(eps))
+	v := math.Min(d.fftDelta(h, eps), d.chernoffDelta(eps))
+	if d.tiltWorthwhile(v) {
+		v = math.Min(v, d.tiltedDelta(h, eps))
+	}
+	return v
 }
 
 // Delta returns a rigorous upper bound on the hockey-stick divergence
@@ -285,22 +293,38 @@ func (p *PLD) Epsilon(delta float64) (float64, error) {
 	if err := checks.Delta("delta", delta); err != nil {
 		return 0, fmt.Errorf("PLD epsilon: %w", err)
 	}
+	// Per direction: the smallest eps of the grid bound, the Chernoff
+	// certificate and (when the grid bound's additive error is not
+	// negligible) the tilted bound, with the bound that gave it.
 	e := 0.0
+	var fs []func(float64) float64
 	for _, d := range []*dir{&p.rem, &p.add} {
-		ed := math.Min(d.epsFFT(p.h, delta), d.epsChernoff(delta))
+		ed, fd := d.epsFFT(p.h, delta), func(x float64) float64 { return d.fftDelta(p.h, x) }
+		if ec := d.epsChernoff(delta); ec < ed {
+			ed, fd = ec, d.chernoffDelta
+		}
+		if d.tiltWorthwhile(delta) && !math.IsInf(ed, 1) {
+			if et, ft := d.epsTilted(p.h, delta, ed); ft != nil && et < ed {
+				ed, fd = et, ft
+			}
+		}
 		e = math.Max(e, ed)
+		fs = append(fs, fd)
 	}
 	if math.IsInf(e, 1) {
 		return e, nil
 	}
-	// verify (guards the closed-form inversions against rounding)
+	// verify each direction's bound at the common eps (guards the
+	// inversions against rounding); Delta(e) is at most the larger of them
 	step := 1e-12 * (1 + e)
-	for i := 0; i < 200 && p.Delta(e) > delta; i++ {
-		e += step
-		step *= 2
-	}
-	if p.Delta(e) > delta {
-		return math.Inf(1), nil
+	for _, f := range fs {
+		for i := 0; i < 200 && f(e) > delta; i++ {
+			e += step
+			step *= 2
+		}
+		if f(e) > delta {
+			return math.Inf(1), nil
+		}
 	}
 	return e, nil
 }
@@ -326,4 +350,31 @@ func (p *PLD) RenyiEpsilon(delta float64) (float64, error) {
 		return 0, fmt.Errorf("PLD Rényi epsilon: %w", err)
 	}
 	return math.Max(p.rem.epsChernoff(delta), p.add.epsChernoff(delta)), nil
+}
+
+// LossStdDev returns the standard deviation of the finite part of the
+// privacy loss (normalised by its mass), the larger over the remove and add
+// directions, 0 if a direction has no finite mass. It describes the
+// computed (discretised) distribution and is meant for sizing grids: the
+// finite loss of k compositions spreads over about sqrt(k) times it.
+func (p *PLD) LossStdDev() float64 {
+	return math.Max(p.rem.lossStdDev(p.h), p.add.lossStdDev(p.h))
+}
+
+func (d *dir) lossStdDev(h float64) float64 {
+	m, s1 := 0.0, 0.0
+	for i, v := range d.pmf {
+		m += v
+		s1 += v * float64(i)
+	}
+	if m <= 0 {
+		return 0
+	}
+	mean := s1 / m
+	s2 := 0.0
+	for i, v := range d.pmf {
+		x := float64(i) - mean
+		s2 += v * x * x
+	}
+	return math.Sqrt(s2/m) * h
 }

@@ -18,11 +18,17 @@ import (
 // distribution is obtained from r by moving mass up, which is a
 // pessimistic operation on the canonical pair (the Q-mass freed goes to
 // the -Inf atom), so the result describes a pair dominating the true one.
+//
+// Without an additive error (err = 0, c = (1+theta) r entrywise) the
+// repair is cheaper in delta: c/(1-rho) dominates r entrywise (the +Inf
+// atom included), so its total is at least r's, 1, and removing the excess
+// from the bottom leaves a measure that stochastically dominates r (as
+// above: either the removed mass lies below t, or nothing is left below
+// t), with no mass added at +Inf (the repair mass E would otherwise put
+// q rho, about 1e-17, at +Inf per subsampled step).
 func (d *dir) repaired() (pmf []float64, inf, removed float64, top int) {
 	pmf = append([]float64(nil), d.pmf...)
 	m, _ := norms(pmf)
-	E := (d.err + d.rho*(m+d.inf)/(1-d.rho)) * (1 + 1e-9)
-	inf = d.inf + E
 	takeBottom := func(x float64) {
 		removed += x
 		for i := 0; i < len(pmf) && x > 0; i++ {
@@ -32,17 +38,30 @@ func (d *dir) repaired() (pmf []float64, inf, removed float64, top int) {
 			top = max(top, i)
 		}
 	}
-	takeBottom(E)
+	if d.err == 0 {
+		f := (1 + 4*unitRoundoff) / (1 - d.rho)
+		for i := range pmf {
+			pmf[i] *= f
+		}
+		inf = d.inf * f
+	} else {
+		E := (d.err + d.rho*(m+d.inf)/(1-d.rho)) * (1 + 1e-9)
+		inf = d.inf + E
+		takeBottom(E)
+	}
 	s := neumaier{}
 	for _, v := range pmf {
 		s.add(v)
 	}
 	total := s.sum() + inf
 	slack := 8*unitRoundoff + 16*float64(len(pmf))*unitRoundoff*unitRoundoff
-	if total < 1+slack {
-		inf += 1 + slack - total
-	} else {
+	switch {
+	case total >= 1+slack:
 		takeBottom(total - 1 - slack)
+	case d.err != 0:
+		inf += 1 + slack - total
+		// with err = 0 the scaled measure's exact total is at least 1
+		// already (entrywise domination), whatever the computed sum says
 	}
 	return pmf, inf, removed, top
 }

@@ -81,8 +81,8 @@ var boundCmds = map[string]boundCmd{
 		append([]string{"form"}, personalFlags...), checkForm("numerical", "closed"), runEoN},
 	"eapes": {"E-APES mu-GDP, mu = 2/sqrt(sum p_i): an APPROXIMATION (central limit), not an upper bound; rounds compose as mu sqrt(rounds)",
 		[]string{"delta-local", "tv", "eps-file", "eps-dist", "n", "seed", "delta", "rounds", "target-epsilon", "compare", "json"}, checkEAPES, runEAPES},
-	"flame-simple": {"FLAME Theorem 1 (SS-Simple): per-dimension shuffle at eps_l/d, composed over d",
-		[]string{"eps-l", "d", "n", "delta", "domain", "k-domain", "mech", "variant", "legacy-flame-typo", "rounds", "composition-protocol", "delta-prime", "target-epsilon", "json"}, nil, runFlameSimple},
+	"flame-simple": {"FLAME Theorem 1 (SS-Simple): per-dimension shuffle at eps_l/d, composed over d; --composition pld (or best) composes FMT's clone pair itself over d x rounds coordinates, the tight figure",
+		[]string{"eps-l", "d", "n", "delta", "domain", "k-domain", "mech", "variant", "legacy-flame-typo", "rounds", "composition-flame-simple", "delta-prime", "target-epsilon", "json"}, nil, runFlameSimple},
 	"flame-double": {"SS-Double (FLAME Algorithm 3), sound: the k dimensions a user reports in, each a shuffle of n_p values, composed without subsampling credit (--flame-theorem: FLAME Theorems 3-4, NOT an upper bound); prints the count-statistic lower bound",
 		[]string{"eps-l", "d", "k", "n", "np", "delta", "domain", "mech", "variant", "legacy-flame-typo", "no-subsampling", "flame-theorem", "rounds", "composition-protocol", "delta-prime", "target-epsilon", "json"}, nil, runFlameDouble},
 	"flame-topk": {"FLAME Theorem 5 / Proposition 2: nu-index privacy of SS-Topk (the central guarantee is that of flame-double)",
@@ -825,7 +825,27 @@ func protocolCmd(o *boundOpts, out *boundOutput, f func(epsL float64) (amplify.P
 	return nil
 }
 
+// runFlameSimple implements `bound flame-simple`: FLAME's Theorem 1 by
+// default (or with an explicit --composition basic, advanced or rdp over
+// the dimensions); --composition pld composes FMT's clone pair itself over
+// d x rounds coordinates (flameSimpleClones), and best takes the tighter
+// of the two routes (flameSimpleBest).
 func runFlameSimple(o *boundOpts, out *boundOutput) error {
+	if o.set["composition"] {
+		switch {
+		case o.composition == "pld":
+			return flameSimpleClones(o, out)
+		case (o.composition == "best" || o.composition == "") && !o.legacy:
+			return flameSimpleBest(o, out, flameSimpleTheorem)
+		}
+	}
+	return flameSimpleTheorem(o, out)
+}
+
+// flameSimpleTheorem is FLAME's Theorem 1 route: each coordinate's shuffle
+// by the privacy blanket, the dimension-level (epsilon, delta) composed
+// over d.
+func flameSimpleTheorem(o *boundOpts, out *boundOutput) error {
 	amp, err := flameAmp(o)
 	if err != nil {
 		return err

@@ -10,7 +10,7 @@ var boundExamples = map[string][]string{
 	"unis":         {"--eps-dist uniform2 --n 10000 --delta 1e-8"},
 	"eon":          {"--eps-dist uniform2 --n 10000 --delta 1e-8", "--eps-dist gauss1 --n 10000 --delta 1e-8 --form closed"},
 	"eapes":        {"--eps-dist eapes-uniform1 --n 1000 --delta 1e-5"},
-	"flame-simple": {"--eps-l 78.5 --d 7850 --n 1000 --delta 5e-6", "--eps-l 1517 --d 7850 --n 2000 --delta 5e-8 --mech rgb --domain 2"},
+	"flame-simple": {"--eps-l 78.5 --d 7850 --n 1000 --delta 5e-6", "--eps-l 1517 --d 7850 --n 2000 --delta 5e-8 --mech rgb --domain 2", "--eps-l 78.5 --d 7850 --n 1000 --delta 5e-6 --composition pld --rounds 10"},
 	"flame-double": {"--eps-l 78.5 --d 7850 --k 157 --n 1000 --np 333 --delta 5e-6"},
 	"flame-topk":   {"--n 1000 --np 333 --k 157 --d 7850"},
 	"sapes":        {"--eps-c 0.01 --delta-c 1e-8 --b 1570"},

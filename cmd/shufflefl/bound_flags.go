@@ -271,8 +271,8 @@ var boundFlags = map[string]flagDef{
 		return nil
 	}},
 	"accountant": {"accountant", func(fs *flag.FlagSet, o *boundOpts) {
-		fs.StringVar(&o.accountant, "accountant", "rdp", "rdp (Rényi DP, Mironov et al. 2019) or pld (privacy loss distribution)")
-	}, func(o *boundOpts) error { return oneOf("--accountant", o.accountant, "rdp", "pld") }},
+		fs.StringVar(&o.accountant, "accountant", "best", "best (the tighter rigorous figure of rdp and pld, named), rdp (Rényi DP, Mironov et al. 2019) or pld (privacy loss distribution)")
+	}, func(o *boundOpts) error { return oneOf("--accountant", o.accountant, "best", "rdp", "pld") }},
 }
 
 // isFinite reports whether v is neither NaN nor infinite.

@@ -88,20 +88,42 @@ func composePLD(eps, delta float64, k int, deltaPrime float64) (composed, error)
 // sgmPLD returns (epsilon, delta) of the composed sampled Gaussian mechanism
 // by the privacy loss distribution accountant (pld.SampledGaussian composed
 // --steps times): the epsilon at --delta, or the delta at --epsilon.
+//
+// Small deltas. The PLD's construction moves an upper tail of up to
+// TailMass/2 per step to its +Inf atom, a floor of about steps x TailMass/2
+// on every delta (5e-14 for 100 steps at the default 1e-15). So a delta
+// within a factor 1000 of that floor is computed with TailMass
+// sgmMinTailMass instead: at --delta when --delta is, at --epsilon when
+// the delta found with the default is (the smaller figure kept; both are
+// rigorous). The tilted bound of package pld then resolves deltas far
+// below the FFT's round-off.
 func sgmPLD(o *boundOpts) (float64, float64, error) {
 	if err := checkPLDFold(o.steps); err != nil {
 		return 0, 0, err
 	}
-	p, err := pld.SampledGaussian(o.q, o.sigma, pld.Options{})
-	if err != nil {
-		return 0, 0, err
-	}
-	if o.steps > 1 {
-		if p, err = p.SelfCompose(o.steps); err != nil {
-			return 0, 0, err
+	build := func(tail float64) (*pld.PLD, error) {
+		p, err := pld.SampledGaussian(o.q, o.sigma, pld.Options{TailMass: tail})
+		if err != nil {
+			return nil, err
 		}
+		if o.steps > 1 {
+			return p.SelfCompose(o.steps)
+		}
+		return p, nil
 	}
 	if o.set["delta"] {
+		var p *pld.PLD
+		var err error
+		if nearTailFloor(o.delta, o.steps) {
+			p, err = build(sgmMinTailMass)
+		}
+		if p == nil {
+			// far from the floor, or the smaller TailMass's grid is
+			// beyond the package's limits
+			if p, err = build(pld.DefaultTailMass); err != nil {
+				return 0, 0, err
+			}
+		}
 		e, err := p.Epsilon(o.delta)
 		if err != nil {
 			return 0, 0, err
@@ -111,5 +133,27 @@ func sgmPLD(o *boundOpts) (float64, float64, error) {
 		}
 		return e, o.delta, nil
 	}
-	return o.epsilon, p.Delta(o.epsilon), nil
+	p, err := build(pld.DefaultTailMass)
+	if err != nil {
+		return 0, 0, err
+	}
+	d := p.Delta(o.epsilon)
+	if nearTailFloor(d, o.steps) {
+		// near the floor of the default TailMass: again with the
+		// smallest (the true delta may be anywhere below)
+		if p2, err := build(sgmMinTailMass); err == nil {
+			d = math.Min(d, p2.Delta(o.epsilon))
+		}
+	}
+	return o.epsilon, d, nil
+}
+
+// sgmMinTailMass is the smallest TailMass sgmPLD uses (the Gaussian of
+// pld.SampledGaussian keeps a tail of 1e-30 anyway).
+const sgmMinTailMass = 1e-30
+
+// nearTailFloor reports whether delta lies within a factor 1000 of the
+// floor steps x pld.DefaultTailMass/2 of steps compositions.
+func nearTailFloor(delta float64, steps int) bool {
+	return delta < 1e3*float64(steps)*pld.DefaultTailMass/2
 }

@@ -356,7 +356,7 @@ func TestBoundRejects(t *testing.T) {
 		{"sgm neither", []string{"sgm", "--q", "0.01", "--sigma", "1", "--steps", "10"}, "give exactly one of --delta and --epsilon"},
 		{"sgm missing q", []string{"sgm", "--sigma", "1", "--steps", "10", "--delta", "1e-5"}, "--q must be in (0, 1]"},
 		{"sgm missing sigma", []string{"sgm", "--q", "0.01", "--steps", "10", "--delta", "1e-5"}, "--sigma must be > 0"},
-		{"sgm accountant", []string{"sgm", "--q", "0.01", "--sigma", "1", "--steps", "10", "--delta", "1e-5", "--accountant", "moments"}, "--accountant must be one of rdp, pld"},
+		{"sgm accountant", []string{"sgm", "--q", "0.01", "--sigma", "1", "--steps", "10", "--delta", "1e-5", "--accountant", "moments"}, "--accountant must be one of best, rdp, pld"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -653,7 +653,7 @@ func TestBoundPureDPRDP(t *testing.T) {
 // TestBoundSGM: the sgm subcommand agrees with the account package and its
 // two directions are consistent.
 func TestBoundSGM(t *testing.T) {
-	obj := runJSON(t, "sgm", "--q", "0.01", "--sigma", "1.1", "--steps", "1000", "--delta", "1e-5")
+	obj := runJSON(t, "sgm", "--q", "0.01", "--sigma", "1.1", "--steps", "1000", "--delta", "1e-5", "--accountant", "rdp")
 	want, err := account.SampledGaussianEpsilon(0.01, 1.1, 1000, 1e-5)
 	if err != nil {
 		t.Fatal(err)
@@ -666,11 +666,11 @@ func TestBoundSGM(t *testing.T) {
 			t.Errorf("%s = %v, want %v", k, obj[k], v)
 		}
 	}
-	back := runJSON(t, "sgm", "--q", "0.01", "--sigma", "1.1", "--steps", "1000", "--epsilon", strconv.FormatFloat(want, 'g', -1, 64))
+	back := runJSON(t, "sgm", "--q", "0.01", "--sigma", "1.1", "--steps", "1000", "--epsilon", strconv.FormatFloat(want, 'g', -1, 64), "--accountant", "rdp")
 	if d := back["delta"].(float64); d > 1e-5*(1+1e-6) {
 		t.Errorf("delta at the epsilon of delta 1e-5 is %v", d)
 	}
-	code, out, _ := runB("sgm", "--q", "0.01", "--sigma", "1.1", "--steps", "1000", "--delta", "1e-5")
+	code, out, _ := runB("sgm", "--q", "0.01", "--sigma", "1.1", "--steps", "1000", "--delta", "1e-5", "--accountant", "rdp")
 	if code != 0 || !strings.Contains(out, "sgm-rdp: epsilon = ") {
 		t.Errorf("exit %d:\n%s", code, out)
 	}
@@ -751,5 +751,100 @@ func TestBoundExamplesRun(t *testing.T) {
 		if _, ok := boundCmds[name]; !ok {
 			t.Errorf("examples for unknown subcommand %s", name)
 		}
+	}
+}
+
+// TestBoundFlameSimpleClonePair: with --composition pld (and best),
+// flame-simple composes FMT's clone pair itself over d x rounds coordinates,
+// as the run accountant and pld's TestPapersTable do (0.0908 for one round
+// at FLAME's delta_c, 0.3161 for ten rounds at the same total delta),
+// instead of composing per-dimension and per-round (epsilon, delta)
+// figures (0.770, 5.48 with --mech generic, 7.70 over ten rounds).
+func TestBoundFlameSimpleClonePair(t *testing.T) {
+	base := []string{"flame-simple", "--eps-l", "78.5", "--d", "7850", "--n", "1000", "--delta", "5.012e-6"}
+	with := func(extra ...string) map[string]any {
+		return runJSON(t, append(append([]string{}, base...), extra...)...)
+	}
+	for _, c := range []struct {
+		name     string
+		args     []string
+		min, max float64
+		delta    float64
+	}{
+		{"one round", []string{"--composition", "pld"}, 0.0908 * 0.98, 0.0908 * 1.02, 5.012e-6},
+		{"generic randomizer", []string{"--composition", "pld", "--mech", "generic"}, 0.0908 * 0.98, 0.0908 * 1.02, 5.012e-6},
+		{"best", []string{"--composition", "best"}, 0.0908 * 0.98, 0.0908 * 1.02, 5.012e-6},
+		{"ten rounds, delta per round", []string{"--composition", "pld", "--rounds", "10"}, 0.2, 0.33, 5.012e-5},
+		{"ten rounds at FLAME's total delta", []string{"--composition", "pld", "--rounds", "10", "--delta", "5.012e-7"}, 0.3161 * 0.98, 0.33, 5.012e-6},
+	} {
+		obj := with(c.args...)
+		e, d := obj["epsilon"].(float64), obj["delta"].(float64)
+		if e < c.min || e > c.max || math.Abs(d-c.delta) > 1e-9*c.delta {
+			t.Errorf("%s: epsilon %v, delta %v; want epsilon in [%v, %v] at delta %v", c.name, e, d, c.min, c.max, c.delta)
+		}
+		if obj["composition"] != "pld-clone-pair" || !strings.Contains(obj["note"].(string), "clone pair") {
+			t.Errorf("%s: composition %v, note %q: the output must say the clone pair was composed", c.name, obj["composition"], obj["note"])
+		}
+	}
+	code, out, _ := runB(append(base, "--composition", "pld")...)
+	if code != 0 || !strings.Contains(out, "pld composition of FMT's clone pair over d = 7850 coordinates") {
+		t.Errorf("exit %d:\n%s", code, out)
+	}
+	// The inverse: the largest eps_l whose composed epsilon meets the target.
+	inv := with("--composition", "pld", "--target-epsilon", "0.5")
+	epsL := inv["max_eps_l"].(float64)
+	fwd := runJSON(t, "flame-simple", "--eps-l", strconv.FormatFloat(epsL, 'g', -1, 64), "--d", "7850", "--n", "1000", "--delta", "5.012e-6", "--composition", "pld")
+	if e := fwd["epsilon"].(float64); e > 0.5 || e < 0.499 {
+		t.Errorf("target 0.5: eps_l %v gives %v", epsL, e)
+	}
+	for _, c := range []struct{ args []string }{
+		{[]string{"--composition", "pld", "--legacy-flame-typo"}},
+		{[]string{"--composition", "pld", "--rounds", "3", "--delta-prime", "1e-8"}},
+		{[]string{"--composition", "pld", "--rounds", "2000000", "--delta", "1e-6"}},
+	} {
+		code, _, errs := runB(append(append([]string{}, base...), c.args...)...)
+		if code != 2 {
+			t.Errorf("%v: exit %d, want 2 (%s)", c.args, code, errs)
+		}
+		wantOneLine(t, errs)
+	}
+}
+
+// TestBoundSGMBestAndSmallDelta: by default `bound sgm` reports the
+// tighter rigorous figure of RDP and PLD and names it; and below delta ~
+// 1e-12 the PLD figure is no longer limited by the FFT's round-off:
+// q = 0.001, sigma = 1, 100 steps stated 2.0e-12 at eps = 1 (the exact
+// value lies in [2.209e-14, 2.312e-14], pld's TestSampledGaussianSmallDelta)
+// and 2.3e-13 at eps = 2, worse than RDP's 2.0e-13 (exact about 7.6e-19).
+func TestBoundSGMBestAndSmallDelta(t *testing.T) {
+	args := []string{"sgm", "--q", "0.001", "--sigma", "1", "--steps", "100"}
+	for _, c := range []struct {
+		eps      float64
+		min, max float64
+	}{{1, 2.209e-14, 2.312e-14 * 1.2}, {2, 7.444e-19, 7.749e-19 * 1.2}} {
+		e := strconv.FormatFloat(c.eps, 'g', -1, 64)
+		best := runJSON(t, append(args, "--epsilon", e)...)
+		p := runJSON(t, append(args, "--epsilon", e, "--accountant", "pld")...)
+		r := runJSON(t, append(args, "--epsilon", e, "--accountant", "rdp")...)
+		d, dp, dr := best["delta"].(float64), p["delta"].(float64), r["delta"].(float64)
+		if dp < c.min || dp > c.max {
+			t.Errorf("eps = %v: pld delta %.4g, want in [%.4g, %.4g]", c.eps, dp, c.min, c.max)
+		}
+		if d != math.Min(dp, dr) || best["accountant"] != "pld" || best["pld_delta"] != dp || best["rdp_delta"] != dr {
+			t.Errorf("eps = %v: best %v (%v), pld %v, rdp %v: want the smaller, named", c.eps, d, best["accountant"], dp, dr)
+		}
+		if !strings.Contains(best["note"].(string), "the tighter rigorous figure of rdp and pld") {
+			t.Errorf("note %q does not say how the figure was chosen", best["note"])
+		}
+	}
+	// At --delta, the smaller epsilon; PLD again (4 orders of magnitude
+	// tighter in delta at eps = 2 is a smaller epsilon at delta 1e-14).
+	obj := runJSON(t, append(args, "--delta", "1e-14")...)
+	e, ep, er := obj["epsilon"].(float64), obj["pld_epsilon"].(float64), obj["rdp_epsilon"].(float64)
+	if e != math.Min(ep, er) || obj["accountant"] != "pld" || !(ep < er) {
+		t.Errorf("delta 1e-14: best %v (%v), pld %v, rdp %v", e, obj["accountant"], ep, er)
+	}
+	if back := runJSON(t, append(args, "--epsilon", strconv.FormatFloat(e, 'g', -1, 64), "--accountant", "pld")...); back["delta"].(float64) > 1e-14*(1+1e-6) {
+		t.Errorf("pld delta at the epsilon of delta 1e-14 is %v", back["delta"])
 	}
 }
