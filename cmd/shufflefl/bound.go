@@ -82,9 +82,9 @@ var boundCmds = map[string]boundCmd{
 	"eapes": {"E-APES mu-GDP, mu = 2/sqrt(sum p_i): an APPROXIMATION (central limit), not an upper bound; rounds compose as mu sqrt(rounds)",
 		[]string{"delta-local", "tv", "eps-file", "eps-dist", "n", "seed", "delta", "rounds", "target-epsilon", "compare", "json"}, checkEAPES, runEAPES},
 	"flame-simple": {"FLAME Theorem 1 (SS-Simple): per-dimension shuffle at eps_l/d, composed over d; --composition pld (or best) composes FMT's clone pair itself over d x rounds coordinates, the tight figure",
-		[]string{"eps-l", "d", "n", "delta", "domain", "k-domain", "mech", "variant", "legacy-flame-typo", "rounds", "composition-flame-simple", "delta-prime", "target-epsilon", "json"}, nil, runFlameSimple},
+		[]string{"eps-l", "d", "n", "delta", "domain", "k-domain", "mech", "variant", "legacy-flame-typo", "rounds", "composition-flame", "delta-prime", "target-epsilon", "json"}, nil, runFlameSimple},
 	"flame-double": {"SS-Double (FLAME Algorithm 3), sound: the k dimensions a user reports in, each a shuffle of n_p values, composed without subsampling credit (--flame-theorem: FLAME Theorems 3-4, NOT an upper bound); prints the count-statistic lower bound",
-		[]string{"eps-l", "d", "k", "n", "np", "delta", "domain", "mech", "variant", "legacy-flame-typo", "no-subsampling", "flame-theorem", "rounds", "composition-protocol", "delta-prime", "target-epsilon", "json"}, nil, runFlameDouble},
+		[]string{"eps-l", "d", "k", "n", "np", "delta", "domain", "mech", "variant", "legacy-flame-typo", "no-subsampling", "flame-theorem", "rounds", "composition-flame", "delta-prime", "target-epsilon", "json"}, nil, runFlameDouble},
 	"flame-topk": {"FLAME Theorem 5 / Proposition 2: nu-index privacy of SS-Topk (the central guarantee is that of flame-double)",
 		[]string{"n", "np", "d", "k", "beta", "nu", "json"}, checkFlameTopk, runFlameTopk},
 	"sapes": {"S-APES Proposition 1: user-level guarantee after b-of-d post-sparsification (2b compositions of the dimension-level guarantee)",
@@ -828,15 +828,15 @@ func protocolCmd(o *boundOpts, out *boundOutput, f func(epsL float64) (amplify.P
 // runFlameSimple implements `bound flame-simple`: FLAME's Theorem 1 by
 // default (or with an explicit --composition basic, advanced or rdp over
 // the dimensions); --composition pld composes FMT's clone pair itself over
-// d x rounds coordinates (flameSimpleClones), and best takes the tighter
-// of the two routes (flameSimpleBest).
+// d x rounds coordinates (flameClones), and best takes the tighter
+// of the two routes (flameBest).
 func runFlameSimple(o *boundOpts, out *boundOutput) error {
 	if o.set["composition"] {
 		switch {
 		case o.composition == "pld":
-			return flameSimpleClones(o, out)
+			return flameClones(o, out, simpleClones(o))
 		case (o.composition == "best" || o.composition == "") && !o.legacy:
-			return flameSimpleBest(o, out, flameSimpleTheorem)
+			return flameBest(o, out, simpleClones(o), flameSimpleTheorem)
 		}
 	}
 	return flameSimpleTheorem(o, out)
@@ -864,11 +864,32 @@ func runFlameDouble(o *boundOpts, out *boundOutput) error {
 	if o.flameTheorem && o.noSubsample {
 		return checks.Invalidf("--flame-theorem and --no-subsampling exclude each other: the first is FLAME's Theorems 3-4 with the subsampling credit, the second Theorem 4 without it")
 	}
+	var err error
+	switch {
+	case o.set["composition"] && o.composition == "pld" && (o.flameTheorem || o.noSubsample):
+		return checks.Invalidf("--composition pld composes the sound statement's clone pairs; --flame-theorem and --no-subsampling are FLAME's theorem routes, which have none")
+	case o.set["composition"] && o.composition == "pld":
+		err = flameClones(o, out, doubleClones(o))
+	case o.set["composition"] && o.composition == "best" && !o.legacy && !o.flameTheorem && !o.noSubsample:
+		err = flameBest(o, out, doubleClones(o), flameDoubleTheorem)
+	default:
+		err = flameDoubleTheorem(o, out)
+	}
+	if err != nil || o.set["target-epsilon"] {
+		return err
+	}
+	return flameDoubleLowerBound(o, out)
+}
+
+// flameDoubleTheorem is the theorem route of flame-double: the sound
+// statement's blanket figure per coordinate composed over k (default), or
+// FLAME's Theorems 3-4 (--flame-theorem, --no-subsampling).
+func flameDoubleTheorem(o *boundOpts, out *boundOutput) error {
 	amp, err := flameAmp(o)
 	if err != nil {
 		return err
 	}
-	err = protocolCmd(o, out, func(epsL float64) (amplify.ProtocolResult, error) {
+	return protocolCmd(o, out, func(epsL float64) (amplify.ProtocolResult, error) {
 		switch {
 		case o.flameTheorem:
 			return amplify.SSDoubleFLAME(epsL, o.d, o.k, o.n, o.np, o.delta, amp, true)
@@ -877,10 +898,6 @@ func runFlameDouble(o *boundOpts, out *boundOutput) error {
 		}
 		return amplify.SSDouble(epsL, o.d, o.k, o.n, o.np, o.delta, amp)
 	})
-	if err != nil || o.set["target-epsilon"] {
-		return err
-	}
-	return flameDoubleLowerBound(o, out)
 }
 
 // flameDoubleLowerBound adds the count statistic (amplify.FLAMECountLowerBound)

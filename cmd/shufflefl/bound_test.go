@@ -75,6 +75,9 @@ func TestBoundCommands(t *testing.T) {
 		{"flame double sound counterexample", []string{"flame-double", "--eps-l", "2", "--d", "10000", "--k", "1", "--n", "2", "--np", "2", "--delta", "1e-6"}, 0, []string{"ss-double-sound: epsilon = 2,", "0.03018", "the stated epsilon is above it"}, ""},
 		{"flame double sound default", []string{"flame-double", "--delta", "5.011872336272725e-06"}, 0, []string{"ss-double-sound: epsilon = 15.71", "compositions = 157", "the stated epsilon is above it"}, ""},
 		{"flame double theorem and no subsampling", []string{"flame-double", "--flame-theorem", "--no-subsampling"}, 2, nil, "exclude each other"},
+		// The run accountant's figure: k = 157 clone pairs by PLD.
+		{"flame double pld", []string{"flame-double", "--delta", "5.011872336272725e-06", "--composition", "pld"}, 0, []string{"ss-double-sound: epsilon = 1.764", "composition = pld-clone-pair", "compositions = 157", "the stated epsilon is above it"}, ""},
+		{"flame double pld theorem", []string{"flame-double", "--composition", "pld", "--flame-theorem"}, 2, nil, "have none"},
 		{"flame double no subsampling", []string{"flame-double", "--delta", "5.011872336272725e-06", "--no-subsampling"}, 0, []string{"epsilon = 26.04"}, ""},
 		{"flame topk", []string{"flame-topk", "--n", "1000", "--np", "333", "--k", "157", "--d", "7850"}, 0, []string{"nu = 3.125", "l = 16"}, ""},
 		{"blanket", []string{"blanket", "--eps0", "1", "--n", "10000", "--delta", "1e-6"}, 0, []string{"blanket-bennett-laplace"}, ""},
@@ -787,7 +790,7 @@ func TestBoundFlameSimpleClonePair(t *testing.T) {
 		}
 	}
 	code, out, _ := runB(append(base, "--composition", "pld")...)
-	if code != 0 || !strings.Contains(out, "pld composition of FMT's clone pair over d = 7850 coordinates") {
+	if code != 0 || !strings.Contains(out, "pld composition of FMT's clone pair over 7850 coordinates") {
 		t.Errorf("exit %d:\n%s", code, out)
 	}
 	// The inverse: the largest eps_l whose composed epsilon meets the target.
