@@ -48,6 +48,38 @@ func SkellamRDP(alpha, v, l1, l2 float64) float64 {
 // without the target than the full mechanism's). q = 1 returns
 // eps(alpha). The sum is evaluated in log space.
 func PoissonSubsampledRDP(q float64, alpha int, eps func(l int) float64) float64 {
+	return subsampledRDP(q, alpha, eps, 3)
+}
+
+// PoissonSubsampledShiftRDP is PoissonSubsampledRDP for additive noise
+// mechanisms with symmetric noise (M(D) = f(D) + Z with Z distributed as
+// -Z, e.g. Skellam, Gaussian, Laplace), and mixtures of them over a
+// randomized query (randomized rounding): the factor 3 is dropped,
+//
+//	(alpha-1) eps'(alpha) <= log sum_{l=0}^{alpha} C(alpha,l) (1-q)^{alpha-l} q^l e^{(l-1) eps(l)}.
+//
+// Proof. For one shift s, let Q be the law of Z, P that of Z + s, L = P/Q
+// and M = (1-q) Q + q P. Adding the target ("add"): e^{(alpha-1)
+// D_alpha(M||Q)} = E_Q[(1-q+qL)^alpha], whose binomial expansion is the
+// sum above with E_Q[L^l] = e^{(l-1) D_l(P||Q)} <= e^{(l-1) eps(l)} (and
+// E_Q[L] = 1). Removing it: e^{(alpha-1) D_alpha(Q||M)} = E_Q[(1-q+qL)^{1-alpha}].
+// The involution z -> s - z maps Q to P and P to Q and L to 1/L, so
+// E_Q[h(L)] = E_Q[L h(1/L)] for every h, and both expectations are
+// E_Q[phi(L)]/2 with phi_a(L) = x^a + L y^a, x = 1 + q(L-1), y = 1 + q(1/L-1):
+// add is a = alpha, remove is a = 1 - alpha. For L >= 1 (L < 1 follows from
+// E(1/L) = E(L)/L), phi_{1/2+t} - phi_{1/2-t} = 2(sqrt(x) sinh(tA) -
+// L sqrt(y) sinh(tB)) with A = log x, B = -log y; it vanishes at t = 1/2,
+// and sinh(tA)/sinh(tB) increases in t because A >= B (xy = 1 + q(1-q)
+// (L-1)^2/L >= 1) and c coth(ct) increases in c. So remove <= add at every
+// alpha >= 1, pointwise in L. A randomized query (a mixture of shifts over
+// the client's own coins) is covered by the joint quasi-convexity of Rényi
+// divergence over the common mixture: each fixed shift satisfies the bound.
+func PoissonSubsampledShiftRDP(q float64, alpha int, eps func(l int) float64) float64 {
+	return subsampledRDP(q, alpha, eps, 1)
+}
+
+// subsampledRDP is the binomial sum with factor on the terms l >= 3.
+func subsampledRDP(q float64, alpha int, eps func(l int) float64, factor float64) float64 {
 	if alpha < 2 {
 		alpha = 2
 	}
@@ -57,6 +89,7 @@ func PoissonSubsampledRDP(q float64, alpha int, eps func(l int) float64) float64
 	}
 	a := float64(alpha)
 	lq, l1q := math.Log(q), math.Log1p(-q)
+	lf3 := math.Log(factor)
 	terms := math.Log1p(q*(a-1)) + (a-1)*l1q // (1-q)^{a-1}(aq - q + 1)
 	lc := math.Log(a)                        // log C(alpha, 1)
 	for l := 2; l <= alpha; l++ {
@@ -64,7 +97,7 @@ func PoissonSubsampledRDP(q float64, alpha int, eps func(l int) float64) float64
 		lc += math.Log((a - lf + 1) / lf)
 		t := lc + lf*lq + (a-lf)*l1q + (lf-1)*eps(l)
 		if l >= 3 {
-			t += math.Log(3)
+			t += lf3
 		}
 		terms = logAdd(terms, t)
 	}
@@ -74,8 +107,8 @@ func PoissonSubsampledRDP(q float64, alpha int, eps func(l int) float64) float64
 // SampledSkellamRDP returns, at every order of orders, the Rényi DP of one
 // Poisson-subsampled (rate q) release of a sum with L1 and L2 sensitivities
 // l1 and l2 plus Skellam noise of variance v per coordinate: SkellamRDP as
-// the base curve, PoissonSubsampledRDP for the sampling, the next integer
-// order for a fractional one.
+// the base curve, PoissonSubsampledShiftRDP for the sampling (Skellam
+// noise is symmetric), the next integer order for a fractional one.
 func SampledSkellamRDP(q, v, l1, l2 float64, orders []float64) ([]float64, error) {
 	if !(q > 0 && q <= 1) {
 		return nil, checks.Invalidf("sampled Skellam: sampling rate q must be in (0, 1], got %v", q)
@@ -101,7 +134,7 @@ func SampledSkellamRDP(q, v, l1, l2 float64, orders []float64) ([]float64, error
 			out[i] = c
 			continue
 		}
-		out[i] = PoissonSubsampledRDP(q, k, base)
+		out[i] = PoissonSubsampledShiftRDP(q, k, base)
 		cache[k] = out[i]
 	}
 	return out, nil

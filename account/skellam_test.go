@@ -248,3 +248,55 @@ func TestSplitMixMessagesWorkedExample(t *testing.T) {
 		t.Log(fmt.Sprintf("n=%d, q=2^32: %d shares for 2^-53 per coordinate", n, m))
 	}
 }
+
+// TestShiftLemmaPointwise checks the inequality behind
+// PoissonSubsampledShiftRDP on a grid: x^a + L y^a >= x^{1-a} + L y^{1-a}
+// with x = 1 + q(L-1), y = 1 + q(1/L-1), for a >= 1 (remove <= add).
+func TestShiftLemmaPointwise(t *testing.T) {
+	for _, a := range []float64{1, 1.1, 1.5, 2, 3, 7, 12, 33, 64, 256} {
+		for _, q := range []float64{1e-4, 0.01, 0.1, 0.5, 0.9, 1} {
+			for i := -300; i <= 300; i++ {
+				L := math.Exp(float64(i) / 20)
+				x, y := 1+q*(L-1), 1+q*(1/L-1)
+				add := math.Pow(x, a) + L*math.Pow(y, a)
+				rem := math.Pow(x, 1-a) + L*math.Pow(y, 1-a)
+				if math.IsInf(add, 0) {
+					continue
+				}
+				if rem > add*(1+1e-9) {
+					t.Fatalf("a=%v q=%v L=%v: remove %v > add %v", a, q, L, rem, add)
+				}
+			}
+		}
+	}
+}
+
+// TestShiftRDPGaussianExact: with the Gaussian's RDP as base curve the
+// symmetric bound is the exact sampled Gaussian RDP of Mironov, Talwar and
+// Zhang (their integer-order expansion is the same sum), and the general
+// bound is strictly larger.
+func TestShiftRDPGaussianExact(t *testing.T) {
+	orders := []int{2, 3, 5, 8, 16, 32, 64}
+	fo := make([]float64, len(orders))
+	for i, a := range orders {
+		fo[i] = float64(a)
+	}
+	for _, q := range []float64{0.01, 0.1, 0.5} {
+		for _, sigma := range []float64{0.8, 1.5, 3} {
+			base := func(l int) float64 { return float64(l) / (2 * sigma * sigma) }
+			exact, err := SampledGaussianRDP(q, sigma, fo)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, a := range orders {
+				sym := PoissonSubsampledShiftRDP(q, a, base)
+				if math.Abs(sym-exact[i]) > 1e-9*exact[i]+1e-15 {
+					t.Errorf("q=%v sigma=%v alpha=%d: symmetric bound %v, exact %v", q, sigma, a, sym, exact[i])
+				}
+				if gen := PoissonSubsampledRDP(q, a, base); a >= 3 && gen <= sym {
+					t.Errorf("q=%v sigma=%v alpha=%d: general bound %v not above the symmetric %v", q, sigma, a, gen, sym)
+				}
+			}
+		}
+	}
+}
