@@ -253,3 +253,27 @@ func SplitMixMessages(n int, q, bits float64) (int, error) {
 	}
 	return m, nil
 }
+
+// SkellamLogPMF returns log P[Sk = k] for the symmetric Skellam
+// distribution of variance v > 0: e^{-v} I_|k|(v), with the modified
+// Bessel function of the first kind summed from its power series
+// I_k(v) = sum_j (v/2)^{2j+k} / (j! (j+k)!) in log space (until the terms
+// are e^-40 below the sum past j = v). Cost O(v + |k|); meant for tests and
+// small variances.
+func SkellamLogPMF(k int, v float64) float64 {
+	if k < 0 {
+		k = -k
+	}
+	lh := math.Log(v / 2)
+	acc := math.Inf(-1)
+	for j := 0; ; j++ {
+		lj, _ := math.Lgamma(float64(j) + 1)
+		ljk, _ := math.Lgamma(float64(j+k) + 1)
+		t := float64(2*j+k)*lh - lj - ljk
+		acc = logAdd(acc, t)
+		if float64(j) > v && t < acc-40 {
+			break
+		}
+	}
+	return acc - v
+}

@@ -6,35 +6,13 @@ import (
 	"testing"
 )
 
-// skellamLogPMF returns log P[Sk = k] for the symmetric Skellam
-// distribution of variance v: e^{-v} I_|k|(v), with the modified Bessel
-// function summed from its power series I_k(v) = sum_j (v/2)^{2j+k} /
-// (j! (j+k)!) in log space (independent of the formula under test).
-func skellamLogPMF(k int, v float64) float64 {
-	if k < 0 {
-		k = -k
-	}
-	lh := math.Log(v / 2)
-	acc := math.Inf(-1)
-	for j := 0; ; j++ {
-		lj, _ := math.Lgamma(float64(j) + 1)
-		ljk, _ := math.Lgamma(float64(j+k) + 1)
-		t := float64(2*j+k)*lh - lj - ljk
-		acc = logAdd(acc, t)
-		if float64(j) > v && t < acc-40 {
-			break
-		}
-	}
-	return acc - v
-}
-
 // skellamPMF returns the pmf of Sk(v) on [-w, w], w wide enough to hold all
 // but about 1e-30 of the mass.
 func skellamPMF(v float64) (pmf []float64, w int) {
 	w = int(15*math.Sqrt(v)) + 40
 	pmf = make([]float64, 2*w+1)
 	for k := -w; k <= w; k++ {
-		pmf[k+w] = math.Exp(skellamLogPMF(k, v))
+		pmf[k+w] = math.Exp(SkellamLogPMF(k, v))
 	}
 	return pmf, w
 }
@@ -46,7 +24,7 @@ func renyiMix(alpha, v float64, s int, q float64, reverse bool) float64 {
 	w := int(20*math.Sqrt(v)) + 60 + s
 	lp := make([]float64, 2*w+1)
 	for k := -w; k <= w; k++ {
-		lp[k+w] = skellamLogPMF(k, v)
+		lp[k+w] = SkellamLogPMF(k, v)
 	}
 	at := func(k int) float64 { return lp[k+w] }
 	acc := math.Inf(-1)

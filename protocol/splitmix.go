@@ -52,7 +52,7 @@ func init() {
 	Register("split-mix", "distributed Skellam noise, split-and-mix shares through the shuffler: central-DP accuracy with an untrusted analyzer", newSplitMix)
 	RegisterInfo("split-mix", Info{
 		Summary: "central-DP accuracy without a trusted analyzer: L2 clip, scaled randomized rounding, distributed Skellam noise, IKOS split-and-mix shares mod q through the shuffler, padded to a fixed number of slots",
-		Paper:   "Skellam mechanism (Agarwal, Kairouz, Liu, NeurIPS 2021, Thm 3.5) with Poisson subsampling (Zhu, Wang, ICML 2019, Thm 6); split-and-mix (Ishai et al. FOCS 2006; Balle, Bell, Gascon, Nissim 2019/CCS 2020)",
+		Paper:   "Skellam mechanism (Agarwal, Kairouz, Liu, NeurIPS 2021, Thm 3.5), Poisson subsampling for symmetric noise (account.PoissonSubsampledShiftRDP); split-and-mix (Ishai et al. FOCS 2006; Balle, Bell, Gascon, Nissim 2019/CCS 2020); docs/SPLITMIX.md",
 		Budgets: "none: --target-epsilon (with --delta) calibrates the central Skellam noise over the planned rounds, as for dp-central",
 		Options: []OptionSpec{
 			{Name: smOptSlots, Default: "the smallest K with P[Bin(N, q) > K] <= 2^-void-bits",
@@ -114,7 +114,9 @@ func init() {
 // bound of Agarwal, Kairouz and Liu (2021) at the worst-case sensitivities
 // of a rounded update, L2 <= gamma C + sqrt(d) and L1 <= sqrt(d) gamma C +
 // d (rounding moves every coordinate by less than 1; no failure
-// probability), subsampled by Zhu and Wang's general bound (add/remove-one).
+// probability), Poisson-subsampled by the binomial expansion, which bounds
+// both the add and the remove direction for symmetric noise
+// (account.PoissonSubsampledShiftRDP; add/remove-one).
 // The real view (the shuffled shares, or a void round) is within total
 // variation distance TV = P[n > K] + d·2^-s of a function of the ideal
 // release, s the split-and-mix security of K - t honest parties
@@ -586,7 +588,7 @@ func (sm SplitMix) Account(s Shape, _ []Budget) (Privacy, error) {
 	}
 	inf := math.Inf(1)
 	var b strings.Builder
-	fmt.Fprintf(&b, "rdp sampled skellam (Agarwal-Kairouz-Liu Thm 3.5, Zhu-Wang Thm 6; mu=%.4g, noise multiplier %.4g, L2 %.5g, L1 %.5g, q=%.4g)",
+	fmt.Fprintf(&b, "rdp Poisson-sampled skellam (Agarwal-Kairouz-Liu Thm 3.5, symmetric-noise subsampling; mu=%.4g, noise multiplier %.4g, L2 %.5g, L1 %.5g, q=%.4g)",
 		sm.variance, sm.NoiseMultiplier(), sm.l2, sm.l1, sm.rate)
 	fmt.Fprintf(&b, " + TV %.3g in delta (split-and-mix m=%d, q=2^%d, %d honest slots: %.3g; void P[n>%d]: %.3g)",
 		tv, sm.shares, sm.bits, sm.slots-sm.collude, mix, sm.slots, void)

@@ -38,9 +38,9 @@ type Plan struct {
 // planned cumulative epsilon is at most the target.
 const targetTolerance = 1e-3
 
-// centralTarget reports whether protocol name calibrates its noise to the
+// CentralTarget reports whether protocol name calibrates its noise to the
 // run's target central epsilon itself (Params.Epsilon is then the target).
-func centralTarget(name string) bool { return name == "dp-central" || name == "split-mix" }
+func CentralTarget(name string) bool { return name == "dp-central" || name == "split-mix" }
 
 // buildProtocol constructs the run's protocol with every local budget
 // multiplied by scale (the public eps_l of FLAME, the clients' budgets).
@@ -54,7 +54,7 @@ func (e *Engine) buildProtocol(scale float64) (protocol.Protocol, error) {
 	for _, l := range e.model.Layers() {
 		params.Layers = append(params.Layers, l.Len)
 	}
-	if centralTarget(cfg.Protocol) {
+	if CentralTarget(cfg.Protocol) {
 		if cfg.TargetEpsilon <= 0 {
 			return nil, checks.Invalidf("%s calibrates its noise to a target central epsilon of the whole run: set --target-epsilon (--epsilon is a client's local budget, which %s does not have)", cfg.Protocol, cfg.Protocol)
 		}
@@ -183,7 +183,7 @@ func (e *Engine) preflight() error {
 	if e.acct, err = account.NewAccountant(cfg.Delta); err != nil {
 		return err
 	}
-	if cfg.TargetEpsilon > 0 && !centralTarget(cfg.Protocol) {
+	if cfg.TargetEpsilon > 0 && !CentralTarget(cfg.Protocol) {
 		if err := e.calibrate(); err != nil {
 			return err
 		}
