@@ -592,7 +592,11 @@ func (sm SplitMix) Account(s Shape, _ []Budget) (Privacy, error) {
 		sm.variance, sm.NoiseMultiplier(), sm.l2, sm.l1, sm.rate)
 	fmt.Fprintf(&b, " + TV %.3g in delta (split-and-mix m=%d, q=2^%d, %d honest slots: %.3g; void P[n>%d]: %.3g)",
 		tv, sm.shares, sm.bits, sm.slots-sm.collude, mix, sm.slots, void)
-	fmt.Fprintf(&b, "; trust: honest shuffler, analyzer colluding with <= %d clients; wrap-around <= %.3g", sm.collude, sm.WrapBound())
+	wrap := fmt.Sprintf("<= %.3g", sm.WrapBound())
+	if sm.WrapBound() == 0 {
+		wrap = "< 1e-300"
+	}
+	fmt.Fprintf(&b, "; trust: honest shuffler, analyzer colluding with <= %d clients; wrap-around %s per round", sm.collude, wrap)
 	return Privacy{
 		Private:             true,
 		LocalEpsilon:        Stats{inf, inf, inf},
