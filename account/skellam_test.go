@@ -278,3 +278,54 @@ func TestShiftRDPGaussianExact(t *testing.T) {
 		}
 	}
 }
+
+// TestAccountantTV: a round's TV term is charged by the RDP method (the
+// run's epsilon grows with it, and a TV term too large for the target
+// delta leaves no finite RDP figure), survives a checkpoint, and an invalid
+// TV is refused.
+func TestAccountantTV(t *testing.T) {
+	orders := DefaultRDPOrders()
+	curve, err := SampledSkellamRDP(0.1, sq(1.8*4184.6), 370757, 4184.6, orders)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := func(tv float64) (*Accountant, Spent) {
+		a, err := NewAccountant(1e-6)
+		if err != nil {
+			t.Fatal(err)
+		}
+		share := RoundDelta(1e-6, 30)
+		e, _, err := RDPToEpsilonTV(orders, curve, share, tv)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for r := 1; r <= 30; r++ {
+			if err := a.Record(Statement{Round: r, SampleRate: 0.1, Sampled: 100, Reporters: 100, Released: true,
+				Epsilon: e, Delta: share, RDP: curve, TV: tv}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return a, a.Spent()
+	}
+	_, none := run(0)
+	a, small := run(1e-12)
+	_, big := run(1e-9)
+	if !(none.Epsilon <= small.Epsilon && small.Epsilon < big.Epsilon) {
+		t.Errorf("epsilon with TV 0, 1e-12, 1e-9 per round: %v, %v, %v; want increasing", none.Epsilon, small.Epsilon, big.Epsilon)
+	}
+	b, err := a.MarshalJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := RestoreAccountant(b)
+	if err != nil || back.Spent() != small {
+		t.Errorf("restored %v (%v), want %v", back.Spent(), err, small)
+	}
+	acc, _ := NewAccountant(1e-6)
+	if err := acc.Record(Statement{Round: 1, SampleRate: 0.1, Released: true, Epsilon: 1, Delta: 1e-8, RDP: curve, TV: 1}); err == nil {
+		t.Error("TV = 1 accepted")
+	}
+	t.Logf("30 rounds: eps %.5f without TV, %.5f with 1e-12 per round, %.5f with 1e-9", none.Epsilon, small.Epsilon, big.Epsilon)
+}
+
+func sq(x float64) float64 { return x * x }
