@@ -121,6 +121,13 @@ type Statement struct {
 	Components []Component `json:"components,omitempty"`
 	// RDP, if set, is the round's Rényi DP curve at DefaultRDPOrders.
 	RDP []float64 `json:"rdp,omitempty"`
+	// TV, if positive, says that the round's release is only within total
+	// variation distance TV of a mechanism with the curve RDP (split-mix:
+	// the split-and-mix security term plus the probability of a void
+	// round); RDP composition then converts with RDPToEpsilonTV and the
+	// rounds' TV terms add up (a hybrid argument over the rounds). Epsilon
+	// and Delta must already account for it.
+	TV float64 `json:"tv,omitempty"`
 	// Bound names the analysis behind Epsilon and Delta.
 	Bound string `json:"bound"`
 	// Approximate marks a statement that is not a rigorous upper bound; the
@@ -169,6 +176,9 @@ func (s Statement) validate() error {
 	if s.RDP != nil && len(s.RDP) != len(defaultOrders) {
 		return checks.Invalidf("round %d: an RDP curve of %d orders, want %d (DefaultRDPOrders)", s.Round, len(s.RDP), len(defaultOrders))
 	}
+	if math.IsNaN(s.TV) || s.TV < 0 || s.TV >= 1 {
+		return checks.Invalidf("round %d: total variation term %v is not in [0, 1)", s.Round, s.TV)
+	}
 	for _, v := range s.RDP {
 		if math.IsNaN(v) || v < 0 {
 			return checks.Invalidf("round %d: RDP curve value %v is not >= 0", s.Round, v)
@@ -207,6 +217,7 @@ type tally struct {
 	compCount     int
 	rdpAll        bool // every release has an RDP curve
 	rdp           []float64
+	tv            float64 // sum of the releases' TV terms (Statement.TV)
 	// pairs is the multiset of dominating pairs for the PLD accountant:
 	// every component of every release (or the round's own (eps, delta)).
 	pairs []pairCount
@@ -267,6 +278,7 @@ func (t *tally) add(s Statement, times int) {
 		t.compDelta += n * c.Delta
 		t.compCount += times * c.Count
 	}
+	t.tv += k * s.TV
 	if s.RDP == nil {
 		t.rdpAll = false
 		t.rdp = nil
@@ -323,7 +335,7 @@ func (t tally) spentRigour(target float64, withPLD bool) Spent {
 		}
 	}
 	if t.rdpAll && t.rdp != nil {
-		if e, order, err := RDPToEpsilon(defaultOrders, t.rdp, target); err == nil {
+		if e, order, err := RDPToEpsilonTV(defaultOrders, t.rdp, target, t.tv); err == nil {
 			consider(e, target, fmt.Sprintf("RDP composition of the %d rounds (order %.4g)", t.releases, order))
 		}
 	}

@@ -372,7 +372,7 @@ func (st *Setup) Statement(t int, f RoundFacts) (account.Statement, protocol.Pri
 	}
 	return account.Statement{
 		Round: t, SampleRate: s.SampleRate(), Sampled: s.Sampled, Reporters: reporters, Released: true,
-		Epsilon: p.CentralEpsilon, Delta: p.CentralDelta, Components: p.Components, RDP: p.RDP, Bound: p.Bound,
+		Epsilon: p.CentralEpsilon, Delta: p.CentralDelta, Components: p.Components, RDP: p.RDP, TV: p.TV, Bound: p.Bound,
 		Approximate: p.Approximate,
 	}, p, nil
 }

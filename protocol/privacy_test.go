@@ -670,6 +670,7 @@ func TestPrivacyCoversEveryProtocol(t *testing.T) {
 		"ss-simple", "ss-double", "ss-topk", // TestPrivacyFLAME
 		"ldp-gaussian", "e-apes", // TestPrivacyGaussianProtocols
 		"dp-central", // TestPrivacyCentralEstimate
+		"split-mix",  // TestPrivacySplitMix (splitmix_test.go)
 		"nonprivate", // no guarantee (checked below)
 		"ifca-dp",    // TestPrivacyIFCADP (d-privacy)
 		"ifca",       // no guarantee (TestIFCAAccount)

@@ -248,6 +248,10 @@ type Privacy struct {
 	// account.DefaultRDPOrders where the protocol has one. Both are optional.
 	Components []account.Component `json:"-"`
 	RDP        []float64           `json:"-"`
+	// TV, if positive, says the round's release is only within total
+	// variation distance TV of a mechanism with the curve RDP (see
+	// account.Statement.TV); CentralEpsilon and CentralDelta include it.
+	TV float64 `json:"tv,omitempty"`
 	// Bound names the analysis behind the central figures.
 	Bound string `json:"bound"`
 	// Approximate is true when the central figure is an approximation rather
@@ -294,6 +298,10 @@ type Params struct {
 	// SampleRate is the fraction of the population taking part in a round
 	// (for calibration of subsampled guarantees).
 	SampleRate float64
+	// Population is the number of clients N when the driver knows it (0
+	// otherwise), for protocols whose parameters depend on it (split-mix
+	// sizes its padding from the distribution of the number of reporters).
+	Population int
 	// Secure selects the floating-point-safe samplers of package mechanism
 	// (outputs snapped to a power-of-two grid fixed by the noise scale,
 	// Mironov 2012) for every continuous noise the protocol draws. Deployment

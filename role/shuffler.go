@@ -76,17 +76,19 @@ const (
 //
 // A Shuffler serves one round and is not safe for concurrent use.
 type Shuffler[P any] struct {
-	proto   protocol.Protocol
-	s       protocol.Shape
-	mode    protocol.ShuffleMode
-	min     int
-	state   roundState
-	senders map[string]struct{}
-	nsend   int     // senders (Accept's, or CloseCounts' vouched number)
-	counts  []int64 // real values per coordinate (per-coordinate mode)
-	stamp   []int32 // duplicate-label detection: attempt number per coordinate
-	attempt int32   // submissions checked so far (accepted or not)
-	batch   Batch[P]
+	proto    protocol.Protocol
+	s        protocol.Shape
+	mode     protocol.ShuffleMode
+	min      int
+	state    roundState
+	senders  map[string]struct{}
+	nsend    int     // senders (Accept's, or CloseCounts' vouched number)
+	counts   []int64 // real values per coordinate (per-coordinate mode)
+	stamp    []int32 // duplicate-label detection: attempt number per coordinate
+	seen     []int32 // values of the current attempt per coordinate
+	perCoord int32   // values a submission may carry per coordinate
+	attempt  int32   // submissions checked so far (accepted or not)
+	batch    Batch[P]
 }
 
 // NewShuffler opens round s.Round of protocol p. min is the minimum number
@@ -109,7 +111,12 @@ func NewShuffler[P any](p protocol.Protocol, s protocol.Shape, min int) (*Shuffl
 	if mode == protocol.PerCoordinate {
 		sh.counts = make([]int64, s.Dim)
 		sh.stamp = make([]int32, s.Dim)
+		sh.seen = make([]int32, s.Dim)
 		sh.batch.Columns = make([][]P, s.Dim)
+		sh.perCoord = 1
+		if mv, ok := p.(protocol.MultiValued); ok && mv.ValuesPerCoordinate() > 1 {
+			sh.perCoord = int32(mv.ValuesPerCoordinate())
+		}
 	}
 	return sh, nil
 }
@@ -119,7 +126,8 @@ func (sh *Shuffler[P]) Senders() int { return sh.nsend }
 
 // Accept takes one sender's submission for the round. The whole submission
 // is checked before any of it is kept: labels must be coordinates of the
-// model (each at most once) or MetaLabel (at most MaxMeta) in
+// model (each at most once, or as many times as a protocol.MultiValued
+// protocol allows) or MetaLabel (at most MaxMeta) in
 // per-coordinate mode, and exactly one ReportLabel plus at most MaxMeta
 // metadata otherwise. A second submission from a sender is
 // ErrDuplicateSender, one after the round closed ErrClosed.
@@ -161,10 +169,12 @@ func (sh *Shuffler[P]) check(msgs []Message[P]) error {
 		case m.Label == ReportLabel && sh.mode != protocol.PerCoordinate:
 			reports++
 		case m.Label >= 0 && int(m.Label) < sh.s.Dim && sh.mode == protocol.PerCoordinate:
-			if sh.stamp[m.Label] == stamp {
-				return fmt.Errorf("%w: message %d repeats coordinate %d", ErrBadMessage, i, m.Label)
+			if sh.stamp[m.Label] != stamp {
+				sh.stamp[m.Label], sh.seen[m.Label] = stamp, 0
 			}
-			sh.stamp[m.Label] = stamp
+			if sh.seen[m.Label]++; sh.seen[m.Label] > sh.perCoord {
+				return fmt.Errorf("%w: message %d repeats coordinate %d (at most %d values each)", ErrBadMessage, i, m.Label, sh.perCoord)
+			}
 		default:
 			return fmt.Errorf("%w: message %d has label %d, not valid for a %s protocol of dimension %d", ErrBadMessage, i, m.Label, sh.mode, sh.s.Dim)
 		}

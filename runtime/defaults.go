@@ -118,6 +118,10 @@ var defaultsTable = []ProtocolDefaults{
 		{Key: "clients-per-round", Value: 100, Unless: []string{"clients"}},
 		{Key: "clip", Value: 1},
 	}, private(8)...), Why: "the trusted-analyzer reference (DP-FedAvg): L2 clip 1 (clip 0.1 caps it near 71%), Poisson sampling of 10% of the 1,000 clients each round, 30 rounds of 5 local epochs"},
+	{Protocol: "split-mix", Settings: append([]Setting{
+		{Key: "clients-per-round", Value: 100, Unless: []string{"clients"}},
+		{Key: "clip", Value: 1},
+	}, private(8)...), Why: "dp-central's settings (its untrusted-analyzer counterpart): L2 clip 1, Poisson sampling of 10% of the 1,000 clients each round, 30 rounds of 5 local epochs"},
 }
 
 // DefaultsFor returns the per-protocol defaults of name; ok is false for a

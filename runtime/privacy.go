@@ -46,6 +46,10 @@ type Plan struct {
 // planned cumulative epsilon is at most the target.
 const targetTolerance = 1e-3
 
+// CentralTarget reports whether protocol name calibrates its noise to the
+// run's target central epsilon itself (Params.Epsilon is then the target).
+func CentralTarget(name string) bool { return name == "dp-central" || name == "split-mix" }
+
 // buildProtocol constructs the run's protocol with every local budget
 // multiplied by scale (the public eps_l of FLAME, the clients' budgets).
 func (e *Engine) buildProtocol(scale float64) (protocol.Protocol, error) {
@@ -53,13 +57,14 @@ func (e *Engine) buildProtocol(scale float64) (protocol.Protocol, error) {
 	params := protocol.Params{
 		Clip: cfg.Clip, Delta: cfg.Delta, Epsilon: cfg.Epsilon * scale, Rounds: cfg.Rounds,
 		SampleRate: float64(e.perRound) / float64(cfg.Clients), Extra: cfg.Options, Secure: cfg.SecureNoise,
+		Population: cfg.Clients,
 	}
 	for _, l := range e.model.Layers() {
 		params.Layers = append(params.Layers, l.Len)
 	}
-	if cfg.Protocol == "dp-central" {
+	if CentralTarget(cfg.Protocol) {
 		if cfg.TargetEpsilon <= 0 {
-			return nil, checks.Invalidf("dp-central calibrates its noise to a target central epsilon of the whole run: set --target-epsilon (--epsilon is a client's local budget, which dp-central does not have)")
+			return nil, checks.Invalidf("%s calibrates its noise to a target central epsilon of the whole run: set --target-epsilon (--epsilon is a client's local budget, which %s does not have)", cfg.Protocol, cfg.Protocol)
 		}
 		params.Epsilon = cfg.TargetEpsilon
 	}
@@ -83,7 +88,7 @@ func scaled(budgets []protocol.Budget, scale float64) []protocol.Budget {
 func statement(s protocol.Shape, sampled, reporters int, released bool, p protocol.Privacy) account.Statement {
 	return account.Statement{
 		Round: s.Round, SampleRate: s.SampleRate(), Sampled: sampled, Reporters: reporters, Released: released,
-		Epsilon: p.CentralEpsilon, Delta: p.CentralDelta, Components: p.Components, RDP: p.RDP, Bound: p.Bound,
+		Epsilon: p.CentralEpsilon, Delta: p.CentralDelta, Components: p.Components, RDP: p.RDP, TV: p.TV, Bound: p.Bound,
 		Approximate: p.Approximate,
 	}
 }
@@ -198,7 +203,7 @@ func (e *Engine) preflight() error {
 	if e.acct, err = account.NewAccountant(cfg.Delta); err != nil {
 		return err
 	}
-	if cfg.TargetEpsilon > 0 && cfg.Protocol != "dp-central" {
+	if cfg.TargetEpsilon > 0 && !CentralTarget(cfg.Protocol) {
 		if err := e.calibrate(); err != nil {
 			return err
 		}

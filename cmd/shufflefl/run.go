@@ -413,7 +413,7 @@ func execute(cfg runtime.Config, ex runExtras, stdout, stderr io.Writer, log *io
 		cfg.Protocol, cfg.Dataset, split.Train.Len(), split.Test.Len(), cfg.Model, eng.Model().Dim(), cfg.Clients, cfg.Rounds, eng.Workers())
 	if plan := eng.PrivacyPlan(); plan.Private {
 		how := ""
-		if cfg.TargetEpsilon > 0 && cfg.Protocol != "dp-central" {
+		if cfg.TargetEpsilon > 0 && !runtime.CentralTarget(cfg.Protocol) {
 			how = fmt.Sprintf("; local budgets calibrated to the target %g (scale %.4g, largest local epsilon %.4g per round)", cfg.TargetEpsilon, plan.Scale, plan.LocalEpsilon)
 			if plan.Approximate {
 				how = fmt.Sprintf("; local budgets calibrated to the target %g by an approximate statement, so the target is met only approximately (scale %.4g, largest local epsilon %.4g per round)", cfg.TargetEpsilon, plan.Scale, plan.LocalEpsilon)

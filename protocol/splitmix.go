@@ -1,0 +1,612 @@
+package protocol
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"strings"
+
+	"shufflefl/account"
+	"shufflefl/checks"
+	"shufflefl/mechanism"
+)
+
+// Options of split-mix (Params.Extra).
+const (
+	smOptSlots    = "slots"
+	smOptCollude  = "collude"
+	smOptShares   = "shares"
+	smOptBits     = "bits"
+	smOptScale    = "scale"
+	smOptFast     = "fast"
+	smOptSigma    = "sigma-bits"
+	smOptVoidBits = "void-bits"
+)
+
+// MultiValued is implemented by per-coordinate protocols whose reports
+// carry several values for the same coordinate (split-mix's shares); the
+// shuffler accepts up to ValuesPerCoordinate values of a coordinate from
+// one sender (one otherwise), and the aggregate sums them.
+type MultiValued interface {
+	ValuesPerCoordinate() int
+}
+
+// Defaults of split-mix.
+const (
+	smDefaultBits     = 32
+	smDefaultScale    = 4096
+	smDefaultSigma    = 40
+	smDefaultVoidBits = 40
+	// smMinHonest is the smallest number of honest parties the
+	// split-and-mix theorem covers (account.SplitMixSecurityBits).
+	smMinHonest = 19
+	// smExact is 2^53: every partial sum of the shares of a coordinate must
+	// stay below it for the float64 aggregate to be exact.
+	smExact = 1 << 53
+	// smNormSlack covers the rounding of clipL2 (a clipped norm may exceed
+	// C by a few ulps).
+	smNormSlack = 1 + 1e-9
+)
+
+func init() {
+	Register("split-mix", "distributed Skellam noise, split-and-mix shares through the shuffler: central-DP accuracy with an untrusted analyzer", newSplitMix)
+	RegisterInfo("split-mix", Info{
+		Summary: "central-DP accuracy without a trusted analyzer: L2 clip, scaled randomized rounding, distributed Skellam noise, IKOS split-and-mix shares mod q through the shuffler, padded to a fixed number of slots",
+		Paper:   "Skellam mechanism (Agarwal, Kairouz, Liu, NeurIPS 2021, Thm 3.5), Poisson subsampling for symmetric noise (account.PoissonSubsampledShiftRDP); split-and-mix (Ishai et al. FOCS 2006; Balle, Bell, Gascon, Nissim 2019/CCS 2020); docs/SPLITMIX.md",
+		Budgets: "none: --target-epsilon (with --delta) calibrates the central Skellam noise over the planned rounds, as for dp-central",
+		Options: []OptionSpec{
+			{Name: smOptSlots, Default: "the smallest K with P[Bin(N, q) > K] <= 2^-void-bits",
+				Meaning: "K, the number of reporter slots per round: the shuffler pads the round to K reporters with dummies that carry a noise share and a zero update; a round with more than K reporters is void",
+				Range:   "integer >= collude + 19"},
+			{Name: smOptCollude, Default: "0",
+				Meaning: "t, the number of clients that may collude with the analyzer (their noise shares are not counted: each slot adds variance mu/(K - t))",
+				Range:   "integer in [0, K - 19]"},
+			{Name: smOptShares, Default: "the smallest m meeting sigma-bits by the split-and-mix theorem",
+				Meaning: "m, the number of additive shares mod q of every coordinate",
+				Range:   "integer >= 4"},
+			{Name: smOptBits, Default: fmt.Sprint(smDefaultBits),
+				Meaning: "log2 q, the modulus of the shares",
+				Range:   "integer in [8, 48], with K·m·q < 2^53"},
+			{Name: smOptScale, Default: fmt.Sprint(smDefaultScale),
+				Meaning: "gamma·C, the integer scale of a clipped update's L2 norm (gamma = scale/C)",
+				Range:   "[1, 2^30]"},
+			{Name: smOptFast, Default: "0",
+				Meaning: "1 = fast path: a client (and a dummy) reports its noisy vector mod q once per coordinate instead of m shares; the released sum is bit-identical; simulation only",
+				Range:   "0 or 1"},
+			{Name: smOptSigma, Default: fmt.Sprint(smDefaultSigma),
+				Meaning: "the round's split-and-mix security target: the shuffled shares of all d coordinates are within 2^-sigma-bits of a function of the noisy sum",
+				Range:   "[8, 128]"},
+			{Name: smOptVoidBits, Default: fmt.Sprint(smDefaultVoidBits),
+				Meaning: "the void probability budget P[more than K reporters] <= 2^-void-bits used to size K and charged to delta",
+				Range:   "[8, 128]"},
+		},
+	})
+}
+
+// SplitMix is protocol split-mix: central-DP accuracy with an untrusted
+// analyzer, from distributed discrete noise and the split-and-mix protocol
+// of Ishai, Kushilevitz, Ostrovsky and Sahai (FOCS 2006) through the
+// shuffler.
+//
+// Client (Encode): clip the update to L2 norm C (as dp-central), scale by
+// gamma = scale/C and round every coordinate to an integer by unbiased
+// randomized rounding, add a Skellam noise share of variance mu/(K - t) per
+// coordinate, reduce mod q and split every coordinate into m uniformly
+// random additive shares mod q, each a separate message labelled only by
+// its coordinate (per-coordinate shuffling). The fast path (option fast=1)
+// reports the noisy vector mod q once per coordinate instead: the sum mod q
+// is the same integer, so the analyzer's output is bit-identical.
+//
+// Shuffler (Pad): the round is padded to K reporter slots: K - n dummy
+// reporters, each a Skellam noise share of the same variance and a zero
+// update, split the same way. The analyzer sees K·m shares per coordinate
+// whatever the number n of reporters, and the central noise is the sum of K
+// shares. If n > K (probability at most 2^-void-bits under Poisson
+// sampling) the shuffler adds nothing and the analyzer voids the round.
+//
+// Analyzer (Estimate): sum each coordinate's shares mod q, map to the
+// signed range (-q/2, q/2], divide by gamma and by the expected number of
+// reporters qN (dp-central's fixed denominator).
+//
+// Statement (Account): the ideal mechanism releases the Poisson-sampled sum
+// of the rounded updates plus Skellam noise of variance at least mu on
+// every coordinate (the K - t honest slots); its Rényi DP is the Skellam
+// bound of Agarwal, Kairouz and Liu (2021) at the worst-case sensitivities
+// of a rounded update, L2 <= gamma C + sqrt(d) and L1 <= sqrt(d) gamma C +
+// d (rounding moves every coordinate by less than 1; no failure
+// probability), Poisson-subsampled by the binomial expansion, which bounds
+// both the add and the remove direction for symmetric noise
+// (account.PoissonSubsampledShiftRDP; add/remove-one).
+// The real view (the shuffled shares, or a void round) is within total
+// variation distance TV = P[n > K] + d·2^-s of a function of the ideal
+// release, s the split-and-mix security of K - t honest parties
+// (account.SplitMixSecurityBits); the run's accountant converts with
+// account.RDPToEpsilonTV, charging (1 + e^eps)·(sum of TV) to delta.
+//
+// Trust: an honest shuffler (it permutes, pads with honest dummies and does
+// not collude with the analyzer); an analyzer that may collude with up to t
+// clients, whose noise shares then do not count. Colluding clients are
+// honest-but-curious for accuracy (a malicious client can corrupt the sum,
+// not learn more).
+type SplitMix struct {
+	clip, eps, delta, rate float64
+	rounds, dim, pop       int
+	slots, collude, shares int
+	bits                   int
+	mod                    int64
+	scale, gamma           float64
+	fast                   bool
+	sigmaBits, voidBits    float64
+	variance, slotVar      float64 // mu (honest total) and mu/(K - t)
+	l1, l2                 float64
+	curve                  []float64
+}
+
+func intOption(p Params, name string, def, lo, hi int) (int, error) {
+	v, ok := p.Extra[name]
+	if !ok {
+		return def, nil
+	}
+	if v != math.Floor(v) || v < float64(lo) || v > float64(hi) {
+		return 0, checks.Invalidf("option %s must be an integer in [%d, %d], got %v", name, lo, hi, v)
+	}
+	return int(v), nil
+}
+
+func floatOption(p Params, name string, def, lo, hi float64) (float64, error) {
+	v, ok := p.Extra[name]
+	if !ok {
+		return def, nil
+	}
+	if !(v >= lo && v <= hi) {
+		return 0, checks.Invalidf("option %s must be in [%v, %v], got %v", name, lo, hi, v)
+	}
+	return v, nil
+}
+
+func newSplitMix(p Params) (Protocol, error) {
+	if err := extraKeys(p, smOptSlots, smOptCollude, smOptShares, smOptBits, smOptScale, smOptFast, smOptSigma, smOptVoidBits); err != nil {
+		return nil, err
+	}
+	if err := checks.Positive("clip", p.Clip); err != nil {
+		return nil, err
+	}
+	if err := checks.Epsilon("target epsilon", p.Epsilon); err != nil {
+		return nil, err
+	}
+	if err := checks.Delta("delta", p.Delta); err != nil {
+		return nil, err
+	}
+	if err := checks.IntAtLeast("rounds", p.Rounds, 1); err != nil {
+		return nil, err
+	}
+	if p.SampleRate <= 0 || p.SampleRate > 1 || math.IsNaN(p.SampleRate) {
+		return nil, checks.Invalidf("sample rate must be in (0, 1], got %v", p.SampleRate)
+	}
+	sm := SplitMix{clip: p.Clip, eps: p.Epsilon, delta: p.Delta, rate: p.SampleRate, rounds: p.Rounds, pop: p.Population}
+	for _, l := range p.Layers {
+		sm.dim += l
+	}
+	if sm.dim < 1 {
+		return nil, checks.Invalidf("split-mix needs the model dimension (Params.Layers) to choose its number of shares")
+	}
+	var err error
+	if sm.sigmaBits, err = floatOption(p, smOptSigma, smDefaultSigma, 8, 128); err != nil {
+		return nil, err
+	}
+	if sm.voidBits, err = floatOption(p, smOptVoidBits, smDefaultVoidBits, 8, 128); err != nil {
+		return nil, err
+	}
+	if sm.bits, err = intOption(p, smOptBits, smDefaultBits, 8, 48); err != nil {
+		return nil, err
+	}
+	sm.mod = int64(1) << sm.bits
+	if sm.scale, err = floatOption(p, smOptScale, smDefaultScale, 1, 1<<30); err != nil {
+		return nil, err
+	}
+	sm.gamma = sm.scale / sm.clip
+	fast, err := intOption(p, smOptFast, 0, 0, 1)
+	if err != nil {
+		return nil, err
+	}
+	sm.fast = fast == 1
+	if sm.collude, err = intOption(p, smOptCollude, 0, 0, 1<<30); err != nil {
+		return nil, err
+	}
+	voidBudget := math.Exp2(-sm.voidBits)
+	if _, ok := p.Extra[smOptSlots]; ok {
+		if sm.slots, err = intOption(p, smOptSlots, 0, 1, 1<<24); err != nil {
+			return nil, err
+		}
+	} else {
+		if sm.pop < 1 {
+			return nil, checks.Invalidf("split-mix: set option slots (the population is unknown, so the padding cannot be sized)")
+		}
+		sm.slots = smallestSlots(sm.pop, sm.rate, voidBudget)
+	}
+	if sm.slots-sm.collude < smMinHonest {
+		return nil, checks.Invalidf("split-mix: %d slots with %d colluding clients leave %d honest parties; the split-and-mix theorem needs at least %d", sm.slots, sm.collude, sm.slots-sm.collude, smMinHonest)
+	}
+	if sm.pop > 0 {
+		if b := account.BinomialUpperTail(sm.pop, sm.rate, sm.slots); b > voidBudget {
+			return nil, checks.Invalidf("split-mix: P[more than %d of %d clients sampled at rate %v] = %.3g exceeds 2^-%v: raise slots", sm.slots, sm.pop, sm.rate, b, sm.voidBits)
+		}
+	}
+	honest := sm.slots - sm.collude
+	q := float64(sm.mod)
+	// Per-coordinate security: d coordinates at 2^-s each stay within
+	// 2^-sigmaBits in all.
+	needBits := sm.sigmaBits + math.Log2(float64(sm.dim))
+	if _, ok := p.Extra[smOptShares]; ok {
+		if sm.shares, err = intOption(p, smOptShares, 0, 4, 1<<16); err != nil {
+			return nil, err
+		}
+		if got := account.SplitMixSecurityBits(honest, sm.shares, q); got < needBits {
+			return nil, checks.Invalidf("split-mix: %d shares give %.1f bits of split-and-mix security per coordinate with %d honest parties and q = 2^%d; %d coordinates at 2^-%v in all need %.1f", sm.shares, got, honest, sm.bits, sm.dim, sm.sigmaBits, needBits)
+		}
+	} else if sm.shares, err = account.SplitMixMessages(honest, q, needBits); err != nil {
+		return nil, fmt.Errorf("split-mix: %w", err)
+	}
+	if float64(sm.slots)*float64(sm.shares)*q >= smExact {
+		return nil, checks.Invalidf("split-mix: K·m·q = %d·%d·2^%d reaches 2^53, where the float64 sums of the shares stop being exact: lower bits", sm.slots, sm.shares, sm.bits)
+	}
+	d := float64(sm.dim)
+	sm.l2 = sm.scale*smNormSlack + math.Sqrt(d)
+	sm.l1 = math.Sqrt(d)*sm.scale*smNormSlack + d
+	if err := sm.calibrate(); err != nil {
+		return nil, err
+	}
+	return sm, nil
+}
+
+// smallestSlots returns the smallest K with P[Bin(n, q) > K] <= budget.
+func smallestSlots(n int, q, budget float64) int {
+	k := int(math.Ceil(float64(n) * q))
+	for k < n && account.BinomialUpperTail(n, q, k) > budget {
+		k++
+	}
+	return k
+}
+
+// tvBudget is the per-round total variation term the calibration assumes;
+// Check makes sure the real one (Account) is never larger.
+func (sm SplitMix) tvBudget() float64 {
+	return math.Exp2(-sm.sigmaBits) + math.Exp2(-sm.voidBits)
+}
+
+// runEpsilon is the epsilon of the planned rounds at variance v, by the
+// run accountant's RDP method (account.RDPToEpsilonTV).
+func (sm SplitMix) runEpsilon(v float64) (float64, []float64, error) {
+	orders := account.DefaultRDPOrders()
+	curve, err := account.SampledSkellamRDP(sm.rate, v, sm.l1, sm.l2, orders)
+	if err != nil {
+		return 0, nil, err
+	}
+	total := make([]float64, len(curve))
+	for i, c := range curve {
+		total[i] = float64(sm.rounds) * c
+	}
+	e, _, err := account.RDPToEpsilonTV(orders, total, sm.delta, float64(sm.rounds)*sm.tvBudget())
+	return e, curve, err
+}
+
+// calibrate sets the smallest variance mu (to a relative 1e-4) whose
+// planned rounds spend at most the target epsilon.
+func (sm *SplitMix) calibrate() error {
+	// Noise multiplier z: mu = (z·L2)^2.
+	lo, hi := 1e-3, 1e4
+	eHi, _, err := sm.runEpsilon(sq(hi * sm.l2))
+	if err != nil {
+		return fmt.Errorf("split-mix: calibrating the noise: %w", err)
+	}
+	if eHi > sm.eps {
+		return checks.Invalidf("split-mix: target epsilon %v is not reachable over %d rounds at delta %v (noise multiplier %v still spends %v)", sm.eps, sm.rounds, sm.delta, hi, eHi)
+	}
+	for hi/lo > 1+1e-4 {
+		mid := math.Sqrt(lo * hi)
+		e, _, err := sm.runEpsilon(sq(mid * sm.l2))
+		if err != nil {
+			return fmt.Errorf("split-mix: calibrating the noise: %w", err)
+		}
+		if e <= sm.eps {
+			hi = mid
+		} else {
+			lo = mid
+		}
+	}
+	sm.variance = sq(hi * sm.l2)
+	sm.slotVar = sm.variance / float64(sm.slots-sm.collude)
+	_, sm.curve, err = sm.runEpsilon(sm.variance)
+	return err
+}
+
+func sq(x float64) float64 { return x * x }
+
+// Name implements Protocol.
+func (SplitMix) Name() string { return "split-mix" }
+
+// PoissonSampling implements PoissonSampler: the statement subsamples by
+// Poisson sampling.
+func (SplitMix) PoissonSampling() bool { return true }
+
+// Variance is the calibrated central noise variance mu per coordinate (in
+// the scaled integer domain), carried by the K - t honest slots.
+func (sm SplitMix) Variance() float64 { return sm.variance }
+
+// NoiseMultiplier is sqrt(mu)/L2, comparable with dp-central's sigma.
+func (sm SplitMix) NoiseMultiplier() float64 { return math.Sqrt(sm.variance) / sm.l2 }
+
+// Shares is m, the number of shares of every coordinate.
+func (sm SplitMix) Shares() int { return sm.shares }
+
+// Slots is K, the number of reporter slots of a round.
+func (sm SplitMix) Slots() int { return sm.slots }
+
+// Modulus is q.
+func (sm SplitMix) Modulus() int64 { return sm.mod }
+
+// Gamma is the scale factor gamma = scale/C.
+func (sm SplitMix) Gamma() float64 { return sm.gamma }
+
+// Sensitivities returns the L1 and L2 sensitivities of a scaled, rounded,
+// clipped update.
+func (sm SplitMix) Sensitivities() (l1, l2 float64) { return sm.l1, sm.l2 }
+
+// ValuesPerCoordinate implements MultiValued: m shares (1 on the fast
+// path).
+func (sm SplitMix) ValuesPerCoordinate() int { return sm.perSlot() }
+
+// perSlot is the number of values a reporter sends per coordinate.
+func (sm SplitMix) perSlot() int {
+	if sm.fast {
+		return 1
+	}
+	return sm.shares
+}
+
+// Check implements Protocol.
+func (sm SplitMix) Check(s Shape, _ []Budget) error {
+	if err := s.Validate(); err != nil {
+		return err
+	}
+	if q := s.SampleRate(); math.Abs(q-sm.rate) > 1e-12 {
+		return checks.Invalidf("split-mix was calibrated for sample rate %v but the round has %v", sm.rate, q)
+	}
+	if s.Round > sm.rounds {
+		return checks.Invalidf("round %d exceeds the %d rounds the noise was calibrated for", s.Round, sm.rounds)
+	}
+	if s.Dim != sm.dim {
+		return checks.Invalidf("split-mix was built for dimension %d, the round has %d", sm.dim, s.Dim)
+	}
+	if b := account.BinomialUpperTail(s.Population, sm.rate, sm.slots); b > math.Exp2(-sm.voidBits) {
+		return checks.Invalidf("split-mix: P[more than %d of %d clients sampled at rate %v] = %.3g exceeds 2^-%v: raise slots", sm.slots, s.Population, sm.rate, b, sm.voidBits)
+	}
+	return nil
+}
+
+// Mode implements Protocol: every coordinate's shares are shuffled apart.
+func (SplitMix) Mode() ShuffleMode { return PerCoordinate }
+
+// modQ reduces x into [0, q).
+func (sm SplitMix) modQ(x int64) int64 {
+	y := x % sm.mod
+	if y < 0 {
+		y += sm.mod
+	}
+	return y
+}
+
+// noisy writes the client's noisy integers mod q: randomized rounding of
+// gamma·u_j, then a Skellam share, drawn coordinate by coordinate in the
+// same order on both paths.
+func (sm SplitMix) noisy(r *rand.Rand, u []float64, dst []int64) {
+	for j, v := range u {
+		x := mechanism.RoundUnbiased(r, sm.gamma*v)
+		dst[j] = sm.modQ(x + mechanism.Skellam(r, sm.slotVar))
+	}
+}
+
+// emitShares appends the m shares of y (in [0, q)) for coordinate j: m-1
+// uniform values and the one that makes the sum y mod q.
+func (sm SplitMix) emitShares(r *rand.Rand, j int, y int64, emit func(int, float64)) {
+	sum := int64(0)
+	for range sm.shares - 1 {
+		s := r.Int64N(sm.mod)
+		sum = (sum + s) % sm.mod
+		emit(j, float64(s))
+	}
+	emit(j, float64(sm.modQ(y-sum)))
+}
+
+// Encode implements Protocol: clip, scale, round, add the noise share,
+// reduce mod q and split (or, on the fast path, report once).
+func (sm SplitMix) Encode(r *rand.Rand, s Shape, update []float64, _ Budget, out *Report) error {
+	if err := checkUpdate(s, update); err != nil {
+		return err
+	}
+	clipL2(update, sm.clip)
+	y := make([]int64, len(update))
+	sm.noisy(r, update, y)
+	out.Reset()
+	if sm.fast {
+		out.Coords = nil
+		for _, v := range y {
+			out.Values = append(out.Values, float64(v))
+		}
+		return nil
+	}
+	if out.Coords == nil {
+		out.Coords = make([]int32, 0, len(y)*sm.shares)
+	}
+	emit := func(j int, v float64) {
+		out.Coords = append(out.Coords, int32(j))
+		out.Values = append(out.Values, v)
+	}
+	for j, v := range y {
+		sm.emitShares(r, j, v, emit)
+	}
+	return nil
+}
+
+// Pad implements Protocol: the shuffler's dummy reporters, K - n of them,
+// each a Skellam noise share and a zero update, split like a client's
+// report. All dummies' noise is drawn before any share, so both paths see
+// the same noise.
+func (sm SplitMix) Pad(r *rand.Rand, s Shape, counts []int64, emit func(int, float64)) error {
+	if len(counts) != sm.dim {
+		return checks.Invalidf("split-mix: %d coordinate counts, want %d", len(counts), sm.dim)
+	}
+	per := int64(sm.perSlot())
+	c := counts[0]
+	for j, cj := range counts {
+		if cj != c {
+			return checks.Invalidf("split-mix: coordinate %d has %d values and coordinate 0 has %d: a reporter sent a malformed report", j, cj, c)
+		}
+	}
+	if c%per != 0 {
+		return checks.Invalidf("split-mix: %d values per coordinate is not a multiple of %d", c, per)
+	}
+	n := int(c / per)
+	if n > sm.slots {
+		return nil // void round: the analyzer sees more than K·per values
+	}
+	dummies := sm.slots - n
+	noise := make([]int64, dummies*sm.dim)
+	for i := range noise {
+		noise[i] = sm.modQ(mechanism.Skellam(r, sm.slotVar))
+	}
+	for i := range dummies {
+		row := noise[i*sm.dim : (i+1)*sm.dim]
+		for j, v := range row {
+			if sm.fast {
+				emit(j, float64(v))
+			} else {
+				sm.emitShares(r, j, v, emit)
+			}
+		}
+	}
+	return nil
+}
+
+// Decode is the analyzer's modular step: it checks the aggregate (K·per
+// values per coordinate, exact integer sums) and writes every coordinate's
+// sum mod q mapped to the signed range (-q/2, q/2]. void is true when the
+// round had more than K reporters (nothing may be released).
+func (sm SplitMix) Decode(agg *Aggregate, dst []int64) (void bool, err error) {
+	if agg.Dim() != sm.dim || len(dst) != sm.dim {
+		return false, checks.Invalidf("split-mix: aggregate of dimension %d and buffer of %d, want %d", agg.Dim(), len(dst), sm.dim)
+	}
+	want := int64(sm.slots) * int64(sm.perSlot())
+	c := agg.Count[0]
+	for j, cj := range agg.Count {
+		if cj != c {
+			return false, checks.Invalidf("split-mix: coordinate %d has %d values and coordinate 0 has %d", j, cj, c)
+		}
+	}
+	if c > want {
+		return true, nil
+	}
+	if c < want {
+		return false, checks.Invalidf("split-mix: %d values per coordinate, want %d (K = %d slots of %d): the shuffler did not pad the round", c, want, sm.slots, sm.perSlot())
+	}
+	half := sm.mod / 2
+	for j, v := range agg.Sum {
+		if v != math.Floor(v) || v < 0 || v >= smExact {
+			return false, checks.Invalidf("split-mix: coordinate %d sums to %v, not an exact non-negative integer below 2^53: malformed shares", j, v)
+		}
+		x := sm.modQ(int64(v))
+		if x > half {
+			x -= sm.mod
+		}
+		dst[j] = x
+	}
+	return false, nil
+}
+
+// Estimate implements Protocol: decode the noisy integer sum, divide by
+// gamma and by the expected number of reporters qN. A void round (more
+// than K reporters) releases the zero update.
+func (sm SplitMix) Estimate(_ *rand.Rand, s Shape, agg *Aggregate, dst []float64) error {
+	if err := checkAggregate(s, agg, dst); err != nil {
+		return err
+	}
+	sum := make([]int64, sm.dim)
+	void, err := sm.Decode(agg, sum)
+	if err != nil {
+		return err
+	}
+	if void {
+		clear(dst)
+		return nil
+	}
+	den := sm.gamma * sm.rate * float64(s.Population)
+	for j, v := range sum {
+		dst[j] = float64(v) / den
+	}
+	return nil
+}
+
+// roundTV returns the round's total variation term and its parts: the void
+// probability P[Bin(N, q) > K] and the split-and-mix term d·2^-s.
+func (sm SplitMix) roundTV(pop int) (tv, void, mix float64) {
+	void = account.BinomialUpperTail(pop, sm.rate, sm.slots)
+	bits := account.SplitMixSecurityBits(sm.slots-sm.collude, sm.shares, float64(sm.mod))
+	mix = float64(sm.dim) * math.Exp2(-bits)
+	return void + mix, void, mix
+}
+
+// WrapBound returns an upper bound on the probability that some
+// coordinate's noisy sum leaves the signed range (-q/2, q/2] in a round
+// (wrap-around), for honest-but-curious reporters: at most K reporters
+// contribute |x| <= gamma C + 1 per coordinate, so a wrap needs the total
+// noise (Skellam of variance K·mu/(K-t)) to exceed R = q/2 - K(gamma C + 1)
+// in magnitude, and the Chernoff bound of the Skellam distribution
+// (E e^{theta N} = e^{V(cosh theta - 1)}) at theta = asinh(R/V) gives
+// P[|N| > R] <= 2 exp(-R asinh(R/V) + V(sqrt(1 + (R/V)^2) - 1)), times d.
+func (sm SplitMix) WrapBound() float64 {
+	R := float64(sm.mod)/2 - float64(sm.slots)*(sm.scale*smNormSlack+1)
+	if R <= 0 {
+		return 1
+	}
+	v := float64(sm.slots) * sm.slotVar
+	x := R / v
+	logp := -R*math.Asinh(x) + v*(math.Sqrt(1+x*x)-1)
+	return math.Min(1, 2*float64(sm.dim)*math.Exp(logp))
+}
+
+// Account implements Protocol.
+func (sm SplitMix) Account(s Shape, _ []Budget) (Privacy, error) {
+	share := account.RoundDelta(sm.delta, sm.rounds)
+	tv, void, mix := sm.roundTV(s.Population)
+	if tv > sm.tvBudget() {
+		return Privacy{}, checks.Invalidf("split-mix: the round's total variation term %.3g exceeds the calibrated %.3g (population %d)", tv, sm.tvBudget(), s.Population)
+	}
+	orders := account.DefaultRDPOrders()
+	one, _, err := account.RDPToEpsilonTV(orders, sm.curve, share, tv)
+	if err != nil {
+		return Privacy{}, fmt.Errorf("split-mix: %w", err)
+	}
+	inf := math.Inf(1)
+	var b strings.Builder
+	fmt.Fprintf(&b, "rdp Poisson-sampled skellam (Agarwal-Kairouz-Liu Thm 3.5, symmetric-noise subsampling; mu=%.4g, noise multiplier %.4g, L2 %.5g, L1 %.5g, q=%.4g)",
+		sm.variance, sm.NoiseMultiplier(), sm.l2, sm.l1, sm.rate)
+	fmt.Fprintf(&b, " + TV %.3g in delta (split-and-mix m=%d, q=2^%d, %d honest slots: %.3g; void P[n>%d]: %.3g)",
+		tv, sm.shares, sm.bits, sm.slots-sm.collude, mix, sm.slots, void)
+	wrap := fmt.Sprintf("<= %.3g", sm.WrapBound())
+	if sm.WrapBound() == 0 {
+		wrap = "< 1e-300"
+	}
+	fmt.Fprintf(&b, "; trust: honest shuffler, analyzer colluding with <= %d clients; wrap-around %s per round", sm.collude, wrap)
+	return Privacy{
+		Private:             true,
+		LocalEpsilon:        Stats{inf, inf, inf},
+		LocalCoordEpsilon:   Stats{inf, inf, inf},
+		CentralEpsilon:      one,
+		CentralDelta:        share,
+		CentralCoordEpsilon: one,
+		CentralCoordDelta:   share,
+		RDP:                 sm.curve,
+		TV:                  tv,
+		Bound:               b.String(),
+	}, nil
+}
