@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"shufflefl/checks"
+	"shufflefl/fl"
 )
 
 func clusteredConfig() Config {
@@ -174,5 +175,82 @@ func TestClusteredResume(t *testing.T) {
 	sameTrajectory(t, full[2:], rest)
 	if full[3].DPrivacy.MaxCumulative != rest[1].DPrivacy.MaxCumulative {
 		t.Fatalf("resumed leakage %v, uninterrupted %v", rest[1].DPrivacy.MaxCumulative, full[3].DPrivacy.MaxCumulative)
+	}
+}
+
+// TestClusterAccuracy recomputes every round's cluster-assignment accuracy
+// from outside the round: each participant's choice among the models as
+// they were before the round, its rotation group, and the better of the
+// two relabellings (k = 2) or the largest group (k = 1). On the iid
+// partition, where clients have no group, there is none.
+func TestClusterAccuracy(t *testing.T) {
+	split := loadSample(t)
+	for _, k := range []int{1, 2} {
+		cfg := clusteredConfig()
+		cfg.Rounds = 3
+		cfg.Options = map[string]float64{"k": float64(k)}
+		e, err := New(cfg, split, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var sub fl.Examples
+		var last *ClusterAccuracy
+		for e.Round() < cfg.Rounds {
+			var before [][]float64
+			for _, w := range e.Models() {
+				before = append(before, slices.Clone(w))
+			}
+			parts := e.Sample(e.Round() + 1)
+			res, err := e.Step()
+			if err != nil {
+				t.Fatal(err)
+			}
+			// same[g]: participants of group g that chose hypothesis g;
+			// size[g]: participants of group g.
+			var same, size [2]int
+			for _, c := range parts {
+				h, err := ChooseHypothesis(e.model, before, e.trainEx, e.shards[c], &sub)
+				if err != nil {
+					t.Fatal(err)
+				}
+				g := e.Groups()[c]
+				size[g]++
+				if h == g {
+					same[g]++
+				}
+			}
+			want := max(size[0], size[1])
+			if k == 2 {
+				// Identity or swapped: the swap agrees with the others.
+				want = max(same[0]+same[1], len(parts)-same[0]-same[1])
+			}
+			ca := res.ClusterAccuracy
+			if ca == nil {
+				t.Fatalf("k=%d round %d: no cluster accuracy", k, res.Round)
+			}
+			if ca.Matched != want || ca.Participants != len(parts) || ca.Accuracy != float64(want)/float64(len(parts)) || len(ca.Relabel) != 2 {
+				t.Fatalf("k=%d round %d: %+v, want %d of %d matched", k, res.Round, *ca, want, len(parts))
+			}
+			last = ca
+		}
+		t.Logf("k=%d: last round %+v", k, *last)
+		// Run's summary carries the last round's figure.
+		e, err = New(cfg, split, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sum, err := e.Run(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sum.ClusterAccuracy == nil || sum.ClusterAccuracy.Matched != last.Matched || !slices.Equal(sum.ClusterAccuracy.Relabel, last.Relabel) {
+			t.Fatalf("k=%d: summary %+v, last round %+v", k, sum.ClusterAccuracy, *last)
+		}
+	}
+	cfg := clusteredConfig()
+	cfg.Partition = "iid"
+	cfg.Rounds = 1
+	if res := runAll(t, cfg, split); res[0].ClusterAccuracy != nil {
+		t.Fatalf("iid partition: cluster accuracy %+v, want none", *res[0].ClusterAccuracy)
 	}
 }

@@ -457,6 +457,7 @@ func execute(cfg runtime.Config, ex runExtras, stdout, stderr io.Writer, log *io
 		last := recs[n-1]
 		sum.FinalAccuracy, sum.FinalLoss = last.TestAccuracy, last.TestLoss
 		sum.Privacy = last.Privacy()
+		sum.ClusterAccuracy = last.ClusterAccuracy
 		sum.MaxClientEpsilon = math.Inf(1)
 		if last.MaxClientEpsilon != nil {
 			sum.MaxClientEpsilon = *last.MaxClientEpsilon
