@@ -254,3 +254,41 @@ func TestClusterAccuracy(t *testing.T) {
 		t.Fatalf("iid partition: cluster accuracy %+v, want none", *res[0].ClusterAccuracy)
 	}
 }
+
+// TestDPrivacyNoiseKnee: the shape of the group-privacy paper's Table 4 —
+// accuracy flat for small noise multipliers, then a collapse — on a small
+// task. Each release's noise norm is ν·||δ_c|| (n cancels), so what
+// matters is ν·||δ_c||/(sqrt(m)·||θ||), the per-round noise of a
+// cluster's mean relative to its model (docs/DPRIVACY.md, "Table 4"):
+// logistic regression started near zero with ν = 1 trains as without
+// sanitization and assigns every client to its group, while ν = 150
+// destroys the model and the clients' choices collapse onto one
+// hypothesis (cluster accuracy near 1/2). It fails if the noise were far
+// smaller than ν·||δ_c|| (no collapse) or far larger (no flat part).
+func TestDPrivacyNoiseKnee(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains 30 rounds; the race-detector run (-short) skips it")
+	}
+	split := loadSample(t)
+	last := func(nu float64) RoundResult {
+		cfg := clusteredConfig()
+		cfg.Model, cfg.Rounds, cfg.LocalEpochs, cfg.LR = "logreg", 10, 1, 0.05
+		cfg.Options = map[string]float64{"k": 2}
+		if nu > 0 {
+			cfg.Protocol = "ifca-dp"
+			cfg.Options["nu"] = nu
+		}
+		res := runAll(t, cfg, split)
+		return res[len(res)-1]
+	}
+	plain, low, high := last(0), last(1), last(150)
+	t.Logf("accuracy (cluster accuracy): ifca %.3f (%.2f), nu=1 %.3f (%.2f), nu=150 %.3f (%.2f)",
+		plain.TestAccuracy, plain.ClusterAccuracy.Accuracy, low.TestAccuracy, low.ClusterAccuracy.Accuracy,
+		high.TestAccuracy, high.ClusterAccuracy.Accuracy)
+	if math.Abs(low.TestAccuracy-plain.TestAccuracy) > 0.03 || low.ClusterAccuracy.Accuracy < 0.95 {
+		t.Errorf("nu = 1: accuracy %.3f (ifca %.3f), cluster accuracy %.2f: want no loss", low.TestAccuracy, plain.TestAccuracy, low.ClusterAccuracy.Accuracy)
+	}
+	if high.TestAccuracy > plain.TestAccuracy-0.2 || high.ClusterAccuracy.Accuracy > 0.75 {
+		t.Errorf("nu = 150: accuracy %.3f (ifca %.3f), cluster accuracy %.2f: want a collapse", high.TestAccuracy, plain.TestAccuracy, high.ClusterAccuracy.Accuracy)
+	}
+}
