@@ -56,6 +56,17 @@ func init() {
 // its DPrivacy field carries the level; the run's d-privacy ledger adds
 // the levels of each client's participations (Theorem 1).
 //
+// The noise is ν times the update whatever the model's size: n in
+// epsilon = n/(nu·||delta_c||) is the number of parameters (the paper's
+// Table 1; Algorithm 2 prints η), the same n as the Gamma radius's shape,
+// so the mean noise norm is n/epsilon = nu·||delta_c|| and n shows only in
+// the leakage n/nu (TestIFCANoiseToUpdateRatio). A cluster of m releases
+// moves its hypothesis by the mean update plus noise of norm about
+// nu·rms||delta_c||/sqrt(m); once that is a sizeable fraction of the
+// hypothesis's own norm, accuracy collapses (the paper's Table 4 drop at
+// nu = 10-15; where the knee lies depends on the clients per round, the
+// local work and the model: docs/DPRIVACY.md, "Table 4").
+//
 // A zero update (||delta_c|| = 0, epsilon undefined in the paper) is
 // sanitized with the radius min-radius: the release is then
 // n/nu-indistinguishable within min-radius of the hypothesis, and the
