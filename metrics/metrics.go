@@ -64,6 +64,10 @@ type Record struct {
 	// Validation: the round's validation on the held-out clients (runs
 	// with --validate-every, on due rounds only); absent otherwise.
 	Validation *Validation `json:"validation,omitempty"`
+	// ClusterAccuracy: for clustered protocols on the rotated partition,
+	// the fraction of participants whose chosen hypothesis matches their
+	// true group under the best relabelling; absent otherwise.
+	ClusterAccuracy *runtime.ClusterAccuracy `json:"cluster_accuracy,omitempty"`
 }
 
 // Validation is a round's validation on the held-out clients
@@ -156,6 +160,7 @@ func FromResult(r runtime.RoundResult) Record {
 		DPrivacy:                 r.DPrivacy,
 		Hypotheses:               r.Hypotheses,
 		Validation:               validation(r.Validation),
+		ClusterAccuracy:          r.ClusterAccuracy,
 	}
 }
 
@@ -221,6 +226,10 @@ type SummaryRecord struct {
 	// Validation is the early-stopping outcome of runs with held-out
 	// validation clients; absent otherwise.
 	Validation *runtime.ValidationSummary `json:"validation,omitempty"`
+	// ClusterAccuracy is the cluster-assignment accuracy of the last round
+	// that has one (clustered protocols on the rotated partition); absent
+	// otherwise.
+	ClusterAccuracy *runtime.ClusterAccuracy `json:"cluster_accuracy,omitempty"`
 }
 
 // NewSummary builds summary.json's content.
@@ -243,6 +252,7 @@ func NewSummary(cfg runtime.Config, s runtime.Summary) SummaryRecord {
 		Halted: s.Halted, Warnings: s.Warnings, Bound: p.Bound, Approximate: p.Approximate || p.CumulativeApproximate,
 		Dim: s.Dim, Clients: cfg.Clients, TrainSamples: s.TrainSamples, TestSamples: s.TestSamples,
 		Workers: s.Workers, Seconds: s.Seconds, Validation: s.Validation,
+		ClusterAccuracy: s.ClusterAccuracy,
 	}
 	if !s.Plan.Private {
 		rec.TargetDelta = 0

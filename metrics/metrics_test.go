@@ -118,3 +118,43 @@ func TestSummaryGuaranteeInWords(t *testing.T) {
 		}
 	}
 }
+
+// TestClusterAccuracyRecorded: a clustered round's cluster-assignment
+// accuracy reaches metrics.jsonl and summary.json under cluster_accuracy,
+// and is absent for runs without one.
+func TestClusterAccuracyRecorded(t *testing.T) {
+	ca := &runtime.ClusterAccuracy{Accuracy: 0.75, Matched: 15, Participants: 20, Relabel: []int{1, 0}}
+	for _, tc := range []struct {
+		name string
+		ca   *runtime.ClusterAccuracy
+	}{{"clustered", ca}, {"none", nil}} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := runtime.RoundResult{Round: 3, Privacy: protocol.NonPrivate(), ClusterAccuracy: tc.ca}
+			var buf bytes.Buffer
+			if err := NewJSONL(&buf).Write(FromResult(r)); err != nil {
+				t.Fatal(err)
+			}
+			sb, err := json.Marshal(NewSummary(runtime.DefaultConfig(), runtime.Summary{Rounds: 3, ClusterAccuracy: tc.ca}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for name, b := range map[string][]byte{"metrics.jsonl": buf.Bytes(), "summary.json": sb} {
+				var m map[string]any
+				if err := json.Unmarshal(b, &m); err != nil {
+					t.Fatal(err)
+				}
+				got, ok := m["cluster_accuracy"]
+				if tc.ca == nil {
+					if ok {
+						t.Errorf("%s: cluster_accuracy = %v, want absent", name, got)
+					}
+					continue
+				}
+				want := map[string]any{"accuracy": 0.75, "matched": 15.0, "participants": 20.0, "relabel": []any{1.0, 0.0}}
+				if !reflect.DeepEqual(got, want) {
+					t.Errorf("%s: cluster_accuracy = %v, want %v", name, got, want)
+				}
+			}
+		})
+	}
+}

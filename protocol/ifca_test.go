@@ -133,6 +133,55 @@ func TestIFCAPerLayer(t *testing.T) {
 	}
 }
 
+// TestIFCANoiseToUpdateRatio pins the reading of the paper's scale
+// ε = n/(ν·||δ_c||) (Algorithm 2 prints η, Section 4.1 n): n is the number
+// of model parameters (the paper's Table 1), the same n as the Gamma
+// radius's shape (Lemma 1), so the mean noise norm n/ε = ν·||δ_c|| is ν
+// times the update whatever the model's size, and the per-coordinate
+// standard deviation ν·||δ_c||·sqrt((n+1)/n)/sqrt(n) shrinks as 1/sqrt(n).
+// The leakage n/ν is the only place n shows. A reading with n = the
+// client's sample count, or with Laplace noise of scale ν·||δ_c|| per
+// coordinate, would make the ratio depend on n (by n/|Z_c|, or sqrt(2n)).
+// The radius is Gamma(n, ε) with standard deviation sqrt(n)/ε = ν·a/sqrt(n),
+// so the mean of 400 draws is within 5·sd/sqrt(400) of ν·a but with
+// probability below 6e-7 per n (normal approximation).
+func TestIFCANoiseToUpdateRatio(t *testing.T) {
+	const nu, a, draws = 7.0, 0.3, 400
+	for _, n := range []int{2, 50, 20000} {
+		s := Shape{Round: 1, Dim: n, Population: 10, Participants: 5}
+		p := ifcaProto(t, "ifca-dp", map[string]float64{"nu": nu})
+		base, update := make([]float64, n), make([]float64, n)
+		for j := range update {
+			update[j] = a / math.Sqrt(float64(n)) // ||update|| = a
+		}
+		r := rng.Stream(11, uint64(n))
+		var rep Report
+		mean := 0.0
+		for range draws {
+			if err := p.EncodeModel(r, s, base, update, Budget{}, &rep); err != nil {
+				t.Fatal(err)
+			}
+			norm := 0.0
+			for j, v := range rep.Values {
+				d := v - update[j]
+				norm += d * d
+			}
+			mean += math.Sqrt(norm) / draws
+		}
+		tol := 5 * nu * a / math.Sqrt(float64(n)) / math.Sqrt(draws)
+		if math.Abs(mean-nu*a) > tol {
+			t.Errorf("n = %d: mean noise norm %.5g, want nu·||delta|| = %.5g ± %.2g", n, mean, nu*a, tol)
+		}
+		pr, err := p.(Protocol).Account(s, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := pr.DPrivacy.Level; math.Abs(got-float64(n)/nu) > 1e-9*float64(n) {
+			t.Errorf("n = %d: leakage %v, want n/nu = %v", n, got, float64(n)/nu)
+		}
+	}
+}
+
 func TestIFCAEstimateModels(t *testing.T) {
 	p := ifcaProto(t, "ifca", map[string]float64{"k": 2})
 	s := Shape{Round: 1, Dim: 2, Population: 100, Participants: 40}

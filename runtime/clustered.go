@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"shufflefl/fl"
+	"shufflefl/ifca"
 	"shufflefl/protocol"
 	"shufflefl/rng"
 )
@@ -66,6 +67,41 @@ func (e *Engine) recordClusters(res *RoundResult, parts []int) {
 		st := protocol.Summarize(l)
 		res.Hypotheses[h].MaxLeakage, res.Hypotheses[h].MedianLeakage = st.Max, st.Median
 	}
+}
+
+// ClusterAccuracy is IFCA's cluster-assignment accuracy of one round
+// (ifca.AssignmentAccuracy): the fraction of the round's participants whose
+// chosen hypothesis is the one matched to their true group, under the
+// one-to-one relabelling of hypotheses to groups that agrees with the most
+// participants. Only runs whose clients have a known group (partition
+// "rotated": the rotation group) have it. It scores the clients' private
+// choices, a simulation diagnostic the analyzer of a deployment never
+// learns.
+type ClusterAccuracy struct {
+	Accuracy     float64 `json:"accuracy"`
+	Matched      int     `json:"matched"`
+	Participants int     `json:"participants"`
+	// Relabel[g] is the hypothesis matched to group g (-1: none, when
+	// there are more groups than hypotheses).
+	Relabel []int `json:"relabel"`
+}
+
+// clusterAccuracy scores the round's choices (e.chosen, one per
+// participant in parts) against the participants' rotation groups; nil
+// when the clients have no known group.
+func (e *Engine) clusterAccuracy(parts []int) (*ClusterAccuracy, error) {
+	if e.groups == nil || len(e.chosen) != len(parts) {
+		return nil, nil
+	}
+	truth := make([]int, len(parts))
+	for i, c := range parts {
+		truth[i] = e.groups[c]
+	}
+	a, err := ifca.AssignmentAccuracy(e.chosen, truth, len(e.models), e.cfg.Groups)
+	if err != nil {
+		return nil, err
+	}
+	return &ClusterAccuracy{Accuracy: a.Accuracy, Matched: a.Matched, Participants: a.Clients, Relabel: a.Relabel}, nil
 }
 
 // dprivacyRound summarises every client's cumulative d-privacy leakage.

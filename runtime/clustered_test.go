@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"shufflefl/checks"
+	"shufflefl/fl"
 )
 
 func clusteredConfig() Config {
@@ -174,5 +175,120 @@ func TestClusteredResume(t *testing.T) {
 	sameTrajectory(t, full[2:], rest)
 	if full[3].DPrivacy.MaxCumulative != rest[1].DPrivacy.MaxCumulative {
 		t.Fatalf("resumed leakage %v, uninterrupted %v", rest[1].DPrivacy.MaxCumulative, full[3].DPrivacy.MaxCumulative)
+	}
+}
+
+// TestClusterAccuracy recomputes every round's cluster-assignment accuracy
+// from outside the round: each participant's choice among the models as
+// they were before the round, its rotation group, and the better of the
+// two relabellings (k = 2) or the largest group (k = 1). On the iid
+// partition, where clients have no group, there is none.
+func TestClusterAccuracy(t *testing.T) {
+	split := loadSample(t)
+	for _, k := range []int{1, 2} {
+		cfg := clusteredConfig()
+		cfg.Rounds = 3
+		cfg.Options = map[string]float64{"k": float64(k)}
+		e, err := New(cfg, split, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var sub fl.Examples
+		var last *ClusterAccuracy
+		for e.Round() < cfg.Rounds {
+			var before [][]float64
+			for _, w := range e.Models() {
+				before = append(before, slices.Clone(w))
+			}
+			parts := e.Sample(e.Round() + 1)
+			res, err := e.Step()
+			if err != nil {
+				t.Fatal(err)
+			}
+			// same[g]: participants of group g that chose hypothesis g;
+			// size[g]: participants of group g.
+			var same, size [2]int
+			for _, c := range parts {
+				h, err := ChooseHypothesis(e.model, before, e.trainEx, e.shards[c], &sub)
+				if err != nil {
+					t.Fatal(err)
+				}
+				g := e.Groups()[c]
+				size[g]++
+				if h == g {
+					same[g]++
+				}
+			}
+			want := max(size[0], size[1])
+			if k == 2 {
+				// Identity or swapped: the swap agrees with the others.
+				want = max(same[0]+same[1], len(parts)-same[0]-same[1])
+			}
+			ca := res.ClusterAccuracy
+			if ca == nil {
+				t.Fatalf("k=%d round %d: no cluster accuracy", k, res.Round)
+			}
+			if ca.Matched != want || ca.Participants != len(parts) || ca.Accuracy != float64(want)/float64(len(parts)) || len(ca.Relabel) != 2 {
+				t.Fatalf("k=%d round %d: %+v, want %d of %d matched", k, res.Round, *ca, want, len(parts))
+			}
+			last = ca
+		}
+		t.Logf("k=%d: last round %+v", k, *last)
+		// Run's summary carries the last round's figure.
+		e, err = New(cfg, split, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sum, err := e.Run(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sum.ClusterAccuracy == nil || sum.ClusterAccuracy.Matched != last.Matched || !slices.Equal(sum.ClusterAccuracy.Relabel, last.Relabel) {
+			t.Fatalf("k=%d: summary %+v, last round %+v", k, sum.ClusterAccuracy, *last)
+		}
+	}
+	cfg := clusteredConfig()
+	cfg.Partition = "iid"
+	cfg.Rounds = 1
+	if res := runAll(t, cfg, split); res[0].ClusterAccuracy != nil {
+		t.Fatalf("iid partition: cluster accuracy %+v, want none", *res[0].ClusterAccuracy)
+	}
+}
+
+// TestDPrivacyNoiseKnee: the shape of the group-privacy paper's Table 4 —
+// accuracy flat for small noise multipliers, then a collapse — on a small
+// task. Each release's noise norm is ν·||δ_c|| (n cancels), so what
+// matters is ν·||δ_c||/(sqrt(m)·||θ||), the per-round noise of a
+// cluster's mean relative to its model (docs/DPRIVACY.md, "Table 4"):
+// logistic regression started near zero with ν = 1 trains as without
+// sanitization and assigns every client to its group, while ν = 150
+// destroys the model and the clients' choices collapse onto one
+// hypothesis (cluster accuracy near 1/2). It fails if the noise were far
+// smaller than ν·||δ_c|| (no collapse) or far larger (no flat part).
+func TestDPrivacyNoiseKnee(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains 30 rounds; the race-detector run (-short) skips it")
+	}
+	split := loadSample(t)
+	last := func(nu float64) RoundResult {
+		cfg := clusteredConfig()
+		cfg.Model, cfg.Rounds, cfg.LocalEpochs, cfg.LR = "logreg", 10, 1, 0.05
+		cfg.Options = map[string]float64{"k": 2}
+		if nu > 0 {
+			cfg.Protocol = "ifca-dp"
+			cfg.Options["nu"] = nu
+		}
+		res := runAll(t, cfg, split)
+		return res[len(res)-1]
+	}
+	plain, low, high := last(0), last(1), last(150)
+	t.Logf("accuracy (cluster accuracy): ifca %.3f (%.2f), nu=1 %.3f (%.2f), nu=150 %.3f (%.2f)",
+		plain.TestAccuracy, plain.ClusterAccuracy.Accuracy, low.TestAccuracy, low.ClusterAccuracy.Accuracy,
+		high.TestAccuracy, high.ClusterAccuracy.Accuracy)
+	if math.Abs(low.TestAccuracy-plain.TestAccuracy) > 0.03 || low.ClusterAccuracy.Accuracy < 0.95 {
+		t.Errorf("nu = 1: accuracy %.3f (ifca %.3f), cluster accuracy %.2f: want no loss", low.TestAccuracy, plain.TestAccuracy, low.ClusterAccuracy.Accuracy)
+	}
+	if high.TestAccuracy > plain.TestAccuracy-0.2 || high.ClusterAccuracy.Accuracy > 0.75 {
+		t.Errorf("nu = 150: accuracy %.3f (ifca %.3f), cluster accuracy %.2f: want a collapse", high.TestAccuracy, plain.TestAccuracy, high.ClusterAccuracy.Accuracy)
 	}
 }

@@ -56,6 +56,10 @@ type RoundResult struct {
 	// Validation is the round's validation on the held-out clients (nil
 	// when none was due).
 	Validation *ValidationRound `json:"validation,omitempty"`
+	// ClusterAccuracy scores the participants' choices of hypothesis
+	// against their true groups (clustered protocols on the "rotated"
+	// partition; nil otherwise).
+	ClusterAccuracy *ClusterAccuracy `json:"cluster_accuracy,omitempty"`
 	// Alone is this round alone, composed by the run's accountant at the
 	// run's delta: the per-round figure comparable with the cumulative one
 	// (Privacy.CentralEpsilon is the protocol's own analysis, at the
@@ -608,6 +612,11 @@ func (e *Engine) Step() (RoundResult, error) {
 		res.Timing.Analyze = time.Since(t0).Seconds()
 		if e.clustered != nil {
 			e.recordClusters(&res, parts)
+			ca, err := e.clusterAccuracy(parts)
+			if err != nil {
+				return res, fmt.Errorf("round %d: cluster accuracy: %w", t, err)
+			}
+			res.ClusterAccuracy = ca
 		}
 	} else {
 		if e.acct == nil {
@@ -957,6 +966,9 @@ type Summary struct {
 	// Validation is the early-stopping outcome (nil without validation
 	// clients).
 	Validation *ValidationSummary `json:"validation,omitempty"`
+	// ClusterAccuracy is the cluster-assignment accuracy of the last round
+	// that has one (nil if none has).
+	ClusterAccuracy *ClusterAccuracy `json:"cluster_accuracy,omitempty"`
 }
 
 // Run executes the remaining rounds, calling observe after each (observe may
@@ -977,6 +989,9 @@ func (e *Engine) Run(observe func(RoundResult)) (Summary, error) {
 		sum.BestAccuracy = math.Max(sum.BestAccuracy, res.TestAccuracy)
 		sum.Privacy = res.Privacy
 		sum.MaxClientEpsilon = res.MaxClientEpsilon
+		if res.ClusterAccuracy != nil {
+			sum.ClusterAccuracy = res.ClusterAccuracy
+		}
 		sum.Alone = res.Alone
 		if observe != nil {
 			observe(res)

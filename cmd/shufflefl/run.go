@@ -470,6 +470,7 @@ func execute(cfg runtime.Config, ex runExtras, stdout, stderr io.Writer, log *io
 		if last.RoundAloneEpsilon != nil {
 			sum.Alone.Epsilon, sum.Alone.Method = *last.RoundAloneEpsilon, "as recorded in metrics.jsonl"
 		}
+		sum.ClusterAccuracy = last.ClusterAccuracy
 		sum.MaxClientEpsilon = math.Inf(1)
 		if last.MaxClientEpsilon != nil {
 			sum.MaxClientEpsilon = *last.MaxClientEpsilon
