@@ -17,7 +17,7 @@ func ExampleApplyDefaults() {
 		return
 	}
 	fmt.Println(c.Protocol, c.Clients, c.Rounds, c.Clip, c.TargetEpsilon, c.Delta, c.Options["randomizer"])
-	// Output: ss-double 2000 4 0.05 8 1e-06 1
+	// Output: ss-double 2000 4 0.02 8 1e-06 1
 }
 
 // The configuration of `shufflefl run` without flags.
