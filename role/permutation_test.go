@@ -60,7 +60,7 @@ const (
 var permParams = map[string]map[string]float64{
 	"apes": nil, "dp-central": nil, "e-apes": nil, "ifca": {"k": 2}, "ifca-dp": {"k": 2},
 	"ldp-gaussian": nil, "ldp-laplace": nil, "ldp-min": {"min-epsilon": 10}, "nonprivate": nil,
-	"pldp": nil, "s-apes": nil, "ss-double": {"k": 1}, "ss-simple": nil, "ss-topk": {"k": 1}, "unis": nil,
+	"pldp": nil, "s-apes": nil, "split-mix": {"slots": 20}, "ss-double": {"k": 1}, "ss-simple": nil, "ss-topk": {"k": 1}, "unis": nil,
 }
 
 func TestPermutationCoversEveryProtocol(t *testing.T) {
@@ -228,6 +228,24 @@ func firstTwo(g []origin) (a, b origin) {
 	return a, b
 }
 
+// firstOccurrences reduces a group in which every sender has several items
+// (split-mix's shares of a coordinate) to the order of each sender's first
+// item, dummies left out. Under a uniform permutation of the multiset that
+// order is a uniform permutation of the senders (exchangeability), so the
+// statistics above apply to it; a shuffler that leaves the shares in
+// arrival order leaves it in arrival order.
+func firstOccurrences(g []origin) []origin {
+	var out []origin
+	seen := map[origin]bool{}
+	for _, o := range g {
+		if o != dummyOrigin && !seen[o] {
+			seen[o] = true
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
 func lastArrival(g []origin) origin {
 	l := dummyOrigin
 	for _, o := range g {
@@ -254,7 +272,8 @@ func chiSquareUniform(counts []int) (stat, crit float64) {
 // shuffler, applies the tests of the file's comment to every group and
 // returns the failed tests (t fails only on errors of the setup).
 func checkPermutations(t *testing.T, name string, shuffle shuffleFunc, seed uint64) (failures []string) {
-	p, err := protocol.New(name, protocol.Params{Clip: 0.1, Delta: 1e-6, Epsilon: 10, Rounds: 1, SampleRate: 1, Extra: permParams[name]})
+	p, err := protocol.New(name, protocol.Params{Clip: 0.1, Delta: 1e-6, Epsilon: 10, Rounds: 1, SampleRate: 1, Extra: permParams[name],
+		Layers: []int{permDim}, Population: permSenders})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -273,6 +292,11 @@ func checkPermutations(t *testing.T, name string, shuffle shuffleFunc, seed uint
 			reports[i] = encode(r)
 		}
 		g := shuffle(t, p, s, names, reports, rng.Stream(seed, 0x9ad, uint64(trial)), rng.Stream(seed, 0x9e5, uint64(trial)))
+		if mv, ok := p.(protocol.MultiValued); ok && mv.ValuesPerCoordinate() > 1 {
+			for k, grp := range g {
+				g[k] = firstOccurrences(grp)
+			}
+		}
 		if trial == 0 {
 			for k := range g {
 				groupNames = append(groupNames, k)
