@@ -104,6 +104,12 @@ func ProtocolGame(ctx context.Context, cfg ProtocolConfig) (ProtocolResult, erro
 	if params.SampleRate == 0 {
 		params.SampleRate = 1
 	}
+	if params.Layers == nil {
+		params.Layers = []int{cfg.Dim} // one layer: split-mix sizes its shares from it
+	}
+	if params.Population == 0 {
+		params.Population = cfg.Clients
+	}
 	shape := protocol.Shape{Round: 1, Dim: cfg.Dim, Population: cfg.Clients, Participants: cfg.Clients}
 	claimP, budgets, err := protocolAt(cfg, params, 1)
 	if err != nil {
@@ -130,10 +136,12 @@ func ProtocolGame(ctx context.Context, cfg ProtocolConfig) (ProtocolResult, erro
 	C := params.Clip
 	target := C
 	lowWorld := -C // client 0's update coordinate in world 0
-	if cfg.Protocol == "dp-central" {
-		// dp-central is DP under add/remove-one-client neighbouring with a
-		// fixed denominator: a zero update is the same as absence, and the
-		// neighbour at distance C is C/√d·1.
+	if AddRemove(cfg.Protocol) {
+		// dp-central and split-mix are DP under add/remove-one-client
+		// neighbouring with a fixed denominator: a zero update is the same
+		// as absence (split-mix pads the round to K slots, and an absent
+		// client's slot is a dummy with a noise share and a zero update),
+		// and the neighbour at distance C is C/√d·1.
 		target = C / math.Sqrt(float64(cfg.Dim))
 		lowWorld = 0
 	}
@@ -149,7 +157,7 @@ func ProtocolGame(ctx context.Context, cfg ProtocolConfig) (ProtocolResult, erro
 	// Without a shuffler the analyzer receives client 0's report with its
 	// identity: the adversary scores that report. Otherwise it sees only
 	// the shuffled batch, and scores the estimate it computes from it.
-	ownReport := claimP.Mode() == protocol.NoShuffle && cfg.Protocol != "dp-central"
+	ownReport := claimP.Mode() == protocol.NoShuffle && !AddRemove(cfg.Protocol)
 	observable := "sum of the analyzer's estimate"
 	if ownReport {
 		observable = "sum of client 0's report (no shuffler: the analyzer sees it with its sender)"
@@ -230,6 +238,12 @@ func ProtocolGame(ctx context.Context, cfg ProtocolConfig) (ProtocolResult, erro
 		Clients: cfg.Clients, LocalEps: local, Bound: priv.Bound,
 		Observable: observable}, nil
 }
+
+// AddRemove reports whether protocol name states central DP under
+// add/remove-one-client neighbouring with noise calibrated to a target
+// central epsilon (dp-central, split-mix), rather than a local budget under
+// replace-one.
+func AddRemove(name string) bool { return name == "dp-central" || name == "split-mix" }
 
 // protocolAt builds the protocol and the clients' budgets with every
 // epsilon multiplied by f.

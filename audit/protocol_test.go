@@ -49,3 +49,33 @@ func TestProtocolGame(t *testing.T) {
 		}
 	})
 }
+
+// TestProtocolGameSplitMix: the round game on split-mix (add/remove-one
+// neighbouring like dp-central: an absent client's slot is a dummy with a
+// noise share and a zero update, so zero update = absence). The claim holds
+// at the calibrated noise, and noise 8x too small (the target epsilon 8x
+// larger than the claim) is caught. The fast path releases the same sum bit
+// for bit as the shares (protocol.TestSplitMixFastMatchesShares), at a
+// fraction of the cost per trial.
+func TestProtocolGameSplitMix(t *testing.T) {
+	trials := int64(20000)
+	if testing.Short() {
+		trials = 10000
+	}
+	for _, tc := range []struct {
+		mis       float64
+		violation bool
+	}{{1, false}, {8, true}} {
+		cfg := ProtocolConfig{Protocol: "split-mix", Dim: 2, Clients: 10, Miscalibrate: tc.mis,
+			Params: protocol.Params{Clip: 1, Delta: 1e-5, Epsilon: 2, Extra: map[string]float64{"slots": 20, "fast": 1}},
+			Game:   GameConfig{Trials: trials, Seed: 3}}
+		res, err := ProtocolGame(context.Background(), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("noise too small by %v: eps_lower %.3f, claim %.3f", tc.mis, res.EpsLower, res.EpsClaimed)
+		if res.Violation != tc.violation {
+			t.Errorf("noise too small by %v: violation %v, want %v (eps_lower %.3f, claim %.3f)", tc.mis, res.Violation, tc.violation, res.EpsLower, res.EpsClaimed)
+		}
+	}
+}
