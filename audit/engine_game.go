@@ -45,9 +45,10 @@ func EngineGame(ctx context.Context, cfg runtime.Config, split data.Split, g Gam
 	canary := parts[0]
 	d := pilot.Model().Dim()
 	amp, low := cfg.Clip, -cfg.Clip
-	if cfg.Protocol == "dp-central" {
+	if AddRemove(cfg.Protocol) {
 		// Add/remove neighbouring: a zero update is absence (fixed
-		// denominator), the neighbour at L2 distance C is C/√d·1.
+		// denominator; split-mix's absent slot is a zero-update dummy),
+		// the neighbour at L2 distance C is C/√d·1.
 		amp, low = cfg.Clip/math.Sqrt(float64(d)), 0
 	}
 	first, err := pilot.Step()

@@ -158,7 +158,7 @@ func OneRun(cfg OneRunConfig) (OneRunResult, error) {
 	in := make([]bool, m)
 	dirs := make([][]float64, m)
 	amp := tc.Clip * cfg.Scale
-	if tc.Protocol == "dp-central" {
+	if AddRemove(tc.Protocol) {
 		amp = tc.Clip * cfg.Scale / math.Sqrt(float64(d))
 	}
 	for i := range dirs {

@@ -56,3 +56,21 @@ func TestOneRunEpsLower(t *testing.T) {
 		t.Fatalf("delta raised the bound: %v > %v", b, a)
 	}
 }
+
+// TestOneRunSplitMix: the one-run canary audit on split-mix (noise
+// calibrated to a target central epsilon of 8, canaries at L2 norm C as for
+// dp-central): the audit's lower bound stays below the claim.
+func TestOneRunSplitMix(t *testing.T) {
+	cfg := oneRunConfig(t, "split-mix")
+	cfg.Train.TargetEpsilon = 8
+	res, err := OneRun(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.EpsClaimed != nil {
+		t.Logf("split-mix: eps_lower %.3f, claim %.3f", res.EpsLower, *res.EpsClaimed)
+	}
+	if res.EpsClaimed == nil || res.Violation || res.EpsLower >= *res.EpsClaimed {
+		t.Fatalf("split-mix: %+v", res)
+	}
+}

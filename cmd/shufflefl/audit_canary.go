@@ -77,7 +77,7 @@ func runAuditCanary(args []string, stdout, stderr io.Writer) int {
 		cfg.Protocol, cfg.Model, cfg.Dataset, cfg.Out = strings.TrimSpace(p), *model, *dataset, ""
 		cfg.Clients, cfg.ClientsPerRound, cfg.SamplesPerClient, cfg.Rounds, cfg.LocalEpochs = *clients, *perRound, *spc, *rounds, 1
 		cfg.Epsilon, cfg.Delta, cfg.Clip, cfg.Seed, cfg.Workers = *eps, *delta, *clip, c.common.seed, c.common.workers
-		if cfg.Protocol == "dp-central" {
+		if audit.AddRemove(cfg.Protocol) {
 			cfg.TargetEpsilon = *target
 		}
 		if cfg.Protocol == "ldp-min" {

@@ -66,7 +66,7 @@ func runAuditMIA(args []string, stdout, stderr io.Writer) int {
 		cfg.Protocol, cfg.Dataset, cfg.Model = strings.TrimSpace(p), *dataset, *model
 		cfg.Clients, cfg.SamplesPerClient, cfg.Rounds, cfg.LocalEpochs = *clients, *spc, *rounds, *epochs
 		cfg.LR, cfg.Clip, cfg.Epsilon, cfg.Delta, cfg.Seed, cfg.Workers, cfg.Out = *lr, *clip, *eps, *delta, c.common.seed, c.common.workers, ""
-		if cfg.Protocol == "dp-central" {
+		if audit.AddRemove(cfg.Protocol) {
 			cfg.TargetEpsilon = *target
 		}
 		if cfg.Protocol == "ldp-min" {

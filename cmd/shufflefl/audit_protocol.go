@@ -140,7 +140,7 @@ func runAuditProtocol(args []string, stdout, stderr io.Writer) int {
 			cfg := runtime.DefaultConfig()
 			cfg.Protocol, cfg.Dataset, cfg.Model, cfg.Clients, cfg.SamplesPerClient, cfg.LocalEpochs = n, *dataset, *model, *clients, *spc, 1
 			cfg.Clip, cfg.Delta, cfg.Epsilon, cfg.Seed, cfg.Options = *clip, *delta, *eps, c.common.seed, extra
-			if n == "dp-central" {
+			if audit.AddRemove(n) {
 				cfg.TargetEpsilon = *target
 			}
 			if n == "ldp-min" {
