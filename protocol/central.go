@@ -43,24 +43,34 @@ type CentralDP struct {
 	secure              bool
 }
 
+// checkCentralParams validates the parameters every protocol calibrated to
+// a target central epsilon shares (dp-central, split-mix): the clip, the
+// target (named epsName), delta, rounds and the sampling rate.
+func checkCentralParams(p Params, epsName string) error {
+	if err := checks.Positive("clip", p.Clip); err != nil {
+		return err
+	}
+	if err := checks.Epsilon(epsName, p.Epsilon); err != nil {
+		return err
+	}
+	if err := checks.Delta("delta", p.Delta); err != nil {
+		return err
+	}
+	if err := checks.IntAtLeast("rounds", p.Rounds, 1); err != nil {
+		return err
+	}
+	if p.SampleRate <= 0 || p.SampleRate > 1 || math.IsNaN(p.SampleRate) {
+		return checks.Invalidf("sample rate must be in (0, 1], got %v", p.SampleRate)
+	}
+	return nil
+}
+
 func newCentral(p Params) (Protocol, error) {
 	if err := extraKeys(p); err != nil {
 		return nil, err
 	}
-	if err := checks.Positive("clip", p.Clip); err != nil {
+	if err := checkCentralParams(p, "epsilon"); err != nil {
 		return nil, err
-	}
-	if err := checks.Epsilon("epsilon", p.Epsilon); err != nil {
-		return nil, err
-	}
-	if err := checks.Delta("delta", p.Delta); err != nil {
-		return nil, err
-	}
-	if err := checks.IntAtLeast("rounds", p.Rounds, 1); err != nil {
-		return nil, err
-	}
-	if p.SampleRate <= 0 || p.SampleRate > 1 || math.IsNaN(p.SampleRate) {
-		return nil, checks.Invalidf("sample rate must be in (0, 1], got %v", p.SampleRate)
 	}
 	sigma, err := account.CalibrateNoiseMultiplier(p.Epsilon, p.Delta, p.SampleRate, p.Rounds)
 	if err != nil {

@@ -168,20 +168,8 @@ func newSplitMix(p Params) (Protocol, error) {
 	if err := extraKeys(p, smOptSlots, smOptCollude, smOptShares, smOptBits, smOptScale, smOptFast, smOptSigma, smOptVoidBits); err != nil {
 		return nil, err
 	}
-	if err := checks.Positive("clip", p.Clip); err != nil {
+	if err := checkCentralParams(p, "target epsilon"); err != nil {
 		return nil, err
-	}
-	if err := checks.Epsilon("target epsilon", p.Epsilon); err != nil {
-		return nil, err
-	}
-	if err := checks.Delta("delta", p.Delta); err != nil {
-		return nil, err
-	}
-	if err := checks.IntAtLeast("rounds", p.Rounds, 1); err != nil {
-		return nil, err
-	}
-	if p.SampleRate <= 0 || p.SampleRate > 1 || math.IsNaN(p.SampleRate) {
-		return nil, checks.Invalidf("sample rate must be in (0, 1], got %v", p.SampleRate)
 	}
 	sm := SplitMix{clip: p.Clip, eps: p.Epsilon, delta: p.Delta, rate: p.SampleRate, rounds: p.Rounds, pop: p.Population}
 	for _, l := range p.Layers {
