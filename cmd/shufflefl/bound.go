@@ -224,6 +224,11 @@ func normalizeAliases(o *boundOpts, cmd boundCmd) error {
 		return checks.Invalidf("--k is not a flag of this subcommand: the randomizer's domain size (krr, rgb) is --domain; --k is the number of dimensions sampled per user, in flame-double and flame-topk")
 	}
 	if slices.Contains(cmd.flags, "compose-method") && o.set["method"] {
+		// The deprecated flag's value is checked under its own name, so the
+		// error names the flag the user gave.
+		if err := oneOf("--method (deprecated; use --composition)", o.method, compositionNames...); err != nil {
+			return err
+		}
 		if o.set["composition"] && o.method != o.composition {
 			return checks.Invalidf("--method (deprecated) and --composition disagree (%q and %q); give --composition only", o.method, o.composition)
 		}

@@ -354,6 +354,8 @@ func TestBoundRejects(t *testing.T) {
 		{"domain one", []string{"blanket", "--mech", "krr", "--domain", "1"}, "--domain must be >= 2"},
 		// Compose's deprecated --method.
 		{"compose method disagrees", []string{"compose", "--method", "basic", "--composition", "rdp"}, "--method (deprecated) and --composition disagree"},
+		// A bad value of the deprecated flag names that flag, not --composition.
+		{"compose method bogus", []string{"compose", "--method", "bogus"}, "--method (deprecated; use --composition) must be one of"},
 		// sgm.
 		{"sgm both", []string{"sgm", "--q", "0.01", "--sigma", "1", "--steps", "10", "--delta", "1e-5", "--epsilon", "1"}, "give exactly one of --delta and --epsilon"},
 		{"sgm neither", []string{"sgm", "--q", "0.01", "--sigma", "1", "--steps", "10"}, "give exactly one of --delta and --epsilon"},

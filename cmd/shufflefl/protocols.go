@@ -104,7 +104,10 @@ func writeProtocol(w io.Writer, info protocol.Info) {
 func writeRunDefaults(w io.Writer, name string) {
 	d, ok := runtime.DefaultsFor(name)
 	if !ok || len(d.Settings) == 0 {
-		fmt.Fprint(w, wrapText("the shared defaults of 'shufflefl run --help'", "Run defaults: ", "    ", protocolsWidth))
+		c := runtime.DefaultConfig()
+		base := fmt.Sprintf("--clients %d --rounds %d --local-epochs %d --lr %g --clip %g (the engine's base settings: this protocol has no defaults of its own)",
+			c.Clients, c.Rounds, c.LocalEpochs, c.LR, c.Clip)
+		fmt.Fprint(w, wrapText(base, "Run defaults: ", "    ", protocolsWidth))
 		if ok && d.Why != "" {
 			fmt.Fprint(w, wrapText(d.Why, "    ", "    ", protocolsWidth))
 		}

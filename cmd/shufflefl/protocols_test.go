@@ -196,3 +196,13 @@ func TestProtocolsWrapText(t *testing.T) {
 		}
 	}
 }
+
+// TestProtocolsBaseDefaults: a protocol without defaults of its own states
+// the engine's base settings it runs with, not a pointer to another
+// command's (different) defaults.
+func TestProtocolsBaseDefaults(t *testing.T) {
+	code, out, _ := runCLI("protocols", "nonprivate")
+	if code != 0 || !strings.Contains(out, "Run defaults: --clients 1000 --rounds 30 --local-epochs 5 --lr 0.1") {
+		t.Fatalf("exit %d:\n%s", code, out)
+	}
+}
