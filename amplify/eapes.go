@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 
+	"shufflefl/account"
 	"shufflefl/checks"
 )
 
@@ -13,83 +14,24 @@ func phi(x float64) float64 { return 0.5 * math.Erfc(-x/math.Sqrt2) }
 // GDPDelta returns delta(eps) of a mu-GDP mechanism (Dong, Roth and Su
 // 2022; E-APES Fact 2): Phi(-eps/mu + mu/2) - e^eps Phi(-eps/mu - mu/2).
 // The mechanism is (eps, delta(eps))-DP for every eps >= 0; the conversion is
-// exact (no loss).
-func GDPDelta(mu, eps float64) (float64, error) {
-	if err := checks.Positive("mu", mu); err != nil {
-		return 0, fmt.Errorf("GDP to (eps, delta): %w", err)
-	}
-	if err := checks.EpsilonOrZero("eps", eps); err != nil {
-		return 0, fmt.Errorf("GDP to (eps, delta): %w", err)
-	}
-	return gdpDelta(mu, eps), nil
-}
+// exact (no loss). It is account.GDPToDelta (one implementation, in log
+// space), under the name E-APES's code uses.
+func GDPDelta(mu, eps float64) (float64, error) { return account.GDPToDelta(mu, eps) }
 
+// gdpDelta is GDPDelta on validated input.
 func gdpDelta(mu, eps float64) float64 {
-	a := phi(-eps/mu + mu/2)
-	// e^eps Phi(x) computed in log space to avoid overflow.
-	x := -eps/mu - mu/2
-	b := 0.0
-	if p := phi(x); p > 0 {
-		b = math.Exp(eps + math.Log(p))
-	}
-	d := a - b
-	if d < 0 {
-		d = 0
-	}
+	d, _ := account.GDPToDelta(mu, eps)
 	return d
 }
 
-// GDPEpsilon returns the smallest eps >= 0 (relative precision 1e-10) such
-// that a mu-GDP mechanism is (eps, delta)-DP: the inverse of GDPDelta.
-func GDPEpsilon(mu, delta float64) (float64, error) {
-	if err := checks.Positive("mu", mu); err != nil {
-		return 0, fmt.Errorf("GDP epsilon: %w", err)
-	}
-	if err := checks.Delta("delta", delta); err != nil {
-		return 0, fmt.Errorf("GDP epsilon: %w", err)
-	}
-	if gdpDelta(mu, 0) <= delta {
-		return 0, nil
-	}
-	hi := 1.0
-	for gdpDelta(mu, hi) > delta {
-		hi *= 2
-		if hi > 1e6 {
-			return 0, fmt.Errorf("GDP epsilon: %w", checks.Invalidf("mu = %v is too large for delta = %v", mu, delta))
-		}
-	}
-	return searchSmallest(func(e float64) float64 { return gdpDelta(mu, e) }, delta, hi, 1e-10), nil
-}
+// GDPEpsilon returns the smallest eps >= 0 such that a mu-GDP mechanism is
+// (eps, delta)-DP: the inverse of GDPDelta (account.GDPToEpsilon, relative
+// precision 1e-12, the guaranteed side kept).
+func GDPEpsilon(mu, delta float64) (float64, error) { return account.GDPToEpsilon(mu, delta) }
 
-// GDPMu returns the largest mu (relative precision 1e-12) such that mu-GDP
-// implies (eps, delta)-DP, i.e. GDPDelta(mu, eps) <= delta: the inverse
-// question of which Gaussian privacy level meets a target.
-func GDPMu(eps, delta float64) (float64, error) {
-	if err := checks.EpsilonOrZero("eps", eps); err != nil {
-		return 0, fmt.Errorf("GDP mu: %w", err)
-	}
-	if err := checks.Delta("delta", delta); err != nil {
-		return 0, fmt.Errorf("GDP mu: %w", err)
-	}
-	// delta(mu) is increasing in mu; bisect on [0, hi].
-	hi := 1.0
-	for gdpDelta(hi, eps) <= delta {
-		hi *= 2
-		if hi > 1e6 {
-			return hi, nil
-		}
-	}
-	lo := 0.0
-	for i := 0; i < 200 && hi-lo > 1e-12*hi; i++ {
-		m := 0.5 * (lo + hi)
-		if gdpDelta(m, eps) <= delta {
-			lo = m
-		} else {
-			hi = m
-		}
-	}
-	return lo, nil
-}
+// GDPMu returns the largest mu such that mu-GDP implies (eps, delta)-DP,
+// i.e. GDPDelta(mu, eps) <= delta (account.GDPMu).
+func GDPMu(eps, delta float64) (float64, error) { return account.GDPMu(eps, delta) }
 
 // EAPESMu returns the mu of E-APES (Chen, Cao and Ge 2023, Theorem 2 /
 // Theorem 3 without its Berry–Esseen term): with

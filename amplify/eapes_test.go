@@ -3,24 +3,22 @@ package amplify
 import (
 	"math"
 	"testing"
-
-	"shufflefl/account"
 )
 
-func TestGDPConversionAgainstAccount(t *testing.T) {
-	// account implements the same Dong-Roth-Su conversion independently.
+// TestGDPConversionAgainstClosedForm checks amplify's GDP names (one
+// implementation, in package account) against the textbook formula
+// Phi(-eps/mu + mu/2) - e^eps Phi(-eps/mu - mu/2) evaluated directly where it
+// does not cancel.
+func TestGDPConversionAgainstClosedForm(t *testing.T) {
 	for _, mu := range []float64{0.05, 0.5, 1, 3} {
 		for _, eps := range []float64{0, 0.1, 1, 5} {
 			got, err := GDPDelta(mu, eps)
 			if err != nil {
 				t.Fatal(err)
 			}
-			want, err := account.GDPToDelta(mu, eps)
-			if err != nil {
-				t.Fatal(err)
-			}
+			want := phi(-eps/mu+mu/2) - math.Exp(eps)*phi(-eps/mu-mu/2)
 			if !near(got, want, 1e-12+1e-9*want) {
-				t.Errorf("mu=%v eps=%v: %g vs account %g", mu, eps, got, want)
+				t.Errorf("mu=%v eps=%v: %g vs closed form %g", mu, eps, got, want)
 			}
 		}
 	}
