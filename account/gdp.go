@@ -141,3 +141,8 @@ func GaussianMu(sensitivity, sigma float64) (float64, error) {
 	}
 	return sensitivity / sigma, nil
 }
+
+// GDPCompose returns the mu of the k-fold composition of a mu-GDP mechanism,
+// mu sqrt(k) (Dong, Roth and Su 2022, Corollary 3.3: Gaussian trade-off
+// functions compose exactly). E-APES's statement over rounds uses it.
+func GDPCompose(mu float64, k int) float64 { return mu * math.Sqrt(float64(k)) }

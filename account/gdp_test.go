@@ -3,6 +3,7 @@ package account
 import (
 	"fmt"
 	"math"
+	"shufflefl/pld"
 	"testing"
 )
 
@@ -112,4 +113,40 @@ func ExampleGDPToEpsilon() {
 	eps, _ := GDPToEpsilon(mu, 1e-5)
 	fmt.Printf("mu = %.3f, (%.3f, 1e-5)-DP\n", mu, eps)
 	// Output: mu = 1.000, (4.377, 1e-5)-DP
+}
+
+// TestGDPCompose: k-fold composition of mu-GDP is sqrt(k) mu-GDP, checked
+// against the PLD of k composed Gaussian mechanisms.
+func TestGDPCompose(t *testing.T) {
+	for _, tc := range []struct {
+		mu float64
+		k  int
+	}{{0.1, 1}, {0.1, 100}, {0.5, 4}, {1, 10}} {
+		got := GDPCompose(tc.mu, tc.k)
+		if want := tc.mu * math.Sqrt(float64(tc.k)); got != want {
+			t.Errorf("GDPCompose(%v, %d) = %v, want %v", tc.mu, tc.k, got, want)
+		}
+		// Independently: the PLD of k Gaussian mechanisms (sensitivity 1,
+		// sigma = 1/mu) composed by FFT. Its delta is a pessimistic upper
+		// bound on the exact one, so it must lie at or just above the
+		// composed GDP curve.
+		g, err := pld.Gaussian(1/tc.mu, 1, pld.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := g.SelfCompose(tc.k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, eps := range []float64{0.1, 0.5, 1} {
+			dp := c.Delta(eps)
+			dg, err := GDPToDelta(got, eps)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if dp < dg*(1-1e-9) || dp > dg*1.01+1e-12 {
+				t.Errorf("mu %v x %d at eps %v: PLD delta %g, composed GDP %g", tc.mu, tc.k, eps, dp, dg)
+			}
+		}
+	}
 }

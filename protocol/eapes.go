@@ -192,7 +192,7 @@ func (m EAPES) Approximation(s Shape, budgets []Budget) (EAPESApproximation, err
 	if err != nil {
 		return EAPESApproximation{}, fmt.Errorf("e-apes approximation: %w", err)
 	}
-	cmu := mu * math.Sqrt(float64(s.Round))
+	cmu := account.GDPCompose(mu, s.Round)
 	ct, err := account.GDPToEpsilon(cmu, deltaS)
 	if err != nil {
 		return EAPESApproximation{}, fmt.Errorf("e-apes approximation over %d rounds: %w", s.Round, err)

@@ -662,7 +662,7 @@ func eapesRounds(o *boundOpts, out *boundOutput, eps, ds []float64, delta float6
 	out.extra["mu"] = mu
 	note := fmt.Sprintf("E-APES mu-GDP, mu = %.6g; central-limit approximation, not an upper bound", mu)
 	if o.rounds > 1 {
-		mu *= math.Sqrt(float64(o.rounds))
+		mu = account.GDPCompose(mu, o.rounds)
 		out.extra["mu_total"] = mu
 		note += fmt.Sprintf("; %d rounds composed as mu sqrt(rounds) = %.6g", o.rounds, mu)
 	}
