@@ -93,11 +93,12 @@ func ComposeBest(eps, delta float64, k int, deltaPrime float64) (e, d float64, a
 	return eb, db, false, nil
 }
 
-// Budget is one (epsilon, delta) privacy statement, used by the heterogeneous
-// composition functions.
+// Budget is one (epsilon, delta) privacy statement: a client's local budget
+// (protocol.Budget is this type), a ledger total, or an input of the
+// heterogeneous composition functions.
 type Budget struct {
-	Epsilon float64 `json:"epsilon"`
-	Delta   float64 `json:"delta"`
+	Epsilon float64 `json:"epsilon" yaml:"epsilon"`
+	Delta   float64 `json:"delta" yaml:"delta"`
 }
 
 func validateBudgets(what string, bs []Budget) error {

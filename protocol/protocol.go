@@ -40,11 +40,9 @@ import (
 // FLAME's eps_l; APES's eps_i^l times d — a protocol that spends per
 // coordinate divides by d itself) and, for approximate mechanisms, the local
 // delta of that release. Personalized budgets are first-class: every client
-// carries its own.
-type Budget struct {
-	Epsilon float64 `json:"epsilon" yaml:"epsilon"`
-	Delta   float64 `json:"delta" yaml:"delta"`
-}
+// carries its own. It is account.Budget (one type for an (epsilon, delta)
+// budget across the packages).
+type Budget = account.Budget
 
 // Report is what a client hands to the shuffler in one round.
 //
