@@ -14,6 +14,7 @@ import (
 	"shufflefl/checks"
 	"shufflefl/protocol"
 	"shufflefl/rng"
+	"shufflefl/runtime"
 )
 
 // ProtocolConfig configures the distinguishing game through one whole
@@ -241,9 +242,9 @@ func ProtocolGame(ctx context.Context, cfg ProtocolConfig) (ProtocolResult, erro
 
 // AddRemove reports whether protocol name states central DP under
 // add/remove-one-client neighbouring with noise calibrated to a target
-// central epsilon (dp-central, split-mix), rather than a local budget under
-// replace-one.
-func AddRemove(name string) bool { return name == "dp-central" || name == "split-mix" }
+// central epsilon (dp-central, split-mix: runtime.CentralTarget), rather
+// than a local budget under replace-one.
+func AddRemove(name string) bool { return runtime.CentralTarget(name) }
 
 // protocolAt builds the protocol and the clients' budgets with every
 // epsilon multiplied by f.
