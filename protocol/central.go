@@ -111,14 +111,21 @@ func (CentralDP) PoissonSampling() bool { return true }
 // Check implements Protocol: the round must match the sample rate the noise
 // was calibrated for.
 func (m CentralDP) Check(s Shape, _ []Budget) error {
+	return checkCalibrated("dp-central", s, m.q, m.rounds)
+}
+
+// checkCalibrated checks a round against what a target-calibrated
+// protocol's noise was calibrated for: a valid shape, the same sampling rate
+// and a round within the planned ones.
+func checkCalibrated(name string, s Shape, rate float64, rounds int) error {
 	if err := s.Validate(); err != nil {
 		return err
 	}
-	if q := s.SampleRate(); math.Abs(q-m.q) > 1e-12 {
-		return checks.Invalidf("dp-central was calibrated for sample rate %v but the round has %v", m.q, q)
+	if q := s.SampleRate(); math.Abs(q-rate) > 1e-12 {
+		return checks.Invalidf("%s was calibrated for sample rate %v but the round has %v", name, rate, q)
 	}
-	if s.Round > m.rounds {
-		return checks.Invalidf("round %d exceeds the %d rounds the noise was calibrated for", s.Round, m.rounds)
+	if s.Round > rounds {
+		return checks.Invalidf("round %d exceeds the %d rounds the noise was calibrated for", s.Round, rounds)
 	}
 	return nil
 }

@@ -494,6 +494,28 @@ func TestPrivacyFLAME(t *testing.T) {
 // standard deviation and puts the cut points where the privacy loss of the
 // statistic reaches eps, plus four more bins of width sd/2 in each tail.
 // Estimation errors only move the bins (costing power, not validity).
+// requireNoiseControl runs the statistical privacy test of a mechanism whose
+// noise is calibrated to eps (at delta) and its negative control with less
+// noise: est(weak, present) samples the released score with client 0
+// present with weight present (0: absent, q: Poisson-sampled, 1: always),
+// from the calibrated mechanism (weak false) or the under-noised one. The
+// calibrated one must pass, the control must be rejected. Bins come from the
+// full-participation pair (the mixture's variance would blur the pilot
+// estimate).
+func requireNoiseControl(t *testing.T, eps, delta, q float64, est func(weak bool, present float64) func(*rand.Rand) float64) {
+	t.Helper()
+	opt := mt.Options{Samples: 1_000_000, Delta: delta}
+	for _, weak := range []bool{false, true} {
+		f0, f1 := est(weak, 0), est(weak, q)
+		e := gaussTails(f0, est(weak, 1), eps)
+		if weak {
+			mt.RequireReject(t, eps, e.Bins(), e.Continuous(f0), e.Continuous(f1), opt)
+		} else {
+			mt.RequirePrivate(t, eps, e.Bins(), e.Continuous(f0), e.Continuous(f1), opt)
+		}
+	}
+}
+
 func gaussTails(f0, f1 func(*rand.Rand) float64, eps float64) mt.Edges {
 	const pilot = 20_000
 	stats := func(f func(*rand.Rand) float64, seed uint64) (mean, vr float64) {
@@ -642,21 +664,12 @@ func TestPrivacyCentralEstimate(t *testing.T) {
 			}
 			weak := p.(CentralDP)
 			weak.sigma /= 2
-			opt := mt.Options{Samples: 1_000_000, Delta: delta}
-			for _, c := range []struct {
-				p           Protocol
-				wantPrivate bool
-			}{{p, true}, {weak, false}} {
-				f0, f1 := est(c.p, 0), est(c.p, q)
-				// Bins from the full-participation pair (the mixture's
-				// variance would blur the pilot estimate).
-				e := gaussTails(f0, est(c.p, 1), eps)
-				if c.wantPrivate {
-					mt.RequirePrivate(t, eps, e.Bins(), e.Continuous(f0), e.Continuous(f1), opt)
-				} else {
-					mt.RequireReject(t, eps, e.Bins(), e.Continuous(f0), e.Continuous(f1), opt)
+			requireNoiseControl(t, eps, delta, q, func(w bool, present float64) func(*rand.Rand) float64 {
+				if w {
+					return est(weak, present)
 				}
-			}
+				return est(p, present)
+			})
 		})
 	}
 }

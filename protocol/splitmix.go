@@ -354,14 +354,8 @@ func (sm SplitMix) perSlot() int {
 
 // Check implements Protocol.
 func (sm SplitMix) Check(s Shape, _ []Budget) error {
-	if err := s.Validate(); err != nil {
+	if err := checkCalibrated("split-mix", s, sm.rate, sm.rounds); err != nil {
 		return err
-	}
-	if q := s.SampleRate(); math.Abs(q-sm.rate) > 1e-12 {
-		return checks.Invalidf("split-mix was calibrated for sample rate %v but the round has %v", sm.rate, q)
-	}
-	if s.Round > sm.rounds {
-		return checks.Invalidf("round %d exceeds the %d rounds the noise was calibrated for", s.Round, sm.rounds)
 	}
 	if s.Dim != sm.dim {
 		return checks.Invalidf("split-mix was built for dimension %d, the round has %d", sm.dim, s.Dim)

@@ -10,7 +10,6 @@ import (
 
 	"shufflefl/account"
 	"shufflefl/mechanism"
-	mt "shufflefl/mechanism/mechanismtest"
 	"shufflefl/rng"
 )
 
@@ -361,19 +360,12 @@ func TestPrivacySplitMix(t *testing.T) {
 			}
 			weak := sm
 			weak.slotVar /= 4 // half the noise standard deviation
-			opt := mt.Options{Samples: 1_000_000, Delta: delta}
-			for _, c := range []struct {
-				p           SplitMix
-				wantPrivate bool
-			}{{sm, true}, {weak, false}} {
-				f0, f1 := est(c.p, 0), est(c.p, q)
-				e := gaussTails(f0, est(c.p, 1), eps)
-				if c.wantPrivate {
-					mt.RequirePrivate(t, eps, e.Bins(), e.Continuous(f0), e.Continuous(f1), opt)
-				} else {
-					mt.RequireReject(t, eps, e.Bins(), e.Continuous(f0), e.Continuous(f1), opt)
+			requireNoiseControl(t, eps, delta, q, func(w bool, present float64) func(*rand.Rand) float64 {
+				if w {
+					return est(weak, present)
 				}
-			}
+				return est(sm, present)
+			})
 		})
 	}
 }
