@@ -146,17 +146,7 @@ func TestClusteredResume(t *testing.T) {
 	full := runAll(t, cfg, split)
 
 	cfg.Rounds = 2
-	e, err := New(cfg, split, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := e.Run(nil); err != nil {
-		t.Fatal(err)
-	}
-	snap, err := e.Snapshot()
-	if err != nil {
-		t.Fatal(err)
-	}
+	snap := runSnapshot(t, cfg, split)
 	if len(snap.Hypotheses) != 1 || len(snap.DLeak) != cfg.Clients {
 		t.Fatalf("snapshot keeps %d hypotheses and %d leakages", len(snap.Hypotheses), len(snap.DLeak))
 	}

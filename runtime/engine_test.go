@@ -43,6 +43,23 @@ func runAll(t testing.TB, cfg Config, split data.Split) []RoundResult {
 	return out
 }
 
+// runSnapshot runs cfg to its end and returns the engine's snapshot.
+func runSnapshot(t testing.TB, cfg Config, split data.Split) Snapshot {
+	t.Helper()
+	e, err := New(cfg, split, nil)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	if _, err := e.Run(nil); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	snap, err := e.Snapshot()
+	if err != nil {
+		t.Fatalf("Snapshot: %v", err)
+	}
+	return snap
+}
+
 // sameTrajectory compares everything but timings bit for bit.
 func sameTrajectory(t *testing.T, a, b []RoundResult) {
 	t.Helper()

@@ -170,17 +170,7 @@ func TestExtendedResumeWithinPlan(t *testing.T) {
 			cfg := smallConfig()
 			cfg.Protocol, cfg.Epsilon, cfg.Options = tc.proto, tc.epsilon, tc.options
 			cfg.LocalEpochs, cfg.Rounds = 1, 2
-			e, err := New(cfg, split, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := e.Run(nil); err != nil {
-				t.Fatal(err)
-			}
-			snap, err := e.Snapshot()
-			if err != nil {
-				t.Fatal(err)
-			}
+			snap := runSnapshot(t, cfg, split)
 			ext := cfg
 			ext.Rounds = 4
 			f, err := New(ext, split, nil)
