@@ -177,16 +177,24 @@ func (m CentralDP) Account(s Shape, _ []Budget) (Privacy, error) {
 	if err != nil {
 		return Privacy{}, fmt.Errorf("dp-central: %w", err)
 	}
+	return centralPrivacy(one, share, curve, fmt.Sprintf("rdp sampled gaussian (sigma=%.4g, q=%.4g)", m.sigma, m.q)), nil
+}
+
+// centralPrivacy is the round statement of a protocol whose noise protects
+// only the released sum (dp-central, split-mix): no local guarantee, the
+// central (eps, delta) at the round's delta share, for the update and for
+// any coordinate, and the round's RDP curve for the run's accountant.
+func centralPrivacy(eps, delta float64, curve []float64, bound string) Privacy {
 	inf := math.Inf(1)
 	return Privacy{
 		Private:             true,
 		LocalEpsilon:        Stats{inf, inf, inf},
 		LocalCoordEpsilon:   Stats{inf, inf, inf},
-		CentralEpsilon:      one,
-		CentralDelta:        share,
-		CentralCoordEpsilon: one,
-		CentralCoordDelta:   share,
+		CentralEpsilon:      eps,
+		CentralDelta:        delta,
+		CentralCoordEpsilon: eps,
+		CentralCoordDelta:   delta,
 		RDP:                 curve,
-		Bound:               fmt.Sprintf("rdp sampled gaussian (sigma=%.4g, q=%.4g)", m.sigma, m.q),
-	}, nil
+		Bound:               bound,
+	}
 }

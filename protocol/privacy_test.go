@@ -494,6 +494,16 @@ func TestPrivacyFLAME(t *testing.T) {
 // standard deviation and puts the cut points where the privacy loss of the
 // statistic reaches eps, plus four more bins of width sd/2 in each tail.
 // Estimation errors only move the bins (costing power, not validity).
+// projection is the score of an estimate dst in the direction u of client
+// 0's update: <dst, u>/clip.
+func projection(dst, u []float64, clip float64) float64 {
+	dot := 0.0
+	for j := range dst {
+		dot += dst[j] * u[j] / clip
+	}
+	return dot
+}
+
 // requireNoiseControl runs the statistical privacy test of a mechanism whose
 // noise is calibrated to eps (at delta) and its negative control with less
 // noise: est(weak, present) samples the released score with client 0
@@ -655,11 +665,7 @@ func TestPrivacyCentralEstimate(t *testing.T) {
 					if err := p.Estimate(r, s, agg, dst); err != nil {
 						t.Fatal(err)
 					}
-					dot := 0.0
-					for j := range dst {
-						dot += dst[j] * u[j] / clip
-					}
-					return dot
+					return projection(dst, u, clip)
 				}
 			}
 			weak := p.(CentralDP)

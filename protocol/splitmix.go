@@ -568,7 +568,6 @@ func (sm SplitMix) Account(s Shape, _ []Budget) (Privacy, error) {
 	if err != nil {
 		return Privacy{}, fmt.Errorf("split-mix: %w", err)
 	}
-	inf := math.Inf(1)
 	var b strings.Builder
 	fmt.Fprintf(&b, "rdp Poisson-sampled skellam (Agarwal-Kairouz-Liu Thm 3.5, symmetric-noise subsampling; mu=%.4g, noise multiplier %.4g, L2 %.5g, L1 %.5g, q=%.4g)",
 		sm.variance, sm.NoiseMultiplier(), sm.l2, sm.l1, sm.rate)
@@ -579,16 +578,7 @@ func (sm SplitMix) Account(s Shape, _ []Budget) (Privacy, error) {
 		wrap = "< 1e-300"
 	}
 	fmt.Fprintf(&b, "; trust: honest shuffler, analyzer colluding with <= %d clients; wrap-around %s per round", sm.collude, wrap)
-	return Privacy{
-		Private:             true,
-		LocalEpsilon:        Stats{inf, inf, inf},
-		LocalCoordEpsilon:   Stats{inf, inf, inf},
-		CentralEpsilon:      one,
-		CentralDelta:        share,
-		CentralCoordEpsilon: one,
-		CentralCoordDelta:   share,
-		RDP:                 sm.curve,
-		TV:                  tv,
-		Bound:               b.String(),
-	}, nil
+	priv := centralPrivacy(one, share, sm.curve, b.String())
+	priv.TV = tv
+	return priv, nil
 }

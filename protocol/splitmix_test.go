@@ -351,11 +351,7 @@ func TestPrivacySplitMix(t *testing.T) {
 					if err := p.Estimate(r, s, agg, dst); err != nil {
 						t.Fatal(err)
 					}
-					dot := 0.0
-					for j := range dst {
-						dot += dst[j] * u[j] / clip
-					}
-					return dot
+					return projection(dst, u, clip)
 				}
 			}
 			weak := sm
