@@ -202,7 +202,12 @@ func ProtocolGame(ctx context.Context, cfg ProtocolConfig) (ProtocolResult, erro
 				fail(err)
 				return 0
 			}
-			if err := encP.Estimate(r, shape, agg, est); err != nil {
+			estP, err := protocol.Estimating(encP)
+			if err != nil {
+				fail(err)
+				return 0
+			}
+			if err := estP.Estimate(r, shape, agg, est); err != nil {
 				fail(err)
 				return 0
 			}

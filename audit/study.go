@@ -238,7 +238,11 @@ func release(r *rand.Rand, cfg InversionConfig, s Setting, u []float64, fillers 
 		return nil, "", err
 	}
 	est := make([]float64, d)
-	if err := p.Estimate(r, shape, agg, est); err != nil {
+	estP, err := protocol.Estimating(p)
+	if err != nil {
+		return nil, "", err
+	}
+	if err := estP.Estimate(r, shape, agg, est); err != nil {
 		return nil, "", err
 	}
 	if own {

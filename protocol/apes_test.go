@@ -72,7 +72,7 @@ func apesRound(t testing.TB, p Protocol, s Shape, update []float64, budgets []Bu
 func apesEstimate(t testing.TB, p Protocol, s Shape, agg *Aggregate) []float64 {
 	t.Helper()
 	est := make([]float64, s.Dim)
-	if err := p.Estimate(rng.Stream(1), s, agg, est); err != nil {
+	if err := p.(Estimator).Estimate(rng.Stream(1), s, agg, est); err != nil {
 		t.Fatal(err)
 	}
 	return est
@@ -455,7 +455,7 @@ func TestAPESAnalyzerRejects(t *testing.T) {
 		}
 	}
 	dst := make([]float64, 3)
-	if err := p.Estimate(nil, s, agg, dst); err == nil || !strings.Contains(err.Error(), "one eps_i per report") {
+	if err := p.(Estimator).Estimate(nil, s, agg, dst); err == nil || !strings.Contains(err.Error(), "one eps_i per report") {
 		t.Fatalf("mismatched epsilon list accepted: %v", err)
 	}
 	agg.Reset()
@@ -463,7 +463,7 @@ func TestAPESAnalyzerRejects(t *testing.T) {
 	if err := agg.AddReport(&rep); err != nil {
 		t.Fatal(err)
 	}
-	if err := p.Estimate(nil, s, agg, dst); err == nil || !strings.Contains(err.Error(), "no epsilons") {
+	if err := p.(Estimator).Estimate(nil, s, agg, dst); err == nil || !strings.Contains(err.Error(), "no epsilons") {
 		t.Fatalf("missing epsilons accepted: %v", err)
 	}
 	if err := p.Encode(rng.Stream(1), s, []float64{1, 2}, Budget{Epsilon: 1}, &rep); err == nil {
@@ -686,7 +686,7 @@ func Example_apes() {
 	sh, _ := Shuffle(rng.Stream(7, rng.LabelShuffle, 0), rng.Stream(7, rng.LabelShuffle, 1), p, s, reports)
 	agg, _ := sh.Aggregate()
 	est := make([]float64, d)
-	if err := p.Estimate(nil, s, agg, est); err != nil {
+	if err := p.(Estimator).Estimate(nil, s, agg, est); err != nil {
 		panic(err)
 	}
 	pr, _ := p.Account(s, budgets)
@@ -761,7 +761,7 @@ func BenchmarkAPESEstimate(b *testing.B) {
 	dst := make([]float64, d)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		if err := p.Estimate(nil, s, agg, dst); err != nil {
+		if err := p.(Estimator).Estimate(nil, s, agg, dst); err != nil {
 			b.Fatal(err)
 		}
 	}

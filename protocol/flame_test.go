@@ -103,7 +103,7 @@ func TestFlameEstimator(t *testing.T) {
 			reports := flameEncodeAll(t, p, s, pop, eps, 11)
 			agg := flameStream(t, p, s, reports, 11)
 			est := make([]float64, d)
-			if err := p.Estimate(nil, s, agg, est); err != nil {
+			if err := p.(Estimator).Estimate(nil, s, agg, est); err != nil {
 				t.Fatal(err)
 			}
 			target, variance := flamePrediction(t, p, s, pop, reports)
@@ -274,10 +274,10 @@ func TestFlameFaithfulMatchesStreaming(t *testing.T) {
 				t.Fatalf("%d dummies, want n_p d - real = %d", stream.Dummies, int64(tc.wantNp*d)-real)
 			}
 			a, b := make([]float64, d), make([]float64, d)
-			if err := p.Estimate(nil, s, stream, a); err != nil {
+			if err := p.(Estimator).Estimate(nil, s, stream, a); err != nil {
 				t.Fatal(err)
 			}
-			if err := p.Estimate(nil, s, faithful, b); err != nil {
+			if err := p.(Estimator).Estimate(nil, s, faithful, b); err != nil {
 				t.Fatal(err)
 			}
 			for j := range a {
@@ -864,7 +864,7 @@ func ExampleSSDouble() {
 		panic(err)
 	}
 	est := make([]float64, d)
-	if err := p.Estimate(nil, s, agg, est); err != nil {
+	if err := p.(Estimator).Estimate(nil, s, agg, est); err != nil {
 		panic(err)
 	}
 	fmt.Println("values per dimension:", agg.Count)
@@ -936,7 +936,7 @@ func BenchmarkFlamePadEstimate(b *testing.B) {
 				if err := p.Pad(r, s, base.Count, agg.AddValue); err != nil {
 					b.Fatal(err)
 				}
-				if err := p.Estimate(nil, s, agg, est); err != nil {
+				if err := p.(Estimator).Estimate(nil, s, agg, est); err != nil {
 					b.Fatal(err)
 				}
 			}

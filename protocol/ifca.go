@@ -222,12 +222,6 @@ func (m IFCA) EncodeModel(r *rand.Rand, s Shape, base, update []float64, _ Budge
 // Pad implements Protocol: no padding.
 func (IFCA) Pad(*rand.Rand, Shape, []int64, func(int, float64)) error { return nil }
 
-// Estimate implements Protocol; a clustered protocol's analyzer updates k
-// models, so drivers call EstimateModels.
-func (m IFCA) Estimate(*rand.Rand, Shape, *Aggregate, []float64) error {
-	return checks.Invalidf("%s keeps k models: call EstimateModels", m.name)
-}
-
 // EstimateModels implements Clustered: Lloyd's k-means (package cluster)
 // over the released vectors, initialised at the current hypotheses (ties go
 // to the lowest index; at most 100 iterations, stopping when no assignment

@@ -662,7 +662,7 @@ func TestPrivacyCentralEstimate(t *testing.T) {
 					if present == 1 || (present > 0 && r.Float64() < present) {
 						copy(agg.Sum, u)
 					}
-					if err := p.Estimate(r, s, agg, dst); err != nil {
+					if err := p.(Estimator).Estimate(r, s, agg, dst); err != nil {
 						t.Fatal(err)
 					}
 					return projection(dst, u, clip)
@@ -926,7 +926,7 @@ func TestClipCentralSubnormal(t *testing.T) {
 			r := rng.NewSeeded(4)
 			distinct := map[float64]bool{}
 			for range 20 {
-				if err := p.Estimate(r, s, agg, dst); err != nil {
+				if err := p.(Estimator).Estimate(r, s, agg, dst); err != nil {
 					t.Fatal(err)
 				}
 				for _, v := range dst {

@@ -144,39 +144,53 @@ func (s Shape) SampleRate() float64 {
 	return float64(m) / float64(s.Population)
 }
 
-// Protocol is an Encode-Shuffle-Analyze protocol with its accountant. An
-// implementation is immutable after construction and safe for concurrent use:
-// Encode runs on many goroutines at once, each with its own generator and
-// Report buffer.
-type Protocol interface {
+// The parts of a protocol. Each role needs one of them: a client encodes
+// (Encoder), the shuffler pads (Padder), the analyzer estimates (Estimator,
+// or Clustered's EstimateModels for k models) and the accountant states the
+// round's privacy (Accounter). An implementation is immutable after
+// construction and safe for concurrent use: Encode runs on many goroutines
+// at once, each with its own generator and Report buffer.
+
+// Encoder is a protocol's client role.
+type Encoder interface {
 	// Name is the registry name, e.g. "ldp-laplace".
 	Name() string
-
-	// Check validates the protocol's parameters against the run before any
-	// round starts: the shape and every participant's budget. Errors name the
-	// violated constraint of the paper.
-	Check(s Shape, budgets []Budget) error
-
 	// Mode is how the shuffler permutes this protocol's reports.
 	Mode() ShuffleMode
-
 	// Encode is the client role. update is the client's local update (model
 	// delta or gradient, length s.Dim); Encode may modify it in place (clip)
 	// and writes the randomized report into out, reusing out's buffers.
 	Encode(r *rand.Rand, s Shape, update []float64, b Budget, out *Report) error
+}
 
+// Padder is a protocol's shuffler role.
+type Padder interface {
+	// Mode is how the shuffler permutes this protocol's reports.
+	Mode() ShuffleMode
 	// Pad is the shuffler role's padding: given the number of real reports per
 	// coordinate (known to the shuffler, which sees indices but never values),
 	// it emits dummy values drawn from the protocol's padding distribution.
 	// Protocols without padding emit nothing.
 	Pad(r *rand.Rand, s Shape, counts []int64, emit func(coord int, v float64)) error
+}
 
-	// Estimate is the analyzer role: from the aggregate of all (shuffled,
-	// padded) reports it writes the estimate of the mean update into dst
-	// (length s.Dim). r is the analyzer's own generator (central DP adds noise
-	// here).
+// Estimator is the analyzer role of a protocol with one global model.
+type Estimator interface {
+	// Estimate writes, from the aggregate of all (shuffled, padded)
+	// reports, the estimate of the mean update into dst (length s.Dim). r
+	// is the analyzer's own generator (central DP adds noise here).
 	Estimate(r *rand.Rand, s Shape, agg *Aggregate, dst []float64) error
+}
 
+// Accounter is a protocol's accountant: it checks a run's parameters and
+// states each round's privacy.
+type Accounter interface {
+	// Name is the registry name, e.g. "ldp-laplace".
+	Name() string
+	// Check validates the protocol's parameters against the run before any
+	// round starts: the shape and every participant's budget. Errors name the
+	// violated constraint of the paper.
+	Check(s Shape, budgets []Budget) error
 	// Account states the privacy of one round of shape s for the given
 	// participants' budgets: local figures, the round's central guarantee
 	// (with any client-sampling credit at s.SampleRate()), and the finer
@@ -184,6 +198,32 @@ type Protocol interface {
 	// Composition across rounds is the accountant's job, not the protocol's:
 	// the Cumulative fields are left zero.
 	Account(s Shape, budgets []Budget) (Privacy, error)
+}
+
+// Protocol is an Encode-Shuffle-Analyze protocol with its accountant: what
+// a run holds. The analyzer's part is separate, because it takes two
+// forms: a protocol with one global model is also an Estimator (see
+// SingleModel), one with k models is Clustered. Estimating returns the
+// Estimator of p, or an error naming p when p keeps k models.
+type Protocol interface {
+	Encoder
+	Padder
+	Accounter
+}
+
+// SingleModel is a protocol whose analyzer keeps one global model.
+type SingleModel interface {
+	Protocol
+	Estimator
+}
+
+// Estimating returns p's analyzer role for one global model, or an error
+// when p keeps k models (Clustered) and has none.
+func Estimating(p Protocol) (Estimator, error) {
+	if e, ok := p.(Estimator); ok {
+		return e, nil
+	}
+	return nil, checks.Invalidf("%s keeps k models: it has no single-model estimate (Clustered.EstimateModels)", p.Name())
 }
 
 // Stats summarises a per-client quantity.

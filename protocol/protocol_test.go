@@ -40,7 +40,7 @@ func runRound(t *testing.T, p Protocol, s Shape, update []float64, b Budget, see
 		t.Fatal(err)
 	}
 	est := make([]float64, s.Dim)
-	if err := p.Estimate(rng.Stream(seed, rng.LabelAnalyzer), s, agg, est); err != nil {
+	if err := p.(Estimator).Estimate(rng.Stream(seed, rng.LabelAnalyzer), s, agg, est); err != nil {
 		t.Fatal(err)
 	}
 	return est
@@ -116,7 +116,7 @@ func TestCentralNoise(t *testing.T) {
 	s := Shape{Round: 1, Dim: d, Population: N, Participants: n}
 	agg := NewAggregate(d)
 	est := make([]float64, d)
-	if err := p.Estimate(rng.Stream(3), s, agg, est); err != nil {
+	if err := p.(Estimator).Estimate(rng.Stream(3), s, agg, est); err != nil {
 		t.Fatal(err)
 	}
 	want := c.NoiseMultiplier() / n // sigma*C/(qN) with C = 1
@@ -488,5 +488,19 @@ func TestDeltaSplit(t *testing.T) {
 				t.Errorf("%d rounds compose to (%v, %v) by %q, want a finite epsilon at delta <= %v", T, sp.Epsilon, sp.Delta, sp.Method, D)
 			}
 		})
+	}
+}
+
+func TestEstimating(t *testing.T) {
+	for _, name := range []string{"ss-simple", "ifca"} {
+		p, err := New(name, Params{Clip: 0.1, Delta: 1e-5, Rounds: 1, Epsilon: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = Estimating(p)
+		_, clustered := p.(Clustered)
+		if clustered != (err != nil) {
+			t.Errorf("%s: Estimating error %v, clustered %v", name, err, clustered)
+		}
 	}
 }

@@ -99,10 +99,10 @@ func TestSplitMixFaithfulShuffle(t *testing.T) {
 	}
 
 	e1, e2 := make([]float64, d), make([]float64, d)
-	if err := shares.Estimate(rand.New(rand.NewPCG(1, 2)), s, aggF, e1); err != nil {
+	if err := shares.(protocol.Estimator).Estimate(rand.New(rand.NewPCG(1, 2)), s, aggF, e1); err != nil {
 		t.Fatal(err)
 	}
-	if err := fast.Estimate(rand.New(rand.NewPCG(1, 2)), s, aggS, e2); err != nil {
+	if err := fast.(protocol.Estimator).Estimate(rand.New(rand.NewPCG(1, 2)), s, aggS, e2); err != nil {
 		t.Fatal(err)
 	}
 	for j := range e1 {

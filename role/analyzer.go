@@ -26,6 +26,8 @@ type Analyzer struct {
 	proto protocol.Protocol
 	// clustered is set for protocols with k models (models[0] is model).
 	clustered protocol.Clustered
+	// estimator is the analyzer role of a single-model protocol.
+	estimator protocol.Estimator
 	models    [][]float64
 	sizes     []int
 	acct      *account.Accountant
@@ -89,6 +91,10 @@ func NewAnalyzer(c AnalyzerConfig) (*Analyzer, error) {
 		a.agg.KeepVectors()
 	} else if len(c.Hypotheses) != 0 {
 		return nil, checks.Invalidf("analyzer: %s keeps one model, got %d", c.Protocol.Name(), len(c.Hypotheses)+1)
+	} else if est, err := protocol.Estimating(c.Protocol); err != nil {
+		return nil, fmt.Errorf("analyzer: %w", err)
+	} else {
+		a.estimator = est
 	}
 	return a, nil
 }
@@ -268,7 +274,7 @@ func (a *Analyzer) Release(r *rand.Rand, st account.Statement) ([]float64, error
 	if a.clustered != nil {
 		return nil, a.releaseModels(r, st)
 	}
-	if err := a.proto.Estimate(r, a.s, a.agg, a.est); err != nil {
+	if err := a.estimator.Estimate(r, a.s, a.agg, a.est); err != nil {
 		return nil, fmt.Errorf("analyzer: round %d: %w", a.s.Round, err)
 	}
 	for j, v := range a.est {

@@ -91,7 +91,11 @@ func (e *Engine) trialRound() error {
 		return nil
 	}
 	est := make([]float64, d)
-	if err := e.proto.Estimate(ra, s, agg, est); err != nil {
+	estP, err := protocol.Estimating(e.proto)
+	if err != nil {
+		return err
+	}
+	if err := estP.Estimate(ra, s, agg, est); err != nil {
 		return fmt.Errorf("estimating the mean update: %w", err)
 	}
 	ss := 0.0

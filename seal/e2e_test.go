@@ -131,10 +131,10 @@ func TestPerCoordinateRound(t *testing.T) {
 		}
 	}
 	est, wantEst := make([]float64, d), make([]float64, d)
-	if err := p.Estimate(nil, s, agg, est); err != nil {
+	if err := p.(protocol.Estimator).Estimate(nil, s, agg, est); err != nil {
 		t.Fatal(err)
 	}
-	if err := p.Estimate(nil, s, want, wantEst); err != nil {
+	if err := p.(protocol.Estimator).Estimate(nil, s, want, wantEst); err != nil {
 		t.Fatal(err)
 	}
 	for j := range est {
