@@ -19,7 +19,7 @@ import (
 	"shufflefl/protocol"
 	"shufflefl/rng"
 	"shufflefl/role"
-	"shufflefl/runtime"
+	"shufflefl/round"
 	"shufflefl/seal"
 	"shufflefl/store"
 	"shufflefl/wire"
@@ -50,7 +50,7 @@ type AnalyzerConfig struct {
 	// Workers evaluate the model (GOMAXPROCS if zero).
 	Workers int
 	// Observe is called after every finished round (may be nil).
-	Observe func(runtime.RoundResult)
+	Observe func(round.RoundResult)
 	// Logf logs events (log.Printf if nil).
 	Logf func(format string, a ...any)
 }
@@ -74,7 +74,7 @@ type Analyzer struct {
 	done     chan int64
 	released int // rounds released (for the clients' spend bound)
 	stats    seal.Stats
-	sum      runtime.Summary
+	sum      round.Summary
 	// announced is when the pending round was (last) announced.
 	announced time.Time
 }
@@ -233,7 +233,7 @@ func Params(st *Setup) []*wire.Param {
 // Run drives the remaining rounds: it opens each in the round log,
 // announces it to the shuffler (retrying until acknowledged), and waits for
 // its batch. It returns the run's summary when the last round finished.
-func (a *Analyzer) Run(ctx context.Context) (runtime.Summary, error) {
+func (a *Analyzer) Run(ctx context.Context) (round.Summary, error) {
 	start := time.Now()
 	for {
 		a.mu.Lock()
@@ -288,7 +288,7 @@ func (a *Analyzer) Run(ctx context.Context) (runtime.Summary, error) {
 	return a.summary(start), nil
 }
 
-func (a *Analyzer) summary(start time.Time) runtime.Summary {
+func (a *Analyzer) summary(start time.Time) round.Summary {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	s := a.sum
@@ -319,10 +319,54 @@ func (a *Analyzer) SubmitBatch(stream grpc.ClientStreamingServer[wire.BatchChunk
 	return stream.SendAndClose(resp)
 }
 
-// batch processes one assembled batch.
+// batch processes one assembled batch: it admits the batch's round,
+// opens the sealed messages, lets the analyzer machine decide and close
+// the round, and persists its decision before the acknowledgement.
 func (a *Analyzer) batch(h *wire.BatchHeader, ms []*wire.SealedMessage) (*wire.BatchResponse, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	t := h.Round
+	if resp, err := a.admit(h); resp != nil || err != nil {
+		return resp, err
+	}
+	// The round's facts (true population and sample, reports, budgets)
+	// are checked before anything is opened.
+	facts, err := a.st.Facts(h)
+	if err != nil {
+		return nil, wire.Errorf(codes.InvalidArgument, wire.Reason_REASON_MALFORMED, "header", t, "%v", err)
+	}
+	start := time.Now()
+	b, counts, resp, err := a.openBatch(h, ms, facts.Reporters)
+	if err != nil {
+		return nil, err
+	}
+	rd, err := a.decide(int(t), facts, b)
+	if err != nil {
+		return nil, err
+	}
+	res := round.RoundResult{Round: int(t), Participants: facts.Reporters, Reports: int64(facts.Reporters), Dummies: int64(h.Counts.Dummies)}
+	if err := a.persist(rd, counts, &res); err != nil {
+		return nil, err
+	}
+	a.finished, a.pending = t, 0
+	// Seconds is the round's latency (announcement to release); Analyze
+	// the batch's processing (opening, estimate, checkpoint).
+	res.Timing.Analyze = time.Since(start).Seconds()
+	res.Seconds = time.Since(a.announced).Seconds()
+	a.finishResult(&res)
+	select {
+	case a.done <- t:
+	default:
+		<-a.done
+		a.done <- t
+	}
+	return resp, nil
+}
+
+// admit checks that a batch belongs to this run's pending round. A batch
+// for a round already released is acknowledged with already_released (a
+// non-nil response) and changes nothing.
+func (a *Analyzer) admit(h *wire.BatchHeader) (*wire.BatchResponse, error) {
 	t := h.Round
 	if h.RunId != a.st.RunID {
 		return nil, wire.Errorf(codes.InvalidArgument, wire.Reason_REASON_MALFORMED, "header.run_id", t, "batch of run %q, this analyzer runs %q", h.RunId, a.st.RunID)
@@ -336,24 +380,23 @@ func (a *Analyzer) batch(h *wire.BatchHeader, ms []*wire.SealedMessage) (*wire.B
 	if t != a.pending {
 		return nil, wire.Errorf(codes.NotFound, wire.Reason_REASON_UNKNOWN_ROUND, "header.round", t, "round %d was not announced (pending: %d)", t, a.pending)
 	}
-	// The round's facts (true population and sample, reports, budgets)
-	// are checked before anything is opened.
-	facts, err := a.st.Facts(h)
-	if err != nil {
-		return nil, wire.Errorf(codes.InvalidArgument, wire.Reason_REASON_MALFORMED, "header", t, "%v", err)
-	}
-	start := time.Now()
-	reporters := facts.Reporters
+	return nil, nil
+}
+
+// openBatch opens every message of the batch (bad ones dropped and counted
+// by reason) into the role's batch, and returns the round's counts for the
+// round log and the response's.
+func (a *Analyzer) openBatch(h *wire.BatchHeader, ms []*wire.SealedMessage, reporters int) (*role.Batch[role.Plain], store.RoundCounts, *wire.BatchResponse, error) {
+	t := h.Round
 	opener, err := seal.NewOpener(a.cfg.Key, a.st.RunID, uint64(t), a.st.Spec())
 	if err != nil {
-		return nil, wire.Errorf(codes.Internal, wire.Reason_REASON_INTERNAL, "", t, "%v", err)
+		return nil, store.RoundCounts{}, nil, wire.Errorf(codes.Internal, wire.Reason_REASON_INTERNAL, "", t, "%v", err)
 	}
 	b := &role.Batch[role.Plain]{Round: int(t), Mode: a.st.Proto.Mode(), Dim: len(a.w), Senders: reporters}
 	if b.Mode == protocol.PerCoordinate {
 		b.Columns = make([][]role.Plain, len(a.w))
 	}
-	opened := openAll(opener, ms)
-	for _, o := range opened {
+	for _, o := range openAll(opener, ms) {
 		if o.err != nil {
 			continue
 		}
@@ -379,153 +422,91 @@ func (a *Analyzer) batch(h *wire.BatchHeader, ms []*wire.SealedMessage) (*wire.B
 	if os.Rejected() > 0 {
 		a.logf("analyzer: round %d: %d of %d messages rejected %v", t, os.Rejected(), len(ms), counts.Rejected)
 	}
-	s := a.st.Shape(int(t))
+	return b, counts, resp, nil
+}
+
+// decide hands round t's facts and opened batch to the analyzer machine:
+// it voids the round (too few reports, past the run's target, a batch it
+// or the registered budgets refuse) or releases it.
+func (a *Analyzer) decide(t int, facts RoundFacts, b *role.Batch[role.Plain]) (role.Ready, error) {
+	s := a.st.Shape(t)
 	s.Population, s.Participants, s.Sampled = facts.Population, facts.Sampled, facts.Sampled
-	res := runtime.RoundResult{Round: int(t), Participants: reporters, Reports: int64(reporters), Dummies: int64(h.Counts.Dummies)}
-	void := func(why string) error {
-		none := facts
-		none.Reporters, none.Budgets = 0, nil
-		st, _, _ := a.st.Statement(int(t), none)
-		if a.acct == nil {
-			st = account.Statement{Round: int(t)}
-		}
-		if err := a.an.Open(s); err != nil {
-			return err
-		}
-		if err := a.an.Void(st); err != nil {
-			return err
-		}
+	if facts.Reporters > 0 {
+		s.Participants = facts.Reporters
+	}
+	f := role.Facts{Shape: s, Sampled: facts.Sampled, Reporters: facts.Reporters, Budgets: facts.Budgets, MinReports: a.cfg.MinReports}
+	rd, err := a.an.Open(f)
+	switch {
+	case errors.Is(err, role.ErrOrder):
+		return rd, wire.Errorf(codes.Internal, wire.Reason_REASON_INTERNAL, "", int64(t), "%v", err)
+	case err != nil:
+		return rd, wire.Errorf(codes.InvalidArgument, wire.Reason_REASON_MALFORMED, "header.counts.reports", int64(t), "%v", err)
+	case !rd.Accepting:
+		return rd, nil
+	}
+	// The opened metadata must be the registered budgets' (a client that
+	// encoded with another budget, or a header whose budgets are not the
+	// reporters', would make the statement wrong).
+	meta := make([]float64, len(b.Meta))
+	for i, m := range b.Meta {
+		meta[i] = m.Value
+	}
+	err = a.st.CheckMeta(t, facts.Budgets, meta)
+	if err == nil {
+		err = a.an.Absorb(role.BatchInput(b))
+	}
+	if err != nil {
+		rd, err = a.an.Void(fmt.Sprintf("the batch was refused: %v", err))
+	} else {
+		rd, err = a.an.Close(streams{a.cfg.TestSeed}.get(rng.LabelAnalyzer, uint64(t)))
+	}
+	if err != nil {
+		return rd, wire.Errorf(codes.Internal, wire.Reason_REASON_INTERNAL, "", int64(t), "%v", err)
+	}
+	return rd, nil
+}
+
+// persist commits the analyzer's decision: a released round's checkpoint
+// (models and accountant) with its round-log entry in one transaction, or
+// the void round's entry.
+func (a *Analyzer) persist(rd role.Ready, counts store.RoundCounts, res *round.RoundResult) error {
+	t := int64(rd.Round)
+	if !rd.Released {
 		if err := a.cfg.DB.VoidRound(t, counts); err != nil {
-			return err
+			return wire.Errorf(codes.Internal, wire.Reason_REASON_INTERNAL, "", t, "voiding the round: %v", err)
 		}
-		a.logf("analyzer: round %d void: %s", t, why)
+		a.logf("analyzer: round %d void: %s", t, rd.Why)
 		res.Participants = 0
-		res.Privacy.Bound = "no release (" + why + ")"
+		res.Privacy.Bound = "no release (" + rd.Why + ")"
 		return nil
 	}
-	var verr error
-	if reporters < a.cfg.MinReports {
-		verr = void(fmt.Sprintf("%d reports, minimum %d", reporters, a.cfg.MinReports))
-	} else if why, err := a.pastTarget(int(t), facts); err != nil {
-		return nil, wire.Errorf(codes.InvalidArgument, wire.Reason_REASON_MALFORMED, "header.counts.reports", t, "%v", err)
-	} else if why != "" {
-		verr = void(why)
-	} else {
-		stmt, priv, err := a.st.Statement(int(t), facts)
-		if err != nil {
-			return nil, wire.Errorf(codes.InvalidArgument, wire.Reason_REASON_MALFORMED, "header.counts.reports", t, "%v", err)
-		}
-		if a.acct == nil {
-			stmt = account.Statement{Round: int(t), Released: true}
-		}
-		s.Participants = reporters
-		if err := a.an.Open(s); err != nil {
-			return nil, wire.Errorf(codes.Internal, wire.Reason_REASON_INTERNAL, "", t, "%v", err)
-		}
-		// The opened metadata must be the registered budgets' (a client
-		// that encoded with another budget, or a header whose budgets are
-		// not the reporters', would make the statement wrong).
-		meta := make([]float64, len(b.Meta))
-		for i, m := range b.Meta {
-			meta[i] = m.Value
-		}
-		err = a.st.CheckMeta(int(t), facts.Budgets, meta)
-		if err == nil {
-			err = a.an.Absorb(b)
-		}
-		gen := streams{a.cfg.TestSeed}
-		if err == nil {
-			_, err = a.an.Release(gen.get(rng.LabelAnalyzer, uint64(t)), stmt)
-		}
-		if err != nil {
-			// The batch cannot be estimated from (e.g. dropped messages
-			// left APES with more epsilons than values in a coordinate):
-			// the role refused it before changing the model or the
-			// accountant; the round is void and nothing is released.
-			a.an = a.reopen(s.Round - 1)
-			s.Participants = facts.Sampled
-			verr = void(fmt.Sprintf("the batch was refused: %v", err))
-		} else {
-			mb, err := packModels(a.an.Models())
-			if err != nil {
-				return nil, wire.Errorf(codes.Internal, wire.Reason_REASON_INTERNAL, "", t, "%v", err)
-			}
-			aj := json.RawMessage("null")
-			if a.acct != nil {
-				if aj, err = json.Marshal(a.acct); err != nil {
-					return nil, wire.Errorf(codes.Internal, wire.Reason_REASON_INTERNAL, "", t, "%v", err)
-				}
-			}
-			if err := a.cfg.DB.ReleaseRound(store.Checkpoint{Round: t, Model: mb, Accountant: aj}, counts); err != nil {
-				// The model in memory moved on but nothing is durable:
-				// this process must not continue (a restart resumes the
-				// checkpoint).
-				a.logf("analyzer: round %d: committing the release: %v", t, err)
-				return nil, wire.Errorf(codes.Internal, wire.Reason_REASON_INTERNAL, "", t, "%v", err)
-			}
-			a.released++
-			res.Privacy = priv
-			a.clusterResult(&res)
-		}
-	}
-	if verr != nil {
-		return nil, wire.Errorf(codes.Internal, wire.Reason_REASON_INTERNAL, "", t, "voiding the round: %v", verr)
-	}
-	a.finished, a.pending = t, 0
-	// Seconds is the round's latency (announcement to release); Analyze
-	// the batch's processing (opening, estimate, checkpoint).
-	res.Timing.Analyze = time.Since(start).Seconds()
-	res.Seconds = time.Since(a.announced).Seconds()
-	a.finishResult(&res)
-	select {
-	case a.done <- t:
-	default:
-		<-a.done
-		a.done <- t
-	}
-	return resp, nil
-}
-
-// pastTarget says why round t with the given reporters may not be
-// released: the run's target epsilon is a hard limit, as in the
-// simulation, and a round that would take the cumulative epsilon past it
-// (fewer reporters than planned amplify less) is void. "" means release.
-func (a *Analyzer) pastTarget(t int, facts RoundFacts) (string, error) {
-	target := a.st.Config.TargetEpsilon
-	if target <= 0 || a.acct == nil {
-		return "", nil
-	}
-	stmt, _, err := a.st.Statement(t, facts)
+	mb, err := packModels(rd.Checkpoint.Models)
 	if err != nil {
-		return "", err
+		return wire.Errorf(codes.Internal, wire.Reason_REASON_INTERNAL, "", t, "%v", err)
 	}
-	sp, past, err := a.acct.PastTarget(stmt, target)
-	if err != nil {
-		return "", err
+	aj := json.RawMessage("null")
+	if acct := rd.Checkpoint.Accountant; acct != nil {
+		if aj, err = json.Marshal(acct); err != nil {
+			return wire.Errorf(codes.Internal, wire.Reason_REASON_INTERNAL, "", t, "%v", err)
+		}
 	}
-	if past {
-		return fmt.Sprintf("round %d would take the cumulative epsilon to %.4g, past the target %g", t, sp.Epsilon, target), nil
+	if err := a.cfg.DB.ReleaseRound(store.Checkpoint{Round: t, Model: mb, Accountant: aj}, counts); err != nil {
+		// The model in memory moved on but nothing is durable: this
+		// process must not continue (a restart resumes the checkpoint).
+		a.logf("analyzer: round %d: committing the release: %v", t, err)
+		return wire.Errorf(codes.Internal, wire.Reason_REASON_INTERNAL, "", t, "%v", err)
 	}
-	return "", nil
-}
-
-// reopen rebuilds the role after a refused batch (the role has the round
-// open; a fresh one restored from memory has none). The refused round
-// changed no model, so the current k models carry over.
-func (a *Analyzer) reopen(finished int) *role.Analyzer {
-	var hs [][]float64
-	for _, h := range a.an.Models()[1:] {
-		hs = append(hs, append([]float64(nil), h...))
-	}
-	an, _ := a.newRole(hs)
-	_ = an.Restore(finished, append([]float64(nil), a.w...), a.acct)
-	return an
+	a.released++
+	res.Privacy = rd.Privacy
+	a.clusterResult(res)
+	return nil
 }
 
 // newRole builds the analyzer role on the model a.w and, for a clustered
 // protocol, the other k−1 models hs (which it then owns and updates).
 func (a *Analyzer) newRole(hs [][]float64) (*role.Analyzer, error) {
-	return role.NewAnalyzer(role.AnalyzerConfig{Protocol: a.st.Proto, Model: a.w, Hypotheses: hs, ServerLR: a.st.ServerLR, Accountant: a.acct})
+	return role.NewAnalyzer(role.AnalyzerConfig{Protocol: a.st.Proto, Model: a.w, Hypotheses: hs, ServerLR: a.st.ServerLR,
+		Accountant: a.acct, TargetEpsilon: a.st.Config.TargetEpsilon})
 }
 
 // Models returns copies of the analyzer's k models (models[0] is Model()).
@@ -590,12 +571,12 @@ func unpackModels(b []byte, k, d int) ([][]float64, error) {
 // protocol: how many released vectors the k-means put in each model's
 // cluster. The clients' choices are private (Chosen stays 0: the analyzer
 // never learns them).
-func (a *Analyzer) clusterResult(res *runtime.RoundResult) {
+func (a *Analyzer) clusterResult(res *round.RoundResult) {
 	if a.st.Clustered() == nil {
 		return
 	}
 	sizes := a.an.ClusterSizes()
-	res.Hypotheses = make([]runtime.Hypothesis, a.st.K)
+	res.Hypotheses = make([]round.Hypothesis, a.st.K)
 	for h := range res.Hypotheses {
 		if h < len(sizes) {
 			res.Hypotheses[h].Size = sizes[h]
@@ -605,15 +586,15 @@ func (a *Analyzer) clusterResult(res *runtime.RoundResult) {
 
 // evaluateClustered evaluates every model on every test group and sets the
 // round's accuracy and loss to the average over groups of the group's best
-// model (runtime.BestPerGroup), as the engine's evaluation of a clustered
+// model (round.BestPerGroup), as the engine's evaluation of a clustered
 // protocol does. Each released model's MaxLeakage is the analyzer's bound
 // on the leakage of the clients in its cluster (dleak).
-func (a *Analyzer) evaluateClustered(res *runtime.RoundResult, workers int, dleak float64) error {
+func (a *Analyzer) evaluateClustered(res *round.RoundResult, workers int, dleak float64) error {
 	g := a.st.TestGroups
 	n := len(a.st.Test.Y) / g
 	f := a.st.Test.Features
 	if res.Hypotheses == nil {
-		res.Hypotheses = make([]runtime.Hypothesis, a.st.K)
+		res.Hypotheses = make([]round.Hypothesis, a.st.K)
 	}
 	for h, w := range a.an.Models() {
 		hy := &res.Hypotheses[h]
@@ -631,7 +612,7 @@ func (a *Analyzer) evaluateClustered(res *runtime.RoundResult, workers int, dlea
 		}
 	}
 	res.TestAccuracy, res.TestLoss = 0, 0
-	for i, best := range runtime.BestPerGroup(res.Hypotheses) {
+	for i, best := range round.BestPerGroup(res.Hypotheses) {
 		res.TestAccuracy += res.Hypotheses[best].Accuracy[i] / float64(g)
 		res.TestLoss += res.Hypotheses[best].Loss[i] / float64(g)
 	}
@@ -652,7 +633,7 @@ func (a *Analyzer) maxDLeak() float64 {
 }
 
 // finishResult evaluates the model and completes the round's record.
-func (a *Analyzer) finishResult(res *runtime.RoundResult) {
+func (a *Analyzer) finishResult(res *round.RoundResult) {
 	t0 := time.Now()
 	workers := a.cfg.Workers
 	if workers <= 0 {
@@ -662,7 +643,7 @@ func (a *Analyzer) finishResult(res *runtime.RoundResult) {
 		var dleak float64
 		if a.st.DLevel > 0 {
 			dleak = a.maxDLeak()
-			res.DPrivacy = &runtime.DPrivacyRound{Level: a.st.DLevel, MaxCumulative: dleak, MedianCumulative: dleak}
+			res.DPrivacy = &round.DPrivacyRound{Level: a.st.DLevel, MaxCumulative: dleak, MedianCumulative: dleak}
 		}
 		if err := a.evaluateClustered(res, workers, dleak); err != nil {
 			a.logf("analyzer: round %d: evaluation: %v", res.Round, err)

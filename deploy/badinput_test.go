@@ -80,6 +80,45 @@ func TestShufflerRejectsBadInput(t *testing.T) {
 	h.waitRound(t, 1)
 	good := sealedReport(t, h, 1, 0.01)
 
+	rejectBadSubmissions(t, h, good)
+	rejectRepeats(t, h, good)
+	// A relabelled ciphertext whose header was rewritten passes the
+	// shuffler (which cannot authenticate it) and fails at the analyzer.
+	relab := sealedReport(t, h, 1, 0.01)
+	relab[0].Ciphertext[8] ^= 1 // label index 0 -> 1 in the sealed header (bytes 5..8)
+	relab[1].Ciphertext[8] ^= 1 // and 1 -> 0
+	relab[0].Label, relab[1].Label = 1, 0
+	if _, err := h.submit(t, 1, 1, relab); err != nil {
+		t.Fatalf("a header-relabelled report should pass the shuffler: %v", err)
+	}
+	if _, err := h.submit(t, 2, 1, sealedReport(t, h, 1, -0.01)); err != nil {
+		t.Fatal(err)
+	}
+	h.waitFinished(t, 1)
+	t.Run("closed round", func(t *testing.T) {
+		_, err := h.submit(t, 2, 1, sealedReport(t, h, 1, 0.01))
+		wantStatus(t, err, codes.FailedPrecondition, wire.Reason_REASON_ROUND_CLOSED)
+	})
+	st := h.an.Stats()
+	if st.Auth != 2 {
+		t.Fatalf("the analyzer counted %d authentication failures, want the 2 relabelled messages: %+v", st.Auth, st)
+	}
+	for j, v := range h.an.Model() {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			t.Fatalf("model parameter %d is %v", j, v)
+		}
+	}
+	ss := h.sh.Stats()
+	if ss.Accepted != 3 || ss.Retries != 1 {
+		t.Fatalf("shuffler accepted %d reports with %d retries, want 3 and 1: %+v", ss.Accepted, ss.Retries, ss)
+	}
+	t.Logf("shuffler rejections by reason: %v", ss.Rejected)
+}
+
+// rejectBadSubmissions sends round 1 submissions that are bad in
+// themselves (authentication, sealing, labels, round) and checks each
+// status.
+func rejectBadSubmissions(t *testing.T, h *harness, good []*wire.SealedMessage) {
 	t.Run("unauthenticated", func(t *testing.T) {
 		req := &wire.SubmitReportRequest{Auth: &wire.RequestAuth{ClientId: ClientID(0), TimestampUnixNano: time.Now().UnixNano(), Nonce: make([]byte, 16), Signature: make([]byte, 64)}, Round: 1, Messages: good}
 		_, err := h.cli.SubmitReport(context.Background(), req)
@@ -143,9 +182,13 @@ func TestShufflerRejectsBadInput(t *testing.T) {
 		wantStatus(t, err, codes.NotFound, wire.Reason_REASON_UNKNOWN_ROUND)
 	})
 
-	// Client 0 reports; a replay of its signed request, a second different
-	// report, and its ciphertexts under client 1's name are refused; an
-	// identical retry is acknowledged as a duplicate.
+}
+
+// rejectRepeats lets client 0 report good, then checks that a replay of
+// its signed request, a second different report and its ciphertexts under
+// client 1's name are refused, and that an identical retry is
+// acknowledged as a duplicate.
+func rejectRepeats(t *testing.T, h *harness, good []*wire.SealedMessage) {
 	req := &wire.SubmitReportRequest{Auth: &wire.RequestAuth{}, Round: 1, Messages: good}
 	if err := sign(h.signer(t, 0), testRand(), time.Now(), wire.Shuffler_SubmitReport_FullMethodName, 1, req); err != nil {
 		t.Fatal(err)
@@ -171,37 +214,6 @@ func TestShufflerRejectsBadInput(t *testing.T) {
 		_, err := h.submit(t, 1, 1, good)
 		wantStatus(t, err, codes.AlreadyExists, wire.Reason_REASON_REPLAY)
 	})
-	// A relabelled ciphertext whose header was rewritten passes the
-	// shuffler (which cannot authenticate it) and fails at the analyzer.
-	relab := sealedReport(t, h, 1, 0.01)
-	relab[0].Ciphertext[8] ^= 1 // label index 0 -> 1 in the sealed header (bytes 5..8)
-	relab[1].Ciphertext[8] ^= 1 // and 1 -> 0
-	relab[0].Label, relab[1].Label = 1, 0
-	if _, err := h.submit(t, 1, 1, relab); err != nil {
-		t.Fatalf("a header-relabelled report should pass the shuffler: %v", err)
-	}
-	if _, err := h.submit(t, 2, 1, sealedReport(t, h, 1, -0.01)); err != nil {
-		t.Fatal(err)
-	}
-	h.waitFinished(t, 1)
-	t.Run("closed round", func(t *testing.T) {
-		_, err := h.submit(t, 2, 1, sealedReport(t, h, 1, 0.01))
-		wantStatus(t, err, codes.FailedPrecondition, wire.Reason_REASON_ROUND_CLOSED)
-	})
-	st := h.an.Stats()
-	if st.Auth != 2 {
-		t.Fatalf("the analyzer counted %d authentication failures, want the 2 relabelled messages: %+v", st.Auth, st)
-	}
-	for j, v := range h.an.Model() {
-		if math.IsNaN(v) || math.IsInf(v, 0) {
-			t.Fatalf("model parameter %d is %v", j, v)
-		}
-	}
-	ss := h.sh.Stats()
-	if ss.Accepted != 3 || ss.Retries != 1 {
-		t.Fatalf("shuffler accepted %d reports with %d retries, want 3 and 1: %+v", ss.Accepted, ss.Retries, ss)
-	}
-	t.Logf("shuffler rejections by reason: %v", ss.Rejected)
 }
 
 // TestAnalyzerDropsBadValues hands the analyzer a batch with messages that

@@ -19,7 +19,7 @@ import (
 	"shufflefl/protocol"
 	"shufflefl/rng"
 	"shufflefl/role"
-	"shufflefl/runtime"
+	"shufflefl/round"
 	"shufflefl/seal"
 	"shufflefl/store"
 	"shufflefl/wire"
@@ -353,7 +353,7 @@ func (c *Client) round(ctx context.Context, task *wire.RoundAnnouncement, pulled
 	if clustered {
 		// Every participant receives the k models and trains the one with
 		// the lowest loss on its own shard; the choice never leaves it.
-		h, err := runtime.ChooseHypothesis(c.st.Model, models, c.st.Train, shard, &c.sub)
+		h, err := round.ChooseHypothesis(c.st.Model, models, c.st.Train, shard, &c.sub)
 		if err != nil {
 			return errf("client %s: round %d: choosing a model: %w", id, t, err)
 		}

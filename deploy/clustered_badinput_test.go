@@ -12,14 +12,14 @@ import (
 
 	"google.golang.org/grpc/codes"
 
-	"shufflefl/runtime"
+	"shufflefl/round"
 	"shufflefl/seal"
 	"shufflefl/store"
 	"shufflefl/wire"
 )
 
 // ifcaHarnessConfig is a small ifca-dp run on blobs (d = 90, iid shards).
-func ifcaHarnessConfig(clients, rounds int) runtime.Config {
+func ifcaHarnessConfig(clients, rounds int) round.Config {
 	cfg := testConfig("ifca-dp", clients, rounds)
 	cfg.Options = map[string]float64{"k": 2, "nu": 1}
 	return cfg
@@ -181,9 +181,9 @@ func TestClusteredClientCap(t *testing.T) {
 	dir := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	var got []runtime.RoundResult
+	var got []round.RoundResult
 	res, err := RunLocal(ctx, st, LocalOptions{Dir: dir, TestSeed: &seed, RoundTimeout: 3 * time.Second, Workers: 1,
-		Observe: func(r runtime.RoundResult) { got = append(got, r) }, Logf: t.Logf})
+		Observe: func(r round.RoundResult) { got = append(got, r) }, Logf: t.Logf})
 	if err != nil {
 		t.Fatal(err)
 	}

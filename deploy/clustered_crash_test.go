@@ -13,13 +13,13 @@ import (
 
 	"google.golang.org/grpc"
 
-	"shufflefl/runtime"
+	"shufflefl/round"
 	"shufflefl/store"
 	"shufflefl/wire"
 )
 
 // clusteredCrashConfig is the run of TestClusteredAnalyzerCrash.
-func clusteredCrashConfig(clients, rounds int) runtime.Config {
+func clusteredCrashConfig(clients, rounds int) round.Config {
 	return clusteredConfig("ifca-dp", clients, rounds, map[string]float64{"k": 2, "nu": 1})
 }
 
@@ -146,34 +146,7 @@ func TestClusteredAnalyzerCrash(t *testing.T) {
 	if err := child.Wait(); err != nil {
 		t.Fatalf("restarted analyzer: %v (see %s)", err, filepath.Join(dir, "analyzer.log"))
 	}
-	b, err := os.ReadFile(filepath.Join(dir, "analyzer.log"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(string(b), "resumed after round 1") {
-		t.Fatalf("the restarted analyzer did not resume after round 1 (see %s)", filepath.Join(dir, "analyzer.log"))
-	}
-	adb := openDB("analyzer.db")
-	cp, err := adb.LatestCheckpoint()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if cp.Round != rounds {
-		t.Fatalf("last checkpoint of round %d, want %d", cp.Round, rounds)
-	}
-	models, err := unpackModels(cp.Model, st.K, st.Dim())
-	if err != nil {
-		t.Fatal(err)
-	}
-	log, err := adb.RoundLog()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range log {
-		if e.Status != store.RoundReleased {
-			t.Fatalf("round %d is %s, want released", e.Round, e.Status)
-		}
-	}
+	models := resumedModels(td, st, rounds)
 	worst, moved := modelsDiff(t, models, eng.Models(), init)
 	if !moved {
 		t.Fatal("the simulation's models never moved")
@@ -183,6 +156,28 @@ func TestClusteredAnalyzerCrash(t *testing.T) {
 	if worst != 0 {
 		t.Fatalf("after the crash the k models differ from the simulation's by %.3g (relative)", worst)
 	}
+	checkDLedgers(t, cdbs, st, rounds)
+	t.Logf("SIGKILL and restart of the ifca-dp analyzer: k = %d models equal to the simulation's (largest relative difference %.3g); every d-privacy ledger charged %d × %v", st.K, worst, rounds, st.DLevel)
+}
+
+// resumedModels checks that the restarted analyzer resumed after round 1
+// and released every round, and returns the k models of its last
+// checkpoint.
+func resumedModels(td testDir, st *Setup, rounds int) [][]float64 {
+	t := td.t
+	b, err := os.ReadFile(filepath.Join(td.dir, "analyzer.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), "resumed after round 1") {
+		t.Fatalf("the restarted analyzer did not resume after round 1 (see %s)", filepath.Join(td.dir, "analyzer.log"))
+	}
+	return releasedModels(td, st, st.K, rounds)
+}
+
+// checkDLedgers checks that every client's ledger holds one charge of the
+// d-privacy level of ifca-dp per round.
+func checkDLedgers(t *testing.T, cdbs []*store.DB, st *Setup, rounds int) {
 	for i, db := range cdbs {
 		es, err := db.LedgerStore().Entries(ClientID(i))
 		if err != nil {
@@ -197,5 +192,4 @@ func TestClusteredAnalyzerCrash(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("SIGKILL and restart of the ifca-dp analyzer: k = %d models equal to the simulation's (largest relative difference %.3g); every d-privacy ledger charged %d × %v", st.K, worst, rounds, st.DLevel)
 }

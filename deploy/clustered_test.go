@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"shufflefl/checks"
-	"shufflefl/runtime"
+	"shufflefl/round"
 	"shufflefl/seal"
 	"shufflefl/wire"
 )
@@ -17,8 +17,8 @@ import (
 // clusteredConfig is a small clustered run: clients on the committed
 // Fashion-MNIST sample, rotated partition with 2 groups, logistic
 // regression (d = 7,850), every client in every round.
-func clusteredConfig(proto string, clients, rounds int, opts map[string]float64) runtime.Config {
-	cfg := runtime.DefaultConfig()
+func clusteredConfig(proto string, clients, rounds int, opts map[string]float64) round.Config {
+	cfg := round.DefaultConfig()
 	cfg.Protocol, cfg.Dataset, cfg.Model, cfg.Clients, cfg.Rounds = proto, "fashion-mnist-sample", "logreg", clients, rounds
 	cfg.Partition, cfg.Groups = "rotated", 2
 	cfg.LocalEpochs, cfg.Workers, cfg.Seed = 1, 2, 7
@@ -85,9 +85,9 @@ func TestLocalClusteredEqualsSimulation(t *testing.T) {
 			seed := cfg.Seed
 			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 			defer cancel()
-			var got []runtime.RoundResult
+			var got []round.RoundResult
 			res, err := RunLocal(ctx, st, LocalOptions{Dir: t.TempDir(), TestSeed: &seed, RoundTimeout: 2 * time.Minute,
-				Workers: 1, Observe: func(r runtime.RoundResult) { got = append(got, r) }, Logf: t.Logf})
+				Workers: 1, Observe: func(r round.RoundResult) { got = append(got, r) }, Logf: t.Logf})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -260,42 +260,8 @@ func crashRun(t *testing.T, victim string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	td := testDir{t, dir}
-	load := td.creds
-	openDB := td.db
-	serve := func(g *grpc.Server, addr string) { serveAt(t, g, addr) }
 	// The survivor runs in this process.
-	var an *Analyzer
-	var sh *Shuffler
-	switch victim {
-	case "analyzer":
-		creds := load("shuffler", "")
-		conn, err := DialAnalyzer(creds, env.analyzer)
-		if err != nil {
-			t.Fatal(err)
-		}
-		sh, err = NewShuffler(ShufflerConfig{Setup: st, DB: openDB("shuffler.db"), Registry: creds.Registry, AnalyzerKey: creds.HPKEPublic,
-			Analyzer: wire.NewAnalyzerClient(conn), TestSeed: &seed, Logf: t.Logf})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(sh.Close)
-		pub, ctl := ShufflerServers(creds, sh)
-		serve(pub, env.shufflerPub)
-		serve(ctl, env.shufflerC)
-	case "shuffler":
-		creds := load("analyzer", "")
-		conn, err := DialShufflerControl(creds, env.shufflerC)
-		if err != nil {
-			t.Fatal(err)
-		}
-		an, err = NewAnalyzer(AnalyzerConfig{Setup: st, DB: openDB("analyzer.db"), Key: creds.HPKE, Shuffler: wire.NewShufflerControlClient(conn),
-			RoundTimeout: time.Minute, TestSeed: &seed, Workers: 1, Logf: t.Logf})
-		if err != nil {
-			t.Fatal(err)
-		}
-		serve(AnalyzerServer(creds, an), env.analyzer)
-		go func() { _, _ = an.Run(ctx) }()
-	}
+	an, sh := startSurvivor(ctx, td, env, st, &seed)
 	child := startChild(t, env)
 	// The clients.
 	var wg sync.WaitGroup
@@ -308,31 +274,7 @@ func crashRun(t *testing.T, victim string) {
 		}
 		return sh.Stats().Forwarded
 	}
-	for progress() < 1 {
-		if ctx.Err() != nil {
-			t.Fatal("round 1 never finished")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	// ... with some of round 2's reports accepted and others not yet.
-	var sdb *store.DB
-	if sh == nil {
-		sdb = openDB("shuffler.db") // a second connection to the child's database
-	}
-	partial := func() bool {
-		if sh != nil {
-			n := sh.Stats().Accepted
-			return n > clients && n < 2*clients
-		}
-		r, err := sdb.InboxRound(2)
-		return err == nil && r.Reports > 0 && r.Reports < clients
-	}
-	for !partial() {
-		if ctx.Err() != nil {
-			t.Fatal("never caught round 2 in progress")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	waitRound2(ctx, td, sh, progress, clients)
 	kill(t, child)
 	if sh != nil {
 		t.Logf("analyzer killed after round %d; shuffler stats then: %+v", progress(), sh.Stats())
@@ -345,39 +287,7 @@ func crashRun(t *testing.T, victim string) {
 	for err := range errs {
 		t.Fatal(err)
 	}
-	// The run finished: the analyzer's checkpoint of the last round.
-	var model []float64
-	if an != nil {
-		for an.Round() < rounds && ctx.Err() == nil {
-			time.Sleep(10 * time.Millisecond)
-		}
-		model = an.Model()
-		kill(t, child)
-	} else {
-		if err := child.Wait(); err != nil {
-			t.Fatalf("restarted analyzer: %v (see %s)", err, filepath.Join(dir, "analyzer.log"))
-		}
-		adb := openDB("analyzer.db")
-		cp, err := adb.LatestCheckpoint()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if cp.Round != rounds {
-			t.Fatalf("last checkpoint of round %d, want %d", cp.Round, rounds)
-		}
-		if model, err = wire.UnpackFloat64s(nil, cp.Model, st.Dim()); err != nil {
-			t.Fatal(err)
-		}
-		log, err := adb.RoundLog()
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, e := range log {
-			if e.Status != store.RoundReleased {
-				t.Fatalf("round %d is %s, want released", e.Round, e.Status)
-			}
-		}
-	}
+	model := finalModel(ctx, td, an, child, st, rounds)
 	if b, err := os.ReadFile(filepath.Join(dir, "shuffler.log")); err == nil {
 		for _, line := range strings.Split(string(b), "\n") {
 			if strings.Contains(line, "resumed") {
@@ -403,4 +313,120 @@ func crashRun(t *testing.T, victim string) {
 		}
 	}
 	t.Logf("%s: SIGKILL and restart; model equal to the simulation's (largest relative difference %.3g); every ledger charged %d times", victim, worst, rounds)
+}
+
+// startSurvivor starts, in this process, the service env.role does not
+// kill: the shuffler when the analyzer is the victim, else the analyzer
+// (which then drives the run).
+func startSurvivor(ctx context.Context, td testDir, env crashEnv, st *Setup, seed *uint64) (*Analyzer, *Shuffler) {
+	t := td.t
+	serve := func(g *grpc.Server, addr string) { serveAt(t, g, addr) }
+	if env.role == "analyzer" {
+		creds := td.creds("shuffler", "")
+		conn, err := DialAnalyzer(creds, env.analyzer)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sh, err := NewShuffler(ShufflerConfig{Setup: st, DB: td.db("shuffler.db"), Registry: creds.Registry, AnalyzerKey: creds.HPKEPublic,
+			Analyzer: wire.NewAnalyzerClient(conn), TestSeed: seed, Logf: t.Logf})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(sh.Close)
+		pub, ctl := ShufflerServers(creds, sh)
+		serve(pub, env.shufflerPub)
+		serve(ctl, env.shufflerC)
+		return nil, sh
+	}
+	creds := td.creds("analyzer", "")
+	conn, err := DialShufflerControl(creds, env.shufflerC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	an, err := NewAnalyzer(AnalyzerConfig{Setup: st, DB: td.db("analyzer.db"), Key: creds.HPKE, Shuffler: wire.NewShufflerControlClient(conn),
+		RoundTimeout: time.Minute, TestSeed: seed, Workers: 1, Logf: t.Logf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	serve(AnalyzerServer(creds, an), env.analyzer)
+	go func() { _, _ = an.Run(ctx) }()
+	return an, nil
+}
+
+// waitRound2 waits until round 1 is through and round 2 is under way, with
+// some of its reports accepted and others not yet.
+func waitRound2(ctx context.Context, td testDir, sh *Shuffler, progress func() int64, clients int) {
+	t := td.t
+	for progress() < 1 {
+		if ctx.Err() != nil {
+			t.Fatal("round 1 never finished")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	var sdb *store.DB
+	if sh == nil {
+		sdb = td.db("shuffler.db") // a second connection to the child's database
+	}
+	partial := func() bool {
+		if sh != nil {
+			n := sh.Stats().Accepted
+			return n > int64(clients) && n < 2*int64(clients)
+		}
+		r, err := sdb.InboxRound(2)
+		return err == nil && r.Reports > 0 && r.Reports < int64(clients)
+	}
+	for !partial() {
+		if ctx.Err() != nil {
+			t.Fatal("never caught round 2 in progress")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// finalModel waits for the run to finish and returns the analyzer's last
+// model: the surviving analyzer's, or the restarted one's last checkpoint
+// (every round of its log released).
+func finalModel(ctx context.Context, td testDir, an *Analyzer, child *exec.Cmd, st *Setup, rounds int) []float64 {
+	t := td.t
+	if an != nil {
+		for an.Round() < int64(rounds) && ctx.Err() == nil {
+			time.Sleep(10 * time.Millisecond)
+		}
+		model := an.Model()
+		kill(t, child)
+		return model
+	}
+	if err := child.Wait(); err != nil {
+		t.Fatalf("restarted analyzer: %v (see %s)", err, filepath.Join(td.dir, "analyzer.log"))
+	}
+	return releasedModels(td, st, 1, rounds)[0]
+}
+
+// releasedModels checks that the analyzer's database has every round
+// released and its last checkpoint is of round rounds, and returns that
+// checkpoint's k models.
+func releasedModels(td testDir, st *Setup, k, rounds int) [][]float64 {
+	t := td.t
+	adb := td.db("analyzer.db")
+	cp, err := adb.LatestCheckpoint()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cp.Round != int64(rounds) {
+		t.Fatalf("last checkpoint of round %d, want %d", cp.Round, rounds)
+	}
+	models, err := unpackModels(cp.Model, k, st.Dim())
+	if err != nil {
+		t.Fatal(err)
+	}
+	log, err := adb.RoundLog()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range log {
+		if e.Status != store.RoundReleased {
+			t.Fatalf("round %d is %s, want released", e.Round, e.Status)
+		}
+	}
+	return models
 }

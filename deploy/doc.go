@@ -5,8 +5,10 @@
 // seal), and every piece of state that must survive a crash in SQLite
 // (package store). The services are drivers: the protocol logic (what a
 // client releases, what the shuffler checks and pads, how the analyzer
-// estimates and accounts) is the role package's, the same code the
-// simulation engine (package runtime) runs.
+// estimates and accounts, and whether a round is released or void) is the
+// role machines', the same code the simulation engine runs; what the two
+// drivers share besides (configuration, pre-flight, sampling, partition,
+// results) is package round. Deploy does not import the simulator.
 //
 // # Data flow (FLAME Algorithm 2)
 //
@@ -23,16 +25,20 @@
 //     and only then sends it. A retry resends the stored bytes.
 //  4. The shuffler authenticates the request (signature, timestamp, nonce),
 //     parses the sealed messages' public headers (never decrypting), checks
-//     the labels with the role's rules, stores the report durably, and only
-//     then acknowledges. When every expected client has reported, or at the
+//     the labels on the round's role.Shuffler, stores the report durably
+//     (the store judges duplicates and replays), counts it in the round
+//     and only then acknowledges. When every expected client has reported, or at the
 //     deadline with at least the minimum, it closes the round: the role pads
 //     with the protocol's dummies (sealed to the analyzer), permutes, strips
 //     identities; the batch is streamed to the analyzer.
 //  5. The analyzer opens every message with the round's seal.Opener
-//     (rejections counted by reason), builds the role's batch, makes the
-//     round's privacy statement from the number of reporters actually
-//     shuffled, absorbs, releases, and commits the checkpoint (model,
-//     accountant, round log) in one transaction before acknowledging.
+//     (rejections counted by reason) into the role's batch and hands the
+//     round's facts (reporters actually shuffled, their budgets) to the
+//     role.Analyzer, which decides: it voids the round (too few reports,
+//     past the run's target, a batch it refuses) or absorbs and releases
+//     it. The service commits the decision (checkpoint of models and
+//     accountant with the round log, or the void entry) in one
+//     transaction before acknowledging.
 //
 // # Clustered protocols
 //

@@ -7,14 +7,14 @@ import (
 
 	"shufflefl/data"
 	"shufflefl/deploy"
-	"shufflefl/runtime"
+	"shufflefl/round"
 )
 
 // ExampleRunLocal runs a whole deployment on 127.0.0.1 — analyzer and
 // shuffler as gRPC servers over (mutual) TLS, 10 clients with their own
 // SQLite ledgers — for two rounds of ss-double.
 func ExampleRunLocal() {
-	cfg := runtime.DefaultConfig()
+	cfg := round.DefaultConfig()
 	cfg.Protocol, cfg.Dataset, cfg.Clients, cfg.Rounds, cfg.LocalEpochs = "ss-double", "blobs", 10, 2, 1
 	split, err := data.Load(cfg.Dataset, data.Options{Seed: cfg.Seed})
 	if err != nil {

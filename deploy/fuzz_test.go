@@ -3,6 +3,7 @@ package deploy
 import (
 	"testing"
 
+	"shufflefl/role"
 	"shufflefl/seal"
 	"shufflefl/wire"
 )
@@ -45,9 +46,10 @@ func FuzzSubmission(f *testing.F) {
 		if perr != nil || int64(env.Round) != round || wireLabel(env.Label) != label {
 			t.Fatalf("accepted a message whose header does not match: %v", perr)
 		}
-		probe, err := newProbe(st, round)
-		if err == nil {
-			_ = probe.Accept("c", msgs)
+		if round >= 1 {
+			if live, err := role.NewShuffler[[]byte](st.Proto, st.Shape(int(round)), 0); err == nil {
+				_ = live.Check(msgs)
+			}
 		}
 	})
 }

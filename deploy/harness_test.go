@@ -12,6 +12,7 @@ import (
 
 	"shufflefl/data"
 	"shufflefl/pki"
+	"shufflefl/round"
 	"shufflefl/runtime"
 	"shufflefl/seal"
 	"shufflefl/store"
@@ -38,12 +39,12 @@ func newHarness(t *testing.T, proto string, clients, rounds int, min int) *harne
 	return newHarnessConfig(t, testConfig(proto, clients, rounds), min)
 }
 
-func newHarnessConfig(t *testing.T, cfg runtime.Config, min int) *harness {
+func newHarnessConfig(t *testing.T, cfg round.Config, min int) *harness {
 	t.Helper()
 	return newHarnessTimeout(t, cfg, min, time.Minute)
 }
 
-func newHarnessTimeout(t *testing.T, cfg runtime.Config, min int, timeout time.Duration) *harness {
+func newHarnessTimeout(t *testing.T, cfg round.Config, min int, timeout time.Duration) *harness {
 	t.Helper()
 	return startHarness(t, cfg, "harness", min, 0, timeout)
 }
@@ -51,7 +52,7 @@ func newHarnessTimeout(t *testing.T, cfg runtime.Config, min int, timeout time.D
 // startHarness starts the analyzer and the shuffler of run runID on
 // loopback: the analyzer with the minimum report count min and the round
 // timeout, the shuffler with its Quorum (0: none).
-func startHarness(t *testing.T, cfg runtime.Config, runID string, min, quorum int, timeout time.Duration) *harness {
+func startHarness(t *testing.T, cfg round.Config, runID string, min, quorum int, timeout time.Duration) *harness {
 	t.Helper()
 	split := testSplit(t, cfg)
 	st, err := NewSetup(cfg, split, runID)
@@ -177,15 +178,15 @@ func ed25519Key() (ed25519.PublicKey, ed25519.PrivateKey, error) { return ed2551
 
 // simulate runs cfg through the engine with the faithful shuffler (what a
 // deployment computes in test mode) and returns the engine and its rounds.
-func simulate(t *testing.T, cfg runtime.Config, split data.Split) (*runtime.Engine, []runtime.RoundResult) {
+func simulate(t *testing.T, cfg round.Config, split data.Split) (*runtime.Engine, []round.RoundResult) {
 	t.Helper()
 	cfg.Faithful = true
 	eng, err := runtime.New(cfg, split, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var rs []runtime.RoundResult
-	if _, err := eng.Run(func(r runtime.RoundResult) { rs = append(rs, r) }); err != nil {
+	var rs []round.RoundResult
+	if _, err := eng.Run(func(r round.RoundResult) { rs = append(rs, r) }); err != nil {
 		t.Fatal(err)
 	}
 	return eng, rs

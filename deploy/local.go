@@ -13,7 +13,7 @@ import (
 	"google.golang.org/grpc"
 
 	"shufflefl/account"
-	"shufflefl/runtime"
+	"shufflefl/round"
 	"shufflefl/seal"
 	"shufflefl/store"
 	"shufflefl/wire"
@@ -35,14 +35,14 @@ type LocalOptions struct {
 	// Workers evaluate the model.
 	Workers int
 	// Observe is called after each round.
-	Observe func(runtime.RoundResult)
+	Observe func(round.RoundResult)
 	// Logf logs the roles' events (discarded if nil).
 	Logf func(format string, a ...any)
 }
 
 // LocalResult is the outcome of RunLocal.
 type LocalResult struct {
-	Summary runtime.Summary
+	Summary round.Summary
 	Model   []float64
 	// Models are the analyzer's k final models (Models[0] is Model).
 	Models   [][]float64
@@ -61,121 +61,30 @@ func Listen() (net.Listener, error) { return net.Listen("tcp", "127.0.0.1:0") }
 // client as a goroutine with its own database and connection. It returns
 // when the analyzer has finished the run's rounds.
 func RunLocal(ctx context.Context, st *Setup, o LocalOptions) (*LocalResult, error) {
-	logf := o.Logf
-	if logf == nil {
-		logf = func(string, ...any) {}
+	if o.Logf == nil {
+		o.Logf = func(string, ...any) {}
 	}
-	creds := o.Creds
-	if creds == nil {
-		var err error
-		if creds, err = NewDevCredentials(st.Config.Clients, seal.DefaultSuite); err != nil {
+	if o.Creds == nil {
+		creds, err := NewDevCredentials(st.Config.Clients, seal.DefaultSuite)
+		if err != nil {
 			return nil, err
 		}
+		o.Creds = creds
 	}
 	if err := os.MkdirAll(filepath.Join(o.Dir, "clients"), 0o700); err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	var closers []func()
-	defer func() {
-		for i := len(closers) - 1; i >= 0; i-- {
-			closers[i]()
-		}
-	}()
-	open := func(name string) (*store.DB, error) {
-		db, err := store.Open(filepath.Join(o.Dir, name))
-		if err == nil {
-			closers = append(closers, func() { db.Close() })
-		}
-		return db, err
-	}
-	serve := func(g *grpc.Server) (string, error) {
-		l, err := Listen()
-		if err != nil {
-			return "", err
-		}
-		go g.Serve(l)
-		closers = append(closers, g.Stop)
-		return l.Addr().String(), nil
-	}
-	// Listeners first: each side dials the other.
-	al, err := Listen()
+	lr := &localRun{st: st, o: o}
+	defer lr.close()
+	an, sh, paddr, err := lr.services()
 	if err != nil {
 		return nil, err
 	}
-	aconn, err := DialAnalyzer(creds, al.Addr().String())
+	cls, err := lr.clients(paddr)
 	if err != nil {
 		return nil, err
-	}
-	closers = append(closers, func() { aconn.Close() })
-	sdb, err := open("shuffler.db")
-	if err != nil {
-		return nil, err
-	}
-	sh, err := NewShuffler(ShufflerConfig{Setup: st, DB: sdb, Registry: creds.Registry, AnalyzerKey: creds.HPKEPublic,
-		Analyzer: wire.NewAnalyzerClient(aconn), TestSeed: o.TestSeed, Quorum: localQuorum(st), Logf: logf})
-	if err != nil {
-		return nil, err
-	}
-	closers = append(closers, sh.Close)
-	pub, ctl := ShufflerServers(creds, sh)
-	paddr, err := serve(pub)
-	if err != nil {
-		return nil, err
-	}
-	caddr, err := serve(ctl)
-	if err != nil {
-		return nil, err
-	}
-	cconn, err := DialShufflerControl(creds, caddr)
-	if err != nil {
-		return nil, err
-	}
-	closers = append(closers, func() { cconn.Close() })
-	adb, err := open("analyzer.db")
-	if err != nil {
-		return nil, err
-	}
-	an, err := NewAnalyzer(AnalyzerConfig{Setup: st, DB: adb, Key: creds.HPKE, Shuffler: wire.NewShufflerControlClient(cconn),
-		RoundTimeout: o.RoundTimeout, MinReports: o.MinReports, TestSeed: o.TestSeed, Workers: o.Workers, Observe: o.Observe, Logf: logf})
-	if err != nil {
-		return nil, err
-	}
-	ag := AnalyzerServer(creds, an)
-	go ag.Serve(al)
-	closers = append(closers, ag.GracefulStop) // the last acknowledgement is delivered
-
-	// Clients are set up on a few goroutines (each opens and migrates its
-	// own SQLite database, fsyncs included), then all run concurrently.
-	cls := make([]*Client, st.Config.Clients)
-	var mu sync.Mutex
-	var setupErr error
-	var sw sync.WaitGroup
-	next := make(chan int)
-	for w := 0; w < 16; w++ {
-		sw.Add(1)
-		go func() {
-			defer sw.Done()
-			for i := range next {
-				c, cl, err := localClient(st, creds, o, i, paddr, logf)
-				mu.Lock()
-				closers = append(closers, cl...)
-				if err != nil && setupErr == nil {
-					setupErr = err
-				}
-				mu.Unlock()
-				cls[i] = c
-			}
-		}()
-	}
-	for i := range cls {
-		next <- i
-	}
-	close(next)
-	sw.Wait()
-	if setupErr != nil {
-		return nil, setupErr
 	}
 	var wg sync.WaitGroup
 	errc := make(chan error, st.Config.Clients+1)
@@ -205,6 +114,131 @@ func RunLocal(ctx context.Context, st *Setup, o LocalOptions) (*LocalResult, err
 		res.Statements = acct.Log()
 	}
 	return res, nil
+}
+
+// localRun is what a local run opened, to close in reverse order.
+type localRun struct {
+	st      *Setup
+	o       LocalOptions
+	mu      sync.Mutex
+	closers []func()
+}
+
+func (lr *localRun) add(f ...func()) {
+	lr.mu.Lock()
+	lr.closers = append(lr.closers, f...)
+	lr.mu.Unlock()
+}
+
+func (lr *localRun) close() {
+	for i := len(lr.closers) - 1; i >= 0; i-- {
+		lr.closers[i]()
+	}
+}
+
+// open opens the database name in the run's directory.
+func (lr *localRun) open(name string) (*store.DB, error) {
+	db, err := store.Open(filepath.Join(lr.o.Dir, name))
+	if err == nil {
+		lr.add(func() { db.Close() })
+	}
+	return db, err
+}
+
+// serve serves g on an ephemeral port and returns its address.
+func (lr *localRun) serve(g *grpc.Server) (string, error) {
+	l, err := Listen()
+	if err != nil {
+		return "", err
+	}
+	go g.Serve(l)
+	lr.add(g.Stop)
+	return l.Addr().String(), nil
+}
+
+// services starts the shuffler's and the analyzer's servers, and returns
+// the two services and the shuffler's public address.
+func (lr *localRun) services() (*Analyzer, *Shuffler, string, error) {
+	st, o, creds := lr.st, lr.o, lr.o.Creds
+	// Listeners first: each side dials the other.
+	al, err := Listen()
+	if err != nil {
+		return nil, nil, "", err
+	}
+	aconn, err := DialAnalyzer(creds, al.Addr().String())
+	if err != nil {
+		return nil, nil, "", err
+	}
+	lr.add(func() { aconn.Close() })
+	sdb, err := lr.open("shuffler.db")
+	if err != nil {
+		return nil, nil, "", err
+	}
+	sh, err := NewShuffler(ShufflerConfig{Setup: st, DB: sdb, Registry: creds.Registry, AnalyzerKey: creds.HPKEPublic,
+		Analyzer: wire.NewAnalyzerClient(aconn), TestSeed: o.TestSeed, Quorum: localQuorum(st), Logf: o.Logf})
+	if err != nil {
+		return nil, nil, "", err
+	}
+	lr.add(sh.Close)
+	pub, ctl := ShufflerServers(creds, sh)
+	paddr, err := lr.serve(pub)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	caddr, err := lr.serve(ctl)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	cconn, err := DialShufflerControl(creds, caddr)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	lr.add(func() { cconn.Close() })
+	adb, err := lr.open("analyzer.db")
+	if err != nil {
+		return nil, nil, "", err
+	}
+	an, err := NewAnalyzer(AnalyzerConfig{Setup: st, DB: adb, Key: creds.HPKE, Shuffler: wire.NewShufflerControlClient(cconn),
+		RoundTimeout: o.RoundTimeout, MinReports: o.MinReports, TestSeed: o.TestSeed, Workers: o.Workers, Observe: o.Observe, Logf: o.Logf})
+	if err != nil {
+		return nil, nil, "", err
+	}
+	ag := AnalyzerServer(creds, an)
+	go ag.Serve(al)
+	lr.add(ag.GracefulStop) // the last acknowledgement is delivered
+	return an, sh, paddr, nil
+}
+
+// clients sets up every client on a few goroutines (each opens and
+// migrates its own SQLite database, fsyncs included).
+func (lr *localRun) clients(paddr string) ([]*Client, error) {
+	cls := make([]*Client, lr.st.Config.Clients)
+	var mu sync.Mutex
+	var setupErr error
+	var sw sync.WaitGroup
+	next := make(chan int)
+	for w := 0; w < 16; w++ {
+		sw.Add(1)
+		go func() {
+			defer sw.Done()
+			for i := range next {
+				c, cl, err := localClient(lr.st, lr.o.Creds, lr.o, i, paddr, lr.o.Logf)
+				lr.add(cl...)
+				mu.Lock()
+				if err != nil && setupErr == nil {
+					setupErr = err
+				}
+				mu.Unlock()
+				cls[i] = c
+			}
+		}()
+	}
+	for i := range cls {
+		next <- i
+	}
+	close(next)
+	sw.Wait()
+	return cls, setupErr
 }
 
 // localClient builds client i of a local run and returns what to close.

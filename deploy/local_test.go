@@ -7,13 +7,13 @@ import (
 	"time"
 
 	"shufflefl/data"
-	"shufflefl/runtime"
+	"shufflefl/round"
 )
 
 // testConfig is a small run: 50 blobs clients, logistic regression
 // (d = 9·classes), every client in every round.
-func testConfig(proto string, clients, rounds int) runtime.Config {
-	cfg := runtime.DefaultConfig()
+func testConfig(proto string, clients, rounds int) round.Config {
+	cfg := round.DefaultConfig()
 	cfg.Protocol, cfg.Dataset, cfg.Clients, cfg.Rounds = proto, "blobs", clients, rounds
 	cfg.LocalEpochs, cfg.Workers, cfg.Seed = 1, 2, 7
 	cfg.Epsilon, cfg.Clip = 4, 0.5
@@ -21,7 +21,7 @@ func testConfig(proto string, clients, rounds int) runtime.Config {
 	return cfg
 }
 
-func testSplit(t testing.TB, cfg runtime.Config) data.Split {
+func testSplit(t testing.TB, cfg round.Config) data.Split {
 	t.Helper()
 	split, err := data.Load(cfg.Dataset, data.Options{Seed: cfg.Seed})
 	if err != nil {
@@ -56,7 +56,7 @@ func TestLocalEqualsSimulation(t *testing.T) {
 			defer cancel()
 			var rounds int
 			res, err := RunLocal(ctx, st, LocalOptions{Dir: t.TempDir(), TestSeed: &seed, RoundTimeout: time.Minute,
-				Workers: 1, Observe: func(runtime.RoundResult) { rounds++ }, Logf: t.Logf})
+				Workers: 1, Observe: func(round.RoundResult) { rounds++ }, Logf: t.Logf})
 			if err != nil {
 				t.Fatal(err)
 			}

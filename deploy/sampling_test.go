@@ -12,6 +12,7 @@ import (
 	"shufflefl/checks"
 	"shufflefl/protocol"
 	"shufflefl/rng"
+	"shufflefl/round"
 	"shufflefl/runtime"
 	"shufflefl/wire"
 )
@@ -29,7 +30,7 @@ func TestSampleIndexesMatchesEngine(t *testing.T) {
 		}
 		for r := 1; r <= 5; r++ {
 			want := eng.Sample(r)
-			got := runtime.SampleFixed(rng.Stream(cfg.Seed, rng.LabelSampling, uint64(r)), tc.clients, tc.per)
+			got := round.SampleFixed(rng.Stream(cfg.Seed, rng.LabelSampling, uint64(r)), tc.clients, tc.per)
 			if len(got) != len(want) {
 				t.Fatalf("%d of %d, round %d: %d sampled, engine %d", tc.per, tc.clients, r, len(got), len(want))
 			}
@@ -40,7 +41,7 @@ func TestSampleIndexesMatchesEngine(t *testing.T) {
 			}
 		}
 	}
-	if got := runtime.SampleFixed(nil, 4, 10); len(got) != 4 || got[3] != 3 {
+	if got := round.SampleFixed(nil, 4, 10); len(got) != 4 || got[3] != 3 {
 		t.Fatalf("population 4 below m = 10: sample %v, want everyone", got)
 	}
 }
@@ -82,9 +83,9 @@ func TestLocalSampledEqualsSimulation(t *testing.T) {
 			seed := cfg.Seed
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
-			var got []runtime.RoundResult
+			var got []round.RoundResult
 			res, err := RunLocal(ctx, st, LocalOptions{Dir: t.TempDir(), TestSeed: &seed, RoundTimeout: time.Minute,
-				Workers: 1, Observe: func(r runtime.RoundResult) { got = append(got, r) }, Logf: t.Logf})
+				Workers: 1, Observe: func(r round.RoundResult) { got = append(got, r) }, Logf: t.Logf})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -129,7 +130,7 @@ func TestLocalSampledEqualsSimulation(t *testing.T) {
 
 // newSampledHarness is newHarnessTimeout with the shuffler's Quorum set:
 // the first round is sampled once quorum clients have registered.
-func newSampledHarness(t *testing.T, cfg runtime.Config, min, quorum int, timeout time.Duration) *harness {
+func newSampledHarness(t *testing.T, cfg round.Config, min, quorum int, timeout time.Duration) *harness {
 	t.Helper()
 	return startHarness(t, cfg, "sampled", min, quorum, timeout)
 }
@@ -429,11 +430,11 @@ func TestFactsRefusals(t *testing.T) {
 func TestNewSetupPersonalizedRefusals(t *testing.T) {
 	for _, c := range []struct {
 		name string
-		mod  func(*runtime.Config)
+		mod  func(*round.Config)
 	}{
-		{"ss-double with eps-dist", func(c *runtime.Config) { c.Protocol, c.EpsDist = "ss-double", "uniform2" }},
-		{"apes with eps-dist and a target", func(c *runtime.Config) { c.EpsDist, c.TargetEpsilon = "uniform2", 8 }},
-		{"missing eps-file", func(c *runtime.Config) { c.EpsFile = filepath.Join(t.TempDir(), "none.txt") }},
+		{"ss-double with eps-dist", func(c *round.Config) { c.Protocol, c.EpsDist = "ss-double", "uniform2" }},
+		{"apes with eps-dist and a target", func(c *round.Config) { c.EpsDist, c.TargetEpsilon = "uniform2", 8 }},
+		{"missing eps-file", func(c *round.Config) { c.EpsFile = filepath.Join(t.TempDir(), "none.txt") }},
 	} {
 		cfg := testConfig("apes", 10, 1)
 		c.mod(&cfg)

@@ -16,7 +16,7 @@ import (
 	"shufflefl/protocol"
 	"shufflefl/rng"
 	"shufflefl/role"
-	"shufflefl/runtime"
+	"shufflefl/round"
 	"shufflefl/seal"
 	"shufflefl/wire"
 )
@@ -36,7 +36,7 @@ const ValueBound = 1e9
 // published); the analyzer's announcements are checked against it.
 type Setup struct {
 	// Config is the run's configuration (SecureNoise forced on).
-	Config runtime.Config
+	Config round.Config
 	// RunID names the run; it is bound into every sealed message.
 	RunID string
 	// Proto is the run's protocol.
@@ -48,7 +48,7 @@ type Setup struct {
 	// declares no budget of its own has it).
 	Budget protocol.Budget
 	// Budgets[i] is client i's budget for one round: the engine's budget of
-	// client i (runtime.Budgets with the configuration's --eps-dist or
+	// client i (round.Budgets with the configuration's --eps-dist or
 	// --eps-file), Budget for every client when the budgets are uniform.
 	Budgets []protocol.Budget
 	// Personalized says whether the protocol takes a budget per client
@@ -101,13 +101,16 @@ type Setup struct {
 	// privacy statement); the analyzer takes it.
 	Accountant *account.Accountant
 	// Plan is the pre-flight privacy plan.
-	Plan runtime.Plan
+	Plan round.Plan
 }
 
 // NewSetup validates cfg for a deployment and builds the run's Setup on
-// split. It reuses the simulation engine's construction (runtime.New) for
-// validation, protocol construction and the privacy pre-flight, so the
-// deployment's protocol is the simulation's; the engine itself never runs.
+// split. It runs the simulation's pre-flight (round.Prepare and
+// Preflight: protocol construction, calibration to a target, the planned
+// composition) and takes its initial models from round.InitModels, so the
+// deployment's protocol and models are the simulation's. (The engine's
+// trial round, which draws round 1's noise once on zero updates, is
+// simulation-only.)
 //
 // A deployment takes the engine's partitions (iid, dirichlet, rotated:
 // the same shards for the same seed) and no Poisson-sampled protocol.
@@ -120,7 +123,7 @@ type Setup struct {
 // it draws a fixed-size sample of m of the registered clients for every
 // round, without replacement (all of them when fewer than m registered),
 // and the analyzer's statement is at the true rate sampled/registered
-// (see Statement).
+// (the batch's RoundFacts, which the analyzer machine decides on).
 //
 // Personalized budgets (--eps-dist, or --eps-file, which NewSetup reads)
 // give client i the engine's budget of client i (Budgets); a client
@@ -129,7 +132,7 @@ type Setup struct {
 // take personalized budgets is refused with them, and so is a target
 // epsilon with them (the engine's calibration scales every budget; a
 // deployment does not reproduce it).
-func NewSetup(cfg runtime.Config, split data.Split, runID string) (*Setup, error) {
+func NewSetup(cfg round.Config, split data.Split, runID string) (*Setup, error) {
 	cfg.SecureNoise = true
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -158,59 +161,49 @@ func NewSetup(cfg runtime.Config, split data.Split, runID string) (*Setup, error
 	if err != nil {
 		return nil, err
 	}
-	budgets, err := runtime.Budgets(cfg, explicit)
+	budgets, err := round.Budgets(cfg, explicit)
 	if err != nil {
 		return nil, err
 	}
-	eng, err := runtime.New(cfg, split, budgets)
+	pre, err := prepare(cfg, split, budgets)
 	if err != nil {
 		return nil, err
 	}
-	p := eng.Protocol()
+	p := pre.Proto
 	cl, clustered := p.(protocol.Clustered)
+	k := 1
 	if clustered {
-		if err := fitsWire(cfg.Protocol, cl.Hypotheses(), eng.Model().Dim()); err != nil {
+		k = cl.Hypotheses()
+		if err := fitsWire(cfg.Protocol, k, pre.Model.Dim()); err != nil {
 			return nil, err
 		}
 	}
-	if ps, ok := p.(protocol.PoissonSampler); ok && ps.PoissonSampling() {
+	if pre.Poisson {
 		return nil, checks.Invalidf("deploy: Poisson-sampled protocol %s is not supported", cfg.Protocol)
 	}
 	if cfg.TargetEpsilon > 0 {
-		// The engine's pre-flight calibrated the uniform local budget (and
-		// built the protocol with it) so that the planned rounds spend at
-		// most the target; the analyzer voids a round that would pass it.
+		// The pre-flight calibrated the uniform local budget (and built the
+		// protocol with it) so that the planned rounds spend at most the
+		// target; the analyzer voids a round that would pass it.
 		for i := range budgets {
-			budgets[i].Epsilon = eng.PrivacyPlan().LocalEpsilon
+			budgets[i].Epsilon = pre.Plan.LocalEpsilon
 		}
 	}
 	uniform := protocol.Budget{Epsilon: cfg.Epsilon * epsScale(cfg), Delta: account.RoundDelta(cfg.Delta, cfg.Rounds)}
 	if cfg.TargetEpsilon > 0 || !personalizedCfg {
 		uniform = budgets[0]
 	}
-	st := &Setup{Config: cfg, RunID: runID, Proto: p, Model: eng.Model(), Init: slices.Clone(eng.Weights()),
-		Budget: uniform, Budgets: budgets, Personalized: personalized, OwnBudgets: personalizedCfg, PerRound: cfg.ClientsPerRound,
-		Accountant: eng.Accountant(), Plan: eng.PrivacyPlan()}
-	if st.PerRound == 0 {
-		st.PerRound = cfg.Clients
+	ms := round.InitModels(pre.Config, pre.Model, k)
+	st := &Setup{Config: cfg, RunID: runID, Proto: p, Model: pre.Model, Init: ms[0], Hypotheses: ms[1:],
+		Budget: uniform, Budgets: budgets, Personalized: personalized, OwnBudgets: personalizedCfg, PerRound: pre.PerRound,
+		Accountant: pre.Accountant, Plan: pre.Plan, K: k}
+	if len(st.Hypotheses) == 0 {
+		st.Hypotheses = nil
 	}
 	if err := st.partition(split); err != nil {
 		return nil, err
 	}
-	st.K = 1
-	if clustered {
-		ms := eng.Models()
-		st.K = len(ms)
-		for _, h := range ms[1:] {
-			st.Hypotheses = append(st.Hypotheses, slices.Clone(h))
-		}
-	}
-	st.Local = fl.LocalConfig{Epochs: cfg.LocalEpochs, Steps: cfg.LocalSteps, Batch: cfg.Batch, LR: cfg.LR, Mu: cfg.Mu}
-	st.ServerLR = cfg.ServerLR
-	if cfg.Mode == "fedsgd" {
-		st.Local.Mode = fl.FedSGD
-		st.ServerLR = -cfg.ServerLR * cfg.LR
-	}
+	st.Local, st.ServerLR = round.Training(cfg)
 	s := st.Shape(1)
 	priv, err := p.Account(s, st.Budgets[:s.Participants])
 	if err != nil {
@@ -263,9 +256,9 @@ func fitsWire(name string, k, d int) error {
 
 // partition builds the clients' shards and the training and test examples
 // exactly as the engine does for the same seed and partition
-// (runtime.PartitionData).
+// (round.PartitionData).
 func (st *Setup) partition(split data.Split) error {
-	p, err := runtime.PartitionData(st.Config, split)
+	p, err := round.PartitionData(st.Config, split)
 	if err != nil {
 		return err
 	}
@@ -297,7 +290,7 @@ func readEpsFile(path string) ([]float64, error) {
 	return eps, nil
 }
 
-func epsScale(cfg runtime.Config) float64 {
+func epsScale(cfg round.Config) float64 {
 	if cfg.EpsScale == 0 {
 		return 1
 	}
@@ -347,36 +340,6 @@ func (st *Setup) Spec() seal.Spec {
 	return sp
 }
 
-// Statement is the accountant's record of round t from the facts of its
-// batch (RoundFacts: the registered population the shuffler sampled from,
-// the number it sampled, the reports actually shuffled and their budgets):
-// the statement of the engine's Step for the same round (runtime's
-// statement), at the true sampling rate Sampled/Population.
-func (st *Setup) Statement(t int, f RoundFacts) (account.Statement, protocol.Privacy, error) {
-	s := protocol.Shape{Round: t, Dim: st.Dim(), Population: f.Population, Participants: f.Reporters, Sampled: f.Sampled}
-	reporters := f.Reporters
-	if reporters <= 0 {
-		s.Participants = f.Sampled
-		return account.Statement{Round: t, SampleRate: s.SampleRate(), Sampled: s.Sampled}, protocol.Privacy{}, nil
-	}
-	b := f.Budgets
-	if len(b) != reporters {
-		return account.Statement{}, protocol.Privacy{}, checks.Invalidf("round %d: %d budgets for %d reporters", t, len(b), reporters)
-	}
-	if err := st.Proto.Check(s, b); err != nil {
-		return account.Statement{}, protocol.Privacy{}, fmt.Errorf("round %d: %w", t, err)
-	}
-	p, err := st.Proto.Account(s, b)
-	if err != nil {
-		return account.Statement{}, protocol.Privacy{}, fmt.Errorf("round %d: accountant: %w", t, err)
-	}
-	return account.Statement{
-		Round: t, SampleRate: s.SampleRate(), Sampled: s.Sampled, Reporters: reporters, Released: true,
-		Epsilon: p.CentralEpsilon, Delta: p.CentralDelta, Components: p.Components, RDP: p.RDP, TV: p.TV, Bound: p.Bound,
-		Approximate: p.Approximate,
-	}, p, nil
-}
-
 // roleLabel maps a sealed message's label to the role's public label.
 func roleLabel(l seal.Label) int32 {
 	switch l.Kind {
@@ -419,3 +382,27 @@ func sortedKeys(m map[string]float64) []string {
 }
 
 func goMaxProcs() int { return goruntime.GOMAXPROCS(0) }
+
+// prepare validates the run's data and model for cfg and runs the
+// simulation's pre-flight (round.Prepare, Preflight): the deployment's
+// protocol and budgets are the simulation's for the same configuration.
+func prepare(cfg round.Config, split data.Split, budgets []protocol.Budget) (*round.Prepared, error) {
+	if split.Train == nil || split.Test == nil || split.Train.Len() == 0 || split.Test.Len() == 0 {
+		return nil, checks.Invalidf("dataset %q has an empty training or test set", cfg.Dataset)
+	}
+	model, err := fl.NewModel(cfg.Model, split.Train.Features, split.Train.Classes)
+	if err != nil {
+		return nil, err
+	}
+	if local, _ := round.Training(cfg); local.Validate() != nil {
+		return nil, local.Validate()
+	}
+	pre, err := round.Prepare(cfg, model, budgets)
+	if err != nil {
+		return nil, err
+	}
+	if err := pre.Preflight(); err != nil {
+		return nil, err
+	}
+	return pre, nil
+}

@@ -18,7 +18,7 @@ import (
 	"shufflefl/protocol"
 	"shufflefl/rng"
 	"shufflefl/role"
-	"shufflefl/runtime"
+	"shufflefl/round"
 	"shufflefl/seal"
 	"shufflefl/store"
 	"shufflefl/wire"
@@ -273,7 +273,7 @@ func (s *Shuffler) resume() error {
 			if err != nil {
 				return errf("deploy: shuffler: stored report of %s in round %d: %w", rep.Client, r.Round, err)
 			}
-			if err := sr.live.Accept(rep.Client, msgs); err != nil {
+			if _, err := sr.live.Accept(rep.Client, msgs); err != nil {
 				return errf("deploy: shuffler: stored report of %s in round %d: %w", rep.Client, r.Round, err)
 			}
 			sr.reporters = append(sr.reporters, rep.Client)
@@ -342,7 +342,7 @@ func (s *Shuffler) drawSample(t int64) (store.Sample, error) {
 	if len(ids) > s.st.PerRound {
 		r = streams{s.cfg.TestSeed}.get(rng.LabelSampling, uint64(t))
 	}
-	idx := runtime.SampleFixed(r, len(ids), s.st.PerRound)
+	idx := round.SampleFixed(r, len(ids), s.st.PerRound)
 	smp := store.Sample{Population: len(ids), Clients: make([]string, len(idx))}
 	for i, j := range idx {
 		smp.Clients[i] = ids[j]
@@ -568,38 +568,31 @@ func (s *Shuffler) parse(t int64, ms []*wire.SealedMessage) ([]role.Message[[]by
 }
 
 // SubmitReport implements wire.ShufflerServer. The report is checked
-// (signature, round, sealed headers, the role's label rules), stored in the
-// inbox and only then acknowledged. An identical retry is acknowledged
-// again with duplicate set.
+// (signature, round, sealed headers, the round machine's label rules),
+// stored in the inbox and only then counted in the round and acknowledged.
+// An identical retry is acknowledged again with duplicate set.
 func (s *Shuffler) SubmitReport(ctx context.Context, req *wire.SubmitReportRequest) (*wire.SubmitReportResponse, error) {
 	t := req.Round
 	id, err := verify(s.ver, s.now(), wire.Shuffler_SubmitReport_FullMethodName, t, req)
 	if err != nil {
 		return nil, s.reject(err)
 	}
-	s.mu.Lock()
-	cur := s.cur
-	s.mu.Unlock()
-	switch {
-	case cur == nil || t > cur.t:
-		return nil, s.reject(wire.Errorf(codes.NotFound, wire.Reason_REASON_UNKNOWN_ROUND, "round", t, "round %d is not open", t))
-	case t < cur.t:
-		return nil, s.reject(wire.Errorf(codes.FailedPrecondition, wire.Reason_REASON_ROUND_CLOSED, "round", t, "round %d is closed", t))
-	case cur.sample != nil && !cur.sample[id]:
-		return nil, s.reject(wire.Errorf(codes.PermissionDenied, wire.Reason_REASON_NOT_SAMPLED, "round", t, "%s is not in round %d's sample", id, t))
-	case s.st.OwnBudgets && !s.isRegistered(id):
-		return nil, s.reject(wire.Errorf(codes.PermissionDenied, wire.Reason_REASON_NOT_REGISTERED, "round", t, "%s has not declared its budget (register first)", id))
+	cur, err := s.admitReport(t, id)
+	if err != nil {
+		return nil, s.reject(err)
 	}
 	msgs, err := s.parse(t, req.Messages)
 	if err != nil {
 		return nil, s.reject(err)
 	}
-	// The role's label rules, checked on a probe before anything is stored.
-	probe, err := newProbe(s.st, t)
-	if err == nil {
-		err = probe.Accept(id, msgs)
-	}
-	if err != nil {
+	// The round machine's label rules, checked before anything is stored.
+	cur.mu.Lock()
+	err = cur.live.Check(msgs)
+	cur.mu.Unlock()
+	switch {
+	case errors.Is(err, role.ErrClosed):
+		return nil, s.reject(wire.Errorf(codes.FailedPrecondition, wire.Reason_REASON_ROUND_CLOSED, "round", t, "round %d is closed", t))
+	case err != nil:
 		return nil, s.reject(wire.Errorf(codes.InvalidArgument, wire.Reason_REASON_MALFORMED, "messages", t, "%v", err))
 	}
 	cur.gate.RLock()
@@ -613,64 +606,96 @@ func (s *Shuffler) SubmitReport(ctx context.Context, req *wire.SubmitReportReque
 		rep.Messages[i] = store.SealedMessage{Label: m.Label, Sealed: m.Ciphertext}
 		size += int64(len(m.Ciphertext))
 	}
-	// The store's answer must be known whatever the client does: with the
-	// request's context, a client that gave up could leave a report
-	// committed but not in the round.
+	retry, err := s.persistReport(rep)
+	if err != nil {
+		return nil, s.reject(err)
+	}
+	return s.count(cur, id, msgs, size, retry)
+}
+
+// admitReport returns the round a report of sender id for round t may
+// join: the open round, which must have sampled the sender, who must have
+// registered when the run gives clients their own budgets.
+func (s *Shuffler) admitReport(t int64, id string) (*sround, error) {
+	s.mu.Lock()
+	cur := s.cur
+	s.mu.Unlock()
+	switch {
+	case cur == nil || t > cur.t:
+		return nil, wire.Errorf(codes.NotFound, wire.Reason_REASON_UNKNOWN_ROUND, "round", t, "round %d is not open", t)
+	case t < cur.t:
+		return nil, wire.Errorf(codes.FailedPrecondition, wire.Reason_REASON_ROUND_CLOSED, "round", t, "round %d is closed", t)
+	case cur.sample != nil && !cur.sample[id]:
+		return nil, wire.Errorf(codes.PermissionDenied, wire.Reason_REASON_NOT_SAMPLED, "round", t, "%s is not in round %d's sample", id, t)
+	case s.st.OwnBudgets && !s.isRegistered(id):
+		return nil, wire.Errorf(codes.PermissionDenied, wire.Reason_REASON_NOT_REGISTERED, "round", t, "%s has not declared its budget (register first)", id)
+	}
+	return cur, nil
+}
+
+// persistReport stores a report in the inbox, the durable record of the
+// round's submissions and the one judge of duplicates: retry says the
+// store already held this very report (a client's retry). The store's
+// answer must be known whatever the client does, so it runs with the
+// service's context, not the request's: a client that gave up could leave
+// a report committed but not in the round.
+func (s *Shuffler) persistReport(rep store.Report) (retry bool, err error) {
+	t := rep.Round
 	err = s.acc.Accept(s.ctx, rep)
 	switch {
+	case err == nil:
+		return false, nil
 	case errors.Is(err, store.ErrAlreadyAccepted):
-		// A retry of a stored report: make sure the round holds it (the
-		// first attempt may have failed after the commit).
-		cur.mu.Lock()
-		aerr := cur.live.Accept(id, msgs)
-		if aerr == nil {
-			cur.reporters = append(cur.reporters, id)
-		}
-		n := cur.live.Senders()
-		cur.mu.Unlock()
-		s.mu.Lock()
-		s.stats.Retries++
-		if aerr == nil {
-			s.stats.Accepted++
-			s.stats.Bytes += size
-		}
-		s.mu.Unlock()
-		if aerr == nil && n >= cur.expected {
-			go s.startClose(cur)
-		}
-		return &wire.SubmitReportResponse{Round: t, StoredMessages: uint32(len(msgs)), Duplicate: true}, nil
+		return true, nil
 	case errors.Is(err, store.ErrDuplicateReport):
-		return nil, s.reject(wire.Errorf(codes.AlreadyExists, wire.Reason_REASON_DUPLICATE_REPORT, "round", t, "%s already reported in round %d", id, t))
+		return false, wire.Errorf(codes.AlreadyExists, wire.Reason_REASON_DUPLICATE_REPORT, "round", t, "%s already reported in round %d", rep.Client, t)
 	case errors.Is(err, store.ErrReplay):
-		return nil, s.reject(wire.Errorf(codes.AlreadyExists, wire.Reason_REASON_REPLAY, "messages", t, "%v", err))
+		return false, wire.Errorf(codes.AlreadyExists, wire.Reason_REASON_REPLAY, "messages", t, "%v", err)
 	case errors.Is(err, store.ErrRoundClosed):
-		return nil, s.reject(wire.Errorf(codes.FailedPrecondition, wire.Reason_REASON_ROUND_CLOSED, "round", t, "round %d is closed", t))
+		return false, wire.Errorf(codes.FailedPrecondition, wire.Reason_REASON_ROUND_CLOSED, "round", t, "round %d is closed", t)
 	case errors.Is(err, store.ErrUnknownRound):
-		return nil, s.reject(wire.Errorf(codes.NotFound, wire.Reason_REASON_UNKNOWN_ROUND, "round", t, "round %d is unknown", t))
-	case err != nil:
-		return nil, s.reject(wire.Errorf(codes.Unavailable, wire.Reason_REASON_INTERNAL, "", t, "storing the report: %v", err))
+		return false, wire.Errorf(codes.NotFound, wire.Reason_REASON_UNKNOWN_ROUND, "round", t, "round %d is unknown", t)
 	}
+	return false, wire.Errorf(codes.Unavailable, wire.Reason_REASON_INTERNAL, "", t, "storing the report: %v", err)
+}
+
+// count adds a stored report to the round machine and acknowledges it; a
+// retry the round already holds is acknowledged as a duplicate (an earlier
+// attempt may have failed after the store committed). The round closes
+// early once every expected sender is in.
+func (s *Shuffler) count(cur *sround, id string, msgs []role.Message[[]byte], size int64, retry bool) (*wire.SubmitReportResponse, error) {
+	t := cur.t
 	cur.mu.Lock()
-	err = cur.live.Accept(id, msgs)
-	if err == nil {
+	var ack role.Ack
+	var err error
+	if retry {
+		ack, err = cur.live.Resubmit(id, msgs)
+	} else {
+		ack, err = cur.live.Accept(id, msgs)
+	}
+	if err == nil && !ack.Duplicate {
 		cur.reporters = append(cur.reporters, id)
 	}
-	n := cur.live.Senders()
 	cur.mu.Unlock()
 	if err != nil {
-		// Stored but refused by the role: cannot happen after the probe
+		// Stored but refused by the machine: cannot happen after Check
 		// and the store's duplicate check; the stored copy is what counts.
 		s.logf("shuffler: round %d: %s: stored report refused by the role: %v", t, id, err)
 		return nil, wire.Errorf(codes.Internal, wire.Reason_REASON_INTERNAL, "", t, "%v", err)
 	}
 	s.mu.Lock()
-	s.stats.Accepted++
-	s.stats.Bytes += size
+	if retry {
+		s.stats.Retries++
+	}
+	if !ack.Duplicate {
+		s.stats.Accepted++
+		s.stats.Bytes += size
+	}
 	s.mu.Unlock()
-	if n >= cur.expected {
+	if !ack.Duplicate && ack.Senders >= cur.expected {
 		go s.startClose(cur)
 	}
-	return &wire.SubmitReportResponse{Round: t, StoredMessages: uint32(len(msgs))}, nil
+	return &wire.SubmitReportResponse{Round: t, StoredMessages: uint32(len(msgs)), Duplicate: retry}, nil
 }
 
 // startClose closes sr once: at the expected count or at the deadline.
@@ -959,13 +984,4 @@ func (s *Shuffler) forward(chunks []*wire.BatchChunk) (*wire.BatchResponse, time
 		return fail(err)
 	}
 	return resp, sentAt, nil
-}
-
-// newProbe returns a throwaway role shuffler of round t on which a
-// submission's labels are checked before anything is stored.
-func newProbe(st *Setup, t int64) (*role.Shuffler[[]byte], error) {
-	if t < 1 || t > int64(st.Config.Rounds) {
-		return nil, errf("round %d outside [1, %d]", t, st.Config.Rounds)
-	}
-	return role.NewShuffler[[]byte](st.Proto, st.Shape(int(t)), 0)
 }

@@ -1,12 +1,14 @@
 // Package role holds the three parties of the shuffle model — client,
 // shuffler and analyzer — as deterministic state machines, in the manner of
 // etcd raft's RawNode: each takes its inputs (an announced round, a local
-// update, a report, a shuffled batch) and returns its outputs (a report, a
-// batch, a model update) plus what it has decided, and performs no I/O, no
-// concurrency and no timekeeping of its own. Drivers move the messages: the
-// simulation engine (package runtime) calls the three roles in one process,
-// a deployment's services call the same code over the network, so the
-// protocol a simulation measures is the protocol a deployment runs.
+// update, a submission, a round's facts and reports) and returns its
+// outputs and what it decided — a report, an Ack, a Batch, a Ready with the
+// released estimate and the Checkpoint to persist — and performs no I/O,
+// no concurrency and no timekeeping of its own. Drivers move the messages
+// and persist what the machines hand back: the simulation engine (package
+// runtime) calls the three roles in one process, a deployment's services
+// (package deploy) call the same code over the network, so the protocol a
+// simulation measures is the protocol a deployment runs.
 //
 // # Who sees what (FLAME Table 1)
 //
@@ -33,12 +35,20 @@
 //     refused, so a retry must resend the stored report rather than
 //     re-randomize (no double spend).
 //   - The shuffler accepts one submission per sender per round; a second one
-//     is ErrDuplicateSender. It releases a round's batch only when the round
+//     is ErrDuplicateSender (Resubmit acknowledges a driver's retry of a
+//     persisted submission as a Duplicate instead). Check tests a
+//     submission's labels without accepting it, for a driver that persists
+//     before it counts. It releases a round's batch only when the round
 //     is closed with at least the minimum number of senders; below it the
 //     round is void and nothing is released (ErrTooFew). A closed round
 //     accepts nothing.
-//   - The analyzer opens rounds in order, absorbs a round's batch, and
-//     releases the round's update at most once (ErrReleased); it records
-//     the round's privacy statement in the run's accountant when it
-//     releases or voids the round, never otherwise.
+//   - The analyzer opens rounds in order, each on the round's Facts, and
+//     decides it there: too few reporters, or a round that would take the
+//     cumulative epsilon past the run's target, is void at once; otherwise
+//     it absorbs the round's inputs (one way in: Absorb of a batch, a
+//     partial aggregate or a dummy) and Close releases the round at most
+//     once (ErrReleased), or voids it when the estimate fails. A driver may
+//     void an open round (Void). The round's statement is recorded in the
+//     run's accountant when the round is released or void, never
+//     otherwise.
 package role

@@ -12,7 +12,8 @@ import (
 
 // One round of SS-Simple driven by hand: every client charges its ledger
 // and encodes, the shuffler strips identities and permutes each coordinate,
-// and the analyzer releases the estimate and records the round's privacy.
+// and the analyzer decides the round (Open), absorbs the batch and releases
+// the estimate, recording the round's privacy (Close).
 func Example() {
 	const n, d = 50, 4
 	p, _ := protocol.New("ss-simple", protocol.Params{Clip: 1, Delta: 1e-6, Epsilon: 8, Rounds: 1, SampleRate: 1,
@@ -35,26 +36,25 @@ func Example() {
 		if err := c.Encode(rng.Stream(1, uint64(i)), s, update, &rep); err != nil {
 			panic(err)
 		}
-		if err := sh.Accept(c.ID(), role.Messages(p.Mode(), &rep, nil)); err != nil {
+		if _, err := sh.Accept(c.ID(), role.Messages(p.Mode(), &rep, nil)); err != nil {
 			panic(err)
 		}
 	}
 	batch, _ := sh.Close(rng.Stream(2), rng.Stream(3), role.PlainDummy(p.Mode()))
 
-	priv, _ := p.Account(s, []protocol.Budget{budget})
-	st := account.Statement{Round: 1, SampleRate: 1, Sampled: n, Reporters: batch.Senders, Released: true,
-		Epsilon: priv.CentralEpsilon, Delta: priv.CentralDelta, Components: priv.Components, Bound: priv.Bound}
-	_ = an.Open(s)
-	if err := an.Absorb(batch); err != nil {
+	f := role.Facts{Shape: s, Sampled: n, Reporters: batch.Senders, MinReports: n / 2}
+	for range batch.Senders {
+		f.Budgets = append(f.Budgets, budget)
+	}
+	rd, _ := an.Open(f) // the analyzer checks and accounts the round
+	if err := an.Absorb(role.BatchInput(batch)); err != nil {
 		panic(err)
 	}
-	if _, err := an.Release(rng.Stream(4), st); err != nil {
-		panic(err)
-	}
-	_, err := an.Release(rng.Stream(4), st)
-	fmt.Println("reports:", batch.Senders, "rounds recorded:", acct.Rounds())
-	fmt.Println("release again:", err)
+	rd, _ = an.Close(rng.Stream(4))
+	_, err := an.Close(rng.Stream(4))
+	fmt.Println("reports:", batch.Senders, "released:", rd.Released, "rounds recorded:", acct.Rounds())
+	fmt.Println("close again:", err)
 	// Output:
-	// reports: 50 rounds recorded: 1
-	// release again: analyzer: round 1: round already released
+	// reports: 50 released: true rounds recorded: 1
+	// close again: analyzer: round 1: round already released
 }

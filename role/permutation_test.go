@@ -121,7 +121,7 @@ func roleShuffle(t *testing.T, p protocol.Protocol, s protocol.Shape, names []st
 		for k, m := range plain {
 			msgs[k] = Message[origin]{Label: m.Label, Payload: origin(i)}
 		}
-		if err := sh.Accept(names[i], msgs); err != nil {
+		if _, err := sh.Accept(names[i], msgs); err != nil {
 			t.Fatalf("%s: sender %d: %v", p.Name(), i, err)
 		}
 	}
@@ -281,7 +281,6 @@ func checkPermutations(t *testing.T, name string, shuffle shuffleFunc, seed uint
 	encode := permEncoder(t, p, s)
 	r := rng.Stream(seed, 0x9e4)
 	stats := map[string]*groupStats{}
-	type link struct{ a, b string }
 	joint := map[link]*[permBins * permBins]int{}
 	var groupNames []string
 	for trial := range permTrials {
@@ -360,6 +359,19 @@ func checkPermutations(t *testing.T, name string, shuffle shuffleFunc, seed uint
 	if len(stats) == 0 {
 		return []string{name + ": the shuffler forwarded no group"}
 	}
+	failures = permVerdicts(t, name, groupNames, stats, joint)
+	t.Logf("%s (%s): groups %v tested over %d rounds", name, p.Mode(), groupNames, permTrials)
+	return failures
+}
+
+// link is a pair of adjacent groups whose first arrivals' joint
+// position is tested.
+type link struct{ a, b string }
+
+// permVerdicts applies the file's tests to the collected positions and
+// returns the failed ones.
+func permVerdicts(t *testing.T, name string, groupNames []string, stats map[string]*groupStats, joint map[link]*[permBins * permBins]int) (failures []string) {
+	t.Helper()
 	zCrit := distuv.UnitNormal.Quantile(1 - permAlpha/2)
 	for _, k := range groupNames {
 		st := stats[k]
@@ -392,7 +404,6 @@ func checkPermutations(t *testing.T, name string, shuffle shuffleFunc, seed uint
 				name, l.a, l.b, stat, crit, permBins*permBins-1, permAlpha))
 		}
 	}
-	t.Logf("%s (%s): groups %v tested over %d rounds", name, p.Mode(), groupNames, permTrials)
 	return failures
 }
 

@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 
 	"shufflefl/account"
@@ -112,24 +113,24 @@ func TestShufflerRejects(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := sh.Accept("a", tc.msgs); !errors.Is(err, tc.want) {
+			if _, err := sh.Accept("a", tc.msgs); !errors.Is(err, tc.want) {
 				t.Fatalf("got %v, want %v", err, tc.want)
 			}
 			if sh.Senders() != 0 {
 				t.Fatal("a refused submission was counted")
 			}
 			// The refused sender may still submit a good one.
-			if err := sh.Accept("a", plainMsgs(1, 2, 3)); err != nil {
+			if _, err := sh.Accept("a", plainMsgs(1, 2, 3)); err != nil {
 				t.Fatal(err)
 			}
 		})
 	}
 	whole := newProto(t, "e-apes", nil)
 	sh, _ := NewShuffler[Plain](whole, s, 1)
-	if err := sh.Accept("a", []Message[Plain]{{Label: 0}}); !errors.Is(err, ErrBadMessage) {
+	if _, err := sh.Accept("a", []Message[Plain]{{Label: 0}}); !errors.Is(err, ErrBadMessage) {
 		t.Fatalf("coordinate message to a whole-report protocol: %v", err)
 	}
-	if err := sh.Accept("a", []Message[Plain]{{Label: ReportLabel}, {Label: ReportLabel}}); !errors.Is(err, ErrBadMessage) {
+	if _, err := sh.Accept("a", []Message[Plain]{{Label: ReportLabel}, {Label: ReportLabel}}); !errors.Is(err, ErrBadMessage) {
 		t.Fatalf("two reports in one submission: %v", err)
 	}
 }
@@ -141,13 +142,13 @@ func TestShufflerRound(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := sh.Accept("a", plainMsgs(1, 2, 3)); err != nil {
+	if _, err := sh.Accept("a", plainMsgs(1, 2, 3)); err != nil {
 		t.Fatal(err)
 	}
-	if err := sh.Accept("a", plainMsgs(1, 2, 3)); !errors.Is(err, ErrDuplicateSender) {
+	if _, err := sh.Accept("a", plainMsgs(1, 2, 3)); !errors.Is(err, ErrDuplicateSender) {
 		t.Fatalf("second submission: %v", err)
 	}
-	if err := sh.Accept("b", plainMsgs(10, 20, 30)); err != nil {
+	if _, err := sh.Accept("b", plainMsgs(10, 20, 30)); err != nil {
 		t.Fatal(err)
 	}
 	b, err := sh.Close(rng.Stream(1), rng.Stream(2), PlainDummy(p.Mode()))
@@ -166,7 +167,7 @@ func TestShufflerRound(t *testing.T) {
 			t.Fatalf("column %d = %v", j, col)
 		}
 	}
-	if err := sh.Accept("c", plainMsgs(1, 2, 3)); !errors.Is(err, ErrClosed) {
+	if _, err := sh.Accept("c", plainMsgs(1, 2, 3)); !errors.Is(err, ErrClosed) {
 		t.Fatalf("after close: %v", err)
 	}
 	if _, err := sh.Close(rng.Stream(1), rng.Stream(2), PlainDummy(p.Mode())); !errors.Is(err, ErrClosed) {
@@ -175,11 +176,11 @@ func TestShufflerRound(t *testing.T) {
 
 	// Below the minimum the round is void and releases nothing.
 	sh, _ = NewShuffler[Plain](p, s, 2)
-	_ = sh.Accept("a", plainMsgs(1, 2, 3))
+	_, _ = sh.Accept("a", plainMsgs(1, 2, 3))
 	if b, err := sh.Close(rng.Stream(1), rng.Stream(2), PlainDummy(p.Mode())); !errors.Is(err, ErrTooFew) || b != nil {
 		t.Fatalf("one of two: %v, %v", b, err)
 	}
-	if err := sh.Accept("b", plainMsgs(1, 2, 3)); !errors.Is(err, ErrClosed) {
+	if _, err := sh.Accept("b", plainMsgs(1, 2, 3)); !errors.Is(err, ErrClosed) {
 		t.Fatalf("void round accepted: %v", err)
 	}
 }
@@ -194,7 +195,7 @@ func TestShufflerPermutes(t *testing.T) {
 	for tr := 0; tr < trials; tr++ {
 		sh, _ := NewShuffler[Plain](p, protocol.Shape{Round: 1, Dim: 1, Population: n}, 1)
 		for i := 0; i < n; i++ {
-			_ = sh.Accept(strconv.Itoa(i), plainMsgs(float64(i)))
+			_, _ = sh.Accept(strconv.Itoa(i), plainMsgs(float64(i)))
 		}
 		b, err := sh.Close(rng.Stream(0), rng.Stream(uint64(tr), 9), PlainDummy(p.Mode()))
 		if err != nil {
@@ -229,7 +230,7 @@ func TestShufflerPadsSSDouble(t *testing.T) {
 		if err := p.Encode(r, s, make([]float64, 8), protocol.Budget{Epsilon: 10}, &rep); err != nil {
 			t.Fatal(err)
 		}
-		if err := sh.Accept(strconv.Itoa(i), Messages(p.Mode(), &rep, nil)); err != nil {
+		if _, err := sh.Accept(strconv.Itoa(i), Messages(p.Mode(), &rep, nil)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -244,6 +245,16 @@ func TestShufflerPadsSSDouble(t *testing.T) {
 	}
 }
 
+// facts are the facts of round t of a run of n clients, all reporting
+// with budget epsilon.
+func facts(t, d, n int, epsilon float64) Facts {
+	f := Facts{Shape: protocol.Shape{Round: t, Dim: d, Population: n, Participants: n, Sampled: n}, Sampled: n, Reporters: n, MinReports: 1}
+	for range n {
+		f.Budgets = append(f.Budgets, protocol.Budget{Epsilon: epsilon})
+	}
+	return f
+}
+
 func TestAnalyzer(t *testing.T) {
 	p := newProto(t, "nonprivate", nil)
 	model := []float64{1, 1, 1}
@@ -251,90 +262,126 @@ func TestAnalyzer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st := account.Statement{Round: 1, Released: true}
-	if _, err := a.Release(rng.Stream(1), st); !errors.Is(err, ErrOrder) {
-		t.Fatalf("release before open: %v", err)
+	if _, err := a.Close(rng.Stream(1)); !errors.Is(err, ErrOrder) {
+		t.Fatalf("close before open: %v", err)
 	}
-	if err := a.Open(protocol.Shape{Round: 2, Dim: 3, Population: 2, Participants: 2}); !errors.Is(err, ErrOrder) {
+	if _, err := a.Open(facts(2, 3, 2, 1)); !errors.Is(err, ErrOrder) {
 		t.Fatalf("open round 2 first: %v", err)
 	}
-	s := protocol.Shape{Round: 1, Dim: 3, Population: 2, Participants: 2}
-	if err := a.Open(s); err != nil {
-		t.Fatal(err)
+	if rd, err := a.Open(facts(1, 3, 2, 1)); err != nil || !rd.Accepting || rd.Checkpoint != nil {
+		t.Fatalf("open: %+v, %v", rd, err)
 	}
 	bad := []struct {
 		name string
-		b    *Batch[Plain]
+		in   Input
 		want error
 	}{
-		{"other round", &Batch[Plain]{Round: 2, Dim: 3, Mode: p.Mode()}, ErrOrder},
-		{"other mode", &Batch[Plain]{Round: 1, Dim: 3, Mode: protocol.PerCoordinate}, ErrOrder},
-		{"NaN value", &Batch[Plain]{Round: 1, Dim: 3, Mode: p.Mode(), Reports: []Plain{{Report: &protocol.Report{Values: []float64{0, math.NaN(), 0}}}}}, checks.ErrInvalid},
-		{"short report", &Batch[Plain]{Round: 1, Dim: 3, Mode: p.Mode(), Reports: []Plain{{Report: &protocol.Report{Values: []float64{0}}}}}, checks.ErrInvalid},
-		{"coordinate out of range", &Batch[Plain]{Round: 1, Dim: 3, Mode: p.Mode(), Reports: []Plain{{Report: &protocol.Report{Coords: []int32{9}, Values: []float64{0}}}}}, checks.ErrInvalid},
-		{"missing report", &Batch[Plain]{Round: 1, Dim: 3, Mode: p.Mode(), Reports: []Plain{{}}}, checks.ErrInvalid},
-		{"infinite metadata", &Batch[Plain]{Round: 1, Dim: 3, Mode: p.Mode(), Meta: []Plain{{Value: math.Inf(1)}}}, checks.ErrInvalid},
+		{"other round", BatchInput(&Batch[Plain]{Round: 2, Dim: 3, Mode: p.Mode()}), ErrOrder},
+		{"other mode", BatchInput(&Batch[Plain]{Round: 1, Dim: 3, Mode: protocol.PerCoordinate}), ErrOrder},
+		{"NaN value", BatchInput(&Batch[Plain]{Round: 1, Dim: 3, Mode: p.Mode(), Reports: []Plain{{Report: &protocol.Report{Values: []float64{0, math.NaN(), 0}}}}}), checks.ErrInvalid},
+		{"short report", BatchInput(&Batch[Plain]{Round: 1, Dim: 3, Mode: p.Mode(), Reports: []Plain{{Report: &protocol.Report{Values: []float64{0}}}}}), checks.ErrInvalid},
+		{"coordinate out of range", BatchInput(&Batch[Plain]{Round: 1, Dim: 3, Mode: p.Mode(), Reports: []Plain{{Report: &protocol.Report{Coords: []int32{9}, Values: []float64{0}}}}}), checks.ErrInvalid},
+		{"missing report", BatchInput(&Batch[Plain]{Round: 1, Dim: 3, Mode: p.Mode(), Reports: []Plain{{}}}), checks.ErrInvalid},
+		{"infinite metadata", BatchInput(&Batch[Plain]{Round: 1, Dim: 3, Mode: p.Mode(), Meta: []Plain{{Value: math.Inf(1)}}}), checks.ErrInvalid},
+		{"dummy out of range", DummyInput(3, 0), checks.ErrInvalid},
+		{"NaN dummy", DummyInput(0, math.NaN()), checks.ErrInvalid},
 	}
 	for _, tc := range bad {
-		if err := a.Absorb(tc.b); !errors.Is(err, tc.want) {
+		if err := a.Absorb(tc.in); !errors.Is(err, tc.want) {
 			t.Fatalf("%s: %v, want %v", tc.name, err, tc.want)
 		}
-	}
-	if err := a.AddDummy(3, 0); !errors.Is(err, checks.ErrInvalid) {
-		t.Fatalf("dummy out of range: %v", err)
 	}
 	if a.Aggregate().Reports != 0 || a.Aggregate().Sum[1] != 0 {
 		t.Fatal("a refused input changed the round")
 	}
 	good := &Batch[Plain]{Round: 1, Dim: 3, Mode: p.Mode(), Senders: 2, Reports: []Plain{
 		{Report: &protocol.Report{Values: []float64{1, 2, 3}}}, {Report: &protocol.Report{Values: []float64{3, 2, 1}}}}}
-	if err := a.Absorb(good); err != nil {
+	if err := a.Absorb(BatchInput(good)); err != nil {
 		t.Fatal(err)
 	}
-	est, err := a.Release(rng.Stream(1), st)
+	rd, err := a.Close(rng.Stream(1))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(est, []float64{2, 2, 2}) || !slices.Equal(a.Model(), []float64{3, 3, 3}) {
-		t.Fatalf("estimate %v, model %v", est, a.Model())
+	if !rd.Released || !slices.Equal(rd.Estimate, []float64{2, 2, 2}) || !slices.Equal(a.Model(), []float64{3, 3, 3}) {
+		t.Fatalf("ready %+v, model %v", rd, a.Model())
 	}
-	if _, err := a.Release(rng.Stream(1), st); !errors.Is(err, ErrReleased) {
-		t.Fatalf("second release: %v, want ErrReleased", err)
+	if rd.Checkpoint == nil || rd.Checkpoint.Round != 1 || !slices.Equal(rd.Checkpoint.Models[0], []float64{3, 3, 3}) {
+		t.Fatalf("checkpoint %+v", rd.Checkpoint)
+	}
+	if _, err := a.Close(rng.Stream(1)); !errors.Is(err, ErrReleased) {
+		t.Fatalf("second close: %v, want ErrReleased", err)
 	}
 	if a.Round() != 1 {
 		t.Fatalf("round %d", a.Round())
 	}
 }
 
-func TestAnalyzerRecordsOnlyFinishedRounds(t *testing.T) {
+// TestAnalyzerDecides: the analyzer voids a round with too few reporters
+// or past the run's target, records it, and goes on to the next round; a
+// round it cannot estimate it voids itself, changing no model.
+func TestAnalyzerDecides(t *testing.T) {
 	p := newProto(t, "ldp-laplace", nil)
 	acct, err := account.NewAccountant(1e-6)
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, _ := NewAnalyzer(AnalyzerConfig{Protocol: p, Model: make([]float64, 2), ServerLR: 1, Accountant: acct})
-	s := protocol.Shape{Round: 1, Dim: 2, Population: 4, Participants: 1}
-	_ = a.Open(s)
-	if err := a.Void(account.Statement{Round: 1, Released: true}); !errors.Is(err, ErrOrder) {
-		t.Fatalf("void with a released statement: %v", err)
-	}
-	if err := a.Void(account.Statement{Round: 1, SampleRate: 0.25}); err != nil {
+	a, err := NewAnalyzer(AnalyzerConfig{Protocol: p, Model: make([]float64, 2), ServerLR: 1, Accountant: acct, TargetEpsilon: 2.5})
+	if err != nil {
 		t.Fatal(err)
+	}
+	few := facts(1, 2, 4, 1)
+	few.Reporters, few.Budgets = 0, nil
+	rd, err := a.Open(few)
+	if err != nil || rd.Void != TooFew || rd.Released || rd.Checkpoint == nil || rd.Statement.Released {
+		t.Fatalf("no reporters: %+v, %v", rd, err)
 	}
 	if acct.Rounds() != 1 || acct.Spent().Releases != 0 {
 		t.Fatalf("accountant after a void round: %d rounds, %d releases", acct.Rounds(), acct.Spent().Releases)
 	}
-	// Diverging update: refused before the model or the accountant change.
-	_ = a.Open(protocol.Shape{Round: 2, Dim: 2, Population: 4, Participants: 1})
-	if err := a.Absorb(&Batch[Plain]{Round: 2, Dim: 2, Mode: p.Mode(), Senders: 1, Reports: []Plain{{Report: &protocol.Report{Values: []float64{math.MaxFloat64, 0}}}}}); err != nil {
+	// Diverging update: voided before the model changes.
+	if rd, err = a.Open(facts(2, 2, 1, 1)); err != nil || !rd.Accepting {
+		t.Fatalf("round 2: %+v, %v", rd, err)
+	}
+	if err := a.Absorb(BatchInput(&Batch[Plain]{Round: 2, Dim: 2, Mode: p.Mode(), Senders: 1, Reports: []Plain{{Report: &protocol.Report{Values: []float64{math.MaxFloat64, 0}}}}})); err != nil {
 		t.Fatal(err)
 	}
 	a.scale = 10
-	if _, err := a.Release(rng.Stream(1), account.Statement{Round: 2, SampleRate: 0.25, Sampled: 1, Reporters: 1, Released: true, Epsilon: 1}); err == nil {
-		t.Fatal("a diverging release was accepted")
+	rd, err = a.Close(rng.Stream(1))
+	if err != nil || rd.Void != Refused || rd.Err == nil || rd.Released || !strings.HasPrefix(rd.Why, "the batch was refused: ") {
+		t.Fatalf("a diverging release: %+v, %v", rd, err)
 	}
-	if acct.Rounds() != 1 || a.Model()[0] != 0 {
-		t.Fatal("a refused release changed the accountant or the model")
+	if acct.Rounds() != 2 || acct.Spent().Releases != 0 || a.Model()[0] != 0 {
+		t.Fatal("a refused release changed the model or released in the accountant")
+	}
+	a.scale = 1
+	// A batch the driver refuses: it voids the open round itself.
+	if rd, err = a.Open(facts(3, 2, 1, 1)); err != nil || !rd.Accepting {
+		t.Fatalf("round 3: %+v, %v", rd, err)
+	}
+	if rd, err = a.Void("metadata is not the budgets'"); err != nil || rd.Void != Refused || acct.Spent().Releases != 0 {
+		t.Fatalf("driver's void: %+v, %v", rd, err)
+	}
+	// Rounds of epsilon 1 are released until the next would pass the
+	// target 2.5.
+	r := 4
+	for ; r < 20; r++ {
+		if rd, err = a.Open(facts(r, 2, 1, 1)); err != nil || !rd.Accepting {
+			break
+		}
+		zero := &Batch[Plain]{Round: r, Dim: 2, Mode: p.Mode(), Senders: 1, Reports: []Plain{{Report: &protocol.Report{Values: []float64{0, 0}}}}}
+		if err := a.Absorb(BatchInput(zero)); err != nil {
+			t.Fatal(err)
+		}
+		if rd, err = a.Close(rng.Stream(1)); err != nil || !rd.Released {
+			t.Fatalf("round %d: %+v, %v", r, rd, err)
+		}
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rd.Void != PastTarget || !strings.Contains(rd.Why, "past the target 2.5") || acct.Spent().Releases != 2 || acct.Spent().Epsilon > 2.5 {
+		t.Fatalf("past the target: %+v, spent %v", rd, acct.Spent())
 	}
 }
 
@@ -350,17 +397,18 @@ func TestAnalyzerClustered(t *testing.T) {
 	if err := a.RestoreHypotheses(nil); !errors.Is(err, checks.ErrInvalid) {
 		t.Fatalf("checkpoint without the second model: %v", err)
 	}
-	s := protocol.Shape{Round: 1, Dim: 2, Population: 4, Participants: 4}
-	_ = a.Open(s)
+	if _, err := a.Open(facts(1, 2, 4, 1)); err != nil {
+		t.Fatal(err)
+	}
 	var reps []Plain
 	for _, v := range [][]float64{{1, 1}, {-1, -1}, {9, 11}, {11, 9}} {
 		reps = append(reps, Plain{Report: &protocol.Report{Values: v}})
 	}
-	if err := a.Absorb(&Batch[Plain]{Round: 1, Dim: 2, Mode: p.Mode(), Senders: 4, Reports: reps}); err != nil {
+	if err := a.Absorb(BatchInput(&Batch[Plain]{Round: 1, Dim: 2, Mode: p.Mode(), Senders: 4, Reports: reps})); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.Release(rng.Stream(1), account.Statement{Round: 1, Released: true}); err != nil {
-		t.Fatal(err)
+	if rd, err := a.Close(rng.Stream(1)); err != nil || !rd.Released || rd.Estimate != nil || len(rd.Checkpoint.Models) != 2 {
+		t.Fatalf("%+v, %v", rd, err)
 	}
 	m := a.Models()
 	if !slices.Equal(m[0], []float64{0, 0}) || !slices.Equal(m[1], []float64{10, 10}) || !slices.Equal(a.ClusterSizes(), []int{2, 2}) {

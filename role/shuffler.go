@@ -76,7 +76,7 @@ const (
 //
 // A Shuffler serves one round and is not safe for concurrent use.
 type Shuffler[P any] struct {
-	proto    protocol.Protocol
+	proto    protocol.Padder
 	s        protocol.Shape
 	mode     protocol.ShuffleMode
 	min      int
@@ -95,7 +95,7 @@ type Shuffler[P any] struct {
 // of senders for the round to be released (0 releases even an empty round:
 // central DP under Poisson sampling adds its noise whoever takes part). s.Participants may
 // be 0: it is then set to the number of senders when the round closes.
-func NewShuffler[P any](p protocol.Protocol, s protocol.Shape, min int) (*Shuffler[P], error) {
+func NewShuffler[P any](p protocol.Padder, s protocol.Shape, min int) (*Shuffler[P], error) {
 	if err := checks.IntAtLeast("round", s.Round, 1); err != nil {
 		return nil, err
 	}
@@ -124,22 +124,44 @@ func NewShuffler[P any](p protocol.Protocol, s protocol.Shape, min int) (*Shuffl
 // Senders returns the number of submissions accepted so far.
 func (sh *Shuffler[P]) Senders() int { return sh.nsend }
 
-// Accept takes one sender's submission for the round. The whole submission
-// is checked before any of it is kept: labels must be coordinates of the
-// model (each at most once, or as many times as a protocol.MultiValued
-// protocol allows) or MetaLabel (at most MaxMeta) in
+// Ack is the shuffler's answer to a submission: the round's count of
+// senders after it, and whether it was a retry of a submission the round
+// already held (nothing changed).
+type Ack struct {
+	Round     int
+	Senders   int
+	Duplicate bool
+}
+
+// Check checks a submission's labels against the open round without
+// accepting anything: what a driver does before it persists the
+// submission (Accept then cannot refuse it but as a duplicate). Labels must
+// be coordinates of the model (each at most once, or as many times as a
+// protocol.MultiValued protocol allows) or MetaLabel (at most MaxMeta) in
 // per-coordinate mode, and exactly one ReportLabel plus at most MaxMeta
-// metadata otherwise. A second submission from a sender is
-// ErrDuplicateSender, one after the round closed ErrClosed.
-func (sh *Shuffler[P]) Accept(sender string, msgs []Message[P]) error {
+// metadata otherwise.
+func (sh *Shuffler[P]) Check(msgs []Message[P]) error {
 	if sh.state != stateOpen {
 		return fmt.Errorf("shuffler: round %d: %w", sh.s.Round, ErrClosed)
 	}
-	if _, dup := sh.senders[sender]; dup {
-		return fmt.Errorf("shuffler: round %d: %w", sh.s.Round, ErrDuplicateSender)
-	}
 	if err := sh.check(msgs); err != nil {
 		return fmt.Errorf("shuffler: round %d: %w", sh.s.Round, err)
+	}
+	return nil
+}
+
+// Accept takes one sender's submission for the round. The whole
+// submission is checked (Check) before any of it is kept. A second
+// submission from a sender is ErrDuplicateSender, one after the round
+// closed ErrClosed.
+func (sh *Shuffler[P]) Accept(sender string, msgs []Message[P]) (Ack, error) {
+	if sh.state == stateOpen {
+		if _, dup := sh.senders[sender]; dup {
+			return Ack{}, fmt.Errorf("shuffler: round %d: %w", sh.s.Round, ErrDuplicateSender)
+		}
+	}
+	if err := sh.Check(msgs); err != nil {
+		return Ack{}, err
 	}
 	sh.senders[sender] = struct{}{}
 	sh.nsend++
@@ -154,7 +176,18 @@ func (sh *Shuffler[P]) Accept(sender string, msgs []Message[P]) error {
 			sh.counts[m.Label]++
 		}
 	}
-	return nil
+	return Ack{Round: sh.s.Round, Senders: sh.nsend}, nil
+}
+
+// Resubmit is Accept for a retry of a submission the driver has already
+// persisted (an earlier attempt may or may not have reached the round): a
+// sender the round already holds is acknowledged as a Duplicate, changing
+// nothing.
+func (sh *Shuffler[P]) Resubmit(sender string, msgs []Message[P]) (Ack, error) {
+	if _, dup := sh.senders[sender]; dup && sh.state == stateOpen {
+		return Ack{Round: sh.s.Round, Senders: sh.nsend, Duplicate: true}, nil
+	}
+	return sh.Accept(sender, msgs)
 }
 
 // check validates the labels of one submission without keeping anything.

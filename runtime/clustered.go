@@ -4,44 +4,14 @@ import (
 	"shufflefl/fl"
 	"shufflefl/ifca"
 	"shufflefl/protocol"
-	"shufflefl/rng"
+	"shufflefl/round"
 )
-
-// initSD is the standard deviation of the Gaussian perturbation that makes
-// the k initial hypotheses of a clustered protocol differ (IFCA starts from
-// random hypotheses; logistic regression's own initialisation is all
-// zeros, which would give k identical models and clusters that never
-// separate).
-const initSD = 0.01
-
-// initHypotheses returns the k initial models of a clustered protocol:
-// models[0] is the engine's model (e.w); every hypothesis (the first
-// included, when k > 1) is the model's initialisation from its own stream
-// plus N(0, initSD²) noise. With k = 1 the model is untouched, so the
-// one-model ablation starts exactly where plain FedAvg does.
-func (e *Engine) initHypotheses(k int) [][]float64 {
-	models := [][]float64{e.w}
-	for h := 1; h < k; h++ {
-		w := make([]float64, len(e.w))
-		e.model.Init(rng.Stream(e.cfg.Seed, rng.LabelInit, uint64(h)), w)
-		models = append(models, w)
-	}
-	if k > 1 {
-		for h, w := range models {
-			r := rng.Stream(e.cfg.Seed, rng.LabelInit, 1<<32+uint64(h))
-			for j := range w {
-				w[j] += initSD * r.NormFloat64()
-			}
-		}
-	}
-	return models
-}
 
 // chooseHypothesis is the client's private choice (ChooseHypothesis) on
 // the worker's scratch copy of its shard. It reads the models, which do not
 // change during the client phase.
 func (e *Engine) chooseHypothesis(w *worker, shard []int) (int, error) {
-	return ChooseHypothesis(e.model, e.models, e.trainEx, shard, &w.sub)
+	return round.ChooseHypothesis(e.model, e.models, e.trainEx, shard, &w.sub)
 }
 
 // recordClusters charges the round's d-privacy leakage to its participants
@@ -67,23 +37,6 @@ func (e *Engine) recordClusters(res *RoundResult, parts []int) {
 		st := protocol.Summarize(l)
 		res.Hypotheses[h].MaxLeakage, res.Hypotheses[h].MedianLeakage = st.Max, st.Median
 	}
-}
-
-// ClusterAccuracy is IFCA's cluster-assignment accuracy of one round
-// (ifca.AssignmentAccuracy): the fraction of the round's participants whose
-// chosen hypothesis is the one matched to their true group, under the
-// one-to-one relabelling of hypotheses to groups that agrees with the most
-// participants. Only runs whose clients have a known group (partition
-// "rotated": the rotation group) have it. It scores the clients' private
-// choices, a simulation diagnostic the analyzer of a deployment never
-// learns.
-type ClusterAccuracy struct {
-	Accuracy     float64 `json:"accuracy"`
-	Matched      int     `json:"matched"`
-	Participants int     `json:"participants"`
-	// Relabel[g] is the hypothesis matched to group g (-1: none, when
-	// there are more groups than hypotheses).
-	Relabel []int `json:"relabel"`
 }
 
 // clusterAccuracy scores the round's choices (e.chosen, one per
@@ -153,22 +106,6 @@ func (e *Engine) evaluateClustered(res *RoundResult) error {
 		res.TestLoss += res.Hypotheses[best].Loss[g] / float64(len(groups))
 	}
 	return nil
-}
-
-// BestPerGroup returns, for every test group, the index of the model with
-// the lowest loss on it (ties to the lowest index): the model a group's
-// clients would use, as IFCA evaluates. hs must be non-empty, each with one
-// loss per group.
-func BestPerGroup(hs []Hypothesis) []int {
-	best := make([]int, len(hs[0].Loss))
-	for g := range best {
-		for h := range hs {
-			if hs[h].Loss[g] < hs[best[g]].Loss[g] {
-				best[g] = h
-			}
-		}
-	}
-	return best
 }
 
 // Models returns the k models of a clustered protocol (models[0] is

@@ -8,6 +8,7 @@ import (
 
 	"shufflefl/checks"
 	"shufflefl/fl"
+	"shufflefl/round"
 )
 
 func clusteredConfig() Config {
@@ -199,7 +200,7 @@ func TestClusterAccuracy(t *testing.T) {
 			// size[g]: participants of group g.
 			var same, size [2]int
 			for _, c := range parts {
-				h, err := ChooseHypothesis(e.model, before, e.trainEx, e.shards[c], &sub)
+				h, err := round.ChooseHypothesis(e.model, before, e.trainEx, e.shards[c], &sub)
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -3,9 +3,7 @@ package runtime
 import (
 	"errors"
 	"fmt"
-	"maps"
 	"math"
-	"math/rand/v2"
 	goruntime "runtime"
 	"slices"
 	"strconv"
@@ -20,6 +18,7 @@ import (
 	"shufflefl/protocol"
 	"shufflefl/rng"
 	"shufflefl/role"
+	"shufflefl/round"
 )
 
 // blockSize is the number of consecutive participants whose reports one
@@ -28,118 +27,11 @@ import (
 // workers. It is a constant, not a tuning knob: changing it changes results.
 const blockSize = 16
 
-// RoundResult is everything observed in one round.
-type RoundResult struct {
-	Round        int              `json:"round"`
-	Participants int              `json:"participants"`
-	TestAccuracy float64          `json:"test_accuracy"`
-	TestLoss     float64          `json:"test_loss"`
-	Privacy      protocol.Privacy `json:"privacy"`
-	// MaxClientEpsilon is the largest cumulative local epsilon any client has
-	// actually spent so far (its ledger total: it counts only the rounds the
-	// client took part in).
-	MaxClientEpsilon float64 `json:"max_client_epsilon"`
-	// Refused counts sampled clients whose ledger refused the release
-	// because it would exceed their cap (they sat the round out).
-	Refused int `json:"refused"`
-	// Reports and Dummies count what reached the analyzer.
-	Reports int64   `json:"reports"`
-	Dummies int64   `json:"dummies"`
-	Seconds float64 `json:"seconds"`
-	Timing  Timing  `json:"timing"`
-	// Hypotheses describes each model of a clustered protocol (nil
-	// otherwise).
-	Hypotheses []Hypothesis `json:"hypotheses,omitempty"`
-	// DPrivacy is the round's d-privacy accounting, for protocols whose
-	// guarantee is d-privacy (nil otherwise).
-	DPrivacy *DPrivacyRound `json:"d_privacy,omitempty"`
-	// Validation is the round's validation on the held-out clients (nil
-	// when none was due).
-	Validation *ValidationRound `json:"validation,omitempty"`
-	// ClusterAccuracy scores the participants' choices of hypothesis
-	// against their true groups (clustered protocols on the "rotated"
-	// partition; nil otherwise).
-	ClusterAccuracy *ClusterAccuracy `json:"cluster_accuracy,omitempty"`
-	// Alone is this round alone, composed by the run's accountant at the
-	// run's delta: the per-round figure comparable with the cumulative one
-	// (Privacy.CentralEpsilon is the protocol's own analysis, at the
-	// round's delta share).
-	Alone AloneRound `json:"alone"`
-}
-
-// AloneRound is one round's release on its own, stated the way the run's
-// cumulative figure is: by the run's accountant (the tightest of its
-// compositions) at the run's target delta. Epsilon is +Inf for a round
-// that released nothing or a run without a guarantee.
-type AloneRound struct {
-	Epsilon float64 `json:"epsilon"`
-	Delta   float64 `json:"delta"`
-	Method  string  `json:"method"`
-}
-
-// aloneRound states round st on its own at the run's target delta.
-func aloneRound(target float64, st account.Statement) (AloneRound, error) {
-	a, err := account.NewAccountant(target)
-	if err != nil {
-		return AloneRound{}, err
-	}
-	sp, err := a.Plan(st, 1)
-	if err != nil {
-		return AloneRound{}, err
-	}
-	return AloneRound{Epsilon: sp.Epsilon, Delta: sp.Delta, Method: sp.Method}, nil
-}
-
-// Hypothesis is one model of a clustered protocol after a round.
-type Hypothesis struct {
-	// Size is the number of released vectors the analyzer's k-means put in
-	// this model's cluster.
-	Size int `json:"size"`
-	// Chosen is the number of participants that chose this model to train
-	// (the clients' private choice: a simulation diagnostic the analyzer
-	// of a deployment never learns).
-	Chosen int `json:"chosen"`
-	// Accuracy and Loss are the model's test accuracy and loss on each test
-	// group (one group unless the partition is "rotated").
-	Accuracy []float64 `json:"accuracy"`
-	Loss     []float64 `json:"loss"`
-	// MaxLeakage and MedianLeakage are the largest and the median
-	// cumulative d-privacy leakage of the clients that chose this model this
-	// round (0 if none did).
-	MaxLeakage    float64 `json:"max_leakage"`
-	MedianLeakage float64 `json:"median_leakage"`
-}
-
-// DPrivacyRound is the d-privacy accounting of one round: the leakage of
-// one participation, and the clients' cumulative leakage composed over
-// their participations (group-privacy paper, Theorem 1).
-type DPrivacyRound struct {
-	Level            float64 `json:"level"`
-	MaxCumulative    float64 `json:"max_cumulative"`
-	MedianCumulative float64 `json:"median_cumulative"`
-}
-
-// Timing splits a round's time. Train (local training), Encode (clipping and
-// the local randomizer's noise) and Aggregate (folding reports into the
-// analyzer's aggregate) are summed over workers (CPU seconds); Clients is the
-// wall-clock time of that parallel phase; Shuffle (padding, and permuting in
-// the faithful path), Analyze, Evaluate and Accounting are wall-clock.
-type Timing struct {
-	Train      float64 `json:"train"`
-	Encode     float64 `json:"encode"`
-	Aggregate  float64 `json:"aggregate"`
-	Clients    float64 `json:"clients_wall"`
-	Shuffle    float64 `json:"shuffle"`
-	Analyze    float64 `json:"analyze"`
-	Evaluate   float64 `json:"evaluate"`
-	Validate   float64 `json:"validate,omitempty"`
-	Accounting float64 `json:"accounting"`
-}
-
 // Engine runs a federated training simulation. It is not safe for concurrent
 // use; Step runs one round using all configured workers.
 type Engine struct {
 	cfg     Config
+	pre     *round.Prepared // the run as the pre-flight built it
 	proto   protocol.Protocol
 	model   fl.Model
 	train   *data.Dataset
@@ -206,56 +98,6 @@ type worker struct {
 	sub     fl.Examples // a client's shard, for clustered protocols' model choice
 }
 
-// Budgets resolves the clients' privacy budgets from the configuration: a
-// named distribution (EpsDist), an explicit list (one per client, e.g. read
-// from EpsFile by the caller), or the uniform Epsilon. Every epsilon is user
-// level (a whole update in one round); every budget's delta is the round's
-// share account.RoundDelta(Delta, Rounds) of the run's target delta (the
-// local delta of approximate mechanisms such as ldp-gaussian and e-apes).
-func Budgets(cfg Config, explicit []float64) ([]protocol.Budget, error) {
-	n := cfg.Clients
-	var eps []float64
-	switch {
-	case explicit != nil:
-		if len(explicit) != n {
-			return nil, checks.Invalidf("the budget file has %d epsilons but there are %d clients", len(explicit), n)
-		}
-		eps = explicit
-	case cfg.EpsDist != "":
-		var err error
-		eps, err = account.Budgets(cfg.EpsDist, n, rng.Stream(cfg.Seed, rng.LabelBudget))
-		if err != nil {
-			return nil, fmt.Errorf("eps-dist: %w", err)
-		}
-	default:
-		eps = make([]float64, n)
-		for i := range eps {
-			eps[i] = cfg.Epsilon
-		}
-	}
-	scale := cfg.EpsScale
-	if scale == 0 {
-		scale = 1
-	}
-	out := make([]protocol.Budget, n)
-	for i, e := range eps {
-		e *= scale
-		if err := checks.Epsilon(fmt.Sprintf("epsilon of client %d", i), e); err != nil {
-			return nil, err
-		}
-		out[i] = protocol.Budget{Epsilon: e, Delta: account.RoundDelta(cfg.Delta, cfg.Rounds)}
-	}
-	return out, nil
-}
-
-// clientCount describes the clients the training set is split over.
-func clientCount(cfg Config) string {
-	if cfg.HoldoutClients > 0 {
-		return fmt.Sprintf("%d training + %d validation clients", cfg.Clients, cfg.HoldoutClients)
-	}
-	return strconv.Itoa(cfg.Clients)
-}
-
 // New builds an engine for cfg on the given data. budgets may be nil (they
 // are then resolved by Budgets(cfg, nil)).
 func New(cfg Config, split data.Split, budgets []protocol.Budget) (*Engine, error) {
@@ -285,7 +127,7 @@ func New(cfg Config, split data.Split, budgets []protocol.Budget) (*Engine, erro
 		return nil, err
 	}
 
-	part, err := PartitionData(cfg, split)
+	part, err := round.PartitionData(cfg, split)
 	if err != nil {
 		return nil, err
 	}
@@ -294,64 +136,51 @@ func New(cfg Config, split data.Split, budgets []protocol.Budget) (*Engine, erro
 		return nil, err
 	}
 
-	e.perRound = cfg.ClientsPerRound
-	if e.perRound == 0 {
-		e.perRound = cfg.Clients
-	}
-	if cfg.Protocol == "ldp-min" {
-		// LDP-Min perturbs every client at the population's minimum budget;
-		// unless the option is given, derive it from the budgets.
-		if _, ok := cfg.Options["min-epsilon"]; !ok {
-			lo := math.Inf(1)
-			for _, b := range budgets {
-				lo = math.Min(lo, b.Epsilon)
-			}
-			opts := maps.Clone(cfg.Options)
-			if opts == nil {
-				opts = map[string]float64{}
-			}
-			opts["min-epsilon"] = lo
-			e.cfg.Options = opts
-		}
-	}
-	if e.proto, err = e.buildProtocol(1); err != nil {
+	if e.pre, err = round.Prepare(cfg, model, budgets); err != nil {
 		return nil, err
 	}
-	if ps, ok := e.proto.(protocol.PoissonSampler); ok && ps.PoissonSampling() {
-		e.poisson = true
-	}
+	e.cfg, e.proto, e.perRound, e.poisson = e.pre.Config, e.pre.Proto, e.pre.PerRound, e.pre.Poisson
 
-	e.local = fl.LocalConfig{Epochs: cfg.LocalEpochs, Steps: cfg.LocalSteps, Batch: cfg.Batch, LR: cfg.LR, Mu: cfg.Mu}
-	e.scale = cfg.ServerLR
-	if cfg.Mode == "fedsgd" {
-		e.local.Mode = fl.FedSGD
-		e.scale = -cfg.ServerLR * cfg.LR
-	} else {
-		e.local.Mode = fl.FedAvg
-	}
+	e.local, e.scale = round.Training(cfg)
 	if err := e.local.Validate(); err != nil {
 		return nil, err
 	}
 
-	e.workers = cfg.Workers
+	if err := e.setWorkers(); err != nil {
+		return nil, err
+	}
+	if err := e.preflight(); err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+// setWorkers builds the workers' trainers and aggregates and the run's
+// initial model(s).
+func (e *Engine) setWorkers() error {
+	e.workers = e.cfg.Workers
 	if e.workers == 0 {
 		e.workers = goruntime.GOMAXPROCS(0)
 	}
-	d := model.Dim()
-	e.w = make([]float64, d)
-	model.Init(rng.Stream(cfg.Seed, rng.LabelInit), e.w)
+	d := e.model.Dim()
+	k := 1
+	if c, ok := e.proto.(protocol.Clustered); ok {
+		k = c.Hypotheses()
+	}
+	ms := round.InitModels(e.cfg, e.model, k)
+	e.w = ms[0]
 	e.trainers = make(chan *worker, e.workers)
 	for i := 0; i < e.workers; i++ {
-		e.trainers <- &worker{trainer: fl.NewTrainer(model), update: make([]float64, d)}
+		e.trainers <- &worker{trainer: fl.NewTrainer(e.model), update: make([]float64, d)}
 	}
 	if c, ok := e.proto.(protocol.Clustered); ok {
 		e.clustered = c
 		if need := float64(e.perRound) * float64(d) * 8; need > maxKeptBytes {
-			return nil, checks.Invalidf("%s keeps every released model for its k-means: %d clients per round × %d parameters need %.1f GiB, more than the %.1f GiB this engine allows; lower --clients-per-round or use a smaller model",
-				cfg.Protocol, e.perRound, d, need/(1<<30), maxKeptBytes/(1<<30))
+			return checks.Invalidf("%s keeps every released model for its k-means: %d clients per round × %d parameters need %.1f GiB, more than the %.1f GiB this engine allows; lower --clients-per-round or use a smaller model",
+				e.cfg.Protocol, e.perRound, d, need/(1<<30), maxKeptBytes/(1<<30))
 		}
-		e.models = e.initHypotheses(c.Hypotheses())
-		e.dleak = make([]float64, cfg.Clients)
+		e.models = ms
+		e.dleak = make([]float64, e.cfg.Clients)
 	}
 	e.pool.New = func() any {
 		agg := protocol.NewAggregate(d)
@@ -361,34 +190,41 @@ func New(cfg Config, split data.Split, budgets []protocol.Budget) (*Engine, erro
 		return agg
 	}
 
+	return nil
+}
+
+// preflight runs the pre-flight and builds the analyzer machine on the
+// calibrated protocol.
+func (e *Engine) preflight() error {
 	// Pre-flight: validate the protocol against the first round's shape,
 	// calibrate the budgets to the privacy target, check that the planned
 	// rounds compose within the run's delta, and try round 1's mechanisms
 	// once on zero updates (trialRound), so that anything that would fail
 	// in round k fails before any training.
-	if err := e.preflight(); err != nil {
-		return nil, err
+	if err := e.pre.Preflight(); err != nil {
+		return err
 	}
+	p := e.pre
+	e.proto, e.budgets, e.plan, e.acct, e.round1 = p.Proto, p.Budgets, p.Plan, p.Accountant, p.Round1
+	e.charges, e.approxLocal, e.dlevel = p.Charges, p.LocalDelta, p.DLevel
 	if err := e.trialRound(); err != nil {
 		// Zero updates and the run's own parameters: whatever failed, the
 		// parameters are to blame.
 		if !IsUsageError(err) {
 			err = fmt.Errorf("%w: %w", checks.ErrInvalid, err)
 		}
-		return nil, fmt.Errorf("pre-flight: round 1 tried once before anything is written: %w", err)
+		return fmt.Errorf("pre-flight: round 1 tried once before anything is written: %w", err)
 	}
 	e.warn(e.round1)
-	if cfg.ClientCap > 0 && !e.charges && !(e.dlevel > 0 && !math.IsInf(e.dlevel, 1)) {
-		return nil, checks.Invalidf("client-cap needs a protocol with a local guarantee; %s gives clients none", cfg.Protocol)
-	}
-	ac := role.AnalyzerConfig{Protocol: e.proto, Model: e.w, ServerLR: e.scale, Accountant: e.acct}
+	ac := role.AnalyzerConfig{Protocol: e.proto, Model: e.w, ServerLR: e.scale, Accountant: e.acct, TargetEpsilon: e.cfg.TargetEpsilon}
 	if e.models != nil {
 		ac.Hypotheses = e.models[1:]
 	}
+	var err error
 	if e.an, err = role.NewAnalyzer(ac); err != nil {
-		return nil, err
+		return err
 	}
-	return e, nil
+	return nil
 }
 
 // Groups returns each client's rotation group (nil unless the partition is
@@ -414,268 +250,227 @@ func (e *Engine) Round() int { return e.round }
 // Workers is the number of worker goroutines.
 func (e *Engine) Workers() int { return e.workers }
 
-func (e *Engine) shape(t int) protocol.Shape {
-	return protocol.Shape{Round: t, Dim: e.model.Dim(), Population: e.cfg.Clients, Participants: e.perRound}
-}
+func (e *Engine) shape(t int) protocol.Shape { return e.pre.Shape(t) }
 
-// Sample returns the participants of round t in increasing order: a uniform
-// n-subset of the population, or under Poisson sampling each client
-// independently with probability n/N.
-func (e *Engine) Sample(t int) []int {
-	r := rng.Stream(e.cfg.Seed, rng.LabelSampling, uint64(t))
-	N, n := e.cfg.Clients, e.perRound
-	if e.poisson {
-		q := float64(n) / float64(N)
-		var out []int
-		for i := 0; i < N; i++ {
-			if r.Float64() < q {
-				out = append(out, i)
-			}
-		}
-		return out
-	}
-	return SampleFixed(r, N, n)
-}
+// Sample returns the participants of round t in increasing order
+// (round.Prepared.Sample).
+func (e *Engine) Sample(t int) []int { return e.pre.Sample(t) }
 
-// SampleFixed draws a uniform m-subset of [0, n) without replacement, in
-// increasing order, from r: a partial Fisher-Yates shuffle over a lazily
-// materialised permutation. When m >= n every index is returned and r is
-// not used. The engine's fixed-size client sampling (Sample) and a
-// deployment's shuffler draw their samples with it, so the same stream
-// gives the same sample.
-func SampleFixed(r *rand.Rand, n, m int) []int {
-	if m >= n {
-		out := make([]int, n)
-		for i := range out {
-			out[i] = i
-		}
-		return out
-	}
-	swapped := map[int]int{}
-	get := func(i int) int {
-		if v, ok := swapped[i]; ok {
-			return v
-		}
-		return i
-	}
-	out := make([]int, m)
-	for i := 0; i < m; i++ {
-		j := i + r.IntN(n-i)
-		vi, vj := get(i), get(j)
-		swapped[j] = vi
-		out[i] = vj
-	}
-	slices.Sort(out)
-	return out
-}
-
-// Step runs one round and returns its results.
+// Step runs one round and returns its results: it samples the round's
+// clients, lets their ledgers refuse the round, hands the facts to the
+// analyzer machine (which decides release or void), charges and runs the
+// clients that report, and evaluates the model.
 func (e *Engine) Step() (RoundResult, error) {
 	start := time.Now()
 	t := e.round + 1
 	s := e.shape(t)
 	parts := e.Sample(t)
-	clients := make([]*role.Client, len(parts))
-	for i, c := range parts {
-		clients[i] = e.client(c)
-	}
 	res := RoundResult{Round: t}
 	sampled := len(parts)
 	if !e.poisson {
 		s.Sampled = sampled
 	}
 
-	// The accountant's statement does not depend on the data, so it is made
-	// before anything is released. Each participant's ledger is consulted
-	// first: a release that would exceed the client's cap is refused and the
-	// client sits the round out. The statement is then made for the clients
-	// who really report (fewer reporters, weaker amplification) at the true
-	// sampling rate.
-	t0 := time.Now()
-	var err error
-	if e.charges {
-		kept := parts[:0:0]
-		var keptC []*role.Client
-		for i, c := range parts {
-			err := clients[i].Check(t)
-			switch {
-			case err == nil:
-				kept = append(kept, c)
-				keptC = append(keptC, clients[i])
-			case errors.Is(err, account.ErrCapExceeded):
-				res.Refused++
-			default:
-				return res, fmt.Errorf("round %d: ledger: %w", t, err)
-			}
-		}
-		parts, clients = kept, keptC
-	}
-	if e.dlevel > 0 && e.cfg.ClientCap > 0 {
-		// d-privacy: a client declines a release that would take its
-		// cumulative leakage past its cap (the paper decides right before
-		// releasing).
-		kept := parts[:0:0]
-		var keptC []*role.Client
-		for i, c := range parts {
-			if !account.Fits(e.dleak[c], e.dlevel, e.cfg.ClientCap) {
-				res.Refused++
-				continue
-			}
-			kept = append(kept, c)
-			keptC = append(keptC, clients[i])
-		}
-		parts, clients = kept, keptC
-	}
-	budgets := make([]protocol.Budget, len(clients))
-	for i, cl := range clients {
-		budgets[i] = cl.Budget()
-	}
-	res.Participants = len(parts)
-	// Under fixed-size sampling the round's shape has the clients that
-	// really report. Poisson-sampled protocols keep the expected count
+	// The statement does not depend on the data, so the analyzer decides
+	// the round before anything is released, for the clients who really
+	// report (fewer reporters, weaker amplification) at the true sampling
+	// rate. Under fixed-size sampling the round's shape has the clients
+	// that report; Poisson-sampled protocols keep the expected count
 	// (dp-central's fixed denominator) and release noise even when nobody
 	// takes part.
-	release := e.poisson || len(parts) > 0
+	t0 := time.Now()
+	parts, clients, err := e.admit(t, parts, &res)
+	if err != nil {
+		return res, err
+	}
 	if !e.poisson && len(parts) > 0 {
 		s.Participants = len(parts)
 	}
-	if release {
-		statBudgets := budgets
-		if len(statBudgets) == 0 {
-			statBudgets = e.budgets // Poisson round with nobody sampled
-		}
-		if err := e.proto.Check(s, statBudgets); err != nil {
-			return res, fmt.Errorf("round %d: %w", t, err)
-		}
-		if res.Privacy, err = e.proto.Account(s, statBudgets); err != nil {
-			return res, fmt.Errorf("round %d: accountant: %w", t, err)
+	f := role.Facts{Shape: s, Sampled: sampled, Reporters: len(parts), MinReports: e.minReports()}
+	for _, cl := range clients {
+		f.Budgets = append(f.Budgets, cl.Budget())
+	}
+	if len(f.Budgets) == 0 {
+		f.Budgets = e.budgets // Poisson round with nobody sampled
+	}
+	rd, err := e.an.Open(f) // its errors name the round
+	if err != nil {
+		return res, err
+	}
+	res.Privacy = rd.Privacy
+	if rd.Accepting {
+		if err := e.charge(t, parts, clients); err != nil {
+			return res, err
 		}
 	}
-	var st account.Statement
-	if e.acct != nil {
-		st = statement(s, sampled, len(parts), release, res.Privacy)
-		if release && e.cfg.TargetEpsilon > 0 {
-			// The run's target is a hard limit: a round that would take the
-			// cumulative epsilon past it is not released.
-			sp, past, err := e.acct.PastTarget(st, e.cfg.TargetEpsilon)
-			if err != nil {
-				return res, fmt.Errorf("round %d: accountant: %w", t, err)
-			}
-			if past {
-				release = false
-				st.Released = false
-				e.halted = fmt.Sprintf("round %d would take the cumulative epsilon to %.4g, past the target %g: stopped", t, sp.Epsilon, e.cfg.TargetEpsilon)
-			}
-		}
-	}
-	if release && e.charges {
-		// A charge is recorded before the report exists.
-		for i, cl := range clients {
-			if err := cl.Charge(t); err != nil {
-				return res, fmt.Errorf("round %d: ledger: %w", t, err)
-			}
-			sp, err := e.ledger.Spent(strconv.Itoa(parts[i]))
-			if err != nil {
-				return res, fmt.Errorf("round %d: ledger: %w", t, err)
-			}
-			e.maxSpent = math.Max(e.maxSpent, sp.Epsilon)
-		}
-	}
-	skip := !release
 	res.Timing.Accounting = time.Since(t0).Seconds()
-
-	if err := e.an.Open(s); err != nil {
-		return res, fmt.Errorf("round %d: %w", t, err)
+	if rd.Accepting {
+		if rd, err = e.release(t, s, parts, clients, &res); err != nil {
+			return res, err
+		}
+	} else {
+		e.voided(rd, &res)
 	}
-	if !skip {
-		if e.clustered != nil {
-			e.chosen = make([]int, len(parts))
+	if err := e.statePrivacy(rd, &res); err != nil {
+		return res, fmt.Errorf("round %d: accountant: %w", t, err)
+	}
+	if err := e.evaluate(t, &res); err != nil {
+		return res, err
+	}
+	e.round = t
+	res.Seconds = time.Since(start).Seconds()
+	return res, nil
+}
+
+// admit builds the client roles of round t's sample and keeps those whose
+// ledger admits the round: a release that would exceed a client's cap (or,
+// for d-privacy, take its cumulative leakage past the cap: the paper
+// decides right before releasing) is refused and the client sits the round
+// out (res.Refused counts them).
+func (e *Engine) admit(t int, parts []int, res *RoundResult) ([]int, []*role.Client, error) {
+	kept := parts[:0:0]
+	var clients []*role.Client
+	for _, c := range parts {
+		cl := e.client(c)
+		if e.charges {
+			err := cl.Check(t)
+			switch {
+			case errors.Is(err, account.ErrCapExceeded):
+				res.Refused++
+				continue
+			case err != nil:
+				return nil, nil, fmt.Errorf("round %d: ledger: %w", t, err)
+			}
 		}
-		if e.cfg.Faithful {
-			err = e.collectFaithful(t, s, parts, clients, &res.Timing)
-		} else {
-			err = e.collectStreaming(t, s, parts, clients, &res.Timing)
+		if e.dlevel > 0 && e.cfg.ClientCap > 0 && !account.Fits(e.dleak[c], e.dlevel, e.cfg.ClientCap) {
+			res.Refused++
+			continue
 		}
+		kept = append(kept, c)
+		clients = append(clients, cl)
+	}
+	res.Participants = len(kept)
+	return kept, clients, nil
+}
+
+// charge records every reporter's release in its ledger before its report
+// exists.
+func (e *Engine) charge(t int, parts []int, clients []*role.Client) error {
+	if !e.charges {
+		return nil
+	}
+	for i, cl := range clients {
+		if err := cl.Charge(t); err != nil {
+			return fmt.Errorf("round %d: ledger: %w", t, err)
+		}
+		sp, err := e.ledger.Spent(strconv.Itoa(parts[i]))
 		if err != nil {
-			return res, fmt.Errorf("round %d: %w", t, err)
+			return fmt.Errorf("round %d: ledger: %w", t, err)
 		}
-		agg := e.an.Aggregate()
-		res.Reports, res.Dummies = agg.Reports, agg.Dummies
-
-		t0 = time.Now()
-		if e.acct == nil {
-			st = account.Statement{Round: t, Released: true}
-		}
-		if _, err := e.an.Release(e.mechStream(rng.LabelAnalyzer, uint64(t)), st); err != nil {
-			return res, fmt.Errorf("round %d: analyzer: %w", t, err)
-		}
-		res.Timing.Analyze = time.Since(t0).Seconds()
-		if e.clustered != nil {
-			e.recordClusters(&res, parts)
-			ca, err := e.clusterAccuracy(parts)
-			if err != nil {
-				return res, fmt.Errorf("round %d: cluster accuracy: %w", t, err)
-			}
-			res.ClusterAccuracy = ca
-		}
-	} else {
-		if e.acct == nil {
-			st = account.Statement{Round: t}
-		}
-		if err := e.an.Void(st); err != nil {
-			return res, fmt.Errorf("round %d: %w", t, err)
-		}
-		loc := res.Privacy
-		res.Privacy = protocol.Privacy{Private: loc.Private, LocalEpsilon: loc.LocalEpsilon, LocalCoordEpsilon: loc.LocalCoordEpsilon}
-		res.Privacy.Bound = "no release (every sampled client refused: cap reached)"
-		if e.halted != "" {
-			res.Privacy.Bound = "no release (" + e.halted + ")"
-		}
-		res.Participants = 0
+		e.maxSpent = math.Max(e.maxSpent, sp.Epsilon)
 	}
-	if e.acct != nil {
-		sp := e.acct.Spent()
-		res.Privacy.Private = true
-		res.Privacy.CumulativeEpsilon, res.Privacy.CumulativeDelta, res.Privacy.CumulativeMethod = sp.Epsilon, sp.Delta, sp.Method
-		res.Privacy.CumulativeApproximate = sp.Approximate
-		res.Alone = AloneRound{Epsilon: math.Inf(1)}
-		if st.Released {
-			if res.Alone, err = aloneRound(e.cfg.Delta, st); err != nil {
-				return res, fmt.Errorf("round %d: accountant: %w", t, err)
-			}
-		}
+	return nil
+}
+
+// release runs the accepted round's clients, collects their reports into
+// the analyzer and closes the round. An estimate the analyzer refused
+// stops the run.
+func (e *Engine) release(t int, s protocol.Shape, parts []int, clients []*role.Client, res *RoundResult) (role.Ready, error) {
+	if e.clustered != nil {
+		e.chosen = make([]int, len(parts))
+	}
+	var err error
+	if e.cfg.Faithful {
+		err = e.collectFaithful(t, s, parts, clients, &res.Timing)
 	} else {
+		err = e.collectStreaming(t, s, parts, clients, &res.Timing)
+	}
+	if err != nil {
+		return role.Ready{}, fmt.Errorf("round %d: %w", t, err)
+	}
+	agg := e.an.Aggregate()
+	res.Reports, res.Dummies = agg.Reports, agg.Dummies
+	t0 := time.Now()
+	rd, err := e.an.Close(e.mechStream(rng.LabelAnalyzer, uint64(t)))
+	if err == nil && rd.Err != nil {
+		err = rd.Err
+	}
+	if err != nil {
+		return rd, fmt.Errorf("round %d: analyzer: %w", t, err)
+	}
+	res.Timing.Analyze = time.Since(t0).Seconds()
+	if e.clustered != nil {
+		e.recordClusters(res, parts)
+		ca, err := e.clusterAccuracy(parts)
+		if err != nil {
+			return rd, fmt.Errorf("round %d: cluster accuracy: %w", t, err)
+		}
+		res.ClusterAccuracy = ca
+	}
+	return rd, nil
+}
+
+// voided records a round the analyzer voided at Open: the clients' local
+// figures stay, the central ones go, and a round past the run's target
+// halts the run.
+func (e *Engine) voided(rd role.Ready, res *RoundResult) {
+	loc := res.Privacy
+	res.Privacy = protocol.Privacy{Private: loc.Private, LocalEpsilon: loc.LocalEpsilon, LocalCoordEpsilon: loc.LocalCoordEpsilon}
+	res.Privacy.Bound = "no release (every sampled client refused: cap reached)"
+	if rd.Void == role.PastTarget {
+		e.halted = rd.Why + ": stopped"
+		res.Privacy.Bound = "no release (" + e.halted + ")"
+	}
+	res.Participants = 0
+}
+
+// statePrivacy fills the round's cumulative figures from the accountant
+// and the round alone at the run's delta.
+func (e *Engine) statePrivacy(rd role.Ready, res *RoundResult) error {
+	res.Alone = AloneRound{Epsilon: math.Inf(1)}
+	if e.acct == nil {
 		res.Privacy.CumulativeEpsilon = math.Inf(1)
-		res.Alone = AloneRound{Epsilon: math.Inf(1)}
+		return nil
 	}
+	sp := e.acct.Spent()
+	res.Privacy.Private = true
+	res.Privacy.CumulativeEpsilon, res.Privacy.CumulativeDelta, res.Privacy.CumulativeMethod = sp.Epsilon, sp.Delta, sp.Method
+	res.Privacy.CumulativeApproximate = sp.Approximate
+	if !rd.Statement.Released {
+		return nil
+	}
+	var err error
+	res.Alone, err = round.Alone(e.cfg.Delta, rd.Statement)
+	return err
+}
 
+// evaluate evaluates the model(s) on the test set and, when due, on the
+// validation clients, and completes the round's client figures.
+func (e *Engine) evaluate(t int, res *RoundResult) error {
 	if e.dlevel > 0 {
 		res.DPrivacy = e.dprivacyRound()
 	}
-	t0 = time.Now()
+	t0 := time.Now()
+	var err error
 	if e.clustered != nil {
-		err = e.evaluateClustered(&res)
+		err = e.evaluateClustered(res)
 	} else {
 		res.TestAccuracy, res.TestLoss, err = fl.Evaluate(e.model, e.w, e.testEx, e.workers)
 	}
 	if err != nil {
-		return res, fmt.Errorf("round %d: evaluation: %w", t, err)
+		return fmt.Errorf("round %d: evaluation: %w", t, err)
 	}
 	res.Timing.Evaluate = time.Since(t0).Seconds()
 	t0 = time.Now()
-	if err := e.validate(t, &res); err != nil {
-		return res, fmt.Errorf("round %d: %w", t, err)
+	if err := e.validate(t, res); err != nil {
+		return fmt.Errorf("round %d: %w", t, err)
 	}
 	res.Timing.Validate = time.Since(t0).Seconds()
-
 	res.MaxClientEpsilon = e.maxSpent
 	if !e.charges {
 		res.MaxClientEpsilon = math.Inf(1)
 	}
-
-	e.round = t
-	res.Seconds = time.Since(start).Seconds()
-	return res, nil
+	return nil
 }
 
 // client returns the client role of client c for one round: its budget,
@@ -847,7 +642,7 @@ func (e *Engine) collectStreaming(t int, s protocol.Shape, parts []int, clients 
 		func(st any) error {
 			agg := st.(*protocol.Aggregate)
 			defer e.pool.Put(agg)
-			return e.an.Merge(agg)
+			return e.an.Absorb(role.PartInput(agg))
 		})
 	if err != nil {
 		return err
@@ -862,7 +657,7 @@ func (e *Engine) collectStreaming(t int, s protocol.Shape, parts []int, clients 
 	}
 	var derr error
 	emit := func(j int, v float64) {
-		if err := e.an.AddDummy(j, v); err != nil && derr == nil {
+		if err := e.an.Absorb(role.DummyInput(j, v)); err != nil && derr == nil {
 			derr = err
 		}
 	}
@@ -924,7 +719,7 @@ func (e *Engine) collectFaithful(t int, s protocol.Shape, parts []int, clients [
 	var msgs []role.Message[role.Plain]
 	for i := range reports {
 		msgs = role.Messages(mode, &reports[i], msgs[:0])
-		if err := sh.Accept(clients[i].ID(), msgs); err != nil {
+		if _, err := sh.Accept(clients[i].ID(), msgs); err != nil {
 			return fmt.Errorf("client %d: %w", parts[i], err)
 		}
 		reports[i] = protocol.Report{} // the shuffler holds the values now
@@ -935,40 +730,11 @@ func (e *Engine) collectFaithful(t int, s protocol.Shape, parts []int, clients [
 	}
 	tm.Shuffle = time.Since(t0).Seconds()
 	t0 = time.Now()
-	if err := e.an.Absorb(batch); err != nil {
+	if err := e.an.Absorb(role.BatchInput(batch)); err != nil {
 		return err
 	}
 	tm.Aggregate = time.Since(t0).Seconds()
 	return nil
-}
-
-// Summary is the outcome of a whole run.
-type Summary struct {
-	Rounds           int              `json:"rounds"`
-	FinalAccuracy    float64          `json:"final_test_accuracy"`
-	FinalLoss        float64          `json:"final_test_loss"`
-	BestAccuracy     float64          `json:"best_test_accuracy"`
-	Privacy          protocol.Privacy `json:"final_privacy"`
-	MaxClientEpsilon float64          `json:"max_client_epsilon"`
-	Seconds          float64          `json:"seconds"`
-	Dim              int              `json:"dim"`
-	Workers          int              `json:"workers"`
-	TrainSamples     int              `json:"train_samples"`
-	TestSamples      int              `json:"test_samples"`
-	// Plan is the pre-flight privacy statement (planned rounds, calibration).
-	Plan Plan `json:"plan"`
-	// Halted says why the run stopped before its planned rounds ("" if not).
-	Halted string `json:"halted,omitempty"`
-	// Warnings are the pre-flight's warnings (Engine.Warnings).
-	Warnings []string `json:"warnings,omitempty"`
-	// Alone is the last round alone at the run's delta (RoundResult.Alone).
-	Alone AloneRound `json:"alone"`
-	// Validation is the early-stopping outcome (nil without validation
-	// clients).
-	Validation *ValidationSummary `json:"validation,omitempty"`
-	// ClusterAccuracy is the cluster-assignment accuracy of the last round
-	// that has one (nil if none has).
-	ClusterAccuracy *ClusterAccuracy `json:"cluster_accuracy,omitempty"`
 }
 
 // Run executes the remaining rounds, calling observe after each (observe may

@@ -120,58 +120,13 @@ func (e *Engine) Restore(snap Snapshot) error {
 			return checks.Invalidf("checkpoint weight %d is %v", i, v)
 		}
 	}
-	ledger, err := newLedger(e.cfg)
+	ledger, maxSpent, err := e.restoreLedger(snap)
 	if err != nil {
-		return fmt.Errorf("restore: %w", err)
+		return err
 	}
-	maxSpent := 0.0
-	for _, r := range snap.Ledger {
-		if err := ledger.Charge(r); err != nil {
-			return fmt.Errorf("restore: ledger entry %+v: %w", r, err)
-		}
-		sp, err := ledger.Spent(r.Client)
-		if err != nil {
-			return fmt.Errorf("restore: ledger: %w", err)
-		}
-		maxSpent = math.Max(maxSpent, sp.Epsilon)
-	}
-	var acct *account.Accountant
-	plan := e.plan
-	if e.acct != nil {
-		if len(snap.Accountant) == 0 {
-			return checks.Invalidf("checkpoint of a private run has no accountant state")
-		}
-		a, err := account.RestoreAccountant(snap.Accountant)
-		if err != nil {
-			return fmt.Errorf("restore: %w", err)
-		}
-		if a.TargetDelta() != e.cfg.Delta {
-			return checks.Invalidf("checkpoint's run targets delta %g, the run %g", a.TargetDelta(), e.cfg.Delta)
-		}
-		if a.Rounds() != snap.Round {
-			return checks.Invalidf("checkpoint's accountant has %d rounds, the checkpoint %d", a.Rounds(), snap.Round)
-		}
-		// The plan is what the rounds done really spent (their recorded
-		// statements, made under the plan of the run that ran them) composed
-		// with the rounds that remain; those must still fit.
-		// A run halted (at its target, or early) runs no further round and
-		// keeps the plan it was run under.
-		sp := a.Spent()
-		if more := e.cfg.Rounds - snap.Round; snap.Halted == "" && more > 0 {
-			if sp, _, err = e.planFrom(a, snap.Round+1, e.proto, e.budgets, true, false); err != nil {
-				return err
-			}
-			if sp.Delta > e.cfg.Delta*(1+1e-12) || math.IsInf(sp.Epsilon, 1) || math.IsNaN(sp.Epsilon) || e.cfg.TargetEpsilon > 0 && sp.Epsilon > e.cfg.TargetEpsilon*(1+1e-9) {
-				return checks.Invalidf("the %d remaining rounds do not fit the run's privacy budget on top of the %d done (they would reach epsilon %.4g at delta %.3g)",
-					more, snap.Round, sp.Epsilon, sp.Delta)
-			}
-		}
-		if snap.Halted == "" {
-			plan.Done, plan.Epsilon, plan.Delta, plan.Method, plan.Approximate = snap.Round, sp.Epsilon, sp.Delta, sp.Method, sp.Approximate
-		}
-		acct = a
-	} else if len(snap.Accountant) != 0 {
-		return checks.Invalidf("checkpoint has accountant state but %s is not private", e.cfg.Protocol)
+	acct, plan, err := e.restoreAccountant(snap)
+	if err != nil {
+		return err
 	}
 	if (e.dlevel > 0) != (snap.DLeak != nil) || snap.DLeak != nil && len(snap.DLeak) != e.cfg.Clients {
 		return checks.Invalidf("checkpoint has %d d-privacy leakage entries for %d clients of %s", len(snap.DLeak), e.cfg.Clients, e.cfg.Protocol)
@@ -227,3 +182,69 @@ func newLedger(cfg Config) (*account.Ledger, error) {
 // returns true, Run returns after the round in progress (the engine is then
 // consistent and can be snapshotted).
 func (e *Engine) SetStop(stop func() bool) { e.stop = stop }
+
+// restoreLedger rebuilds the clients' ledger from a checkpoint's entries
+// and returns it with the largest spend in it.
+func (e *Engine) restoreLedger(snap Snapshot) (*account.Ledger, float64, error) {
+	ledger, err := newLedger(e.cfg)
+	if err != nil {
+		return nil, 0, fmt.Errorf("restore: %w", err)
+	}
+	maxSpent := 0.0
+	for _, r := range snap.Ledger {
+		if err := ledger.Charge(r); err != nil {
+			return nil, 0, fmt.Errorf("restore: ledger entry %+v: %w", r, err)
+		}
+		sp, err := ledger.Spent(r.Client)
+		if err != nil {
+			return nil, 0, fmt.Errorf("restore: ledger: %w", err)
+		}
+		maxSpent = math.Max(maxSpent, sp.Epsilon)
+	}
+	return ledger, maxSpent, nil
+}
+
+// restoreAccountant restores a checkpoint's accountant (nil for a run
+// without a guarantee) and the plan of the resumed run: what the rounds
+// done really spent composed with the rounds that remain.
+func (e *Engine) restoreAccountant(snap Snapshot) (*account.Accountant, Plan, error) {
+	var acct *account.Accountant
+	plan := e.plan
+	if e.acct != nil {
+		if len(snap.Accountant) == 0 {
+			return nil, Plan{}, checks.Invalidf("checkpoint of a private run has no accountant state")
+		}
+		a, err := account.RestoreAccountant(snap.Accountant)
+		if err != nil {
+			return nil, Plan{}, fmt.Errorf("restore: %w", err)
+		}
+		if a.TargetDelta() != e.cfg.Delta {
+			return nil, Plan{}, checks.Invalidf("checkpoint's run targets delta %g, the run %g", a.TargetDelta(), e.cfg.Delta)
+		}
+		if a.Rounds() != snap.Round {
+			return nil, Plan{}, checks.Invalidf("checkpoint's accountant has %d rounds, the checkpoint %d", a.Rounds(), snap.Round)
+		}
+		// The plan is what the rounds done really spent (their recorded
+		// statements, made under the plan of the run that ran them) composed
+		// with the rounds that remain; those must still fit.
+		// A run halted (at its target, or early) runs no further round and
+		// keeps the plan it was run under.
+		sp := a.Spent()
+		if more := e.cfg.Rounds - snap.Round; snap.Halted == "" && more > 0 {
+			if sp, _, err = e.pre.PlanFrom(a, snap.Round+1, e.proto, e.budgets, true, false); err != nil {
+				return nil, Plan{}, err
+			}
+			if sp.Delta > e.cfg.Delta*(1+1e-12) || math.IsInf(sp.Epsilon, 1) || math.IsNaN(sp.Epsilon) || e.cfg.TargetEpsilon > 0 && sp.Epsilon > e.cfg.TargetEpsilon*(1+1e-9) {
+				return nil, Plan{}, checks.Invalidf("the %d remaining rounds do not fit the run's privacy budget on top of the %d done (they would reach epsilon %.4g at delta %.3g)",
+					more, snap.Round, sp.Epsilon, sp.Delta)
+			}
+		}
+		if snap.Halted == "" {
+			plan.Done, plan.Epsilon, plan.Delta, plan.Method, plan.Approximate = snap.Round, sp.Epsilon, sp.Delta, sp.Method, sp.Approximate
+		}
+		acct = a
+	} else if len(snap.Accountant) != 0 {
+		return nil, Plan{}, checks.Invalidf("checkpoint has accountant state but %s is not private", e.cfg.Protocol)
+	}
+	return acct, plan, nil
+}

@@ -26,40 +26,6 @@ import (
 // validation clients' data is used like a validation set the analyzer owns.
 // The statement covers the Clients training clients only.
 
-// ValidationRound is a validation's result (RoundResult.Validation).
-type ValidationRound struct {
-	// Loss and Accuracy are the validation clients' example-weighted mean
-	// loss and accuracy, each with its lowest-loss model.
-	Loss     float64 `json:"loss"`
-	Accuracy float64 `json:"accuracy"`
-	// Improved is true when Loss is the lowest so far; BestRound and
-	// BestLoss are the best validation so far (this one if improved).
-	Improved  bool    `json:"improved"`
-	BestRound int     `json:"best_round"`
-	BestLoss  float64 `json:"best_loss"`
-	// Clients and Examples are the validation clients and their examples.
-	Clients  int `json:"clients"`
-	Examples int `json:"examples"`
-}
-
-// ValidationSummary is a run's early-stopping outcome (Summary.Validation).
-type ValidationSummary struct {
-	// HoldoutClients, Every and Patience are the run's settings.
-	HoldoutClients int `json:"holdout_clients"`
-	Every          int `json:"validate_every"`
-	Patience       int `json:"patience"`
-	// BestRound and BestLoss are the round with the lowest validation loss
-	// and that loss (both 0 before any validation with a finite loss);
-	// TestAccuracyAtBest is the test accuracy of the model(s) of that
-	// round: the figure to report for an early-stopped run.
-	BestRound          int     `json:"best_round"`
-	BestLoss           float64 `json:"best_loss"`
-	TestAccuracyAtBest float64 `json:"test_accuracy_at_best"`
-	// Stopped is true when the run stopped early (Summary.Halted says
-	// why).
-	Stopped bool `json:"stopped"`
-}
-
 // ValidationState is the early-stopping state a checkpoint keeps
 // (Snapshot.Validation).
 type ValidationState struct {

@@ -1,18 +1,18 @@
-package runtime_test
+package round_test
 
 import (
 	"fmt"
 
-	"shufflefl/runtime"
+	"shufflefl/round"
 )
 
 // A user gives the protocol and the rounds; the protocol's own defaults fill
 // the rest, and the settings given are kept.
 func ExampleApplyDefaults() {
-	c := runtime.DefaultConfig()
+	c := round.DefaultConfig()
 	c.Protocol, c.Rounds = "ss-double", 4
 	given := map[string]bool{"protocol": true, "rounds": true}
-	if err := runtime.ApplyDefaults(&c, func(key string) bool { return given[key] }); err != nil {
+	if err := round.ApplyDefaults(&c, func(key string) bool { return given[key] }); err != nil {
 		fmt.Println(err)
 		return
 	}
@@ -22,7 +22,7 @@ func ExampleApplyDefaults() {
 
 // The configuration of `shufflefl run` without flags.
 func ExampleRunDefaults() {
-	c := runtime.RunDefaults()
+	c := round.RunDefaults()
 	fmt.Printf("%s: %d clients, %d rounds, cumulative (%g, %g)\n", c.Protocol, c.Clients, c.Rounds, c.TargetEpsilon, c.Delta)
 	// Output: ss-simple: 2000 clients, 10 rounds, cumulative (8, 1e-06)
 }

@@ -1,13 +1,15 @@
-package runtime
+package round
 
 import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 
 	"shufflefl/checks"
 	"shufflefl/data"
 	"shufflefl/fl"
+	"shufflefl/ifca"
 	"shufflefl/rng"
 )
 
@@ -105,7 +107,8 @@ func rotateForGroups(split data.Split, shards [][]int, groups []int, k int) (fl.
 // ChooseHypothesis is a clustered-FL client's private choice: the model
 // with the lowest loss on its shard (ties to the lowest index; model 0 when
 // there is one model or the shard is empty), computed with the model's
-// evaluation kernels on a copy of the shard in sub (scratch, reused).
+// evaluation kernels on a copy of the shard in sub (scratch, reused). A
+// NaN loss, or every loss +Inf, is an error (ifca.ChooseHypothesis).
 // Simulation and deployment clients both choose with it.
 func ChooseHypothesis(model fl.Model, models [][]float64, train fl.Examples, shard []int, sub *fl.Examples) (int, error) {
 	if len(models) == 1 || len(shard) == 0 {
@@ -118,15 +121,57 @@ func ChooseHypothesis(model fl.Model, models [][]float64, train fl.Examples, sha
 		sub.X = append(sub.X, train.X[i*f:(i+1)*f]...)
 		sub.Y = append(sub.Y, train.Y[i])
 	}
-	best, bl := 0, math.Inf(1)
+	losses := make([]float64, len(models))
 	for h, m := range models {
 		_, l, err := fl.Evaluate(model, m, *sub, 1)
 		if err != nil {
 			return 0, err
 		}
-		if l < bl {
-			best, bl = h, l
+		losses[h] = l
+	}
+	return ifca.ChooseHypothesis(losses)
+}
+
+// clientCount describes the clients the training set is split over.
+func clientCount(cfg Config) string {
+	if cfg.HoldoutClients > 0 {
+		return fmt.Sprintf("%d training + %d validation clients", cfg.Clients, cfg.HoldoutClients)
+	}
+	return strconv.Itoa(cfg.Clients)
+}
+
+// initSD is the standard deviation of the Gaussian perturbation that makes
+// the k initial hypotheses of a clustered protocol differ (IFCA starts from
+// random hypotheses; logistic regression's own initialisation is all
+// zeros, which would give k identical models and clusters that never
+// separate).
+const initSD = 0.01
+
+// InitModels returns a run's k initial models (k = 1 for a non-clustered
+// protocol): models[0] is the model's initialisation from the stream
+// rng.Stream(seed, LabelInit); every other model is initialised from its own
+// stream, and when k > 1 every model (the first included) is perturbed by
+// N(0, initSD²) noise. With k = 1 the model is untouched, so the one-model
+// ablation starts exactly where plain FedAvg does. Both drivers start from
+// these models.
+func InitModels(cfg Config, model fl.Model, k int) [][]float64 {
+	var models [][]float64
+	for h := 0; h < max(k, 1); h++ {
+		w := make([]float64, model.Dim())
+		if h == 0 {
+			model.Init(rng.Stream(cfg.Seed, rng.LabelInit), w)
+		} else {
+			model.Init(rng.Stream(cfg.Seed, rng.LabelInit, uint64(h)), w)
+		}
+		models = append(models, w)
+	}
+	if k > 1 {
+		for h, w := range models {
+			r := rng.Stream(cfg.Seed, rng.LabelInit, 1<<32+uint64(h))
+			for j := range w {
+				w[j] += initSD * r.NormFloat64()
+			}
 		}
 	}
-	return best, nil
+	return models
 }

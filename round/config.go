@@ -1,10 +1,4 @@
-// Package runtime is the round loop of shufflefl: client sampling, parallel
-// and deterministic local training and encoding, the shuffler (streaming or
-// faithful), the analyzer, model update, evaluation and accounting. It drives
-// the pure protocol code of package protocol; it performs no disk or network
-// I/O itself (datasets are handed in, results go to an observer), so the same
-// engine serves simulations, tests and, later, deployments.
-package runtime
+package round
 
 import (
 	"fmt"
