@@ -49,6 +49,36 @@ type Snapshot struct {
 	Validation *ValidationState `json:"validation,omitempty"`
 }
 
+// UnmarshalJSON decodes a snapshot, naming the field whose value is
+// corrupt (a checkpoint edited or truncated by hand): "weights: ...",
+// "hypotheses[1]: ...". The error wraps checks.ErrInvalid.
+func (s *Snapshot) UnmarshalJSON(b []byte) error {
+	type plain Snapshot // without this method
+	var raw struct {
+		plain
+		Weights    json.RawMessage   `json:"weights"`
+		Hypotheses []json.RawMessage `json:"hypotheses,omitempty"`
+	}
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return err
+	}
+	*s = Snapshot(raw.plain)
+	if len(raw.Weights) > 0 {
+		if err := json.Unmarshal(raw.Weights, &s.Weights); err != nil {
+			return corrupt("weights: %v", err)
+		}
+	}
+	s.Hypotheses = nil
+	for i, h := range raw.Hypotheses {
+		var v Vector
+		if err := json.Unmarshal(h, &v); err != nil {
+			return corrupt("hypotheses[%d]: %v", i, err)
+		}
+		s.Hypotheses = append(s.Hypotheses, v)
+	}
+	return nil
+}
+
 // SnapshotVersion is the current Snapshot format.
 const SnapshotVersion = 1
 

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
+	"fmt"
 	"math"
 
 	"shufflefl/checks"
@@ -40,7 +41,7 @@ func (v *Vector) UnmarshalJSON(b []byte) error {
 	if len(b) > 0 && b[0] == '[' {
 		var xs []float64
 		if err := json.Unmarshal(b, &xs); err != nil {
-			return err
+			return corrupt("%v", err)
 		}
 		*v = xs
 		return nil
@@ -48,18 +49,18 @@ func (v *Vector) UnmarshalJSON(b []byte) error {
 	// The compact form is a JSON string of base64 characters and the
 	// prefix, none of which JSON escapes; anything else is refused.
 	if len(b) < 2 || b[0] != '"' || b[len(b)-1] != '"' || bytes.IndexByte(b, '\\') >= 0 {
-		return checks.Invalidf("vector: neither an array of numbers nor a %q string", vectorPrefix)
+		return corrupt("neither an array of numbers nor a %q string", vectorPrefix)
 	}
 	s := string(b[1 : len(b)-1])
 	if len(s) < len(vectorPrefix) || s[:len(vectorPrefix)] != vectorPrefix {
-		return checks.Invalidf("vector: string without the %q prefix", vectorPrefix)
+		return corrupt("a string without the %q prefix", vectorPrefix)
 	}
 	raw, err := base64.StdEncoding.DecodeString(s[len(vectorPrefix):])
 	if err != nil {
-		return checks.Invalidf("vector: %v", err)
+		return corrupt("%v in its base64", err)
 	}
 	if len(raw)%8 != 0 {
-		return checks.Invalidf("vector: %d bytes is not a whole number of float64s", len(raw))
+		return corrupt("%d bytes, not a whole number of float64s (truncated?)", len(raw))
 	}
 	out := make([]float64, len(raw)/8)
 	for i := range out {
@@ -68,3 +69,13 @@ func (v *Vector) UnmarshalJSON(b []byte) error {
 	*v = out
 	return nil
 }
+
+// corruptError is a malformed stored value (a checkpoint edited or
+// truncated): a usage error (errors.Is checks.ErrInvalid) whose text is
+// only what is wrong, for the caller to prefix with the file and field.
+type corruptError struct{ msg string }
+
+func corrupt(format string, a ...any) error { return corruptError{fmt.Sprintf(format, a...)} }
+
+func (e corruptError) Error() string        { return e.msg }
+func (e corruptError) Is(target error) bool { return target == checks.ErrInvalid }

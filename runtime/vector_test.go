@@ -2,10 +2,13 @@ package runtime
 
 import (
 	"encoding/json"
+	"errors"
 	"math"
 	"math/rand/v2"
 	"strings"
 	"testing"
+
+	"shufflefl/checks"
 )
 
 func TestVectorJSON(t *testing.T) {
@@ -75,4 +78,30 @@ func BenchmarkVectorJSON(b *testing.B) {
 			b.SetBytes(int64(len(out)))
 		}
 	})
+}
+
+// TestSnapshotNamesCorruptField: a checkpoint whose vector was edited or
+// truncated is a usage error naming the field and what is wrong with it.
+func TestSnapshotNamesCorruptField(t *testing.T) {
+	good, err := json.Marshal(Snapshot{Version: SnapshotVersion, Weights: Vector{1, 2}, Hypotheses: []Vector{{3, 4}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back Snapshot
+	if err := json.Unmarshal(good, &back); err != nil || len(back.Weights) != 2 || back.Hypotheses[0][1] != 4 {
+		t.Fatalf("round trip: %+v, %v", back, err)
+	}
+	for _, tc := range []struct{ json, want string }{
+		{`{"weights": "f64le:@@@"}`, "weights: illegal base64"},
+		{`{"weights": "f64le:AAAA"}`, "weights: 3 bytes, not a whole number of float64s"},
+		{`{"weights": [1, "x"]}`, "weights: json: cannot unmarshal"},
+		{`{"weights": "AAAA"}`, `weights: a string without the "f64le:" prefix`},
+		{`{"weights": [1], "hypotheses": [[2], 7]}`, "hypotheses[1]: neither an array of numbers"},
+	} {
+		var s Snapshot
+		err := json.Unmarshal([]byte(tc.json), &s)
+		if !errors.Is(err, checks.ErrInvalid) || !strings.HasPrefix(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want a usage error starting %q", tc.json, err, tc.want)
+		}
+	}
 }
