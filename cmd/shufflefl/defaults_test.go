@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"shufflefl/bound"
 	"shufflefl/runtime"
 )
 
@@ -167,12 +168,7 @@ func TestOneRandomizerDefault(t *testing.T) {
 	}
 	for _, sub := range []string{"flame-simple", "flame-double", "blanket"} {
 		fs := flag.NewFlagSet(sub, flag.ContinueOnError)
-		var o boundOpts
-		for _, f := range boundCmds[sub].flags {
-			if f == "mech" {
-				boundFlags[f].register(fs, &o)
-			}
-		}
+		bound.Register(fs, sub, &bound.Params{})
 		if m := fs.Lookup("mech"); m == nil || m.DefValue != "laplace" {
 			t.Errorf("bound %s: --mech default is not laplace", sub)
 		}
@@ -203,7 +199,7 @@ func TestRunHelpShowsProtocolDefaults(t *testing.T) {
 func TestEveryHelpHasExamples(t *testing.T) {
 	cmds := [][]string{{"--help"}, {"run", "--help"}, {"experiment", "--help"}, {"experiment", "frontier", "--help"},
 		{"experiment", "flame", "--help"}, {"protocols", "--help"}, {"bound", "--help"}}
-	for name := range boundCmds {
+	for _, name := range bound.Commands() {
 		cmds = append(cmds, []string{"bound", name, "--help"})
 	}
 	for _, args := range cmds {

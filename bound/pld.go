@@ -1,4 +1,4 @@
-package main
+package bound
 
 import (
 	"fmt"
@@ -97,24 +97,24 @@ func composePLD(eps, delta float64, k int, deltaPrime float64) (composed, error)
 // the delta found with the default is (the smaller figure kept; both are
 // rigorous). The tilted bound of package pld then resolves deltas far
 // below the FFT's round-off.
-func sgmPLD(o *boundOpts) (float64, float64, error) {
-	if err := checkPLDFold(o.steps); err != nil {
+func sgmPLD(o *Params) (float64, float64, error) {
+	if err := checkPLDFold(o.Steps); err != nil {
 		return 0, 0, err
 	}
 	build := func(tail float64) (*pld.PLD, error) {
-		p, err := pld.SampledGaussian(o.q, o.sigma, pld.Options{TailMass: tail})
+		p, err := pld.SampledGaussian(o.Q, o.Sigma, pld.Options{TailMass: tail})
 		if err != nil {
 			return nil, err
 		}
-		if o.steps > 1 {
-			return p.SelfCompose(o.steps)
+		if o.Steps > 1 {
+			return p.SelfCompose(o.Steps)
 		}
 		return p, nil
 	}
-	if o.set["delta"] {
+	if o.Given["delta"] {
 		var p *pld.PLD
 		var err error
-		if nearTailFloor(o.delta, o.steps) {
+		if nearTailFloor(o.Delta, o.Steps) {
 			p, err = build(sgmMinTailMass)
 		}
 		if p == nil {
@@ -124,28 +124,28 @@ func sgmPLD(o *boundOpts) (float64, float64, error) {
 				return 0, 0, err
 			}
 		}
-		e, err := p.Epsilon(o.delta)
+		e, err := p.Epsilon(o.Delta)
 		if err != nil {
 			return 0, 0, err
 		}
 		if !isFinite(e) {
-			return 0, 0, checks.Invalidf("no finite epsilon at delta = %v for q = %v, sigma = %v, steps = %d (noise far too small)", o.delta, o.q, o.sigma, o.steps)
+			return 0, 0, checks.Invalidf("no finite epsilon at delta = %v for q = %v, sigma = %v, steps = %d (noise far too small)", o.Delta, o.Q, o.Sigma, o.Steps)
 		}
-		return e, o.delta, nil
+		return e, o.Delta, nil
 	}
 	p, err := build(pld.DefaultTailMass)
 	if err != nil {
 		return 0, 0, err
 	}
-	d := p.Delta(o.epsilon)
-	if nearTailFloor(d, o.steps) {
+	d := p.Delta(o.Epsilon)
+	if nearTailFloor(d, o.Steps) {
 		// near the floor of the default TailMass: again with the
 		// smallest (the true delta may be anywhere below)
 		if p2, err := build(sgmMinTailMass); err == nil {
-			d = math.Min(d, p2.Delta(o.epsilon))
+			d = math.Min(d, p2.Delta(o.Epsilon))
 		}
 	}
-	return o.epsilon, d, nil
+	return o.Epsilon, d, nil
 }
 
 // sgmMinTailMass is the smallest TailMass sgmPLD uses (the Gaussian of

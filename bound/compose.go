@@ -1,4 +1,4 @@
-package main
+package bound
 
 import (
 	"fmt"
@@ -174,49 +174,49 @@ func rdpComposePure(eps float64, k int, delta float64) (float64, error) {
 	return math.Min(e, float64(k)*eps), nil
 }
 
-// composeRounds composes a per-round guarantee over o.rounds rounds by
-// o.composition. Approximations are not composed (E-APES composes by GDP
+// composeRounds composes a per-round guarantee over o.Rounds rounds by
+// o.Composition. Approximations are not composed (E-APES composes by GDP
 // itself); the flawed legacy variant is composed but stays labelled as not
 // rigorous. It returns the composed bound and the method used.
-func composeRounds(o *boundOpts, b amplify.Bound) (amplify.Bound, string, error) {
-	if o.rounds <= 1 {
+func composeRounds(o *Params, b amplify.Bound) (amplify.Bound, string, error) {
+	if o.Rounds <= 1 {
 		return b, "", nil
 	}
-	if b.Approximation && !isLegacy(b) {
+	if b.Approximation && !IsLegacy(b) {
 		return b, "", checks.Invalidf("bound %s is an approximation and is not composed here", b.Name)
 	}
-	c, err := composeK(o.composition, b.Epsilon, b.Delta, o.rounds, o.deltaPrime)
+	c, err := composeK(o.Composition, b.Epsilon, b.Delta, o.Rounds, o.DeltaPrime)
 	if err != nil {
 		return b, "", err
 	}
-	b.Note = fmt.Sprintf("%s; composed over %d rounds (%s)", b.Note, o.rounds, c.describe())
+	b.Note = fmt.Sprintf("%s; composed over %d rounds (%s)", b.Note, o.Rounds, c.describe())
 	b.Epsilon, b.Delta = c.eps, c.delta
 	return b, c.method, nil
 }
 
 // composeOutput applies --rounds to the result and to every comparison row.
-func composeOutput(o *boundOpts, out *boundOutput) error {
-	out.extra["per_round_epsilon"] = out.result.Epsilon
-	out.extra["per_round_delta"] = out.result.Delta
-	out.extra["rounds"] = o.rounds
-	if (!out.result.Approximation || isLegacy(out.result)) && out.result.Name != "" {
-		r, how, err := composeRounds(o, out.result)
+func composeOutput(o *Params, out *Result) error {
+	out.Extra["per_round_epsilon"] = out.Bound.Epsilon
+	out.Extra["per_round_delta"] = out.Bound.Delta
+	out.Extra["rounds"] = o.Rounds
+	if (!out.Bound.Approximation || IsLegacy(out.Bound)) && out.Bound.Name != "" {
+		r, how, err := composeRounds(o, out.Bound)
 		if err != nil {
 			return err
 		}
-		out.result = r
-		out.extra["composition"] = how
+		out.Bound = r
+		out.Extra["composition"] = how
 	}
-	for i, r := range out.rows {
-		if r.Err != "" || (r.Approximation && !isLegacy(r.Bound)) {
+	for i, r := range out.Compare {
+		if r.Err != "" || (r.Approximation && !IsLegacy(r.Bound)) {
 			continue
 		}
 		b, _, err := composeRounds(o, r.Bound)
 		if err != nil {
-			out.rows[i].Err = err.Error()
+			out.Compare[i].Err = err.Error()
 			continue
 		}
-		out.rows[i].Bound = b
+		out.Compare[i].Bound = b
 	}
 	return nil
 }

@@ -1,4 +1,4 @@
-package main
+package bound
 
 import (
 	"flag"
@@ -10,9 +10,9 @@ import (
 )
 
 func init() {
-	boundFlags["composition-flame"] = flagDef{"composition", func(fs *flag.FlagSet, o *boundOpts) {
-		fs.StringVar(&o.composition, "composition", "best", "how guarantees compose. Not given: the theorem's own route (each coordinate's shuffle by the privacy blanket, the dimension-level (epsilon, delta) composed over the d coordinates of SS-Simple or the k of SS-Double by the better of basic and advanced composition; over --rounds by best). pld: FMT's clone pair of each coordinate's shuffle (valid for every eps0-LDP randomizer) composed over d (SS-Simple) or k (SS-Double) x rounds coordinates by PLD, at total delta rounds x --delta (no --delta-prime). best: the tighter of pld and the best composition of the dimension-level figures (basic, advanced, rdp, pld). basic, advanced, rdp: that composition of the dimension-level figures, over the coordinates and over --rounds")
-	}, boundFlags["composition"].check}
+	params["composition-flame"] = param{"composition", func(fs *flag.FlagSet, o *Params) {
+		fs.StringVar(&o.Composition, "composition", "best", "how guarantees compose. Not given: the theorem's own route (each coordinate's shuffle by the privacy blanket, the dimension-level (epsilon, delta) composed over the d coordinates of SS-Simple or the k of SS-Double by the better of basic and advanced composition; over --rounds by best). pld: FMT's clone pair of each coordinate's shuffle (valid for every eps0-LDP randomizer) composed over d (SS-Simple) or k (SS-Double) x rounds coordinates by PLD, at total delta rounds x --delta (no --delta-prime). best: the tighter of pld and the best composition of the dimension-level figures (basic, advanced, rdp, pld). basic, advanced, rdp: that composition of the dimension-level figures, over the coordinates and over --rounds")
+	}, params["composition"].check}
 }
 
 // cloneSpec names the clone pair that dominates one coordinate's shuffle in
@@ -25,12 +25,12 @@ type cloneSpec struct {
 	reporters  int // values in one coordinate's shuffle
 }
 
-func simpleClones(o *boundOpts) cloneSpec {
-	return cloneSpec{name: "flame-ss-simple", what: "FLAME SS-Simple", dims: o.d, reporters: o.n}
+func simpleClones(o *Params) cloneSpec {
+	return cloneSpec{name: "flame-ss-simple", what: "FLAME SS-Simple", dims: o.D, reporters: o.N}
 }
 
-func doubleClones(o *boundOpts) cloneSpec {
-	return cloneSpec{name: "ss-double-sound", what: "sound SS-Double (k per-dimension shuffles of n_p values, no subsampling credit)", dims: o.k, reporters: o.np}
+func doubleClones(o *Params) cloneSpec {
+	return cloneSpec{name: "ss-double-sound", what: "sound SS-Double (k per-dimension shuffles of n_p values, no subsampling credit)", dims: o.K, reporters: o.NP}
 }
 
 // flameClones answers `bound flame-simple|flame-double --composition pld`:
@@ -45,18 +45,18 @@ func doubleClones(o *boundOpts) cloneSpec {
 // (epsilon, delta) split, at the total delta rounds x --delta (--delta is
 // per round, as for every --rounds composition). --target-epsilon asks for
 // the largest eps_l whose composed epsilon is at most the target.
-func flameClones(o *boundOpts, out *boundOutput, spec cloneSpec) error {
-	if o.legacy {
+func flameClones(o *Params, out *Result, spec cloneSpec) error {
+	if o.LegacyFLAMETypo {
 		return checks.Invalidf("--legacy-flame-typo reproduces FLAME's flawed privacy-blanket figures and does not combine with --composition pld (the clone pair needs no blanket bound)")
 	}
-	if o.set["delta-prime"] {
+	if o.Given["delta-prime"] {
 		return checks.Invalidf("--delta-prime does not apply to --composition pld: the clone pair is composed over all coordinates x rounds at once, at total delta rounds x --delta")
 	}
-	if o.rounds > maxPLDFold/spec.dims {
-		return checks.Invalidf("coordinates x rounds = %d x %d exceeds the %d compositions the pld accountant handles", spec.dims, o.rounds, maxPLDFold)
+	if o.Rounds > maxPLDFold/spec.dims {
+		return checks.Invalidf("coordinates x rounds = %d x %d exceeds the %d compositions the pld accountant handles", spec.dims, o.Rounds, maxPLDFold)
 	}
-	k := spec.dims * o.rounds
-	delta := float64(o.rounds) * o.delta
+	k := spec.dims * o.Rounds
+	delta := float64(o.Rounds) * o.Delta
 	if delta >= 1 {
 		return checks.Invalidf("rounds x delta = %v must be < 1", delta)
 	}
@@ -70,42 +70,42 @@ func flameClones(o *boundOpts, out *boundOutput, spec cloneSpec) error {
 		}
 		return e, err
 	}
-	epsL := o.epsL
-	if o.set["target-epsilon"] {
+	epsL := o.EpsL
+	if o.Given["target-epsilon"] {
 		amp := func(e float64, _ int, _ float64) (float64, error) { return epsAt(e, k, delta) }
-		e, err := amplify.InverseEps0(amp, o.targetEps, spec.reporters, delta, capEpsL)
+		e, err := amplify.InverseEps0(amp, o.TargetEpsilon, spec.reporters, delta, capEpsL)
 		if err != nil {
 			return err
 		}
 		if e >= capEpsL {
 			at, _ := epsAt(capEpsL, k, delta)
-			return capError("eps_l", capEpsL, at, o.targetEps)
+			return capError("eps_l", capEpsL, at, o.TargetEpsilon)
 		}
 		epsL = e
-		out.inverse = true
-		out.extra["max_eps_l"] = e
-		out.text = append(out.text, fmt.Sprintf("largest eps_l = %s for target central epsilon %v", fmtSig(e, 6, false), o.targetEps))
+		out.Inverse = true
+		out.Extra["max_eps_l"] = e
+		out.Text = append(out.Text, fmt.Sprintf("largest eps_l = %s for target central epsilon %v", FormatSig(e, 6, false), o.TargetEpsilon))
 	}
 	eps, err := epsAt(epsL, k, delta)
 	if err != nil {
 		return fmt.Errorf("clone-pair PLD: %w", err)
 	}
 	how := fmt.Sprintf("pld composition of FMT's clone pair over %d coordinates", spec.dims)
-	if o.rounds > 1 {
-		how += fmt.Sprintf(" x %d rounds", o.rounds)
-		per, err := epsAt(epsL, spec.dims, o.delta)
+	if o.Rounds > 1 {
+		how += fmt.Sprintf(" x %d rounds", o.Rounds)
+		per, err := epsAt(epsL, spec.dims, o.Delta)
 		if err != nil {
 			return fmt.Errorf("clone-pair PLD: %w", err)
 		}
-		out.extra["per_round_epsilon"] = per
-		out.extra["per_round_delta"] = o.delta
-		out.extra["rounds"] = o.rounds
+		out.Extra["per_round_epsilon"] = per
+		out.Extra["per_round_delta"] = o.Delta
+		out.Extra["rounds"] = o.Rounds
 	}
-	out.result = amplify.Bound{Name: spec.name, Epsilon: eps, Delta: delta,
+	out.Bound = amplify.Bound{Name: spec.name, Epsilon: eps, Delta: delta,
 		Note: fmt.Sprintf("%s; %s (%d compositions of %d-value shuffles; pessimistic discretisation, FFT; valid for every eps0-LDP randomizer, substitution relation)", spec.what, how, k, spec.reporters)}
-	out.extra["composition"] = "pld-clone-pair"
-	out.extra["compositions"] = k
-	out.extra["eps_local_per_dimension"] = epsL / float64(spec.dims)
+	out.Extra["composition"] = "pld-clone-pair"
+	out.Extra["compositions"] = k
+	out.Extra["eps_local_per_dimension"] = epsL / float64(spec.dims)
 	return nil
 }
 
@@ -117,33 +117,33 @@ func flameClones(o *boundOpts, out *boundOutput, spec cloneSpec) error {
 // and the clone pair's total delta (rounds x --delta) is never above the
 // other's, so the better one is a valid statement. If the clone pair cannot
 // be computed (too many outcomes), the other is reported.
-func flameBest(o *boundOpts, out *boundOutput, spec cloneSpec, theorem func(o *boundOpts, out *boundOutput) error) error {
+func flameBest(o *Params, out *Result, spec cloneSpec, theorem func(o *Params, out *Result) error) error {
 	oo := *o
-	other := &boundOutput{inputs: out.inputs, extra: map[string]any{}}
+	other := &Result{Inputs: out.Inputs, Extra: map[string]any{}}
 	errOther := theorem(&oo, other)
-	if errOther == nil && !oo.composeInside && oo.rounds > 1 {
+	if errOther == nil && !oo.composeInside && oo.Rounds > 1 {
 		errOther = composeOutput(&oo, other)
 	}
 	oc := *o
-	oc.set = map[string]bool{}
-	for f, v := range o.set {
-		oc.set[f] = v
+	oc.Given = map[string]bool{}
+	for f, v := range o.Given {
+		oc.Given[f] = v
 	}
-	delete(oc.set, "delta-prime") // used by the other route only
-	clones := &boundOutput{inputs: out.inputs, extra: map[string]any{}}
+	delete(oc.Given, "delta-prime") // used by the other route only
+	clones := &Result{Inputs: out.Inputs, Extra: map[string]any{}}
 	errClones := flameClones(&oc, clones, spec)
 	useClones := errClones == nil
 	if errClones == nil && errOther == nil {
-		if o.set["target-epsilon"] {
-			useClones = clones.extra["max_eps_l"].(float64) >= other.extra["max_eps_l"].(float64)
+		if o.Given["target-epsilon"] {
+			useClones = clones.Extra["max_eps_l"].(float64) >= other.Extra["max_eps_l"].(float64)
 		} else {
-			useClones = clones.result.Epsilon <= other.result.Epsilon
+			useClones = clones.Bound.Epsilon <= other.Bound.Epsilon
 		}
 	}
 	switch {
 	case useClones:
 		*out = *clones
-		out.result.Note += "; the tightest of this and the composition of the dimension-level figures"
+		out.Bound.Note += "; the tightest of this and the composition of the dimension-level figures"
 		o.composeInside = true
 	case errOther != nil:
 		return errOther

@@ -1,4 +1,4 @@
-package main
+package bound
 
 import (
 	"fmt"
@@ -15,11 +15,11 @@ import (
 // converted by account.RDPToEpsilon / account.RDPToDelta), the PLD one
 // (sgmPLD), or by default the tighter of the two (both are rigorous upper
 // bounds, so the smaller epsilon, or delta, is one too), named.
-func runSGM(o *boundOpts, out *boundOutput) error {
+func runSGM(o *Params, out *Result) error {
 	var eps, delta float64
 	var err error
-	used := o.accountant
-	switch o.accountant {
+	used := o.Accountant
+	switch o.Accountant {
 	case "rdp":
 		eps, delta, err = sgmRDP(o)
 	case "pld":
@@ -27,20 +27,20 @@ func runSGM(o *boundOpts, out *boundOutput) error {
 	case "best":
 		used, eps, delta, err = sgmBest(o, out)
 	default:
-		err = checks.Invalidf("--accountant must be best, rdp or pld, got %q", o.accountant)
+		err = checks.Invalidf("--accountant must be best, rdp or pld, got %q", o.Accountant)
 	}
 	if err != nil {
 		return err
 	}
-	note := fmt.Sprintf("Poisson-subsampled Gaussian, q = %v, sigma = %v, %d steps, add/remove-one neighbours, %s accountant", o.q, o.sigma, o.steps, used)
-	if o.accountant == "best" {
+	note := fmt.Sprintf("Poisson-subsampled Gaussian, q = %v, sigma = %v, %d steps, add/remove-one neighbours, %s accountant", o.Q, o.Sigma, o.Steps, used)
+	if o.Accountant == "best" {
 		note += " (the tighter rigorous figure of rdp and pld)"
 	}
-	out.result = amplify.Bound{Name: "sgm-" + used, Epsilon: eps, Delta: delta, Note: note}
-	out.extra["accountant"] = used
-	out.extra["q"] = o.q
-	out.extra["sigma"] = o.sigma
-	out.extra["steps"] = o.steps
+	out.Bound = amplify.Bound{Name: "sgm-" + used, Epsilon: eps, Delta: delta, Note: note}
+	out.Extra["accountant"] = used
+	out.Extra["q"] = o.Q
+	out.Extra["sigma"] = o.Sigma
+	out.Extra["steps"] = o.Steps
 	return nil
 }
 
@@ -48,7 +48,7 @@ func runSGM(o *boundOpts, out *boundOutput) error {
 // epsilon at --delta, or the smaller delta at --epsilon) and the name of
 // its accountant; each figure is also recorded in the output. If one
 // accountant fails (a PLD beyond its grid limits), the other is used.
-func sgmBest(o *boundOpts, out *boundOutput) (string, float64, float64, error) {
+func sgmBest(o *Params, out *Result) (string, float64, float64, error) {
 	er, dr, errR := sgmRDP(o)
 	ep, dp, errP := sgmPLD(o)
 	switch {
@@ -59,14 +59,14 @@ func sgmBest(o *boundOpts, out *boundOutput) (string, float64, float64, error) {
 	case errR != nil:
 		return "pld", ep, dp, nil
 	}
-	if o.set["delta"] {
-		out.extra["rdp_epsilon"], out.extra["pld_epsilon"] = er, ep
+	if o.Given["delta"] {
+		out.Extra["rdp_epsilon"], out.Extra["pld_epsilon"] = er, ep
 		if ep <= er {
 			return "pld", ep, dp, nil
 		}
 		return "rdp", er, dr, nil
 	}
-	out.extra["rdp_delta"], out.extra["pld_delta"] = dr, dp
+	out.Extra["rdp_delta"], out.Extra["pld_delta"] = dr, dp
 	if dp <= dr {
 		return "pld", ep, dp, nil
 	}
@@ -76,28 +76,28 @@ func sgmBest(o *boundOpts, out *boundOutput) (string, float64, float64, error) {
 // sgmRDP returns (epsilon, delta) of the composed sampled Gaussian mechanism
 // by Rényi DP: the per-step curve times the number of steps, converted at
 // --delta (epsilon) or at --epsilon (delta).
-func sgmRDP(o *boundOpts) (float64, float64, error) {
+func sgmRDP(o *Params) (float64, float64, error) {
 	orders := account.DefaultRDPOrders()
-	rdp, err := account.SampledGaussianRDP(o.q, o.sigma, orders)
+	rdp, err := account.SampledGaussianRDP(o.Q, o.Sigma, orders)
 	if err != nil {
 		return 0, 0, err
 	}
 	for i := range rdp {
-		rdp[i] *= float64(o.steps)
+		rdp[i] *= float64(o.Steps)
 	}
-	if o.set["delta"] {
-		e, _, err := account.RDPToEpsilon(orders, rdp, o.delta)
+	if o.Given["delta"] {
+		e, _, err := account.RDPToEpsilon(orders, rdp, o.Delta)
 		if err != nil {
 			return 0, 0, err
 		}
 		if !isFinite(e) {
-			return 0, 0, checks.Invalidf("no finite epsilon at any Rényi order for q = %v, sigma = %v, steps = %d (noise far too small)", o.q, o.sigma, o.steps)
+			return 0, 0, checks.Invalidf("no finite epsilon at any Rényi order for q = %v, sigma = %v, steps = %d (noise far too small)", o.Q, o.Sigma, o.Steps)
 		}
-		return e, o.delta, nil
+		return e, o.Delta, nil
 	}
-	d, _, err := account.RDPToDelta(orders, rdp, o.epsilon)
+	d, _, err := account.RDPToDelta(orders, rdp, o.Epsilon)
 	if err != nil {
 		return 0, 0, err
 	}
-	return o.epsilon, d, nil
+	return o.Epsilon, d, nil
 }
