@@ -5,6 +5,8 @@ import (
 	"maps"
 	"slices"
 	"strings"
+
+	"shufflefl/bound"
 )
 
 // ProtocolReport is the report of `shufflefl audit protocol`.
@@ -28,8 +30,8 @@ func (rep ProtocolReport) Markdown() string {
 		fmt.Fprintf(&b, "\n- %s skipped: %s\n", n, rep.Skipped[n])
 	}
 	if rep.Tight != nil || len(rep.TightSkipped) > 0 {
-		fmt.Fprintf(&b, "\n## Tight game (n = %d, d = %d)\n\nBounds at the joint confidence %.4g (Bonferroni over %d protocols).\n\n",
-			TightClients, TightDim, rep.TightConfidence, len(rep.Tight)+len(rep.TightSkipped))
+		fmt.Fprintf(&b, "\n## Tight game (n = %d, d = %d)\n\nBounds at the joint confidence %s (Bonferroni over %d protocols).\n\n",
+			TightClients, TightDim, bound.Figure(rep.TightConfidence, 4), len(rep.Tight)+len(rep.TightSkipped))
 		protocolTable(&b, rep.Tight)
 		for _, n := range slices.Sorted(maps.Keys(rep.TightSkipped)) {
 			fmt.Fprintf(&b, "\n- %s skipped: %s\n", n, rep.TightSkipped[n])
@@ -54,10 +56,10 @@ func protocolTable(b *strings.Builder, results []ProtocolResult) {
 		verdict := verdictCell(r.Violation)
 		local := "none"
 		if r.LocalEps != nil {
-			local = fmt.Sprintf("%.4g", *r.LocalEps)
+			local = bound.Figure(*r.LocalEps, 4)
 		}
-		fmt.Fprintf(b, "| %s | %s | %d | %d | %s | %.4g | %.3g | %.3g | %d | %d/%d | %d/%d | %.3f | %s |\n",
-			r.Protocol, r.Mode, r.Dim, r.Clients, local, r.EpsClaimed, r.Delta, r.Miscalibrate, r.Trials, r.TP, r.Eval, r.FP, r.Eval, r.EpsLower, verdict)
+		fmt.Fprintf(b, "| %s | %s | %d | %d | %s | %s | %s | %s | %d | %d/%d | %d/%d | %.3f | %s |\n",
+			r.Protocol, r.Mode, r.Dim, r.Clients, local, bound.Figure(r.EpsClaimed, 4), bound.Figure(r.Delta, 3), bound.Figure(r.Miscalibrate, 3), r.Trials, r.TP, r.Eval, r.FP, r.Eval, r.EpsLower, verdict)
 	}
 }
 
@@ -79,8 +81,8 @@ func (rep MechanismReport) Markdown() string {
 		if strings.HasPrefix(r.Test, "score <") {
 			op = "<"
 		}
-		fmt.Fprintf(&b, "| %s | %s | %.4g | %.3g | %.3g | %d | score %s %.4g | %d/%d | %d/%d | %.4f | %.4f | %.3f | %s | %.2f |\n",
-			r.Name, r.Inputs, r.EpsClaimed, r.Delta, r.Miscalibrate, r.Trials, op, r.Threshold, r.TP, r.Eval, r.FP, r.Eval, r.TPRLo, r.FPRHi, r.EpsLower, verdict, r.Seconds)
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %d | score %s %s | %d/%d | %d/%d | %.4f | %.4f | %.3f | %s | %.2f |\n",
+			r.Name, r.Inputs, bound.Figure(r.EpsClaimed, 4), bound.Figure(r.Delta, 3), bound.Figure(r.Miscalibrate, 3), r.Trials, op, bound.Figure(r.Threshold, 4), r.TP, r.Eval, r.FP, r.Eval, r.TPRLo, r.FPRHi, r.EpsLower, verdict, r.Seconds)
 	}
 	if len(rep.Results) > 0 {
 		fmt.Fprintf(&b, "\neps_lower = log((TPR_lo - delta)/FPR_hi) with Clopper-Pearson bounds at %.0f%% confidence; the test was chosen on a separate half of the trials.\n", 100*rep.Results[0].Confidence)
@@ -103,14 +105,14 @@ func (rep CanaryReport) Markdown() string {
 	for _, r := range rep.Results {
 		claim := "none"
 		if r.EpsClaimed != nil {
-			claim = fmt.Sprintf("%.4g", *r.EpsClaimed)
+			claim = bound.Figure(*r.EpsClaimed, 4)
 		}
 		verdict := verdictCell(r.Violation)
 		est := "unbounded"
 		if r.EpsGaussian != nil {
-			est = fmt.Sprintf("%.3g", *r.EpsGaussian)
+			est = bound.Figure(*r.EpsGaussian, 3)
 		}
-		fmt.Fprintf(&b, "| %s | %s | %.3g | %d (%d) | %d | %d | %.3f | %s | %.4f±%.4f | %.4f±%.4f | %s | %.3f |\n", r.Protocol, claim, r.Delta,
+		fmt.Fprintf(&b, "| %s | %s | %s | %d (%d) | %d | %d | %.3f | %s | %.4f±%.4f | %.4f±%.4f | %s | %.3f |\n", r.Protocol, claim, bound.Figure(r.Delta, 3),
 			r.Canaries, r.Included, r.Guesses, r.Correct, r.EpsLower, verdict, r.MeanIn, r.SDIn, r.MeanOut, r.SDOut, est, r.TestAcc)
 		if r.Warning != "" {
 			warns = append(warns, fmt.Sprintf("- %s: %s", r.Protocol, r.Warning))
@@ -141,8 +143,8 @@ func (rep InversionReport) Markdown() string {
 			fmt.Fprintf(&b, "| %s | skipped: %s | | | | | | | |\n", r.Name, r.Skipped)
 			continue
 		}
-		fmt.Fprintf(&b, "| %s | %s | %.4g | %.1f | %.3f | %.4g | %.1f | %.3f | %.2f |\n", r.Name, r.View,
-			r.Analytic.MSE, r.Analytic.PSNR, r.Analytic.SSIM, r.DLG.MSE, r.DLG.PSNR, r.DLG.SSIM, r.LabelAcc)
+		fmt.Fprintf(&b, "| %s | %s | %s | %.1f | %.3f | %s | %.1f | %.3f | %.2f |\n", r.Name, r.View,
+			bound.Figure(r.Analytic.MSE, 4), r.Analytic.PSNR, r.Analytic.SSIM, bound.Figure(r.DLG.MSE, 4), r.DLG.PSNR, r.DLG.SSIM, r.LabelAcc)
 	}
 	b.WriteString("\nPSNR 999 means an exact reconstruction. Images: inversion-protocols.png and inversion-nu.png (row 1: truth; then one row per release in table order, skipped ones omitted; columns: analytic, then DLG).\n")
 	return b.String()
@@ -164,7 +166,7 @@ func (rep MIAReport) Markdown() string {
 	for _, r := range rep.Results {
 		claim := "none"
 		if r.EpsClaimed != nil {
-			claim = fmt.Sprintf("%.4g", *r.EpsClaimed)
+			claim = bound.Figure(*r.EpsClaimed, 4)
 		}
 		fmt.Fprintf(&b, "| %s | %s | %.3f | %.3f | %.3f | %.3f | %.3f | %.3f | %.3f | %.3f | %.3f | %d/%d |\n", r.Protocol, claim, r.AUCBound,
 			r.TrainAcc, r.TestAcc, r.Loss.AUC, r.Loss.TPR1, r.Loss.TPR01, r.Calibrated.AUC, r.Calibrated.TPR1, r.Calibrated.TPR01, r.Loss.Pos, r.Loss.Neg)
@@ -184,8 +186,8 @@ func (rep TopkReport) Markdown() string {
 	fmt.Fprintf(&b, "# What the SS-Topk shuffler learns\n\n`%s`\n\n", rep.Command)
 	b.WriteString("| d | k | beta | l | nu | nu·beta (Def. 3) | 1/l | reports | uniform guess | 95% CI | popularity guess | 95% CI | popularity / (nu·beta) |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range rep.Results {
-		fmt.Fprintf(&b, "| %d | %d | %.4g | %d | %.4g | %.4g | %.4g | %d | %.4f | [%.4f, %.4f] | %.4f | [%.4f, %.4f] | %.2f |\n",
-			r.Dim, r.K, r.Beta, r.L, r.Nu, r.Bound, r.OneOverL, r.Reports, r.Uniform.Rate, r.Uniform.Lo, r.Uniform.Hi,
+		fmt.Fprintf(&b, "| %d | %d | %s | %d | %s | %s | %s | %d | %.4f | [%.4f, %.4f] | %.4f | [%.4f, %.4f] | %.2f |\n",
+			r.Dim, r.K, bound.Figure(r.Beta, 4), r.L, bound.Figure(r.Nu, 4), bound.Figure(r.Bound, 4), bound.Figure(r.OneOverL, 4), r.Reports, r.Uniform.Rate, r.Uniform.Lo, r.Uniform.Hi,
 			r.Popularity.Rate, r.Popularity.Lo, r.Popularity.Hi, r.Popularity.Rate/r.Bound)
 	}
 	b.WriteString("\nSuccess = fraction of guessed indexes that are true top-k. Definition 3 bounds the posterior relative to the prior beta; a shuffler whose prior is data-dependent (popularity) exceeds nu·beta in absolute terms.\n")
@@ -219,11 +221,11 @@ func (rep AccountantReport) Markdown() string {
 	}
 	b.WriteString("| after round | stated epsilon | delta | lower bound | bound | verdict |\n|---|---|---|---|---|---|\n")
 	for _, ch := range rep.Checks {
-		lower, verdict := fmt.Sprintf("%.6g", ch.Lower), verdictCell(ch.Violation)
+		lower, verdict := bound.Figure(ch.Lower, 6), verdictCell(ch.Violation)
 		if ch.Error != "" {
 			lower, verdict = "-", "not computed: "+ch.Error
 		}
-		fmt.Fprintf(&b, "| %d | %.6g | %.3g | %s | %s | %s |\n", ch.Round, ch.Claimed, ch.Delta, lower, ch.Bound, verdict)
+		fmt.Fprintf(&b, "| %d | %s | %s | %s | %s | %s |\n", ch.Round, bound.Figure(ch.Claimed, 6), bound.Figure(ch.Delta, 3), lower, ch.Bound, verdict)
 	}
 	fmt.Fprintf(&b, "\n%d of %d statements below a lower bound. Each bound is exact (rounded down) for a neighbouring pair the statement covers.\n",
 		rep.Violations, len(rep.Checks))

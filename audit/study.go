@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"shufflefl/account"
+	"shufflefl/bound"
 	"shufflefl/checks"
 	"shufflefl/data"
 	"shufflefl/fl"
@@ -55,13 +56,13 @@ func (s Setting) Label() string {
 		if s.Nu == 0 {
 			return "no noise (nu = 0)"
 		}
-		return fmt.Sprintf("per-layer Euclidean Laplace nu=%g", s.Nu)
+		return fmt.Sprintf("per-layer Euclidean Laplace nu=%s", bound.Figure(s.Nu, -1))
 	case s.Protocol == "nonprivate":
 		return "nonprivate"
 	case s.Protocol == "dp-central":
-		return fmt.Sprintf("dp-central eps=%g (central)", s.Epsilon)
+		return fmt.Sprintf("dp-central eps=%s (central)", bound.Figure(s.Epsilon, -1))
 	}
-	return fmt.Sprintf("%s eps=%g", s.Protocol, s.Epsilon)
+	return fmt.Sprintf("%s eps=%s", s.Protocol, bound.Figure(s.Epsilon, -1))
 }
 
 // InversionRow is the outcome of one setting.

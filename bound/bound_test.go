@@ -2,6 +2,7 @@ package bound_test
 
 import (
 	"errors"
+	"math"
 	"testing"
 
 	"shufflefl/account"
@@ -125,5 +126,24 @@ func TestCommands(t *testing.T) {
 				t.Errorf("%s: parameter %s has no flag", n, f)
 			}
 		}
+	}
+}
+
+// TestFigure: large figures are written out, small ones keep %g's form.
+func TestFigure(t *testing.T) {
+	for _, tc := range []struct {
+		v    float64
+		prec int
+		want string
+	}{
+		{20000, 3, "20000"}, {23549.7, 4, "23550"}, {1e6, -1, "1000000"}, {1e-5, 3, "1e-05"},
+		{0.5, 4, "0.5"}, {1e20, 4, "1e+20"}, {math.Inf(1), 4, "+Inf"}, {-12345, 2, "-12000"},
+	} {
+		if got := bound.Figure(tc.v, tc.prec); got != tc.want {
+			t.Errorf("Figure(%v, %d) = %s, want %s", tc.v, tc.prec, got, tc.want)
+		}
+	}
+	if got := bound.EpsUp(1234567.1); got != "1234570" {
+		t.Errorf("EpsUp(1234567.1) = %s, want 1234570", got)
 	}
 }

@@ -63,6 +63,11 @@ func markLegacy(out *Result) {
 // down. Differences below 1e-12 relative (floating-point noise, far below the
 // accuracy of any bound here) are ignored, so 10 x 1e-6 prints as 1e-05.
 func FormatSig(v float64, prec int, up bool) string {
+	s := formatSig(v, prec, up)
+	return plain(s)
+}
+
+func formatSig(v float64, prec int, up bool) string {
 	s := strconv.FormatFloat(v, 'g', prec, 64)
 	if !isFinite(v) || v == 0 {
 		return s
@@ -96,3 +101,27 @@ func EpsUp(v float64) string { return FormatSig(v, 6, true) }
 
 // DeltaUp formats a delta upper bound: 4 significant digits, rounded up.
 func DeltaUp(v float64) string { return FormatSig(v, 4, true) }
+
+// Figure formats v with prec significant digits (-1: as many as needed) as
+// %g does, except that a large number is written out in full (23550, not
+// 2.355e+04) up to 1e15; small numbers keep their exponent (1e-05).
+func Figure(v float64, prec int) string {
+	return plain(strconv.FormatFloat(v, 'g', prec, 64))
+}
+
+// plain rewrites a 'g'-formatted number with a positive exponent below 15
+// in positional notation; anything else is returned as it is.
+func plain(s string) string {
+	i := strings.Index(s, "e+")
+	if i < 0 {
+		return s
+	}
+	if exp, err := strconv.Atoi(s[i+2:]); err != nil || exp >= 15 {
+		return s
+	}
+	v, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		return s
+	}
+	return strconv.FormatFloat(v, 'f', -1, 64)
+}

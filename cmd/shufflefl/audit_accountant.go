@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 
 	"shufflefl/audit"
+	"shufflefl/bound"
 	"shufflefl/checks"
 	"shufflefl/runtime"
 )
@@ -87,8 +88,8 @@ func runAuditAccountant(args []string, stdout, stderr io.Writer) int {
 	}
 	for _, ch := range cs {
 		if ch.Violation {
-			fmt.Fprintf(stderr, "shufflefl audit accountant: VIOLATION: after round %d the run states epsilon %.6g at delta %.3g, below the lower bound %.6g (%s)\n",
-				ch.Round, ch.Claimed, ch.Delta, ch.Lower, ch.Bound)
+			fmt.Fprintf(stderr, "shufflefl audit accountant: VIOLATION: after round %d the run states epsilon %s at delta %s, below the lower bound %s (%s)\n",
+				ch.Round, bound.Figure(ch.Claimed, 6), bound.Figure(ch.Delta, 3), bound.Figure(ch.Lower, 6), ch.Bound)
 		}
 	}
 	return exitViolation

@@ -22,6 +22,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"shufflefl/bound"
 	"shufflefl/checks"
 	"shufflefl/data"
 	"shufflefl/deploy"
@@ -345,7 +346,7 @@ func runDeployLocal(args []string, stdout, stderr io.Writer) int {
 		// The d-privacy statement (no (epsilon, delta) claim), as run
 		// prints it; the analyzer's figure bounds every client's ledger.
 		d := recs[n-1].DPrivacy
-		fmt.Fprintf(stdout, "deploy-local: d-privacy leakage %.4g per participation, at most %.4g composed for a client; no (epsilon, delta)-DP guarantee\n", d.Level, d.MaxCumulative)
+		fmt.Fprintf(stdout, "deploy-local: d-privacy leakage %s per participation, at most %s composed for a client; no (epsilon, delta)-DP guarantee\n", bound.Figure(d.Level, 4), bound.Figure(d.MaxCumulative, 4))
 	}
 	fmt.Fprintf(stdout, "deploy-local: %d rounds of %s with %d clients (d = %d): final test accuracy %.4f; analyzer opened %d messages (%d rejected); shuffler accepted %d reports, %d sealed bytes (%.0f per report); outputs in %s\n",
 		res.Summary.Rounds, cfg.Protocol, cfg.Clients, st.Dim(), res.Summary.FinalAccuracy, res.Opened.Accepted, res.Opened.Rejected(), res.Shuffler.Accepted, res.Shuffler.Bytes,
@@ -426,11 +427,11 @@ func runAnalyzer(args []string, stdout, stderr io.Writer) int {
 		RoundTimeout: o.roundTimeout, MinReports: o.minReports, Workers: cfg.Workers, Logf: lg.Printf,
 		Observe: func(r runtime.RoundResult) {
 			if d := r.DPrivacy; d != nil {
-				lg.Printf("analyzer: round %d: %d reports, test accuracy %.4f, d-privacy leakage %.4g per participation, at most %.4g composed for a client (no (epsilon, delta) guarantee)",
-					r.Round, r.Participants, r.TestAccuracy, d.Level, d.MaxCumulative)
+				lg.Printf("analyzer: round %d: %d reports, test accuracy %.4f, d-privacy leakage %s per participation, at most %s composed for a client (no (epsilon, delta) guarantee)",
+					r.Round, r.Participants, r.TestAccuracy, bound.Figure(d.Level, 4), bound.Figure(d.MaxCumulative, 4))
 				return
 			}
-			lg.Printf("analyzer: round %d: %d reports, test accuracy %.4f, cumulative epsilon %.4g", r.Round, r.Participants, r.TestAccuracy, r.Privacy.CumulativeEpsilon)
+			lg.Printf("analyzer: round %d: %d reports, test accuracy %.4f, cumulative epsilon %s", r.Round, r.Participants, r.TestAccuracy, bound.Figure(r.Privacy.CumulativeEpsilon, 4))
 		}})
 	if err != nil {
 		return deployExit("analyzer", stderr, err)
@@ -452,7 +453,7 @@ func runAnalyzer(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "analyzer: %d rounds, final test accuracy %.4f; %s\n", sum.Rounds, sum.FinalAccuracy, sum.Privacy.Bound)
 		return 0
 	}
-	fmt.Fprintf(stdout, "analyzer: %d rounds, final test accuracy %.4f, cumulative epsilon %.4g\n", sum.Rounds, sum.FinalAccuracy, sum.Privacy.CumulativeEpsilon)
+	fmt.Fprintf(stdout, "analyzer: %d rounds, final test accuracy %.4f, cumulative epsilon %s\n", sum.Rounds, sum.FinalAccuracy, bound.Figure(sum.Privacy.CumulativeEpsilon, 4))
 	return 0
 }
 

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"shufflefl/account"
+	"shufflefl/bound"
 	"shufflefl/checks"
 	"shufflefl/data"
 	"shufflefl/fl"
@@ -414,9 +415,9 @@ func execute(cfg runtime.Config, ex runExtras, stdout, stderr io.Writer, log *io
 	if plan := eng.PrivacyPlan(); plan.Private {
 		how := ""
 		if cfg.TargetEpsilon > 0 && !runtime.CentralTarget(cfg.Protocol) {
-			how = fmt.Sprintf("; local budgets calibrated to the target %g (scale %.4g, largest local epsilon %.4g per round)", cfg.TargetEpsilon, plan.Scale, plan.LocalEpsilon)
+			how = fmt.Sprintf("; local budgets calibrated to the target %s (scale %s, largest local epsilon %s per round)", bound.Figure(cfg.TargetEpsilon, -1), bound.Figure(plan.Scale, 4), bound.Figure(plan.LocalEpsilon, 4))
 			if plan.Approximate {
-				how = fmt.Sprintf("; local budgets calibrated to the target %g by an approximate statement, so the target is met only approximately (scale %.4g, largest local epsilon %.4g per round)", cfg.TargetEpsilon, plan.Scale, plan.LocalEpsilon)
+				how = fmt.Sprintf("; local budgets calibrated to the target %s by an approximate statement, so the target is met only approximately (scale %s, largest local epsilon %s per round)", bound.Figure(cfg.TargetEpsilon, -1), bound.Figure(plan.Scale, 4), bound.Figure(plan.LocalEpsilon, 4))
 			}
 		}
 		fmt.Fprintf(stderr, "privacy plan: %s\n", planLine(plan, how))
@@ -497,11 +498,11 @@ func execute(cfg runtime.Config, ex runExtras, stdout, stderr io.Writer, log *io
 	eps := epsString(srec.CumulativeEpsilon, srec.CumulativeDelta, srec.Approximate)
 	if n := len(recs); n > 0 && recs[n-1].DPrivacy != nil {
 		d := recs[n-1].DPrivacy
-		eps += fmt.Sprintf("; d-privacy leakage %.4g per participation, at most %.4g composed for a client", d.Level, d.MaxCumulative)
+		eps += fmt.Sprintf("; d-privacy leakage %s per participation, at most %s composed for a client", bound.Figure(d.Level, 4), bound.Figure(d.MaxCumulative, 4))
 	}
 	if v := sum.Validation; v != nil {
-		fmt.Fprintf(stdout, "validation on %d held-out clients (not covered by the privacy statement, which covers the %d training clients): best loss %.4g at round %d, test accuracy %.4f there\n",
-			v.HoldoutClients, cfg.Clients, v.BestLoss, v.BestRound, v.TestAccuracyAtBest)
+		fmt.Fprintf(stdout, "validation on %d held-out clients (not covered by the privacy statement, which covers the %d training clients): best loss %s at round %d, test accuracy %.4f there\n",
+			v.HoldoutClients, cfg.Clients, bound.Figure(v.BestLoss, 4), v.BestRound, v.TestAccuracyAtBest)
 	}
 	fmt.Fprintf(stdout, "final test accuracy %.4f (best %.4f), loss %.4f after %d rounds in %.1fs; cumulative central epsilon %s; outputs in %s\n",
 		sum.FinalAccuracy, sum.BestAccuracy, sum.FinalLoss, sum.Rounds, sum.Seconds, eps, cfg.Out)
@@ -596,11 +597,11 @@ func planLine(plan runtime.Plan, how string) string {
 	if plan.Done > 0 {
 		rounds = fmt.Sprintf("%d rounds (the %d done, as they were accounted, and %d more)", plan.Rounds, plan.Done, plan.Rounds-plan.Done)
 	}
-	bound := "at most"
+	qual := "at most"
 	if plan.Approximate {
-		bound = "approximately (not a proven bound)"
+		qual = "approximately (not a proven bound)"
 	}
-	return fmt.Sprintf("%s spend %s epsilon %.4g at delta %.3g (%s)%s", rounds, bound, plan.Epsilon, plan.Delta, plan.Method, how)
+	return fmt.Sprintf("%s spend %s epsilon %s at delta %s (%s)%s", rounds, qual, bound.Figure(plan.Epsilon, 4), bound.Figure(plan.Delta, 3), plan.Method, how)
 }
 
 // epsString writes a cumulative guarantee; an approximate one (S-APES) is
@@ -610,9 +611,9 @@ func epsString(eps *float64, delta float64, approximate bool) string {
 		return "none (not private)"
 	}
 	if approximate {
-		return fmt.Sprintf("%.4g (delta %.3g), approximate: not a proven bound", *eps, delta)
+		return fmt.Sprintf("%s (delta %s), approximate: not a proven bound", bound.Figure(*eps, 4), bound.Figure(delta, 3))
 	}
-	return fmt.Sprintf("%.4g (delta %.3g)", *eps, delta)
+	return fmt.Sprintf("%s (delta %s)", bound.Figure(*eps, 4), bound.Figure(delta, 3))
 }
 
 // progress shows a bar on a terminal and log lines elsewhere, and writes
@@ -641,7 +642,7 @@ func newProgress(mode string, w, log io.Writer, total int) *progress {
 func (p *progress) round(r metrics.Record) {
 	eps := "-"
 	if r.CumulativeEpsilon != nil {
-		eps = fmt.Sprintf("%.3g", *r.CumulativeEpsilon)
+		eps = bound.Figure(*r.CumulativeEpsilon, 3)
 	}
 	line := fmt.Sprintf("round %d/%d  acc %.4f  loss %.4f  eps %s  %.2fs\n", r.Round, p.total, r.TestAccuracy, r.TestLoss, eps, r.Seconds)
 	fmt.Fprint(p.log, line)
