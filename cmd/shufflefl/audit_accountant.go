@@ -114,11 +114,11 @@ func readRunFacts(dir string) (audit.RunFacts, error) {
 	}
 	var sum audit.RunSummary
 	if err := json.Unmarshal(b, &sum); err != nil {
-		return f, checks.Invalidf("run %s: summary.json: %v", dir, err)
+		return f, badFile(filepath.Join(dir, "summary.json"), fmt.Errorf("not valid JSON (%v): the file is truncated or corrupt", err))
 	}
 	recs, err := readRecords(filepath.Join(dir, "metrics.jsonl"))
 	if err != nil {
-		return f, checks.Invalidf("run %s: %v", dir, err)
+		return f, fmt.Errorf("run %s: %w", dir, err)
 	}
 	if len(recs) == 0 {
 		return f, checks.Invalidf("run %s: metrics.jsonl has no rounds", dir)

@@ -167,7 +167,7 @@ func resolveDeploy(cmd string, args []string, stdout io.Writer) (runtime.Config,
 	if err := fs.Parse(dargs); err != nil {
 		return runtime.Config{}, runExtras{}, o, checks.Invalidf("%s", flagError(err))
 	}
-	cfg, ex, err := resolveRunConfig(rargs, stdout)
+	cfg, ex, err := resolveConfigFor(cmd, rargs, stdout)
 	if err != nil {
 		return cfg, ex, o, err
 	}

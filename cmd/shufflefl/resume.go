@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"shufflefl/checks"
 	"shufflefl/metrics"
@@ -77,7 +78,7 @@ func readRecords(path string) ([]metrics.Record, error) {
 	for sc.Scan() {
 		var r metrics.Record
 		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
-			return nil, checks.Invalidf("%s line %d: %v", path, len(recs)+1, err)
+			return nil, badFile(path, fmt.Errorf("line %d is not a whole JSON record (%v): the file is truncated or corrupt", len(recs)+1, err))
 		}
 		recs = append(recs, r)
 	}
@@ -90,25 +91,30 @@ func readRecords(path string) ([]metrics.Record, error) {
 // restoreRun loads DIR's checkpoint into eng and returns the records of the
 // rounds already done, checked against the checkpoint.
 func restoreRun(eng *runtime.Engine, dir string) ([]metrics.Record, error) {
-	b, err := os.ReadFile(filepath.Join(dir, checkpointFile))
+	path := filepath.Join(dir, checkpointFile)
+	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("reading the checkpoint: %w", err)
 	}
 	var snap runtime.Snapshot
 	if err := json.Unmarshal(b, &snap); err != nil {
-		return nil, checks.Invalidf("%s: %v", checkpointFile, err)
+		return nil, badFile(path, fmt.Errorf("not valid JSON (%v): the file is truncated or corrupt", err))
 	}
 	if err := eng.Restore(snap); err != nil {
-		return nil, fmt.Errorf("resume: %w", err)
+		if !runtime.IsUsageError(err) {
+			return nil, fmt.Errorf("resume: %w", err)
+		}
+		return nil, badFile(path, fmt.Errorf("does not fit this run: %s", strings.TrimPrefix(err.Error(), checks.ErrInvalid.Error()+": ")))
 	}
-	recs, err := readRecords(filepath.Join(dir, "metrics.jsonl"))
+	mpath := filepath.Join(dir, "metrics.jsonl")
+	recs, err := readRecords(mpath)
 	if err != nil {
 		return nil, err
 	}
 	// metrics.jsonl is written before the checkpoint: a crash between the
 	// two leaves one record more, which the resumed run rewrites.
 	if len(recs) < snap.Round {
-		return nil, checks.Invalidf("metrics.jsonl has %d rounds but the checkpoint %d", len(recs), snap.Round)
+		return nil, badFile(mpath, fmt.Errorf("has %d rounds but %s is after round %d: the file is truncated", len(recs), checkpointFile, snap.Round))
 	}
 	return recs[:snap.Round], nil
 }
@@ -175,6 +181,20 @@ func writeModel(eng *runtime.Engine, cfg runtime.Config, features, classes int) 
 	}
 	return nil
 }
+
+// fileError is a run file that cannot be used: its message names the file
+// and what is wrong, and it counts as invalid input (exit status 2).
+type fileError struct {
+	path string
+	err  error
+}
+
+func (e fileError) Error() string        { return e.path + ": " + e.err.Error() }
+func (e fileError) Unwrap() error        { return e.err }
+func (e fileError) Is(target error) bool { return target == checks.ErrInvalid }
+
+// badFile reports that the file at path cannot be used, and why.
+func badFile(path string, err error) error { return fileError{path, err} }
 
 // errInterrupted reports a run stopped by SIGINT or SIGTERM.
 var errInterrupted = errors.New("interrupted")

@@ -41,14 +41,14 @@ cumulative central epsilon of 8 at delta 1e-6; it ends by printing the
 accuracy and the cumulative (epsilon, delta) reached. --protocol nonprivate
 is plain FedAvg (the ceiling).
 
-Settings come from the shared defaults, then --config FILE (YAML whose keys
-are the flag names below, e.g. "local-epochs: 2", "option: {k: 157}" or
-"option: [k=157]"; integer settings must be written as integers), then the
-flags given; every setting given in neither takes the protocol's own default
-('shufflefl protocols NAME' lists them; the defaults below are those of the
-protocol given before --help). The config.yaml a run writes gives every
-setting and omits --out, so rerunning it reproduces the run exactly and
-never writes over the original.
+Settings come from --config FILE (YAML whose keys are the flag names below,
+e.g. "local-epochs: 2", "option: {k: 157}" or "option: [k=157]"; integer
+settings must be written as integers), then the flags given; every setting
+given in neither takes the protocol's own default, or the engine's base
+setting where the protocol has none ('shufflefl protocols NAME' lists both;
+the defaults below are those of the protocol given before --help). The
+config.yaml a run writes gives every setting and omits --out, so rerunning
+it reproduces the run exactly and never writes over the original.
 
 Output (under --out): metrics.jsonl (one JSON object per round), summary.json,
 config.yaml (the resolved settings, headed by the shufflefl version and git
@@ -66,7 +66,6 @@ parent directory (bin/shufflefl finds the repository's datasets/), then
 Exit status: 0 success, 2 invalid input (flag, setting, data file or a used
 --out directory), 1 failure.
 
-Flags:
 `
 
 const runExamples = `
@@ -147,6 +146,17 @@ func newRunFlags(cfg *runtime.Config, ex *runExtras, stdout io.Writer) *flag.Fla
 	return fs
 }
 
+// runFlagGroups are the headings of 'shufflefl run --help'.
+var runFlagGroups = []flagGroup{
+	{"Data flags", []string{"dataset", "data-dir", "clients", "samples-per-client", "partition", "groups", "alpha", "holdout-clients"}},
+	{"Model and training flags", []string{"model", "rounds", "clients-per-round", "local-epochs", "local-steps", "batch", "lr", "server-lr", "mu", "mode",
+		"validate-every", "patience"}},
+	{"Protocol and privacy flags", []string{"protocol", "option", "epsilon", "target-epsilon", "delta", "clip", "eps-dist", "eps-file", "eps-scale",
+		"client-cap", "secure-noise"}},
+	{"Run flags", []string{"config", "seed", "workers", "faithful", "stop-after", "resume", "cpuprofile"}},
+	{"Output flags", []string{"out", "overwrite", "progress"}},
+}
+
 func protocolList() string {
 	return strings.Join(protocol.Names(), ", ")
 }
@@ -155,6 +165,12 @@ func protocolList() string {
 // and checks them (runtime's checks and checkRunConfig's). On --help it
 // prints the help to stdout and returns flag.ErrHelp.
 func resolveRunConfig(args []string, stdout io.Writer) (runtime.Config, runExtras, error) {
+	return resolveConfigFor("run", args, stdout)
+}
+
+// resolveConfigFor is resolveRunConfig for command cmd (run or a
+// deployment role), whose --help an unknown flag points to.
+func resolveConfigFor(cmd string, args []string, stdout io.Writer) (runtime.Config, runExtras, error) {
 	// First pass: find --config and --protocol (and reject bad flags early).
 	scratch := runtime.RunDefaults()
 	var ex runExtras
@@ -165,7 +181,7 @@ func resolveRunConfig(args []string, stdout io.Writer) (runtime.Config, runExtra
 			printRunHelp(stdout, fs, scratch.Protocol)
 			return scratch, ex, err
 		}
-		return scratch, ex, checks.Invalidf("%s (run 'shufflefl run --help' for the flags)", flagError(err))
+		return scratch, ex, checks.Invalidf("%s (run 'shufflefl %s --help' for the flags)", flagError(err), cmd)
 	}
 	if fs.NArg() > 0 {
 		return scratch, ex, checks.Invalidf("unexpected argument %q (flags start with --)", fs.Arg(0))
@@ -241,7 +257,7 @@ func printRunHelp(stdout io.Writer, parsed *flag.FlagSet, protocolName string) {
 	var ex runExtras
 	fs := newRunFlags(&d, &ex, stdout)
 	fmt.Fprint(stdout, runUsage)
-	printFlags(stdout, fs)
+	printFlagGroups(stdout, fs, runFlagGroups)
 	writeRunProtocolHelp(stdout, given["protocol"], protocolName)
 	fmt.Fprint(stdout, runExamples)
 }
