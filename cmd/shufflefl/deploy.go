@@ -269,21 +269,8 @@ func runDeployLocal(args []string, stdout, stderr io.Writer) int {
 	if err := prepareOutDir(cfg.Out, ex.overwrite); err != nil {
 		return deployExit("deploy-local", stderr, err)
 	}
-	// A development PKI, as 'shufflefl certs' writes it.
-	pkiDir := filepath.Join(cfg.Out, "pki")
-	files, err := makeCerts(&certsOpts{clients: cfg.Clients, hosts: pki.DefaultHosts, suite: seal.DefaultSuite, validity: 24 * time.Hour}, time.Now())
-	if err == nil {
-		err = writeCerts(pkiDir, files, true)
-	}
+	creds, stateDir, err := localPKI(cfg)
 	if err != nil {
-		return deployExit("deploy-local", stderr, err)
-	}
-	creds, err := loadAllCredentials(pkiDir, cfg.Clients)
-	if err != nil {
-		return deployExit("deploy-local", stderr, err)
-	}
-	stateDir := filepath.Join(cfg.Out, "state")
-	if err := os.RemoveAll(stateDir); err != nil {
 		return deployExit("deploy-local", stderr, err)
 	}
 	var logBuf strings.Builder
@@ -342,6 +329,33 @@ func runDeployLocal(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return deployExit("deploy-local", stderr, err)
 	}
+	printLocalEnd(stdout, cfg, st, res, recs)
+	return 0
+}
+
+// localPKI writes a development PKI into DIR/pki, as 'shufflefl certs'
+// writes it, loads every role's credentials and clears the roles' state
+// directory DIR/state.
+func localPKI(cfg runtime.Config) (*deploy.Credentials, string, error) {
+	pkiDir := filepath.Join(cfg.Out, "pki")
+	files, err := makeCerts(&certsOpts{clients: cfg.Clients, hosts: pki.DefaultHosts, suite: seal.DefaultSuite, validity: 24 * time.Hour}, time.Now())
+	if err == nil {
+		err = writeCerts(pkiDir, files, true)
+	}
+	if err != nil {
+		return nil, "", err
+	}
+	creds, err := loadAllCredentials(pkiDir, cfg.Clients)
+	if err != nil {
+		return nil, "", err
+	}
+	stateDir := filepath.Join(cfg.Out, "state")
+	return creds, stateDir, os.RemoveAll(stateDir)
+}
+
+// printLocalEnd writes deploy-local's summary: the d-privacy statement if
+// any, the run and its traffic, and each round's latency.
+func printLocalEnd(stdout io.Writer, cfg runtime.Config, st *deploy.Setup, res *deploy.LocalResult, recs []metrics.Record) {
 	if n := len(recs); n > 0 && recs[n-1].DPrivacy != nil {
 		// The d-privacy statement (no (epsilon, delta) claim), as run
 		// prints it; the analyzer's figure bounds every client's ledger.
@@ -358,7 +372,6 @@ func runDeployLocal(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "  round %d: %d reports, latency %.2fs (analyzer's batch %.2fs), %.0f messages/s through the shuffler\n",
 			r.Round, r.Participants, r.Seconds, r.Timing.Analyze, perRound/math.Max(r.Seconds, 1e-9))
 	}
-	return 0
 }
 
 // loadAllCredentials reads every role's credentials from a certs directory

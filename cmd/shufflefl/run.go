@@ -341,72 +341,24 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 // directory is prepared, *log is set to run.log (the caller closes it), and
 // everything printed to stdout and stderr goes there too.
 func execute(cfg runtime.Config, ex runExtras, stdout, stderr io.Writer, log *io.Writer) (int, error) {
-	usageOr := func(err error) (int, error) {
-		if runtime.IsUsageError(err) {
-			return 2, err
-		}
-		return 1, err
-	}
-	var explicit []float64
-	if cfg.EpsFile != "" {
-		f, err := os.Open(cfg.EpsFile)
-		if err != nil {
-			return 2, checks.Invalidf("eps-file: %v", err)
-		}
-		explicit, err = account.ReadBudgets(f)
-		f.Close()
-		if err != nil {
-			return 2, fmt.Errorf("eps-file %s: %w", cfg.EpsFile, err)
-		}
-	}
-	budgets, err := runtime.Budgets(cfg, explicit)
+	eng, split, recs, err := openRun(cfg, ex)
 	if err != nil {
 		return usageOr(err)
 	}
-	split, err := data.Load(cfg.Dataset, data.Options{DataDir: cfg.DataDir, Seed: cfg.Seed})
+	lf, mf, err := openRunFiles(cfg, ex, recs, log)
+	if mf != nil {
+		defer mf.Close()
+	}
 	if err != nil {
 		return 2, err
 	}
-	eng, err := runtime.New(cfg, split, budgets)
-	if err != nil {
-		return usageOr(err)
-	}
-	var recs []metrics.Record
-	if ex.resume != "" {
-		if recs, err = restoreRun(eng, cfg.Out); err != nil {
-			return usageOr(err)
-		}
-	} else if err := prepareOutDir(cfg.Out, ex.overwrite); err != nil {
-		// Everything is checked: replace the previous outputs
-		// (--overwrite) and start writing.
-		return 2, err
-	}
-	logFlags := os.O_CREATE | os.O_WRONLY | os.O_TRUNC
-	if ex.resume != "" {
-		logFlags = os.O_CREATE | os.O_WRONLY | os.O_APPEND
-	}
-	lf, err := os.OpenFile(filepath.Join(cfg.Out, runLogFile), logFlags, 0o644)
-	if err != nil {
-		return 2, fmt.Errorf("writing %s: %w", runLogFile, err)
-	}
-	*log = lf
-	stdout, stderr = teeWriter{stdout, lf}, teeWriter{stderr, lf}
-	if err := writeConfigFile(cfg); err != nil {
-		return 2, err
-	}
-	// metrics.jsonl holds exactly the rounds done (a resumed run rewrites
-	// the restored ones, dropping a record written after the checkpoint).
-	mf, err := os.Create(filepath.Join(cfg.Out, "metrics.jsonl"))
-	if err != nil {
-		return 2, fmt.Errorf("writing metrics.jsonl: %w", err)
-	}
-	defer mf.Close()
 	jl := metrics.NewJSONL(mf)
 	for _, r := range recs {
 		if err := jl.Write(r); err != nil {
 			return 1, err
 		}
 	}
+	stdout, stderr = teeWriter{stdout, lf}, teeWriter{stderr, lf}
 	if ex.resume != "" {
 		fmt.Fprintf(stderr, "shufflefl: resuming %s after round %d of %d\n", cfg.Out, eng.Round(), cfg.Rounds)
 	}
@@ -424,23 +376,8 @@ func execute(cfg runtime.Config, ex runExtras, stdout, stderr io.Writer, log *io
 	}()
 	stopped := func() bool { return ex.stopAfter > 0 && eng.Round() >= ex.stopAfter }
 	eng.SetStop(func() bool { return interrupted.Load() || stopped() })
-
+	printRunStart(stderr, cfg, split, eng)
 	prog := newProgress(ex.progress, stderrOf(stderr), lf, cfg.Rounds)
-	fmt.Fprintf(stderr, "shufflefl: %s on %s (%d train / %d test), model %s (d=%d), %d clients, %d rounds, %d workers\n",
-		cfg.Protocol, cfg.Dataset, split.Train.Len(), split.Test.Len(), cfg.Model, eng.Model().Dim(), cfg.Clients, cfg.Rounds, eng.Workers())
-	if plan := eng.PrivacyPlan(); plan.Private {
-		how := ""
-		if cfg.TargetEpsilon > 0 && !runtime.CentralTarget(cfg.Protocol) {
-			how = fmt.Sprintf("; local budgets calibrated to the target %s (scale %s, largest local epsilon %s per round)", bound.Figure(cfg.TargetEpsilon, -1), bound.Figure(plan.Scale, 4), bound.Figure(plan.LocalEpsilon, 4))
-			if plan.Approximate {
-				how = fmt.Sprintf("; local budgets calibrated to the target %s by an approximate statement, so the target is met only approximately (scale %s, largest local epsilon %s per round)", bound.Figure(cfg.TargetEpsilon, -1), bound.Figure(plan.Scale, 4), bound.Figure(plan.LocalEpsilon, 4))
-			}
-		}
-		fmt.Fprintf(stderr, "privacy plan: %s\n", planLine(plan, how))
-	}
-	for _, w := range eng.Warnings() {
-		fmt.Fprintf(stderr, "warning: %s\n", w)
-	}
 	var werr error
 	ranNone := true
 	sum, err := eng.Run(func(r runtime.RoundResult) {
@@ -472,14 +409,137 @@ func execute(cfg runtime.Config, ex runExtras, stdout, stderr io.Writer, log *io
 	if err := writeModel(eng, cfg, split.Train.Features, split.Train.Classes); err != nil {
 		return 1, err
 	}
-	// The summary covers every round of the run, resumed or not.
+	sum = runSummary(sum, eng, recs, ranNone)
+	halted := interrupted.Load() || stopped()
+	if ex.resume != "" || halted {
+		if err := writeConfigFile(cfg); err != nil {
+			return 2, err
+		}
+	}
+	if err := writeSummaryAndPlots(cfg, recs, sum); err != nil {
+		return 1, err
+	}
+	if halted && eng.Round() < cfg.Rounds && sum.Halted == "" {
+		fmt.Fprintf(stderr, "shufflefl: stopped after round %d of %d; outputs so far are in %s; resume with: shufflefl run --resume %s\n", eng.Round(), cfg.Rounds, cfg.Out, cfg.Out)
+		if interrupted.Load() {
+			return 130, errInterrupted
+		}
+	}
+	printRunEnd(stdout, stderr, cfg, recs, sum)
+	return 0, nil
+}
+
+// usageOr returns exit status 2 for invalid input, 1 for any other error.
+func usageOr(err error) (int, error) {
+	if runtime.IsUsageError(err) {
+		return 2, err
+	}
+	return 1, err
+}
+
+// openRun reads the budgets and the data and builds the engine; a resumed
+// run is restored from its checkpoint (with the records of its rounds),
+// and a new one's output directory is prepared.
+func openRun(cfg runtime.Config, ex runExtras) (*runtime.Engine, data.Split, []metrics.Record, error) {
+	var explicit []float64
+	var split data.Split
+	if cfg.EpsFile != "" {
+		f, err := os.Open(cfg.EpsFile)
+		if err != nil {
+			return nil, split, nil, checks.Invalidf("eps-file: %v", err)
+		}
+		explicit, err = account.ReadBudgets(f)
+		f.Close()
+		if err != nil {
+			return nil, split, nil, usageErr(fmt.Errorf("eps-file %s: %w", cfg.EpsFile, err))
+		}
+	}
+	budgets, err := runtime.Budgets(cfg, explicit)
+	if err != nil {
+		return nil, split, nil, err
+	}
+	if split, err = data.Load(cfg.Dataset, data.Options{DataDir: cfg.DataDir, Seed: cfg.Seed}); err != nil {
+		return nil, split, nil, usageErr(err)
+	}
+	eng, err := runtime.New(cfg, split, budgets)
+	if err != nil {
+		return nil, split, nil, err
+	}
+	var recs []metrics.Record
+	if ex.resume != "" {
+		if recs, err = restoreRun(eng, cfg.Out); err != nil {
+			return nil, split, nil, err
+		}
+	} else if err := prepareOutDir(cfg.Out, ex.overwrite); err != nil {
+		// Everything is checked: replace the previous outputs
+		// (--overwrite) and start writing.
+		return nil, split, nil, usageErr(err)
+	}
+	return eng, split, recs, nil
+}
+
+// usageError marks an error as invalid input (exit status 2) whatever it
+// wraps, keeping its message.
+type usageError struct{ error }
+
+func (e usageError) Unwrap() error        { return e.error }
+func (e usageError) Is(target error) bool { return target == checks.ErrInvalid }
+
+func usageErr(err error) error { return usageError{err} }
+
+// openRunFiles opens run.log (appending on resume; *log is set to it) and
+// writes config.yaml, then creates metrics.jsonl, which holds exactly the
+// rounds done (a resumed run rewrites the restored ones, dropping a record
+// written after the checkpoint).
+func openRunFiles(cfg runtime.Config, ex runExtras, recs []metrics.Record, log *io.Writer) (*os.File, *os.File, error) {
+	logFlags := os.O_CREATE | os.O_WRONLY | os.O_TRUNC
+	if ex.resume != "" {
+		logFlags = os.O_CREATE | os.O_WRONLY | os.O_APPEND
+	}
+	lf, err := os.OpenFile(filepath.Join(cfg.Out, runLogFile), logFlags, 0o644)
+	if err != nil {
+		return nil, nil, fmt.Errorf("writing %s: %w", runLogFile, err)
+	}
+	*log = lf
+	if err := writeConfigFile(cfg); err != nil {
+		return lf, nil, err
+	}
+	mf, err := os.Create(filepath.Join(cfg.Out, "metrics.jsonl"))
+	if err != nil {
+		return lf, nil, fmt.Errorf("writing metrics.jsonl: %w", err)
+	}
+	return lf, mf, nil
+}
+
+// printRunStart writes the run's first lines: what runs, the privacy plan
+// and the engine's warnings.
+func printRunStart(stderr io.Writer, cfg runtime.Config, split data.Split, eng *runtime.Engine) {
+	fmt.Fprintf(stderr, "shufflefl: %s on %s (%d train / %d test), model %s (d=%d), %d clients, %d rounds, %d workers\n",
+		cfg.Protocol, cfg.Dataset, split.Train.Len(), split.Test.Len(), cfg.Model, eng.Model().Dim(), cfg.Clients, cfg.Rounds, eng.Workers())
+	if plan := eng.PrivacyPlan(); plan.Private {
+		how := ""
+		if cfg.TargetEpsilon > 0 && !runtime.CentralTarget(cfg.Protocol) {
+			how = fmt.Sprintf("; local budgets calibrated to the target %s (scale %s, largest local epsilon %s per round)", bound.Figure(cfg.TargetEpsilon, -1), bound.Figure(plan.Scale, 4), bound.Figure(plan.LocalEpsilon, 4))
+			if plan.Approximate {
+				how = fmt.Sprintf("; local budgets calibrated to the target %s by an approximate statement, so the target is met only approximately (scale %s, largest local epsilon %s per round)", bound.Figure(cfg.TargetEpsilon, -1), bound.Figure(plan.Scale, 4), bound.Figure(plan.LocalEpsilon, 4))
+			}
+		}
+		fmt.Fprintf(stderr, "privacy plan: %s\n", planLine(plan, how))
+	}
+	for _, w := range eng.Warnings() {
+		fmt.Fprintf(stderr, "warning: %s\n", w)
+	}
+}
+
+// runSummary completes the engine's summary to cover every round of the
+// run, resumed or not: a resumed run that stopped before (target, early
+// stop) runs no round, and its figures are those of its last record.
+func runSummary(sum runtime.Summary, eng *runtime.Engine, recs []metrics.Record, ranNone bool) runtime.Summary {
 	sum.Rounds = eng.Round()
 	for _, r := range recs {
 		sum.BestAccuracy = math.Max(sum.BestAccuracy, r.TestAccuracy)
 	}
 	if n := len(recs); n > 0 && ranNone {
-		// A resumed run that stopped before (target, early stop) runs no
-		// round: its figures are those of its last recorded round.
 		last := recs[n-1]
 		sum.FinalAccuracy, sum.FinalLoss = last.TestAccuracy, last.TestLoss
 		sum.Privacy = last.Privacy()
@@ -493,20 +553,12 @@ func execute(cfg runtime.Config, ex runExtras, stdout, stderr io.Writer, log *io
 			sum.MaxClientEpsilon = *last.MaxClientEpsilon
 		}
 	}
-	if ex.resume != "" || interrupted.Load() || stopped() {
-		if err := writeConfigFile(cfg); err != nil {
-			return 2, err
-		}
-	}
-	if err := writeSummaryAndPlots(cfg, recs, sum); err != nil {
-		return 1, err
-	}
-	if (interrupted.Load() || stopped()) && eng.Round() < cfg.Rounds && sum.Halted == "" {
-		fmt.Fprintf(stderr, "shufflefl: stopped after round %d of %d; outputs so far are in %s; resume with: shufflefl run --resume %s\n", eng.Round(), cfg.Rounds, cfg.Out, cfg.Out)
-		if interrupted.Load() {
-			return 130, errInterrupted
-		}
-	}
+	return sum
+}
+
+// printRunEnd writes the run's last lines: why it halted, the validation
+// and the final accuracy and privacy.
+func printRunEnd(stdout, stderr io.Writer, cfg runtime.Config, recs []metrics.Record, sum runtime.Summary) {
 	srec := metrics.NewSummary(cfg, sum)
 	if sum.Halted != "" {
 		fmt.Fprintf(stderr, "shufflefl: %s\n", sum.Halted)
@@ -522,7 +574,6 @@ func execute(cfg runtime.Config, ex runExtras, stdout, stderr io.Writer, log *io
 	}
 	fmt.Fprintf(stdout, "final test accuracy %.4f (best %.4f), loss %.4f after %d rounds in %.1fs; cumulative central epsilon %s; outputs in %s\n",
 		sum.FinalAccuracy, sum.BestAccuracy, sum.FinalLoss, sum.Rounds, sum.Seconds, eps, cfg.Out)
-	return 0, nil
 }
 
 // teeWriter writes to the terminal (stdout or stderr) and to run.log. A
