@@ -12,5 +12,6 @@
 // count-statistic lower bound of flame-double) and lines to print. Every
 // figure is a proven upper bound unless its Bound is marked Approximation
 // (E-APES, FLAME's published theorems, the legacy Bennett code). The
-// computations are those of packages amplify and account.
+// computations are those of packages amplify and account; errors name a
+// parameter by its flag name (--eps0), as the CLI prints them.
 package bound
