@@ -598,11 +598,11 @@ func eapesRounds(o *Params, out *Result, eps, ds []float64, delta float64) (ampl
 		return amplify.Bound{}, err
 	}
 	out.Extra["mu"] = mu
-	note := fmt.Sprintf("E-APES mu-GDP, mu = %.6g; central-limit approximation, not an upper bound", mu)
+	note := fmt.Sprintf("E-APES mu-GDP, mu = %s; central-limit approximation, not an upper bound", Figure(mu, 6))
 	if o.Rounds > 1 {
 		mu = account.GDPCompose(mu, o.Rounds)
 		out.Extra["mu_total"] = mu
-		note += fmt.Sprintf("; %d rounds composed as mu sqrt(rounds) = %.6g", o.Rounds, mu)
+		note += fmt.Sprintf("; %d rounds composed as mu sqrt(rounds) = %s", o.Rounds, Figure(mu, 6))
 	}
 	e, err := amplify.GDPEpsilon(mu, delta)
 	if err != nil {
@@ -875,8 +875,8 @@ func flameDoubleLowerBound(o *Params, out *Result) error {
 	if out.Bound.Epsilon < lb {
 		verdict = "the stated epsilon is BELOW it: REFUTED, not an upper bound"
 	}
-	out.After = append(out.After, fmt.Sprintf("count-statistic lower bound on the true epsilon at delta %.4g: %s (values above %.4g among %d, %d of them the differing user's); %s",
-		delta, FormatSig(lb, 4, false), t, mine+others, mine, verdict))
+	out.After = append(out.After, fmt.Sprintf("count-statistic lower bound on the true epsilon at delta %s: %s (values above %s among %d, %d of them the differing user's); %s",
+		Figure(delta, 4), FormatSig(lb, 4, false), Figure(t, 4), mine+others, mine, verdict))
 	return nil
 }
 
@@ -896,7 +896,7 @@ func runFlameTopk(o *Params, out *Result) error {
 		out.Extra["beta"] = beta
 		out.Extra["l_min"] = lmin
 		out.Extra["l_max"] = lmax
-		out.Text = append(out.Text, fmt.Sprintf("nu-index privacy nu = %v holds for l in [%d, %d] slots per top-k index (beta = %.6g)", o.Nu, lmin, lmax, beta))
+		out.Text = append(out.Text, fmt.Sprintf("nu-index privacy nu = %v holds for l in [%d, %d] slots per top-k index (beta = %s)", o.Nu, lmin, lmax, Figure(beta, 6)))
 		return nil
 	}
 	nu, l, err := amplify.FLAMEIndexNu(o.N, o.NP, beta)
@@ -907,7 +907,7 @@ func runFlameTopk(o *Params, out *Result) error {
 	out.Extra["nu"] = nu
 	out.Extra["l"] = l
 	out.Extra["beta"] = beta
-	out.Text = append(out.Text, fmt.Sprintf("strongest nu-index privacy nu = %.6g with l = %d slots per top-k index (beta = %.6g)", nu, l, beta))
+	out.Text = append(out.Text, fmt.Sprintf("strongest nu-index privacy nu = %s with l = %d slots per top-k index (beta = %s)", Figure(nu, 6), l, Figure(beta, 6)))
 	return nil
 }
 
