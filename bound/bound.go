@@ -43,8 +43,10 @@ func Lookup(name string) (Command, bool) {
 	return c, ok
 }
 
-var personalFlags = []string{"eps-file", "eps-dist", "n", "seed", "delta", "rounds", "composition", "delta-prime", "target-epsilon", "compare", "json"}
+// personalParams are the parameters of the personalized bounds.
+var personalParams = []string{"eps-file", "eps-dist", "n", "seed", "delta", "rounds", "composition", "delta-prime", "target-epsilon", "compare", "json"}
 
+// commands are the bounds by name (the subcommands of `shufflefl bound`).
 var commands = map[string]Command{
 	"erlingsson": {"Erlingsson et al. 2019: eps = 12 eps0 sqrt(log(1/delta)/n) (eps0 <= 1/2, n >= 1000, delta <= 0.01)",
 		[]string{"eps0", "n", "delta", "rounds", "composition", "delta-prime", "target-epsilon", "compare", "json"}, nil, runErlingsson},
@@ -55,9 +57,9 @@ var commands = map[string]Command{
 	"best": {"the tightest valid rigorous bound, named (uniform; personalized with --eps-file or --eps-dist); never an approximation",
 		[]string{"eps0", "n", "delta", "domain", "k-domain", "mech-best", "eps-file", "eps-dist", "seed", "rounds", "composition", "delta-prime", "compare", "json"}, checkBest, runBest},
 	"unis": {"UniS baseline: the clones bound at max eps_i for all users (default numerical, APES Table 3's 0.069; --form closed is APES Eq. (2))",
-		append([]string{"form"}, personalFlags...), checkForm("numerical", "closed"), runUniS},
+		append([]string{"form"}, personalParams...), checkForm("numerical", "closed"), runUniS},
 	"eon": {"APES Echo of Neighbors: numerical (default; exact Poisson-binomial clone counts) or closed form (Theorem 4)",
-		append([]string{"form"}, personalFlags...), checkForm("numerical", "closed"), runEoN},
+		append([]string{"form"}, personalParams...), checkForm("numerical", "closed"), runEoN},
 	"eapes": {"E-APES mu-GDP, mu = 2/sqrt(sum p_i): an APPROXIMATION (central limit), not an upper bound; rounds compose as mu sqrt(rounds)",
 		[]string{"delta-local", "tv", "eps-file", "eps-dist", "n", "seed", "delta", "rounds", "target-epsilon", "compare", "json"}, checkEAPES, runEAPES},
 	"flame-simple": {"FLAME Theorem 1 (SS-Simple): per-dimension shuffle at eps_l/d, composed over d; --composition pld (or best) composes FMT's clone pair itself over d x rounds coordinates, the tight figure",
@@ -76,6 +78,8 @@ var commands = map[string]Command{
 		[]string{"sgm-q", "sigma", "steps", "sgm-delta", "sgm-epsilon", "accountant", "json"}, nil, runSGM},
 }
 
+// init adds the parameters that share the check of another (a literal
+// entry cannot refer to the table).
 func init() {
 	params["delta-prime-sapes"] = param{"delta-prime", func(fs *flag.FlagSet, o *Params) {
 		fs.Float64Var(&o.DeltaPrime, "delta-prime", 1e-8, "the slack delta' of S-APES Proposition 1 (and of --composition advanced, rdp or pld over the 2b compositions), in (0, 1); it is added to the total delta")
@@ -85,13 +89,12 @@ func init() {
 	}, params["composition"].check}
 }
 
-// Compute validates p for the command called name and computes its bound;
-// it resolves a deprecated alias in p (compose's Method) into the field it
-// stands for.
+// Compute validates p for the command called name and computes its bound.
 // Every parameter is checked before any computation; an invalid one is
-// reported as a checks.ErrInvalid error. A result with rounds > 1 is
-// composed over them unless the command composes by itself. The result is
-// never a non-finite (epsilon, delta).
+// reported as a checks.ErrInvalid error. A result with Rounds > 1 is
+// composed over them unless the command composes by itself; the result is
+// never a non-finite (epsilon, delta). Compute resolves a deprecated alias
+// in p (compose's Method) into the field it stands for.
 func Compute(name string, p *Params) (*Result, error) {
 	cmd, ok := commands[name]
 	if !ok {
