@@ -15,13 +15,13 @@ import (
 
 	"shufflefl/checks"
 	"shufflefl/fl"
-	"shufflefl/ifca"
+	"shufflefl/ifca/ifcaref"
 	"shufflefl/ifca/regress"
 	"shufflefl/runtime"
 )
 
 // The group-privacy paper's experiments (Galli et al., seed 004) run on
-// small regression models through ifca.Simulate, not through the engine,
+// small regression models through ifcaref.Simulate, not through the engine,
 // so they have their own driver: main.go dispatches "experiment
 // dprivacy-*" here. They are also registered with registerExperiment (with
 // no engine tables) so that `shufflefl experiment --help` lists them.
@@ -222,7 +222,7 @@ func finite(v float64) *float64 {
 	return &v
 }
 
-func toRound(r ifca.Round) dprivRound {
+func toRound(r ifcaref.Round) dprivRound {
 	d := dprivRound{Round: r.Round, ValLoss: finite(r.ValLoss), Hypotheses: r.Hypotheses, Released: r.Released,
 		MaxLeakage: finite(r.MaxLeakage), MedianLeakage: finite(r.MedianLeakage)}
 	for _, n := range r.Declined {
@@ -235,8 +235,8 @@ func toRound(r ifca.Round) dprivRound {
 	return d
 }
 
-func asClients(cs []*regress.Client) []ifca.Client {
-	out := make([]ifca.Client, len(cs))
+func asClients(cs []*regress.Client) []ifcaref.Client {
+	out := make([]ifcaref.Client, len(cs))
 	for i, c := range cs {
 		out[i] = c
 	}

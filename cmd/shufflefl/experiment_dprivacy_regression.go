@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"shufflefl/ifca"
+	"shufflefl/ifca/ifcaref"
 	"shufflefl/ifca/regress"
 	"shufflefl/rng"
 )
@@ -44,7 +44,7 @@ var regPaperTable3 = map[float64]map[int][2]float64{
 
 // regData returns seed's training and validation clients of the stand-in
 // and the training clients' latent groups.
-func regData(seed uint64) (train, val []ifca.Client, groups []int, err error) {
+func regData(seed uint64) (train, val []ifcaref.Client, groups []int, err error) {
 	ds, err := regress.HospitalStandIn(rng.Stream(seed, rng.LabelPartition), regClients, regNoise)
 	if err != nil {
 		return nil, nil, nil, err
@@ -92,16 +92,16 @@ func runDPrivRegression(o dprivOpts, stdout, stderr io.Writer) error {
 						init[j][t] = regInitSD * r.NormFloat64()
 					}
 				}
-				cfg := ifca.Config{K: k, PerRound: regU, MaxRounds: o.maxRounds, ValidateEvery: 1, Patience: regPatience,
-					ValSample: regValSample, Seed: seed, Workers: o.workers, Client: ifca.ClientConfig{Epochs: regE, Nu: nu}}
+				cfg := ifcaref.Config{K: k, PerRound: regU, MaxRounds: o.maxRounds, ValidateEvery: 1, Patience: regPatience,
+					ValSample: regValSample, Seed: seed, Workers: o.workers, Client: ifcaref.ClientConfig{Epochs: regE, Nu: nu}}
 				start := time.Now()
-				sum, err := ifca.Simulate(cfg, init, train, val, groups, nil)
+				sum, err := ifcaref.Simulate(cfg, init, train, val, groups, nil)
 				if err != nil {
 					return fmt.Errorf("ν = %g, k = %d, seed %d: %w", nu, k, seed, err)
 				}
 				run := dprivRun{Variant: fmt.Sprintf("nu=%g/k=%d", nu, k), K: k, Nu: nu, Seed: seed, Rounds: sum.Rounds,
 					Stopped: sum.Stopped, BestRound: sum.BestRound, BestValLoss: sum.BestLoss,
-					TestRMSE: ifca.ValidationLoss(val, sum.Best), Hypotheses: sum.Best,
+					TestRMSE: ifcaref.ValidationLoss(val, sum.Best), Hypotheses: sum.Best,
 					MaxLeakage: finite(sum.MaxLeakage), MedianLeakage: finite(sum.MedianLeakage),
 					PerRound: finite(cfg.Client.Cost(regParams)), Seconds: time.Since(start).Seconds()}
 				runs = append(runs, run)

@@ -11,7 +11,7 @@ import (
 
 	"gonum.org/v1/plot/plotter"
 
-	"shufflefl/ifca"
+	"shufflefl/ifca/ifcaref"
 	"shufflefl/ifca/regress"
 	"shufflefl/rng"
 )
@@ -48,8 +48,8 @@ var synthVariants = []synthVariant{
 // users x 10 samples each, independent draws of the same mixture), the
 // training clients' latent groups and the initial hypotheses (N(0, 1) per
 // coordinate, Section 5.1).
-func synthData(seed uint64) (train, val, test []ifca.Client, groups []int, init [][]float64, err error) {
-	sets := make([][]ifca.Client, 3)
+func synthData(seed uint64) (train, val, test []ifcaref.Client, groups []int, init [][]float64, err error) {
+	sets := make([][]ifcaref.Client, 3)
 	for i := range sets {
 		ds, err := regress.SyntheticLinear(rng.Stream(seed, rng.LabelPartition, uint64(i)), synthThetaStar, synthUsers, synthSamples)
 		if err != nil {
@@ -89,7 +89,7 @@ func runDPrivSynthetic(o dprivOpts, stdout, stderr io.Writer) error {
 		rounds, loss, test, herr, maxL, medianL []float64
 	}
 	aggs := make([]agg, len(synthVariants))
-	firstRounds := make([][]ifca.Round, len(synthVariants))
+	firstRounds := make([][]ifcaref.Round, len(synthVariants))
 	for vi, v := range synthVariants {
 		for s := range o.seeds {
 			seed := o.seed + uint64(s)
@@ -97,12 +97,12 @@ func runDPrivSynthetic(o dprivOpts, stdout, stderr io.Writer) error {
 			if err != nil {
 				return err
 			}
-			cfg := ifca.Config{K: v.k, PerRound: synthU, MaxRounds: o.maxRounds, ValidateEvery: 1, Patience: v.patience,
+			cfg := ifcaref.Config{K: v.k, PerRound: synthU, MaxRounds: o.maxRounds, ValidateEvery: 1, Patience: v.patience,
 				Seed: seed, Workers: o.workers, KeepVectors: s == 0,
-				Client: ifca.ClientConfig{Epochs: synthE, Nu: v.nu}}
+				Client: ifcaref.ClientConfig{Epochs: synthE, Nu: v.nu}}
 			start := time.Now()
-			var recs []ifca.Round
-			sum, err := ifca.Simulate(cfg, init[:v.k], train, val, groups, func(r ifca.Round) {
+			var recs []ifcaref.Round
+			sum, err := ifcaref.Simulate(cfg, init[:v.k], train, val, groups, func(r ifcaref.Round) {
 				if s == 0 {
 					recs = append(recs, r)
 				}
@@ -114,7 +114,7 @@ func runDPrivSynthetic(o dprivOpts, stdout, stderr io.Writer) error {
 				firstRounds[vi] = recs
 			}
 			run := dprivRun{Variant: v.name, K: v.k, Nu: v.nu, Seed: seed, Rounds: sum.Rounds, Stopped: sum.Stopped,
-				BestRound: sum.BestRound, BestValLoss: sum.BestLoss, TestRMSE: ifca.ValidationLoss(test, sum.Best),
+				BestRound: sum.BestRound, BestValLoss: sum.BestLoss, TestRMSE: ifcaref.ValidationLoss(test, sum.Best),
 				Hypotheses: sum.Best, MaxLeakage: finite(sum.MaxLeakage), MedianLeakage: finite(sum.MedianLeakage),
 				PerRound: finite(cfg.Client.Cost(2)), Seconds: time.Since(start).Seconds()}
 			a := &aggs[vi]
