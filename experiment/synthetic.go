@@ -1,10 +1,8 @@
-package main
+package experiment
 
 import (
 	"fmt"
-	"io"
 	"math"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -83,125 +81,155 @@ func hypothesisError(hyps, stars [][]float64) float64 {
 	return worst
 }
 
-func runDPrivSynthetic(o dprivOpts, stdout, stderr io.Writer) error {
-	type agg struct {
-		runs                                    []dprivRun
-		rounds, loss, test, herr, maxL, medianL []float64
-	}
-	aggs := make([]agg, len(synthVariants))
-	firstRounds := make([][]ifcaref.Round, len(synthVariants))
+// synthAgg collects one variant's runs over seeds.
+type synthAgg struct {
+	runs                                    []DPrivacyRun
+	rounds, loss, test, herr, maxL, medianL []float64
+	first                                   []ifcaref.Round // the first seed's rounds
+}
+
+func runSynthetic(o DPrivacyOptions, out Output) (string, error) {
+	aggs := make([]synthAgg, len(synthVariants))
 	for vi, v := range synthVariants {
-		for s := range o.seeds {
-			seed := o.seed + uint64(s)
-			train, val, test, groups, init, err := synthData(seed)
-			if err != nil {
-				return err
+		for s := range o.Seeds {
+			if err := synthRun(v, o, s, &aggs[vi], out); err != nil {
+				return "", err
 			}
-			cfg := ifcaref.Config{K: v.k, PerRound: synthU, MaxRounds: o.maxRounds, ValidateEvery: 1, Patience: v.patience,
-				Seed: seed, Workers: o.workers, KeepVectors: s == 0,
-				Client: ifcaref.ClientConfig{Epochs: synthE, Nu: v.nu}}
-			start := time.Now()
-			var recs []ifcaref.Round
-			sum, err := ifcaref.Simulate(cfg, init[:v.k], train, val, groups, func(r ifcaref.Round) {
-				if s == 0 {
-					recs = append(recs, r)
-				}
-			})
-			if err != nil {
-				return fmt.Errorf("%s, seed %d: %w", v.name, seed, err)
-			}
-			if s == 0 {
-				firstRounds[vi] = recs
-			}
-			run := dprivRun{Variant: v.name, K: v.k, Nu: v.nu, Seed: seed, Rounds: sum.Rounds, Stopped: sum.Stopped,
-				BestRound: sum.BestRound, BestValLoss: sum.BestLoss, TestRMSE: ifcaref.ValidationLoss(test, sum.Best),
-				Hypotheses: sum.Best, MaxLeakage: finite(sum.MaxLeakage), MedianLeakage: finite(sum.MedianLeakage),
-				PerRound: finite(cfg.Client.Cost(2)), Seconds: time.Since(start).Seconds()}
-			a := &aggs[vi]
-			a.runs = append(a.runs, run)
-			a.rounds = append(a.rounds, float64(run.Rounds))
-			a.loss = append(a.loss, run.BestValLoss)
-			a.test = append(a.test, run.TestRMSE)
-			a.herr = append(a.herr, hypothesisError(sum.Best, synthThetaStar))
-			if run.MaxLeakage != nil {
-				a.maxL = append(a.maxL, *run.MaxLeakage)
-				a.medianL = append(a.medianL, *run.MedianLeakage)
-			}
-			fmt.Fprintf(stderr, "%s seed %d: %d rounds (best %d), validation RMSE %.3f, test RMSE %.3f, hypotheses %.2f, max leakage %s\n",
-				v.name, seed, run.Rounds, run.BestRound, run.BestValLoss, run.TestRMSE, sum.Best, fmtLeak(run.MaxLeakage))
 		}
 	}
+	if err := synthPlots(o, aggs, out.Dir); err != nil {
+		return "", err
+	}
+	md := synthMarkdown(o, aggs)
+	if err := out.writeFile("results.md", md); err != nil {
+		return "", err
+	}
+	type results struct {
+		Experiment string                  `json:"experiment"`
+		Runs       []DPrivacyRun           `json:"runs"`
+		FirstSeed  map[string][]dprivRound `json:"first_seed_rounds"`
+	}
+	res := results{Experiment: "dprivacy-synthetic", FirstSeed: map[string][]dprivRound{}}
+	for vi, v := range synthVariants {
+		res.Runs = append(res.Runs, aggs[vi].runs...)
+		for _, r := range aggs[vi].first {
+			res.FirstSeed[v.name] = append(res.FirstSeed[v.name], toRound(r))
+		}
+	}
+	return md, out.writeJSON("results.json", res)
+}
 
-	// Plots of the first seed (Figures 1 and 2).
+// synthRun runs variant v with the s-th seed on the reference simulation.
+func synthRun(v synthVariant, o DPrivacyOptions, s int, a *synthAgg, out Output) error {
+	seed := o.Seed + uint64(s)
+	train, val, test, groups, init, err := synthData(seed)
+	if err != nil {
+		return err
+	}
+	cfg := ifcaref.Config{K: v.k, PerRound: synthU, MaxRounds: o.MaxRounds, ValidateEvery: 1, Patience: v.patience,
+		Seed: seed, Workers: o.Workers, KeepVectors: s == 0,
+		Client: ifcaref.ClientConfig{Epochs: synthE, Nu: v.nu}}
+	start := time.Now()
+	sum, err := ifcaref.Simulate(cfg, init[:v.k], train, val, groups, func(r ifcaref.Round) {
+		if s == 0 {
+			a.first = append(a.first, r)
+		}
+	})
+	if err != nil {
+		return fmt.Errorf("%s, seed %d: %w", v.name, seed, err)
+	}
+	run := summarize(v.name, v.k, v.nu, seed, sum, test, cfg.Client.Cost(2), time.Since(start).Seconds())
+	a.runs = append(a.runs, run)
+	a.rounds = append(a.rounds, float64(run.Rounds))
+	a.loss = append(a.loss, run.BestValLoss)
+	a.test = append(a.test, run.TestRMSE)
+	a.herr = append(a.herr, hypothesisError(sum.Best, synthThetaStar))
+	if run.MaxLeakage != nil {
+		a.maxL = append(a.maxL, *run.MaxLeakage)
+		a.medianL = append(a.medianL, *run.MedianLeakage)
+	}
+	out.logf("%s seed %d: %d rounds (best %d), validation RMSE %.3f, test RMSE %.3f, hypotheses %.2f, max leakage %s\n",
+		v.name, seed, run.Rounds, run.BestRound, run.BestValLoss, run.TestRMSE, sum.Best, fmtEps(run.MaxLeakage))
+	return nil
+}
+
+// synthPlots draws the first seed's Figures 1 and 2.
+func synthPlots(o DPrivacyOptions, aggs []synthAgg, dir string) error {
 	var valLines []line
 	for vi, v := range synthVariants {
-		var rel, upd plotter.XYs
-		traj := make([]plotter.XYs, v.k)
-		var vl plotter.XYs
-		for _, r := range firstRounds[vi] {
-			for i := range r.Releases {
-				if r.Releases[i] != nil {
-					rel = append(rel, plotter.XY{X: r.Releases[i][0], Y: r.Releases[i][1]})
-				}
-				if r.Updates[i] != nil {
-					upd = append(upd, plotter.XY{X: r.Updates[i][0], Y: r.Updates[i][1]})
-				}
-			}
-			for j, h := range r.Hypotheses {
-				traj[j] = append(traj[j], plotter.XY{X: h[0], Y: h[1]})
-			}
-			if !math.IsNaN(r.ValLoss) {
-				vl = append(vl, plotter.XY{X: float64(r.Round), Y: r.ValLoss})
-			}
-		}
+		rel, upd, traj, vl := synthSeries(aggs[vi].first, v.k)
 		if v.nu == 0 {
 			upd = nil // the releases are the updates
 		}
 		name := fmt.Sprintf("fig1-%s.png", v.name)
-		title := fmt.Sprintf("§5.1 %s: k = %d, ν = %g, seed %d (%s)", v.name, v.k, v.nu, o.seed, v.fig)
-		if err := plotReleases(filepath.Join(o.out, name), title, rel, upd, traj, synthThetaStar, 25); err != nil {
+		title := fmt.Sprintf("§5.1 %s: k = %d, ν = %g, seed %d (%s)", v.name, v.k, v.nu, o.Seed, v.fig)
+		if err := plotReleases(filepath.Join(dir, name), title, rel, upd, traj, synthThetaStar, 25); err != nil {
 			return err
 		}
 		valLines = append(valLines, line{v.name, vl})
 	}
-	if err := plotLines(filepath.Join(o.out, "fig1-validation-loss.png"),
-		fmt.Sprintf("§5.1 validation RMSE (Eq. 10), seed %d", o.seed), "round", "validation RMSE (log scale)", valLines, true); err != nil {
+	if err := plotLines(filepath.Join(dir, "fig1-validation-loss.png"),
+		fmt.Sprintf("§5.1 validation RMSE (Eq. 10), seed %d", o.Seed), "round", "validation RMSE (log scale)", valLines, true); err != nil {
 		return err
 	}
 	var leakLines []line
 	for g := range synthThetaStar {
 		var xy plotter.XYs
-		for _, r := range firstRounds[0] {
+		for _, r := range aggs[0].first {
 			if r.GroupMaxLeakage[g] > 0 || len(xy) > 0 {
 				xy = append(xy, plotter.XY{X: float64(r.Round), Y: r.GroupMaxLeakage[g]})
 			}
 		}
 		leakLines = append(leakLines, line{fmt.Sprintf("cluster %d (θ* = %v)", g+1, synthThetaStar[g]), xy})
 	}
-	if err := plotLines(filepath.Join(o.out, "fig2-leakage.png"),
-		fmt.Sprintf("§5.1 max leakage per cluster, ν = 5 (0.4 per participation), seed %d", o.seed),
-		"round", "max leakage (d-privacy, Theorem 1)", leakLines, false); err != nil {
-		return err
-	}
+	return plotLines(filepath.Join(dir, "fig2-leakage.png"),
+		fmt.Sprintf("§5.1 max leakage per cluster, ν = 5 (0.4 per participation), seed %d", o.Seed),
+		"round", "max leakage (d-privacy, Theorem 1)", leakLines, false)
+}
 
-	// Tables.
+// synthSeries extracts from a run's rounds the released and true updated
+// vectors, each hypothesis's trajectory and the validation loss.
+func synthSeries(rounds []ifcaref.Round, k int) (rel, upd plotter.XYs, traj []plotter.XYs, vl plotter.XYs) {
+	traj = make([]plotter.XYs, k)
+	for _, r := range rounds {
+		for i := range r.Releases {
+			if r.Releases[i] != nil {
+				rel = append(rel, plotter.XY{X: r.Releases[i][0], Y: r.Releases[i][1]})
+			}
+			if r.Updates[i] != nil {
+				upd = append(upd, plotter.XY{X: r.Updates[i][0], Y: r.Updates[i][1]})
+			}
+		}
+		for j, h := range r.Hypotheses {
+			traj[j] = append(traj[j], plotter.XY{X: h[0], Y: h[1]})
+		}
+		if !math.IsNaN(r.ValLoss) {
+			vl = append(vl, plotter.XY{X: float64(r.Round), Y: r.ValLoss})
+		}
+	}
+	return rel, upd, traj, vl
+}
+
+// synthMarkdown is results.md of dprivacy-synthetic.
+func synthMarkdown(o DPrivacyOptions, aggs []synthAgg) string {
 	var md strings.Builder
 	fmt.Fprintf(&md, "# Experiment `dprivacy-synthetic` (group-privacy paper, Section 5.1)\n\n")
 	fmt.Fprintf(&md, "y = x^T θ* + u, u ~ U[0,1), x ~ N(0, I) (assumed; the paper does not say), θ*₁ = [5, 6], θ*₂ = [4, -4.5]; "+
 		"%d training users (and as many validation and test users) x %d samples, U = %d, E = %d, s = %g, B = %d, "+
 		"initial hypotheses N(0, 1), SGD on the MSE, validation every round, stop after the patience's rounds without improvement. "+
-		"Seeds %d..%d (mean ± sd over %d seeds).\n\n", synthUsers, synthSamples, synthU, synthE, synthStep, synthBatch, o.seed, o.seed+uint64(o.seeds)-1, o.seeds)
+		"Seeds %d..%d (mean ± sd over %d seeds). Run on the reference simulation ifca/ifcaref (a regression model, which the engine cannot train).\n\n",
+		synthUsers, synthSamples, synthU, synthE, synthStep, synthBatch, o.Seed, o.Seed+uint64(o.Seeds)-1, o.Seeds)
 	md.WriteString("| variant | paper | k | ν | leakage per participation (n/ν) | rounds | best validation RMSE | test RMSE | hypothesis error | max leakage (paper: 2.4) | median leakage |\n")
 	md.WriteString("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")
+	ms := func(vs []float64, f string) string {
+		if len(vs) == 0 {
+			return "∞"
+		}
+		m, sd := meanSD(vs)
+		return fmt.Sprintf(f+" ± "+f, m, sd)
+	}
 	for vi, v := range synthVariants {
 		a := aggs[vi]
-		ms := func(vs []float64, f string) string {
-			if len(vs) == 0 {
-				return "∞"
-			}
-			m, sd := meanSD(vs)
-			return fmt.Sprintf(f+" ± "+f, m, sd)
-		}
 		per := "∞ (not sanitized)"
 		if v.nu > 0 {
 			per = fmt.Sprintf("%g", 2/v.nu)
@@ -213,24 +241,5 @@ func runDPrivSynthetic(o dprivOpts, stdout, stderr io.Writer) error {
 		"Leakage: composed d-privacy level (Theorem 1) with respect to the client's ||δ_c||-neighbourhood; ∞ without sanitization.\n\n")
 	md.WriteString("![released vectors, sanitized](fig1-sanitized.png) ![unsanitized](fig1-unsanitized.png) ![one hypothesis](fig1-one-hypothesis.png)\n\n")
 	md.WriteString("![validation loss](fig1-validation-loss.png) ![leakage per cluster](fig2-leakage.png)\n")
-	if err := os.WriteFile(filepath.Join(o.out, "results.md"), []byte(md.String()), 0o644); err != nil {
-		return err
-	}
-	type out struct {
-		Experiment string                  `json:"experiment"`
-		Runs       []dprivRun              `json:"runs"`
-		FirstSeed  map[string][]dprivRound `json:"first_seed_rounds"`
-	}
-	res := out{Experiment: "dprivacy-synthetic", FirstSeed: map[string][]dprivRound{}}
-	for vi, v := range synthVariants {
-		res.Runs = append(res.Runs, aggs[vi].runs...)
-		for _, r := range firstRounds[vi] {
-			res.FirstSeed[v.name] = append(res.FirstSeed[v.name], toRound(r))
-		}
-	}
-	if err := writeJSON(filepath.Join(o.out, "results.json"), res); err != nil {
-		return err
-	}
-	fmt.Fprint(stdout, md.String())
-	return nil
+	return md.String()
 }
