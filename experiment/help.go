@@ -45,3 +45,21 @@ const DPrivacyHelp = `Writes under --out: results.md (tables beside the paper's 
 results.json (every run's summary and the first seed's per-round records),
 PNG plots, and run.log. See docs/DPRIVACY.md.
 `
+
+// TablesExamples are the examples of `shufflefl experiment --help`.
+const TablesExamples = `
+Examples:
+  shufflefl experiment flame --dataset mnist-10k --out out/flame-mnist
+  shufflefl experiment apes --rounds 3 --only APES,UniS --out out/apes-quick
+  shufflefl experiment eapes --dataset fashion-mnist --overwrite
+  shufflefl experiment frontier --protocols ss-simple,apes,dp-central --targets 2,8
+  shufflefl experiment dprivacy-synthetic --out out/dprivacy-synthetic
+`
+
+// FrontierExamples are the examples of the frontier's help.
+const FrontierExamples = `
+Examples:
+  shufflefl experiment frontier
+  shufflefl experiment frontier --protocols ss-simple,apes,dp-central --targets 1,2,4,8,16
+  shufflefl experiment frontier --clients 20000 --rounds 20 --out out/frontier-big
+`

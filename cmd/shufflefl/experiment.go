@@ -12,21 +12,13 @@ import (
 
 	"shufflefl/data"
 	"shufflefl/experiment"
+	"shufflefl/fl"
 	"shufflefl/metrics"
 	"shufflefl/runtime"
 )
 
 // `shufflefl experiment`: flags and printing; package experiment runs the
 // experiments and writes their outputs.
-
-const experimentExamples = `
-Examples:
-  shufflefl experiment flame --dataset mnist-10k --out out/flame-mnist
-  shufflefl experiment apes --rounds 3 --only APES,UniS --out out/apes-quick
-  shufflefl experiment eapes --dataset fashion-mnist --overwrite
-  shufflefl experiment frontier --protocols ss-simple,apes,dp-central --targets 2,8
-  shufflefl experiment dprivacy-synthetic --out out/dprivacy-synthetic
-`
 
 // runIO gives package experiment `shufflefl run`'s checks and outputs.
 type runIO struct{}
@@ -164,7 +156,7 @@ func newPaperCmd(stdout, stderr io.Writer, o *experiment.TablesOptions, only *st
 		fmt.Fprintf(&list, "  %-8s %s\n", n, experiment.Summary(n))
 	}
 	usage := "Usage: shufflefl experiment NAME [flags]\n\n" + experiment.TablesHelp + "\nExperiments:\n" + list.String()
-	c := newExpCmd("", usage, experimentExamples, stdout, stderr)
+	c := newExpCmd("", usage, experiment.TablesExamples, stdout, stderr)
 	c.engineFlags(&o.Dataset, &o.DataDir, &o.Seed, &o.Workers, "out/experiment-NAME-DATASET")
 	c.fs.IntVar(&o.Rounds, "rounds", 0, "rounds per run, >= 1 (default: the experiment's own)")
 	c.fs.StringVar(only, "only", "", "comma-separated run `labels` to run (default all)")
@@ -204,4 +196,99 @@ func runPaper(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(out.Log, "%s: %d runs checked (settings, engines and privacy plans) in %s\n", args[0], plan.Runs(), plan.Checked.Round(time.Millisecond))
 		return plan.Run(out)
 	})
+}
+
+func runFrontier(args []string, stdout, stderr io.Writer) int {
+	c := newExpCmd("frontier", "Usage: shufflefl experiment frontier [flags]\n\n"+experiment.FrontierHelp, experiment.FrontierExamples, stdout, stderr)
+	fs := c.fs
+	var o experiment.FrontierOptions
+	c.engineFlags(&o.Dataset, &o.DataDir, &o.Seed, &o.Workers, "out/experiment-frontier-DATASET")
+	protos := fs.String("protocols", strings.Join(experiment.FrontierProtocols(), ","), "comma-separated private `protocols` to draw")
+	targets := fs.String("targets", "8,2,32", "comma-separated target cumulative central `epsilons` (each > 0), in the order the runs are made (every protocol at the first target, then at the next)")
+	fs.Float64Var(&o.Delta, "delta", 1e-6, "target central delta of each whole run, in (0, 1)")
+	fs.IntVar(&o.Clients, "clients", 0, "clients N of every run (0: each protocol's default)")
+	fs.IntVar(&o.Rounds, "rounds", 0, "rounds of every run (0: each protocol's default)")
+	fs.IntVar(&o.LocalEpochs, "local-epochs", 0, "local epochs of every run (0: each protocol's default)")
+	fs.Float64Var(&o.Clip, "clip", 0, "clipping bound C of every run (0: each protocol's default)")
+	fs.BoolVar(&o.Ceiling, "ceiling", true, "also run non-private FedAvg (with its defaults) as the ceiling")
+	if done, code := c.parse(args[1:]); done {
+		return code
+	}
+	var err error
+	if o.Protocols, o.Targets, err = experiment.ParseFrontierLists(*protos, *targets); err != nil {
+		return c.fail(2, err)
+	}
+	if err := c.checkCommon(o.Dataset, "frontier"); err != nil {
+		return c.fail(2, err)
+	}
+	o.Dir = c.out
+	f, err := experiment.PlanFrontier(o, runIO{})
+	if err != nil {
+		return c.fail(2, err)
+	}
+	split, err := data.Load(o.Dataset, data.Options{DataDir: o.DataDir, Seed: o.Seed})
+	if err != nil {
+		return c.fail(2, err)
+	}
+	return c.run(args[1:], func(out experiment.Output) (string, error) { return f.Run(split, out) })
+}
+
+// isDPrivExperiment reports whether name is one of the group-privacy
+// paper's experiments (main.go dispatches them to runDPrivExperiment).
+func isDPrivExperiment(name string) bool {
+	_, ok := experiment.LookupDPrivacy(name)
+	return ok
+}
+
+// runDPrivExperiment runs dprivacy-synthetic, -regression or -rotated.
+func runDPrivExperiment(name string, args []string, stdout, stderr io.Writer) int {
+	e, _ := experiment.LookupDPrivacy(name)
+	c := newExpCmd(name, fmt.Sprintf("Usage: shufflefl experiment %s [flags]\n\n%s.\n\n%s", name, e.Summary, experiment.DPrivacyHelp), "", stdout, stderr)
+	fs := c.fs
+	o := experiment.DPrivacyOptions{Rotated: experiment.DefaultRotated}
+	var nus, ks string
+	fs.StringVar(&c.out, "out", filepath.Join("out", "experiment-"+name), "output `directory`; it must be empty or absent unless --overwrite is given")
+	fs.Uint64Var(&o.Seed, "seed", 1, "first random seed; seeds seed..seed+seeds-1 are run")
+	fs.IntVar(&o.Seeds, "seeds", e.Seeds, "number of seeds (>= 1)")
+	fs.IntVar(&o.Workers, "workers", 0, "worker goroutines; 0 means all cores (results do not depend on it)")
+	fs.IntVar(&o.MaxRounds, "max-rounds", 500, "upper bound on the rounds of each run (>= 1); early stopping usually ends runs sooner")
+	if e.Nus != "" {
+		fs.StringVar(&nus, "nus", e.Nus, "comma-separated noise multipliers (0 = no sanitization)")
+		fs.StringVar(&ks, "ks", e.Ks, "comma-separated numbers of hypotheses")
+	}
+	if name == "dprivacy-rotated" {
+		rotatedFlags(fs, &o.Rotated)
+	}
+	fs.BoolVar(&c.overwrite, "overwrite", false, "write into a non-empty --out directory")
+	if done, code := c.parse(args); done {
+		return code
+	}
+	var err error
+	if o.Nus, o.Ks, err = experiment.ParseGrid(nus, ks); err == nil {
+		if err = e.Check(o); err == nil {
+			err = checkOutDir(c.out, c.overwrite)
+		}
+	}
+	if err != nil {
+		return c.fail(2, err)
+	}
+	return c.run(args, func(out experiment.Output) (string, error) { return experiment.RunDPrivacy(e, o, out) })
+}
+
+// rotatedFlags defines the flags of dprivacy-rotated's own settings.
+func rotatedFlags(fs *flag.FlagSet, ro *experiment.RotatedOptions) {
+	d := experiment.DefaultRotated
+	fs.StringVar(&ro.Dataset, "dataset", d.Dataset, "dataset `name` (fashion-mnist, mnist-10k, mnist-dir, fashion-mnist-sample)")
+	fs.StringVar(&ro.DataDir, "data-dir", "", "data `directory` (see shufflefl run --help)")
+	fs.StringVar(&ro.Model, "model", d.Model, "model `name`: "+strings.Join(fl.Models(), ", "))
+	fs.IntVar(&ro.Groups, "groups", d.Groups, "rotation groups: 2 is the paper's Bernoulli(0.5) 90° rotation, 4 IFCA's four rotations")
+	fs.IntVar(&ro.Clients, "clients", d.Clients, "clients")
+	fs.IntVar(&ro.PerRound, "clients-per-round", d.PerRound, "clients per round (U)")
+	fs.IntVar(&ro.Samples, "samples-per-client", d.Samples, "training images per client")
+	fs.IntVar(&ro.Rounds, "rounds", d.Rounds, "rounds per run")
+	fs.IntVar(&ro.Epochs, "local-epochs", d.Epochs, "local epochs (E)")
+	fs.Float64Var(&ro.LR, "lr", d.LR, "local learning rate (s)")
+	fs.IntVar(&ro.Holdout, "holdout-clients", 0, "validation clients held out for early stopping (0: none; the paper holds out clients and validates every 5 rounds with patience 5)")
+	fs.IntVar(&ro.Every, "validate-every", 0, "validate every this many rounds (needs --holdout-clients); --rounds is then the upper bound")
+	fs.IntVar(&ro.Patience, "patience", 0, "stop after this many validations without a lower validation loss; the reported accuracy is then the test accuracy at the best validation round")
 }
