@@ -9,7 +9,8 @@
 //
 //   - the oracle the engine is checked against (engine_test.go: same
 //     participants, training and noise streams give the same choices,
-//     cluster sizes, models and leakage, bit for bit);
+//     cluster sizes, leakage and models, the models bit for bit unless the
+//     engine's faithful shuffler reorders the releases);
 //   - the driver of the paper's two regression experiments (package
 //     experiment, dprivacy-synthetic and dprivacy-regression), whose
 //     linear and ReLU regression models (package ifca/regress) the engine,
