@@ -1,9 +1,10 @@
 // Package experiment reproduces the papers' comparisons and draws the
 // privacy–accuracy frontier; `shufflefl experiment` is its command line.
-// Each experiment checks its settings first, then runs and writes its
-// outputs (results.md, plots, and per run what `shufflefl run` writes, or
-// results.json) into a directory the caller has prepared, and returns the
-// markdown it wrote.
+// Each experiment checks its settings first (PlanTables, PlanFrontier,
+// DPrivacyExperiment.Check), then runs, writes its outputs (results.md,
+// plots, and per run what `shufflefl run` writes, or results.json) into a
+// directory the caller has prepared (Output), and returns a Result: the
+// markdown and the runs behind it.
 //
 //   - Paper tables (flame, apes, eapes; Papers, PlanTables): the papers'
 //     settings as engine runs, one markdown table and accuracy plot per

@@ -26,7 +26,7 @@ type DPrivacyExperiment struct {
 	// them).
 	Seeds   int
 	Nus, Ks string
-	run     func(o DPrivacyOptions, out Output) (string, error)
+	run     func(o DPrivacyOptions, out Output) (Result, error)
 }
 
 var dprivacy = []DPrivacyExperiment{
@@ -109,11 +109,11 @@ func (e DPrivacyExperiment) Check(o DPrivacyOptions) error {
 	return nil
 }
 
-// RunDPrivacy runs experiment e, writes its outputs (results.md,
-// results.json, plots) into out.Dir and returns results.md.
-func RunDPrivacy(e DPrivacyExperiment, o DPrivacyOptions, out Output) (string, error) {
+// RunDPrivacy runs experiment e and writes its outputs (results.md,
+// results.json, plots) into out.Dir.
+func RunDPrivacy(e DPrivacyExperiment, o DPrivacyOptions, out Output) (Result, error) {
 	if err := e.Check(o); err != nil {
-		return "", err
+		return Result{}, err
 	}
 	return e.run(o, out)
 }

@@ -85,9 +85,13 @@ func TestPlanTablesRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	md, err := plan.Run(Output{Dir: dir, Command: "flame --rounds 1", Runs: runs})
+	res, err := plan.Run(Output{Dir: dir, Command: "flame --rounds 1", Runs: runs})
 	if err != nil {
 		t.Fatal(err)
+	}
+	md := res.Markdown
+	if len(res.Runs) != 1 || len(res.Runs[0].Records) != 1 || res.Runs[0].Summary.FinalAccuracy <= 0 {
+		t.Errorf("result runs: %+v", res.Runs)
 	}
 	if !strings.Contains(md, "| NP-FL | nonprivate |") || !strings.Contains(md, "n = 1,000, d = 7,850") {
 		t.Errorf("results:\n%s", md)
@@ -164,9 +168,13 @@ func TestDPrivacyOptions(t *testing.T) {
 func TestRunDPrivacySynthetic(t *testing.T) {
 	e, _ := LookupDPrivacy("dprivacy-synthetic")
 	dir := t.TempDir()
-	md, err := RunDPrivacy(e, DPrivacyOptions{Seed: 1, Seeds: 1, MaxRounds: 4}, Output{Dir: dir})
+	res, err := RunDPrivacy(e, DPrivacyOptions{Seed: 1, Seeds: 1, MaxRounds: 4}, Output{Dir: dir})
 	if err != nil {
 		t.Fatal(err)
+	}
+	md := res.Markdown
+	if len(res.Reference) != 5 { // five variants, one seed
+		t.Errorf("%d runs, want 5", len(res.Reference))
 	}
 	if !strings.Contains(md, "reference simulation ifca/ifcaref") || !strings.Contains(md, "| 2 hypotheses, sanitized (ν = 5) |") {
 		t.Errorf("results:\n%s", md)

@@ -171,9 +171,9 @@ func PlanFrontier(o FrontierOptions, runs Runs) (*Frontier, error) {
 // Run makes the runs target by target (the ceiling first), so that a
 // frontier stopped early has every protocol at the first targets, and
 // rewrites results.md and frontier.png after every run. It returns
-// results.md. A point the protocol cannot be calibrated to is a row saying
+// results.md and every point, in the table's order. A point the protocol cannot be calibrated to is a row saying
 // why; if no point can run, the error wraps checks.ErrInvalid.
-func (f *Frontier) Run(split data.Split, out Output) (string, error) {
+func (f *Frontier) Run(split data.Split, out Output) (Result, error) {
 	order := slices.Clone(f.points)
 	slices.SortStableFunc(order, func(a, b *frontierPoint) int {
 		return slices.Index(f.opts.Targets, a.target) - slices.Index(f.opts.Targets, b.target)
@@ -187,23 +187,27 @@ func (f *Frontier) Run(split data.Split, out Output) (string, error) {
 		}
 		out.logf("== run %d of %d%s: %s, %s\n", k+1, len(order), eta(k, len(order), time.Since(start)), pt.proto, what)
 		if err := f.runPoint(pt, split, out); err != nil {
-			return "", err
+			return Result{}, err
 		}
 		if pt.done {
 			ran++
 			if err := f.write(out); err != nil {
-				return "", err
+				return Result{}, err
 			}
 		}
 	}
 	if ran == 0 {
-		return "", checks.Invalidf("no run of the frontier can be made with these settings: %s", f.points[0].skip)
+		return Result{}, checks.Invalidf("no run of the frontier can be made with these settings: %s", f.points[0].skip)
 	}
 	if err := f.write(out); err != nil {
-		return "", err
+		return Result{}, err
 	}
 	out.logf("frontier: %d runs (%d not possible) in %s; outputs in %s\n", ran, len(order)-ran, time.Since(start).Round(time.Second), out.Dir)
-	return f.markdown(out.Command), nil
+	res := Result{Markdown: f.markdown(out.Command)}
+	for _, pt := range f.points {
+		res.Runs = append(res.Runs, EngineRun{Label: pt.proto, Target: pt.target, Config: pt.cfg, Records: pt.recs, Summary: pt.sum, Skipped: pt.skip})
+	}
+	return res, nil
 }
 
 // runPoint builds and runs one point; a point whose engine refuses its

@@ -26,6 +26,33 @@ type Runs interface {
 	Write(cfg runtime.Config, recs []metrics.Record, sum runtime.Summary, log string) error
 }
 
+// Result is what an experiment computed: the results.md it wrote and the
+// runs behind it (the field of its kind).
+type Result struct {
+	Markdown string
+	// Runs are the engine runs of the paper tables and the frontier, in
+	// the order of results.md.
+	Runs []EngineRun
+	// Reference are the runs of dprivacy-synthetic and
+	// dprivacy-regression (reference simulation); Rotated those of
+	// dprivacy-rotated (engine).
+	Reference []DPrivacyRun
+	Rotated   []RotatedRun
+}
+
+// EngineRun is one engine run of an experiment.
+type EngineRun struct {
+	Table   int    // paper tables: index of the run's table
+	Label   string // paper tables: the row's label; frontier: the protocol
+	Target  float64
+	Config  runtime.Config
+	Records []metrics.Record // one per round
+	Summary runtime.Summary
+	// Skipped, for a frontier point, says why the run could not be made
+	// (Records is then empty).
+	Skipped string
+}
+
 // Output is where an experiment writes.
 type Output struct {
 	// Dir is the output directory; the caller has checked it (no outputs

@@ -70,7 +70,7 @@ type regCell struct {
 	rmse, median, max, rounds []float64
 }
 
-func runRegression(o DPrivacyOptions, out Output) (string, error) {
+func runRegression(o DPrivacyOptions, out Output) (Result, error) {
 	cells := make([][]regCell, len(o.Nus))
 	var runs []DPrivacyRun
 	var fig3 []float64 // Figure 3's configuration: ν = 3, k = 5, seed 3
@@ -80,7 +80,7 @@ func runRegression(o DPrivacyOptions, out Output) (string, error) {
 			for s := range o.Seeds {
 				run, leaks, err := regRun(o, nu, k, o.Seed+uint64(s), out)
 				if err != nil {
-					return "", err
+					return Result{}, err
 				}
 				runs = append(runs, run)
 				if nu == 3 && k == 5 && run.Seed == 3 {
@@ -98,12 +98,12 @@ func runRegression(o DPrivacyOptions, out Output) (string, error) {
 	}
 	md, err := regOutputs(o, cells, fig3, out.Dir)
 	if err != nil {
-		return "", err
+		return Result{}, err
 	}
 	if err := out.writeFile("results.md", md); err != nil {
-		return "", err
+		return Result{}, err
 	}
-	return md, out.writeJSON("results.json", struct {
+	return Result{Markdown: md, Reference: runs}, out.writeJSON("results.json", struct {
 		Experiment string        `json:"experiment"`
 		StandIn    bool          `json:"synthetic_stand_in"`
 		Runs       []DPrivacyRun `json:"runs"`

@@ -87,15 +87,15 @@ type rotatedCell struct {
 	acc, maxLeak, secPerRound []float64
 }
 
-func runRotated(o DPrivacyOptions, out Output) (string, error) {
+func runRotated(o DPrivacyOptions, out Output) (Result, error) {
 	ro := o.Rotated
 	split, err := data.Load(ro.Dataset, data.Options{DataDir: ro.DataDir, Seed: o.Seed})
 	if err != nil {
-		return "", err
+		return Result{}, err
 	}
 	model, err := fl.NewModel(ro.Model, split.Train.Features, split.Train.Classes)
 	if err != nil {
-		return "", err
+		return Result{}, err
 	}
 	cells := make([][]rotatedCell, len(o.Nus))
 	var runs []RotatedRun
@@ -105,7 +105,7 @@ func runRotated(o DPrivacyOptions, out Output) (string, error) {
 			for s := range o.Seeds {
 				run, err := rotatedRun(ro, split, k, nu, o.Seed+uint64(s), o.Workers, out)
 				if err != nil {
-					return "", err
+					return Result{}, err
 				}
 				runs = append(runs, run)
 				c := &cells[ni][ki]
@@ -119,12 +119,12 @@ func runRotated(o DPrivacyOptions, out Output) (string, error) {
 	}
 	md, err := rotatedOutputs(o, model.Dim(), cells, runs, out.Dir)
 	if err != nil {
-		return "", err
+		return Result{}, err
 	}
 	if err := out.writeFile("results.md", md); err != nil {
-		return "", err
+		return Result{}, err
 	}
-	return md, out.writeJSON("results.json", runs)
+	return Result{Markdown: md, Rotated: runs}, out.writeJSON("results.json", runs)
 }
 
 // rotatedConfig is the engine's configuration of one run: ifca-dp, or

@@ -88,21 +88,21 @@ type synthAgg struct {
 	first                                   []ifcaref.Round // the first seed's rounds
 }
 
-func runSynthetic(o DPrivacyOptions, out Output) (string, error) {
+func runSynthetic(o DPrivacyOptions, out Output) (Result, error) {
 	aggs := make([]synthAgg, len(synthVariants))
 	for vi, v := range synthVariants {
 		for s := range o.Seeds {
 			if err := synthRun(v, o, s, &aggs[vi], out); err != nil {
-				return "", err
+				return Result{}, err
 			}
 		}
 	}
 	if err := synthPlots(o, aggs, out.Dir); err != nil {
-		return "", err
+		return Result{}, err
 	}
 	md := synthMarkdown(o, aggs)
 	if err := out.writeFile("results.md", md); err != nil {
-		return "", err
+		return Result{}, err
 	}
 	type results struct {
 		Experiment string                  `json:"experiment"`
@@ -116,7 +116,7 @@ func runSynthetic(o DPrivacyOptions, out Output) (string, error) {
 			res.FirstSeed[v.name] = append(res.FirstSeed[v.name], toRound(r))
 		}
 	}
-	return md, out.writeJSON("results.json", res)
+	return Result{Markdown: md, Reference: res.Runs}, out.writeJSON("results.json", res)
 }
 
 // synthRun runs variant v with the s-th seed on the reference simulation.

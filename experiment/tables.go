@@ -135,9 +135,10 @@ func (p *TablesPlan) tableTitle(title string, ti int) string {
 }
 
 // Run runs the plan, table by table, and writes into out.Dir results.md
-// (one markdown table per table, which it also returns), an accuracy plot
-// per table (accuracy-tN.png) and every run's own outputs.
-func (p *TablesPlan) Run(out Output) (string, error) {
+// (one markdown table per table), an accuracy plot per table
+// (accuracy-tN.png) and every run's own outputs.
+func (p *TablesPlan) Run(out Output) (Result, error) {
+	var res Result
 	var md strings.Builder
 	fmt.Fprintf(&md, "# Experiment `%s` on `%s`\n\n%s\n\nCommand: `shufflefl experiment %s`\n\n",
 		p.paper.Name, p.opts.Dataset, p.paper.Summary, out.Command)
@@ -152,8 +153,9 @@ func (p *TablesPlan) Run(out Output) (string, error) {
 			out.logf("== run %d of %d%s: %s: %s (%s)\n", k+1, len(p.runs), eta(k, len(p.runs), time.Since(start)), p.titles[ti], r.Label, r.Config.Protocol)
 			recs, sum, err := p.runOne(r, out)
 			if err != nil {
-				return "", fmt.Errorf("run %s: %w", r.Label, err)
+				return res, fmt.Errorf("run %s: %w", r.Label, err)
 			}
+			res.Runs = append(res.Runs, EngineRun{Table: ti, Label: r.Label, Config: r.Config, Records: recs, Summary: sum})
 			series = append(series, metrics.Series{Name: r.Label, Records: recs})
 			rows = append(rows, tableRow(r.Label, r.Config, recs, sum))
 		}
@@ -162,11 +164,12 @@ func (p *TablesPlan) Run(out Output) (string, error) {
 		}
 		plot := fmt.Sprintf("accuracy-t%d.png", ti+1)
 		if err := metrics.PlotCompare(filepath.Join(out.Dir, plot), fmt.Sprintf("%s: %s", p.paper.Name, p.titles[ti]), series); err != nil {
-			return "", err
+			return res, err
 		}
 		writeTable(&md, p.titles[ti], rows, plot)
 	}
-	return md.String(), out.writeFile("results.md", md.String())
+	res.Markdown = md.String()
+	return res, out.writeFile("results.md", res.Markdown)
 }
 
 func (p *TablesPlan) runOne(r RunConfig, out Output) ([]metrics.Record, runtime.Summary, error) {

@@ -105,7 +105,7 @@ func (c *expCmd) checkCommon(dataset, name string) error {
 
 // run prepares the output directory and run.log, runs the experiment with
 // every line tee'd to run.log, and prints its results.
-func (c *expCmd) run(args []string, run func(experiment.Output) (string, error)) int {
+func (c *expCmd) run(args []string, run func(experiment.Output) (experiment.Result, error)) int {
 	if err := prepareOutDir(c.out, c.overwrite); err != nil {
 		return c.fail(2, err)
 	}
@@ -116,11 +116,11 @@ func (c *expCmd) run(args []string, run func(experiment.Output) (string, error))
 	defer lf.Close()
 	c.log, c.stdout, c.stderr = lf, teeWriter{c.stdout, lf}, teeWriter{c.stderr, lf}
 	start := time.Now()
-	md, err := run(experiment.Output{Dir: c.out, Log: c.stderr, Progress: c.progress == "log", Command: strings.Join(args, " "), Runs: runIO{}})
+	res, err := run(experiment.Output{Dir: c.out, Log: c.stderr, Progress: c.progress == "log", Command: strings.Join(args, " "), Runs: runIO{}})
 	if err != nil {
 		return c.fail(1, err)
 	}
-	fmt.Fprint(c.stdout, md)
+	fmt.Fprint(c.stdout, res.Markdown)
 	fmt.Fprintf(c.stderr, "%s: done in %s\n", strings.TrimSpace("experiment "+c.name), time.Since(start).Round(time.Millisecond))
 	if err := lf.Close(); err != nil {
 		c.log = io.Discard
@@ -192,7 +192,7 @@ func runPaper(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return c.fail(1, err)
 	}
-	return c.run(args, func(out experiment.Output) (string, error) {
+	return c.run(args, func(out experiment.Output) (experiment.Result, error) {
 		fmt.Fprintf(out.Log, "%s: %d runs checked (settings, engines and privacy plans) in %s\n", args[0], plan.Runs(), plan.Checked.Round(time.Millisecond))
 		return plan.Run(out)
 	})
@@ -230,7 +230,7 @@ func runFrontier(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return c.fail(2, err)
 	}
-	return c.run(args[1:], func(out experiment.Output) (string, error) { return f.Run(split, out) })
+	return c.run(args[1:], func(out experiment.Output) (experiment.Result, error) { return f.Run(split, out) })
 }
 
 // isDPrivExperiment reports whether name is one of the group-privacy
@@ -272,7 +272,7 @@ func runDPrivExperiment(name string, args []string, stdout, stderr io.Writer) in
 	if err != nil {
 		return c.fail(2, err)
 	}
-	return c.run(args, func(out experiment.Output) (string, error) { return experiment.RunDPrivacy(e, o, out) })
+	return c.run(args, func(out experiment.Output) (experiment.Result, error) { return experiment.RunDPrivacy(e, o, out) })
 }
 
 // rotatedFlags defines the flags of dprivacy-rotated's own settings.
