@@ -110,6 +110,8 @@ func (c *Conn) MaxPayload() int64 { return c.nc.MaxPayload() }
 // and closes the connection. Messages delivered to it and not acknowledged
 // are delivered again after their AckWait.
 func (c *Conn) Close() {
-	_ = c.nc.FlushTimeout(time.Second) // best effort: the connection may already be down
+	if c.nc.IsConnected() {
+		_ = c.nc.FlushTimeout(time.Second) // best effort: it may go down meanwhile
+	}
 	c.nc.Close()
 }
