@@ -298,4 +298,3 @@ func verifyCrash(t *testing.T, dir string, a *crashAcks, from int) (int, error) 
 	}
 	return n, nil
 }
-

@@ -151,39 +151,45 @@ func TestRestartKeepsMessages(t *testing.T) {
 // TestDedup replays ids: within the window a replay is a duplicate, even
 // after the original was consumed and deleted; after the window it is new.
 func TestDedup(t *testing.T) {
-	const window = 300 * time.Millisecond
 	s := embedded(t, t.TempDir())
-	q := openQueue(t, connect(t, s), QueueConfig{Name: "inbox", DedupWindow: window})
-	cons := openConsumer(t, q, ConsumerConfig{Name: "shuffler"})
-	pub := func(id string) Ack {
+	c := connect(t, s)
+	pub := func(q *Queue, i int) Ack {
 		t.Helper()
-		var i int
-		fmt.Sscanf(id, "m-%d", &i)
-		a, err := q.Publish(testCtx(t), "inbox.report", id, payload(i))
+		a, err := q.Publish(testCtx(t), q.Name()+".report", fmt.Sprint("m-", i), payload(i))
 		if err != nil {
 			t.Fatal(err)
 		}
 		return a
 	}
-	first := pub("m-1")
+	long := openQueue(t, c, QueueConfig{Name: "inbox", DedupWindow: time.Minute})
+	cons := openConsumer(t, long, ConsumerConfig{Name: "shuffler"})
+	const short = 200 * time.Millisecond
+	brief := openQueue(t, c, QueueConfig{Name: "brief", DedupWindow: short})
+	first := pub(long, 1)
+	pub(brief, 1)
 	steps := []struct {
 		name string
+		q    *Queue
 		do   func()
-		id   string
+		i    int
 		dup  bool
 	}{
-		{"replay at once", func() {}, "m-1", true},
-		{"another id", func() {}, "m-2", false},
-		{"replay after consumption", func() { drain(t, cons) }, "m-1", true},
-		{"replay after the window", func() { time.Sleep(2 * window) }, "m-1", false},
+		{"replay at once", long, func() {}, 1, true},
+		{"another id", long, func() {}, 2, false},
+		{"replay after consumption", long, func() {
+			if n := len(drain(t, cons)); n != 2 {
+				t.Fatalf("consumed %d messages, want 2", n)
+			}
+		}, 1, true},
+		{"replay after the window", brief, func() { time.Sleep(3 * short) }, 1, false},
 	}
 	for _, st := range steps {
 		st.do()
-		a := pub(st.id)
+		a := pub(st.q, st.i)
 		if a.Duplicate != st.dup {
 			t.Fatalf("%s: duplicate=%v, want %v", st.name, a.Duplicate, st.dup)
 		}
-		if st.dup && st.id == "m-1" && a.Sequence != first.Sequence {
+		if st.dup && st.i == 1 && a.Sequence != first.Sequence {
 			t.Fatalf("%s: duplicate acknowledged with sequence %d, want the original's %d", st.name, a.Sequence, first.Sequence)
 		}
 	}
