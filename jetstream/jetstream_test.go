@@ -248,3 +248,56 @@ func TestGroupSplitsQueue(t *testing.T) {
 	}
 	t.Logf("split between the workers: %v", per)
 }
+
+// TestPublishBatch publishes a batch larger than BatchWindow that repeats
+// some ids: the repeats come back as duplicates of the first, in order.
+func TestPublishBatch(t *testing.T) {
+	const n = 2*BatchWindow + 100
+	s := embedded(t, t.TempDir())
+	q := openQueue(t, connect(t, s), QueueConfig{Name: "batch"})
+	msgs := make([]Message, n)
+	for j := range msgs {
+		i := j
+		if j%500 == 499 {
+			i = j - 1 // a replay of the message just before
+		}
+		msgs[j] = Message{Subject: "batch.x", ID: fmt.Sprint("m-", i), Data: payload(i)}
+	}
+	acks, err := q.PublishBatch(testCtx(t), msgs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dups := 0
+	for j, a := range acks {
+		want := j%500 == 499
+		if a.Duplicate != want || (want && a.Sequence != acks[j-1].Sequence) {
+			t.Fatalf("message %d: %+v, duplicate should be %v", j, a, want)
+		}
+		if want {
+			dups++
+		}
+	}
+	if got := queueLen(t, q); got != uint64(n-dups) {
+		t.Fatalf("%d messages stored, want %d", got, n-dups)
+	}
+}
+
+// TestConsumeEndsWithServer checks that Consume returns an error, not
+// hangs, when the embedded server shuts down under it.
+func TestConsumeEndsWithServer(t *testing.T) {
+	s := embedded(t, t.TempDir())
+	cons := openConsumer(t, openQueue(t, connect(t, s), QueueConfig{Name: "q"}), ConsumerConfig{Name: "g"})
+	errc := make(chan error, 1)
+	go func() { errc <- cons.Consume(context.Background(), func(m *Msg) { m.Ack() }) }()
+	time.Sleep(100 * time.Millisecond)
+	s.Shutdown()
+	select {
+	case err := <-errc:
+		if err == nil {
+			t.Fatal("Consume returned nil after the server shut down")
+		}
+		t.Logf("Consume: %v", err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("Consume still running 10 s after the server shut down")
+	}
+}

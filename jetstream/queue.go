@@ -206,34 +206,51 @@ func (q *Queue) Publish(ctx context.Context, subject, id string, data []byte) (A
 }
 
 // PublishBatch publishes msgs without waiting for each acknowledgement in
-// turn, and returns once the server has acknowledged them all, with their
-// Acks in order. On error, the Acks of the messages before the first failure
-// are filled in; any message may have been stored, and publishing the batch
-// again is safe.
+// turn (up to [BatchWindow] at a time in flight), and returns once the
+// server has acknowledged them all, with their Acks in order. On error, the
+// Acks of the messages before the first failure are filled in; any message
+// may have been stored, and publishing the batch again is safe.
 func (q *Queue) PublishBatch(ctx context.Context, msgs []Message) ([]Ack, error) {
 	for i, m := range msgs {
 		if err := q.check(m.Subject, m.ID, m.Data); err != nil {
 			return nil, fmt.Errorf("jetstream: publish batch to %s: message %d: %w", q.name, i, err)
 		}
 	}
-	futures := make([]js.PubAckFuture, len(msgs))
-	for i, m := range msgs {
+	acks := make([]Ack, 0, len(msgs))
+	for len(acks) < len(msgs) {
+		var err error
+		if acks, err = q.publishWindow(ctx, msgs, acks); err != nil {
+			return acks, fmt.Errorf("jetstream: publish batch to %s: %w", q.name, err)
+		}
+	}
+	return acks, nil
+}
+
+// BatchWindow is how many messages [Queue.PublishBatch] has in flight.
+const BatchWindow = 1024
+
+// publishWindow publishes the next BatchWindow messages of msgs after those
+// acks holds, and appends their Acks.
+func (q *Queue) publishWindow(ctx context.Context, msgs []Message, acks []Ack) ([]Ack, error) {
+	from := len(acks)
+	window := msgs[from:min(len(msgs), from+BatchWindow)]
+	futures := make([]js.PubAckFuture, len(window))
+	for i, m := range window {
 		nm := &nats.Msg{Subject: m.Subject, Data: m.Data, Header: nats.Header{}}
 		f, err := q.conn.js.PublishMsgAsync(nm, js.WithMsgID(m.ID), js.WithExpectStream(q.name))
 		if err != nil {
-			return nil, fmt.Errorf("jetstream: publish batch to %s: message %d (%q): %w", q.name, i, m.ID, classify(err))
+			return acks, fmt.Errorf("message %d (%q): %w", from+i, m.ID, classify(err))
 		}
 		futures[i] = f
 	}
-	acks := make([]Ack, len(msgs))
 	for i, f := range futures {
 		select {
 		case pa := <-f.Ok():
-			acks[i] = Ack{Sequence: pa.Sequence, Duplicate: pa.Duplicate}
+			acks = append(acks, Ack{Sequence: pa.Sequence, Duplicate: pa.Duplicate})
 		case err := <-f.Err():
-			return acks[:i], fmt.Errorf("jetstream: publish batch to %s: message %d (%q): %w", q.name, i, msgs[i].ID, classify(err))
+			return acks, fmt.Errorf("message %d (%q): %w", from+i, window[i].ID, classify(err))
 		case <-ctx.Done():
-			return acks[:i], fmt.Errorf("jetstream: publish batch to %s: waiting for message %d: %w", q.name, i, ctx.Err())
+			return acks, fmt.Errorf("waiting for message %d: %w", from+i, ctx.Err())
 		}
 	}
 	return acks, nil

@@ -202,13 +202,14 @@ func (s *Server) Dir() string { return s.dir }
 func (s *Server) URL() string { return s.url }
 
 // Connect opens a connection to the server in process (no socket). Streams
-// it creates have one replica unless opts say otherwise.
+// it creates have one replica unless opts say otherwise. The connection
+// closes for good when the server shuts down.
 func (s *Server) Connect(opts ...ConnOption) (*Conn, error) {
 	cfg, err := connConfigOf(opts)
 	if err != nil {
 		return nil, fmt.Errorf("jetstream: connect in process: %w", err)
 	}
-	nc, err := nats.Connect("", append(cfg.natsOptions(), nats.InProcessServer(s.ns))...)
+	nc, err := nats.Connect("", append(cfg.natsOptions(), nats.InProcessServer(s.ns), nats.NoReconnect())...)
 	if err != nil {
 		return nil, fmt.Errorf("jetstream: connect in process to %s: %w", s.dir, err)
 	}
