@@ -10,17 +10,25 @@ import (
 // BenchmarkPublishConsume moves messages through a queue of the embedded
 // server (file store, in-process connection), batch by batch: publish a
 // batch and wait for its acknowledgements, fetch it, acknowledge each
-// message. It reports messages per second end to end.
+// message. It reports messages per second end to end. The sync=always case
+// fsyncs every message ([WithSyncAlways]).
 func BenchmarkPublishConsume(b *testing.B) {
-	for _, bc := range []struct{ size, batch int }{{1 << 10, 1}, {1 << 10, 64}, {1 << 10, 512}, {64 << 10, 64}} {
-		b.Run(fmt.Sprintf("size=%dKiB/batch=%d", bc.size>>10, bc.batch), func(b *testing.B) {
-			benchPublishConsume(b, bc.size, bc.batch)
-		})
+	cases := []struct {
+		size, batch int
+		sync        bool
+	}{{1 << 10, 1, false}, {1 << 10, 64, false}, {1 << 10, 512, false}, {64 << 10, 64, false}, {1 << 10, 64, true}}
+	for _, bc := range cases {
+		name := fmt.Sprintf("size=%dKiB/batch=%d", bc.size>>10, bc.batch)
+		var opts []Option
+		if bc.sync {
+			name, opts = "sync=always/"+name, []Option{WithSyncAlways()}
+		}
+		b.Run(name, func(b *testing.B) { benchPublishConsume(b, bc.size, bc.batch, opts...) })
 	}
 }
 
-func benchPublishConsume(b *testing.B, size, batch int) {
-	s := embedded(b, b.TempDir())
+func benchPublishConsume(b *testing.B, size, batch int, opts ...Option) {
+	s := embedded(b, b.TempDir(), opts...)
 	q := openQueue(b, connect(b, s), QueueConfig{Name: "bench"})
 	cons := openConsumer(b, q, ConsumerConfig{Name: "g"})
 	ctx := context.Background()

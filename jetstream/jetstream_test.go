@@ -116,13 +116,18 @@ func drain(t testing.TB, cons *Consumer) map[string]int {
 // restarts it on the same directory and finds every message, the
 // de-duplication memory and, after a second restart, the acknowledgements.
 func TestRestartKeepsMessages(t *testing.T) {
+	t.Run("default", func(t *testing.T) { testRestart(t) })
+	t.Run("sync always", func(t *testing.T) { testRestart(t, WithSyncAlways()) })
+}
+
+func testRestart(t *testing.T, opts ...Option) {
 	dir := t.TempDir()
 	const n = 50
-	s := embedded(t, dir)
+	s := embedded(t, dir, opts...)
 	publishN(t, openQueue(t, connect(t, s), QueueConfig{Name: "work"}), 0, n)
 	s.Shutdown()
 
-	s = embedded(t, dir)
+	s = embedded(t, dir, opts...)
 	q := openQueue(t, connect(t, s), QueueConfig{Name: "work"})
 	if got := queueLen(t, q); got != n {
 		t.Fatalf("after restart: %d messages, want %d", got, n)
@@ -142,7 +147,7 @@ func TestRestartKeepsMessages(t *testing.T) {
 	}
 	s.Shutdown()
 
-	s = embedded(t, dir)
+	s = embedded(t, dir, opts...)
 	if got := queueLen(t, openQueue(t, connect(t, s), QueueConfig{Name: "work"})); got != 0 {
 		t.Fatalf("after acknowledging all and restarting: %d messages left", got)
 	}

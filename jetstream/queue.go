@@ -18,6 +18,9 @@ const (
 	DefaultMaxBytes    = 1 << 30
 	// MaxIDLen is the longest message id [Queue.Publish] accepts.
 	MaxIDLen = 256
+	// BatchWindow is how many messages [Queue.PublishBatch] has in
+	// flight.
+	BatchWindow = 1024
 	// headerAllowance is what the stream's size limit adds to MaxMsgSize
 	// for the headers (the message id) that travel with the data.
 	headerAllowance = 1 << 10
@@ -225,9 +228,6 @@ func (q *Queue) PublishBatch(ctx context.Context, msgs []Message) ([]Ack, error)
 	}
 	return acks, nil
 }
-
-// BatchWindow is how many messages [Queue.PublishBatch] has in flight.
-const BatchWindow = 1024
 
 // publishWindow publishes the next BatchWindow messages of msgs after those
 // acks holds, and appends their Acks.
