@@ -15,6 +15,8 @@ import (
 	"time"
 
 	js "github.com/nats-io/nats.go/jetstream"
+
+	"shufflefl/longtest"
 )
 
 // The crash test re-executes the test binary as a child (TestCrashChild with
@@ -146,9 +148,9 @@ func (a *crashAcks) add(line string) error {
 // TestCrashPublish kills the process holding the embedded server while it
 // publishes and checks that no acknowledged message is lost or damaged.
 func TestCrashPublish(t *testing.T) {
-	iters := 6
-	if testing.Short() {
-		iters = 3
+	iters := 3
+	if longtest.Enabled() {
+		iters = 10
 	}
 	dir := t.TempDir()
 	a := &crashAcks{}
