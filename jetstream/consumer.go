@@ -96,6 +96,10 @@ func (q *Queue) consumerConfig(cfg ConsumerConfig) (js.ConsumerConfig, int, erro
 // Fetch returns up to max messages: those available at once or, when there
 // are none, the first to arrive before ctx is done (then nil and no error).
 // Each must be acknowledged, negatively acknowledged or left to AckWait.
+// Give ctx a deadline rather than cancelling it: the server's pull request
+// then expires with it, while after a cancellation a message the server
+// sends to the abandoned request waits out its AckWait before it is
+// delivered again.
 func (c *Consumer) Fetch(ctx context.Context, max int) ([]*Msg, error) {
 	if max < 1 {
 		return nil, fmt.Errorf("jetstream: fetch from %s/%s: %w: max %d is under 1", c.queue, c.name, ErrInvalid, max)
