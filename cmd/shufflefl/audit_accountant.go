@@ -10,6 +10,7 @@ import (
 	"shufflefl/audit"
 	"shufflefl/bound"
 	"shufflefl/checks"
+	"shufflefl/rundir"
 	"shufflefl/runtime"
 )
 
@@ -114,9 +115,9 @@ func readRunFacts(dir string) (audit.RunFacts, error) {
 	}
 	var sum audit.RunSummary
 	if err := json.Unmarshal(b, &sum); err != nil {
-		return f, badFile(filepath.Join(dir, "summary.json"), fmt.Errorf("not valid JSON (%v): the file is truncated or corrupt", err))
+		return f, rundir.BadFile(filepath.Join(dir, "summary.json"), fmt.Errorf("not valid JSON (%v): the file is truncated or corrupt", err))
 	}
-	recs, err := readRecords(filepath.Join(dir, "metrics.jsonl"))
+	recs, err := rundir.ReadRecords(filepath.Join(dir, "metrics.jsonl"))
 	if err != nil {
 		return f, fmt.Errorf("run %s: %w", dir, err)
 	}

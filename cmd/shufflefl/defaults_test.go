@@ -12,6 +12,7 @@ import (
 
 	"shufflefl/bound"
 	"shufflefl/experiment"
+	"shufflefl/rundir"
 	"shufflefl/runtime"
 )
 
@@ -112,7 +113,7 @@ func TestRunDefaultsRerunExact(t *testing.T) {
 				t.Fatal(err)
 			}
 			cfg.Out = t.TempDir()
-			if err := writeConfigFile(cfg); err != nil {
+			if err := rundir.WriteConfig(cfg, versionString()); err != nil {
 				t.Fatal(err)
 			}
 			again, _, err := resolveRunConfig([]string{"--config", filepath.Join(cfg.Out, "config.yaml"), "--out", cfg.Out}, io.Discard)
@@ -125,7 +126,7 @@ func TestRunDefaultsRerunExact(t *testing.T) {
 			if !reflect.DeepEqual(cfg, again) {
 				t.Errorf("rerun of config.yaml resolves differently:\n%+v\n%+v", cfg, again)
 			}
-			if err := os.WriteFile(filepath.Join(cfg.Out, checkpointFile), []byte("{}"), 0o644); err != nil {
+			if err := os.WriteFile(filepath.Join(cfg.Out, rundir.CheckpointFile), []byte("{}"), 0o644); err != nil {
 				t.Fatal(err)
 			}
 			resumed, _, err := resolveResume([]string{"--resume", cfg.Out}, cfg.Out, io.Discard)

@@ -28,6 +28,7 @@ import (
 	"shufflefl/deploy"
 	"shufflefl/metrics"
 	"shufflefl/pki"
+	"shufflefl/rundir"
 	"shufflefl/runtime"
 	"shufflefl/seal"
 	"shufflefl/store"
@@ -322,9 +323,9 @@ func runDeployLocal(args []string, stdout, stderr io.Writer) int {
 	if err := writeRunOutputs(cfg, recs, res.Summary, logBuf.String()); err != nil {
 		return deployExit("deploy-local", stderr, err)
 	}
-	b, err := json.Marshal(modelRecord{Model: cfg.Model, Dataset: cfg.Dataset, Features: st.Train.Features, Classes: st.Model.Classes(), Dim: len(res.Model), Round: res.Summary.Rounds, Weights: res.Model})
+	b, err := json.Marshal(rundir.Model{Model: cfg.Model, Dataset: cfg.Dataset, Features: st.Train.Features, Classes: st.Model.Classes(), Dim: len(res.Model), Round: res.Summary.Rounds, Weights: res.Model})
 	if err == nil {
-		err = writeAtomic(filepath.Join(cfg.Out, modelFile), b)
+		err = rundir.WriteAtomic(filepath.Join(cfg.Out, rundir.ModelFile), b)
 	}
 	if err != nil {
 		return deployExit("deploy-local", stderr, err)

@@ -6,6 +6,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"shufflefl/rundir"
 )
 
 // stripTimings removes the wall-clock fields of metrics.jsonl.
@@ -83,8 +85,8 @@ func TestResumeRejects(t *testing.T) {
 	for _, tc := range []struct {
 		file, content, want string
 	}{
-		{checkpointFile, `{"round": 1, "weigh`, "checkpoint.json: not valid JSON"},
-		{checkpointFile, `{"round": 1}`, "checkpoint.json: does not fit this run: checkpoint format 0"},
+		{rundir.CheckpointFile, `{"round": 1, "weigh`, "checkpoint.json: not valid JSON"},
+		{rundir.CheckpointFile, `{"round": 1}`, "checkpoint.json: does not fit this run: checkpoint format 0"},
 		{"metrics.jsonl", `{"round": 1, "acc`, "metrics.jsonl: line 1 is not a whole JSON record"},
 		{"metrics.jsonl", "", "metrics.jsonl: has 0 rounds but checkpoint.json is after round 1: the file is truncated"},
 	} {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -23,6 +22,7 @@ import (
 	"shufflefl/fl"
 	"shufflefl/metrics"
 	"shufflefl/protocol"
+	"shufflefl/rundir"
 	"shufflefl/runtime"
 )
 
@@ -387,8 +387,8 @@ func execute(cfg runtime.Config, ex runExtras, stdout, stderr io.Writer, log *io
 		if e := jl.Write(rec); e != nil && werr == nil {
 			werr = e
 		}
-		// The checkpoint follows the round's record (see restoreRun).
-		if e := writeCheckpoint(eng, cfg.Out); e != nil && werr == nil {
+		// The checkpoint follows the round's record (see rundir.Restore).
+		if e := rundir.WriteCheckpoint(eng, cfg.Out); e != nil && werr == nil {
 			werr = e
 		}
 		prog.round(rec)
@@ -406,17 +406,17 @@ func execute(cfg runtime.Config, ex runExtras, stdout, stderr io.Writer, log *io
 	if err := mf.Close(); err != nil {
 		return 1, fmt.Errorf("writing metrics.jsonl: %w", err)
 	}
-	if err := writeModel(eng, cfg, split.Train.Features, split.Train.Classes); err != nil {
+	if err := rundir.WriteModel(eng, cfg, split.Train.Features, split.Train.Classes); err != nil {
 		return 1, err
 	}
 	sum = runSummary(sum, eng, recs, ranNone)
 	halted := interrupted.Load() || stopped()
 	if ex.resume != "" || halted {
-		if err := writeConfigFile(cfg); err != nil {
+		if err := rundir.WriteConfig(cfg, versionString()); err != nil {
 			return 2, err
 		}
 	}
-	if err := writeSummaryAndPlots(cfg, recs, sum); err != nil {
+	if err := rundir.WriteSummaryAndPlots(cfg, recs, sum); err != nil {
 		return 1, err
 	}
 	if halted && eng.Round() < cfg.Rounds && sum.Halted == "" {
@@ -467,7 +467,7 @@ func openRun(cfg runtime.Config, ex runExtras) (*runtime.Engine, data.Split, []m
 	}
 	var recs []metrics.Record
 	if ex.resume != "" {
-		if recs, err = restoreRun(eng, cfg.Out); err != nil {
+		if recs, err = rundir.Restore(eng, cfg.Out); err != nil {
 			return nil, split, nil, err
 		}
 	} else if err := prepareOutDir(cfg.Out, ex.overwrite); err != nil {
@@ -501,7 +501,7 @@ func openRunFiles(cfg runtime.Config, ex runExtras, recs []metrics.Record, log *
 		return nil, nil, fmt.Errorf("writing %s: %w", runLogFile, err)
 	}
 	*log = lf
-	if err := writeConfigFile(cfg); err != nil {
+	if err := rundir.WriteConfig(cfg, versionString()); err != nil {
 		return lf, nil, err
 	}
 	mf, err := os.Create(filepath.Join(cfg.Out, "metrics.jsonl"))
@@ -593,67 +593,6 @@ func stderrOf(w io.Writer) io.Writer {
 		return tw.term
 	}
 	return w
-}
-
-// writeSummaryAndPlots writes summary.json, accuracy.png, validation.png
-// (runs with validation clients), leakage.png (d-privacy runs) and
-// privacy.png (only when some round has a finite cumulative epsilon).
-func writeSummaryAndPlots(cfg runtime.Config, recs []metrics.Record, sum runtime.Summary) error {
-	sb, err := json.MarshalIndent(metrics.NewSummary(cfg, sum), "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := os.WriteFile(filepath.Join(cfg.Out, "summary.json"), append(sb, '\n'), 0o644); err != nil {
-		return fmt.Errorf("writing summary.json: %w", err)
-	}
-	title := fmt.Sprintf("%s, %s, %s", cfg.Protocol, cfg.Dataset, cfg.Model)
-	if err := metrics.PlotAccuracy(filepath.Join(cfg.Out, "accuracy.png"), title, recs); err != nil {
-		return err
-	}
-	if metrics.HasValidation(recs) {
-		if err := metrics.PlotValidation(filepath.Join(cfg.Out, "validation.png"), title, recs); err != nil {
-			return err
-		}
-	}
-	if metrics.HasDPrivacy(recs) {
-		if err := metrics.PlotLeakage(filepath.Join(cfg.Out, "leakage.png"), title, recs); err != nil {
-			return err
-		}
-	}
-	if !metrics.HasCumulativeEpsilon(recs) {
-		return nil // non-private: no guarantee to plot
-	}
-	return metrics.PlotPrivacy(filepath.Join(cfg.Out, "privacy.png"), title, recs)
-}
-
-// writeRunOutputs writes every output of a finished run into cfg.Out (a
-// fresh directory): config.yaml, metrics.jsonl, summary.json, the plots and
-// run.log holding logText.
-func writeRunOutputs(cfg runtime.Config, recs []metrics.Record, sum runtime.Summary, logText string) error {
-	if err := os.MkdirAll(cfg.Out, 0o755); err != nil {
-		return fmt.Errorf("output directory: %w", err)
-	}
-	if err := writeConfigFile(cfg); err != nil {
-		return err
-	}
-	if err := os.WriteFile(filepath.Join(cfg.Out, runLogFile), []byte(logText), 0o644); err != nil {
-		return fmt.Errorf("writing %s: %w", runLogFile, err)
-	}
-	f, err := os.Create(filepath.Join(cfg.Out, "metrics.jsonl"))
-	if err != nil {
-		return fmt.Errorf("writing metrics.jsonl: %w", err)
-	}
-	jl := metrics.NewJSONL(f)
-	for _, r := range recs {
-		if err := jl.Write(r); err != nil {
-			f.Close()
-			return err
-		}
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("writing metrics.jsonl: %w", err)
-	}
-	return writeSummaryAndPlots(cfg, recs, sum)
 }
 
 // planLine is the privacy plan's line after "privacy plan: ". A resumed

@@ -1,4 +1,4 @@
-package main
+package rundir
 
 import (
 	"errors"
@@ -12,16 +12,24 @@ import (
 	"shufflefl/checks"
 )
 
-// runLogFile is the log a run (and an experiment) writes beside its outputs.
-const runLogFile = "run.log"
+// Files of a run's output directory (docs/OUTPUTS.md).
+const (
+	// LogFile is the log a run (and an experiment) writes beside its outputs.
+	LogFile = "run.log"
+	// MetricsFile holds one JSON record per round (metrics.Record).
+	MetricsFile = "metrics.jsonl"
+	// CheckpointFile and ModelFile make a run resumable.
+	CheckpointFile = "checkpoint.json"
+	ModelFile      = "model.json"
+)
 
 // runOutputs are the files `shufflefl run` writes into its --out directory.
-var runOutputs = []string{"metrics.jsonl", "summary.json", "config.yaml", "accuracy.png", "privacy.png", runLogFile, checkpointFile, modelFile, checkpointFile + ".tmp", modelFile + ".tmp"}
+var runOutputs = []string{MetricsFile, "summary.json", "config.yaml", "accuracy.png", "privacy.png", LogFile, CheckpointFile, ModelFile, CheckpointFile + ".tmp", ModelFile + ".tmp"}
 
 // experimentOutputs are the files `shufflefl experiment` writes at the top of
 // its --out directory besides the per-table plots (expPlotRE) and the run
 // directories (expRunDirRE); frontier.png is the frontier's plot.
-var experimentOutputs = []string{"results.md", runLogFile, "frontier.png"}
+var experimentOutputs = []string{"results.md", LogFile, "frontier.png"}
 
 var (
 	expPlotRE = regexp.MustCompile(`^accuracy-t[0-9]+\.png$`)
@@ -32,11 +40,11 @@ var (
 	expRunDirRE = regexp.MustCompile(`^(t[0-9]+-|nonprivate$|[a-z][a-z-]*-e[0-9][0-9.e+-]*$)`)
 )
 
-// checkOutDir accepts an output directory that is absent or empty, or any
+// Check accepts an output directory that is absent or empty, or any
 // directory when overwrite is set. A used directory would mix the outputs of
 // two runs, so without overwrite it is an error (wrapping checks.ErrInvalid)
 // naming --overwrite.
-func checkOutDir(dir string, overwrite bool) error {
+func Check(dir string, overwrite bool) error {
 	if dir == "" {
 		return checks.Invalidf("--out must name a directory")
 	}
@@ -72,13 +80,13 @@ func checkOutDir(dir string, overwrite bool) error {
 		dir, strings.Join(names, ", "))
 }
 
-// prepareOutDir creates dir and, when overwrite is set, first removes the
+// Prepare creates dir and, when overwrite is set, first removes the
 // shufflefl outputs it holds: the files of a run (runOutputs), those of an
 // experiment (experimentOutputs, the accuracy-tN.png plots) and its tN-*
 // run directories (their run outputs, then the directory if that left it
 // empty). Any other file is kept: it cannot be mistaken for an output of
 // the new run.
-func prepareOutDir(dir string, overwrite bool) error {
+func Prepare(dir string, overwrite bool) error {
 	if overwrite {
 		if err := removeOutputs(dir); err != nil {
 			return fmt.Errorf("--overwrite: %w", err)
@@ -90,7 +98,7 @@ func prepareOutDir(dir string, overwrite bool) error {
 	return nil
 }
 
-// removeOutputs removes the shufflefl outputs of dir (see prepareOutDir).
+// removeOutputs removes the shufflefl outputs of dir (see Prepare).
 func removeOutputs(dir string) error {
 	entries, err := os.ReadDir(dir)
 	if errors.Is(err, fs.ErrNotExist) {

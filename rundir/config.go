@@ -1,4 +1,4 @@
-package main
+package rundir
 
 import (
 	"bytes"
@@ -20,7 +20,7 @@ import (
 // runFile is the schema of a --config file: its keys are the flag names of
 // `shufflefl run`. The settings of the simulation are runtime.Config's
 // fields (inline); option, progress, overwrite and cpuprofile are the
-// command's own (runExtras). "options", the key of runtime.Config that
+// command's own (Settings). "options", the key of runtime.Config that
 // config.yaml files written before version 0.3 hold, is still accepted.
 type runFile struct {
 	runtime.Config `yaml:",inline"`
@@ -63,33 +63,43 @@ func (o *optionList) UnmarshalYAML(n *yaml.Node) error {
 	return fmt.Errorf("line %d: option must be a mapping (option: {k: 157}) or a list (option: [k=157])", n.Line)
 }
 
-// loadConfigFile reads the YAML settings of path into cfg and returns the
-// command's own settings it holds and the set of keys the file gives (for
-// the per-protocol defaults, which fill only the others). Unknown keys, keys without a value and
-// non-integer values of integer settings are errors wrapping
-// checks.ErrInvalid (yaml.v3 would silently truncate "clients: 500.7").
-func loadConfigFile(path string, cfg *runtime.Config) (runExtras, map[string]bool, error) {
+// Settings are the keys of a config file that steer the command rather than
+// the simulation.
+type Settings struct {
+	Options    []string // protocol options, NAME=VALUE (the option key)
+	Progress   string
+	Overwrite  bool
+	CPUProfile string
+}
+
+// ReadConfig reads the YAML settings of path (a --config file or a run's
+// config.yaml) into cfg and returns the command's own settings it holds
+// and the set of keys the file gives (for the per-protocol defaults, which
+// fill only the others). Unknown keys, keys without a value and non-integer
+// values of integer settings are errors wrapping checks.ErrInvalid (yaml.v3
+// would silently truncate "clients: 500.7").
+func ReadConfig(path string, cfg *runtime.Config) (Settings, map[string]bool, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return runExtras{}, nil, checks.Invalidf("config file: %v", err)
+		return Settings{}, nil, checks.Invalidf("config file: %v", err)
 	}
 	keys, err := checkConfigNode(b)
 	if err != nil {
-		return runExtras{}, nil, checks.Invalidf("config file %s: %v", path, err)
+		return Settings{}, nil, checks.Invalidf("config file %s: %v", path, err)
 	}
 	rf := runFile{Config: *cfg}
 	dec := yaml.NewDecoder(bytes.NewReader(b))
 	dec.KnownFields(true)
 	if err := dec.Decode(&rf); err != nil && !errors.Is(err, io.EOF) {
 		msg := strings.Join(strings.Fields(strings.TrimPrefix(err.Error(), "yaml: ")), " ") // one line
-		msg = strings.ReplaceAll(msg, "in type main.runFile", "(keys are the flag names of shufflefl run)")
-		return runExtras{}, nil, checks.Invalidf("config file %s: %s", path, msg)
+		msg = strings.ReplaceAll(msg, "in type rundir.runFile", "(keys are the flag names of shufflefl run)")
+		return Settings{}, nil, checks.Invalidf("config file %s: %s", path, msg)
 	}
 	if len(rf.Option) > 0 && len(rf.Options) > 0 {
-		return runExtras{}, nil, checks.Invalidf("config file %s: set only one of option and options (the old name of option)", path)
+		return Settings{}, nil, checks.Invalidf("config file %s: set only one of option and options (the old name of option)", path)
 	}
 	*cfg = rf.Config
-	return runExtras{options: rf.Option, progress: rf.Progress, overwrite: rf.Overwrite, cpuprofile: rf.CPUProfile}, keys, nil
+	return Settings{Options: rf.Option, Progress: rf.Progress, Overwrite: rf.Overwrite, CPUProfile: rf.CPUProfile}, keys, nil
 }
 
 // checkConfigNode checks the top level of a --config document: a mapping
@@ -149,14 +159,14 @@ func intKeys(t reflect.Type) map[string]bool {
 	return keys
 }
 
-// writeConfigFile writes cfg.Out/config.yaml: the resolved settings under
-// the flag names, headed by a comment giving the shufflefl version and git
-// commit. The out key is left out, so that `shufflefl run --config
+// WriteConfig writes cfg.Out/config.yaml: the resolved settings under
+// the flag names, headed by a comment giving version (the shufflefl
+// version and git commit). The out key is left out, so that `shufflefl run --config
 // config.yaml` reruns the experiment without writing over its outputs, and
 // the protocol options are under option, the flag's name. Every key is
 // written, option too when empty ("option: {}"), so that no per-protocol
 // default changes a rerun.
-func writeConfigFile(cfg runtime.Config) error {
+func WriteConfig(cfg runtime.Config, version string) error {
 	var n yaml.Node
 	if err := n.Encode(cfg); err != nil {
 		return fmt.Errorf("config.yaml: %w", err)
@@ -189,7 +199,7 @@ func writeConfigFile(cfg runtime.Config) error {
 		return fmt.Errorf("config.yaml: %w", err)
 	}
 	header := fmt.Sprintf("# Resolved settings of a shufflefl run, written by %s.\n"+
-		"# Rerun with: shufflefl run --config config.yaml --out NEW-DIRECTORY\n", versionString())
+		"# Rerun with: shufflefl run --config config.yaml --out NEW-DIRECTORY\n", version)
 	if err := os.WriteFile(filepath.Join(cfg.Out, "config.yaml"), append([]byte(header), body...), 0o644); err != nil {
 		return fmt.Errorf("writing config.yaml: %w", err)
 	}
