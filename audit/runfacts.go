@@ -1,8 +1,11 @@
 package audit
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -10,6 +13,7 @@ import (
 	"shufflefl/checks"
 	"shufflefl/metrics"
 	"shufflefl/protocol"
+	"shufflefl/rundir"
 	"shufflefl/runtime"
 )
 
@@ -114,6 +118,44 @@ func Facts(cfg runtime.Config, sum RunSummary, recs []metrics.Record) (RunFacts,
 			return f, fmt.Errorf("round %d: %w", r.Round, err)
 		}
 		f.Rounds = append(f.Rounds, rr)
+	}
+	return f, nil
+}
+
+// ReadRun reads a finished run's directory (its config.yaml, summary.json
+// and metrics.jsonl; package rundir) into the facts CheckAccountant needs.
+func ReadRun(dir string) (RunFacts, error) {
+	var f RunFacts
+	cfg := runtime.DefaultConfig()
+	own, _, err := rundir.ReadConfig(filepath.Join(dir, "config.yaml"), &cfg)
+	if err != nil {
+		return f, fmt.Errorf("run %s: %w", dir, err)
+	}
+	if len(own.Options) > 0 {
+		if cfg.Options, err = runtime.ParseOptions(own.Options); err != nil {
+			return f, fmt.Errorf("run %s: %w", dir, err)
+		}
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "summary.json"))
+	if err != nil {
+		return f, checks.Invalidf("run %s: %v (only a finished run can be audited)", dir, err)
+	}
+	var sum RunSummary
+	if err := json.Unmarshal(b, &sum); err != nil {
+		return f, rundir.BadFile(filepath.Join(dir, "summary.json"), fmt.Errorf("not valid JSON (%v): the file is truncated or corrupt", err))
+	}
+	recs, err := rundir.ReadRecords(filepath.Join(dir, "metrics.jsonl"))
+	if err != nil {
+		return f, fmt.Errorf("run %s: %w", dir, err)
+	}
+	if len(recs) == 0 {
+		return f, checks.Invalidf("run %s: metrics.jsonl has no rounds", dir)
+	}
+	if sum.Dim < 1 || sum.Clients < 1 {
+		return f, checks.Invalidf("run %s: summary.json states dimension %d and %d clients", dir, sum.Dim, sum.Clients)
+	}
+	if f, err = Facts(cfg, sum, recs); err != nil {
+		return f, fmt.Errorf("run %s: %w", dir, err)
 	}
 	return f, nil
 }

@@ -1,17 +1,11 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 
 	"shufflefl/audit"
 	"shufflefl/bound"
-	"shufflefl/checks"
-	"shufflefl/rundir"
-	"shufflefl/runtime"
 )
 
 func init() { auditCommands["accountant"] = runAuditAccountant }
@@ -61,7 +55,7 @@ func runAuditAccountant(args []string, stdout, stderr io.Writer) int {
 	if *dir == "" {
 		return c.fail(errMissing("--run"))
 	}
-	facts, err := readRunFacts(*dir)
+	facts, err := audit.ReadRun(*dir)
 	if err != nil {
 		return c.fail(err)
 	}
@@ -94,41 +88,4 @@ func runAuditAccountant(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	return exitViolation
-}
-
-// readRunFacts reads a run directory into the facts the lower bounds need.
-func readRunFacts(dir string) (audit.RunFacts, error) {
-	var f audit.RunFacts
-	cfg := runtime.DefaultConfig()
-	extras, _, err := loadConfigFile(filepath.Join(dir, "config.yaml"), &cfg)
-	if err != nil {
-		return f, fmt.Errorf("run %s: %w", dir, err)
-	}
-	if len(extras.options) > 0 {
-		if cfg.Options, err = runtime.ParseOptions(extras.options); err != nil {
-			return f, fmt.Errorf("run %s: %w", dir, err)
-		}
-	}
-	b, err := os.ReadFile(filepath.Join(dir, "summary.json"))
-	if err != nil {
-		return f, checks.Invalidf("run %s: %v (only a finished run can be audited)", dir, err)
-	}
-	var sum audit.RunSummary
-	if err := json.Unmarshal(b, &sum); err != nil {
-		return f, rundir.BadFile(filepath.Join(dir, "summary.json"), fmt.Errorf("not valid JSON (%v): the file is truncated or corrupt", err))
-	}
-	recs, err := rundir.ReadRecords(filepath.Join(dir, "metrics.jsonl"))
-	if err != nil {
-		return f, fmt.Errorf("run %s: %w", dir, err)
-	}
-	if len(recs) == 0 {
-		return f, checks.Invalidf("run %s: metrics.jsonl has no rounds", dir)
-	}
-	if sum.Dim < 1 || sum.Clients < 1 {
-		return f, checks.Invalidf("run %s: summary.json states dimension %d and %d clients", dir, sum.Dim, sum.Clients)
-	}
-	if f, err = audit.Facts(cfg, sum, recs); err != nil {
-		return f, fmt.Errorf("run %s: %w", dir, err)
-	}
-	return f, nil
 }
