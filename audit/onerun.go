@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 
+	"shufflefl/bound"
 	"shufflefl/checks"
 	"shufflefl/data"
 	"shufflefl/mechanism"
@@ -72,7 +73,7 @@ type OneRunResult struct {
 func CanaryWarning(p protocol.Protocol, s protocol.Shape, scale float64) string {
 	var msgs []string
 	if scale > 1 {
-		msgs = append(msgs, fmt.Sprintf("a canary of %.3g times the clip bound is clipped to the bound (%.0f%% of its norm is erased)", scale, 100*(1-1/scale)))
+		msgs = append(msgs, fmt.Sprintf("a canary of %s times the clip bound is clipped to the bound (%.0f%% of its norm is erased)", bound.Figure(scale, 3), 100*(1-1/scale)))
 	}
 	kept := s.Dim
 	switch q := p.(type) {
