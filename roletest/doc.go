@@ -1,7 +1,7 @@
 // Package roletest runs scripted interaction tests of a deployment's three
 // roles, in the way etcd raft's rafttest runs testdata/*.txt: a script is
-// a list of commands (run, register, pull, encode, submit, crash, restart,
-// close), each followed by the output it must print, and `go test
+// a list of commands (run, register, pull, encode, submit, report, crash,
+// restart, close), each followed by the output it must print, and `go test
 // ./roletest -rewrite` writes the outputs the scripts get into them.
 //
 // The harness plays the clients (signing, encoding through role.Client,
@@ -19,6 +19,7 @@
 //	pull cN                  wait for the next round's task
 //	encode cN [round=T]      ledger check and charge, encode, seal
 //	submit cN [replay|reseal|malformed]
+//	report cA-cB             pull, encode and submit for clients A..B
 //	crash shuffler|analyzer  stop it, losing everything but its database
 //	restart shuffler|analyzer
 //	close round=T            wait for the analyzer's release or void of T

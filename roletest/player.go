@@ -104,7 +104,7 @@ func (w *world) pull(s Step) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {
 		req := &wire.PullTaskRequest{Auth: &wire.RequestAuth{ClientId: p.signer.ID()}, AfterRound: p.round}
 		if err := p.sign(wire.Shuffler_PullTask_FullMethodName, req); err != nil {
@@ -113,10 +113,10 @@ func (w *world) pull(s Step) (string, error) {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		resp, err := w.clients.PullTask(ctx, req)
 		cancel()
-		if d, ok := wire.DetailOf(err); ok && d.Reason != wire.Reason_REASON_INTERNAL {
+		if err != nil {
 			return p.name + ": " + refusal(err), nil
 		}
-		if err == nil && resp.Task != nil {
+		if resp.Task != nil {
 			p.round = resp.Task.Round
 			return fmt.Sprintf("%s: round %d: %d model(s), at least %d reports", p.name, resp.Task.Round, len(resp.Task.Models), resp.Task.MinReports), nil
 		}
@@ -236,4 +236,34 @@ func (w *world) submit(s Step) (string, error) {
 		again = " (a retry: stored before)"
 	}
 	return fmt.Sprintf("%s: round %d: %d messages stored%s", p.name, resp.Round, resp.StoredMessages, again), nil
+}
+
+// report plays pull, encode and submit for the clients cA..cB (report
+// cA-cB) and prints one line for the lot, or the first line that differs
+// from the others' pattern.
+func (w *world) report(s Step) (string, error) {
+	var a, b int
+	if len(s.Args) != 1 {
+		return "", errors.New("report cA-cB")
+	}
+	if _, err := fmt.Sscanf(s.Args[0], "c%d-c%d", &a, &b); err != nil || a > b {
+		return "", fmt.Errorf("report cA-cB: %q", s.Args[0])
+	}
+	stored := 0
+	var round int64
+	for i := a; i <= b; i++ {
+		c := Step{Cmd: s.Cmd, Args: []string{fmt.Sprintf("c%d", i)}, Keys: map[string]string{}}
+		for _, f := range []func(Step) (string, error){w.pull, w.encode, w.submit} {
+			out, err := f(c)
+			if err != nil {
+				return "", err
+			}
+			if !strings.Contains(out, ": round ") || strings.Contains(out, "refused") || strings.Contains(out, "failed") {
+				return out, nil
+			}
+		}
+		stored++
+		round = w.players[c.Args[0]].encoded
+	}
+	return fmt.Sprintf("%s: round %d: %d reports stored", s.Args[0], round, stored), nil
 }

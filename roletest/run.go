@@ -37,7 +37,7 @@ func Run(t *testing.T, drv Driver, path string, rewrite bool) {
 func (w *world) step(s Step) string {
 	cmds := map[string]func(Step) (string, error){
 		"run": w.runCmd, "register": w.register, "pull": w.pull, "encode": w.encode, "submit": w.submit,
-		"close": w.close, "crash": w.crash, "restart": w.restart,
+		"report": w.report, "close": w.close, "crash": w.crash, "restart": w.restart,
 	}
 	f, ok := cmds[s.Cmd]
 	if !ok {

@@ -246,7 +246,7 @@ func (w *world) close(s Step) (string, error) {
 	if acct := w.an.Accountant(); acct != nil {
 		for _, st := range acct.Log() {
 			if st.Round == t {
-				out = append(out, fmt.Sprintf("privacy: round epsilon %.6g, run epsilon %.6g", st.Epsilon, acct.Spent().Epsilon))
+				out = append(out, fmt.Sprintf("privacy: statement epsilon %.6g, run epsilon %.6g", st.Epsilon, acct.Spent().Epsilon))
 			}
 		}
 	}
@@ -275,12 +275,14 @@ func (w *world) stop() {
 	}
 }
 
-// refusal formats an error a service returned: its gRPC code, the wire
-// reason and the message.
+// refusal formats an error a service returned: the wire reason and the
+// message, or for an error without a reason (a service down) its gRPC
+// code.
 func refusal(err error) string {
 	d, ok := wire.DetailOf(err)
 	if !ok {
-		return "error: " + err.Error()
+		st := status.Convert(err)
+		return fmt.Sprintf("failed: %s (%s)", st.Code(), st.Message())
 	}
 	return fmt.Sprintf("refused: %s (%s)", strings.TrimPrefix(d.Reason.String(), "REASON_"), status.Convert(err).Message())
 }
