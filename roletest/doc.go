@@ -18,7 +18,7 @@
 //	register cN              declare the client to the shuffler
 //	pull cN                  wait for the next round's task
 //	encode cN [round=T]      ledger check and charge, encode, seal
-//	submit cN [replay|reseal|malformed]
+//	submit cN [replay|reseal|forged|malformed]
 //	report cA-cB             pull, encode and submit for clients A..B
 //	crash shuffler|analyzer  stop it, losing everything but its database
 //	restart shuffler|analyzer

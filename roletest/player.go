@@ -198,8 +198,10 @@ func wireLabel(l seal.Label) uint32 {
 // submit sends the client's sealed report of the round it encoded, signed
 // afresh (sending it twice is a retry). Variants: replay (the last signed
 // request again, nonce included), reseal (the same report sealed anew: a
-// second report), malformed (the first message's ciphertext replaced by
-// bytes that are not a sealed message).
+// second report), forged (the report sealed to a key that is not the
+// analyzer's: the shuffler, which reads only headers, cannot tell), malformed
+// (the first message's ciphertext replaced by bytes that are not a sealed
+// message).
 func (w *world) submit(s Step) (string, error) {
 	p, err := w.player(s)
 	if err != nil {
@@ -216,6 +218,10 @@ func (w *world) submit(s Step) (string, error) {
 		switch {
 		case s.Has("reseal"):
 			if ms, err = p.seal(t); err != nil {
+				return "", err
+			}
+		case s.Has("forged"):
+			if ms, err = p.forge(w, t); err != nil {
 				return "", err
 			}
 		case s.Has("malformed"):
@@ -266,4 +272,21 @@ func (w *world) report(s Step) (string, error) {
 		round = w.players[c.Args[0]].encoded
 	}
 	return fmt.Sprintf("%s: round %d: %d reports stored", s.Args[0], round, stored), nil
+}
+
+// forge seals the encoded messages for round t to a fresh key of the
+// analyzer's suite instead of the analyzer's key.
+func (p *player) forge(w *world, t int64) ([]*wire.SealedMessage, error) {
+	key, err := seal.GenerateKey(p.sealer.Suite())
+	if err != nil {
+		return nil, err
+	}
+	forger, err := seal.NewSealer(key.Public(), w.st.RunID)
+	if err != nil {
+		return nil, err
+	}
+	real := p.sealer
+	p.sealer = forger
+	defer func() { p.sealer = real }()
+	return p.seal(t)
 }
