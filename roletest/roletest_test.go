@@ -17,6 +17,9 @@ func TestScripts(t *testing.T) {
 	}
 	for _, drv := range []Driver{InProcess{}, GRPC{}} {
 		t.Run(drv.Name(), func(t *testing.T) {
+			if !*rewrite {
+				t.Parallel() // the transports side by side; rewriting runs in process first
+			}
 			for _, p := range paths {
 				t.Run(filepath.Base(p), func(t *testing.T) {
 					t.Parallel()
