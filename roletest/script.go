@@ -54,6 +54,7 @@ func (s Step) Has(w string) bool {
 // Script is a parsed script file: its steps and, to rewrite it, the text
 // between them (comments and blank lines).
 type Script struct {
+	// Path names the script's file.
 	Path  string
 	Steps []Step
 	// gaps[i] is the text before step i; gaps[len(Steps)] the text after
