@@ -23,8 +23,8 @@
 //	  *RDPAccountant     Poisson-subsampled Gaussian steps, Rényi DP
 //	  *pld.Accountant    any privacy loss distributions, FFT (PLDEpsilon's)
 //
-// The per-round Statement comes from a protocol's Account (package
-// protocol), which uses the stateless bounds of package amplify.
+// A round's Statement is made from a protocol's Account (package protocol),
+// which uses the stateless bounds of package amplify.
 //
 // # Conventions
 //
