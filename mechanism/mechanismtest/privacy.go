@@ -20,6 +20,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"shufflefl/longtest"
 	"shufflefl/rng"
 )
 
@@ -28,8 +29,8 @@ import (
 type Sampler func(r *rand.Rand) int
 
 // Options configures a test run. The zero value means 10^6 samples per input
-// (10^5 under testing.Short when run through Require*), seed 1, α = 1e-6 and
-// pure DP.
+// (through Require*: 10^5 unless the long tests are on, SHUFFLEFL_LONG=1, see
+// package longtest), seed 1, α = 1e-6 and pure DP.
 type Options struct {
 	Samples int     // draws per input
 	Seed    uint64  // the two streams are rng.Stream(Seed, 0) and rng.Stream(Seed, 1)
@@ -198,7 +199,7 @@ func kl(p, q float64) float64 {
 }
 
 func samplesFor(t testing.TB, opt Options) Options {
-	if opt.Samples == 0 && testing.Short() {
+	if opt.Samples == 0 && !longtest.Enabled() {
 		opt.Samples = 100_000
 	}
 	return opt
