@@ -31,7 +31,7 @@
 // E-APES's composition over T rounds is GDPCompose (mu sqrt(T)); the GDP
 // conversions are GDPToDelta, GDPToEpsilon and GDPMu (package amplify's GDP
 // names delegate to them). Budget is the one (epsilon, delta) pair type
-// (protocol.Budget is an alias). The Ledger refuses, before anything is
+// (protocol.Budget and Cap are aliases). The Ledger refuses, before anything is
 // recorded, a release that would take a client past its cap.
 //
 // docs/ACCOUNTING.md ("Package account, function by function") gives every
