@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"shufflefl/experiment"
 	"shufflefl/runtime"
 )
 
@@ -154,15 +155,10 @@ func TestOneRandomizerDefault(t *testing.T) {
 			t.Errorf("run --protocol %s: randomizer %v, want 1 (Laplace)", p, cfg.Options["randomizer"])
 		}
 	}
-	exp := experiments["flame"]
-	for _, tab := range exp.tables {
-		for _, r := range tab.runs {
-			cfg := runtime.DefaultConfig()
-			exp.base(&cfg, 60000)
-			r.mod(&cfg)
-			if strings.HasPrefix(cfg.Protocol, "ss-") && cfg.Options["randomizer"] != 1 {
-				t.Errorf("experiment flame %s: randomizer %v, want 1", r.label, cfg.Options["randomizer"])
-			}
+	flame, _ := experiment.LookupPaper("flame")
+	for _, r := range flame.Configs(experiment.TablesOptions{}, 60000) {
+		if strings.HasPrefix(r.Config.Protocol, "ss-") && r.Config.Options["randomizer"] != 1 {
+			t.Errorf("experiment flame %s: randomizer %v, want 1", r.Label, r.Config.Options["randomizer"])
 		}
 	}
 	for _, sub := range []string{"flame-simple", "flame-double", "blanket"} {

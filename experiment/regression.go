@@ -1,14 +1,12 @@
-package main
+package experiment
 
 import (
 	"fmt"
-	"io"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
-	"shufflefl/ifca"
+	"shufflefl/ifca/ifcaref"
 	"shufflefl/ifca/regress"
 	"shufflefl/rng"
 )
@@ -44,7 +42,7 @@ var regPaperTable3 = map[float64]map[int][2]float64{
 
 // regData returns seed's training and validation clients of the stand-in
 // and the training clients' latent groups.
-func regData(seed uint64) (train, val []ifca.Client, groups []int, err error) {
+func regData(seed uint64) (train, val []ifcaref.Client, groups []int, err error) {
 	ds, err := regress.HospitalStandIn(rng.Stream(seed, rng.LabelPartition), regClients, regNoise)
 	if err != nil {
 		return nil, nil, nil, err
@@ -67,48 +65,26 @@ func regData(seed uint64) (train, val []ifca.Client, groups []int, err error) {
 	return train, val, groups, nil
 }
 
-func runDPrivRegression(o dprivOpts, stdout, stderr io.Writer) error {
-	nus, ks := o.nuList, o.kList
-	type cell struct {
-		rmse, median, max, rounds []float64
-	}
-	cells := make([][]cell, len(nus))
-	var runs []dprivRun
+// regCell collects one (ν, k) setting's runs over seeds.
+type regCell struct {
+	rmse, median, max, rounds []float64
+}
+
+func runRegression(o DPrivacyOptions, out Output) (Result, error) {
+	cells := make([][]regCell, len(o.Nus))
+	var runs []DPrivacyRun
 	var fig3 []float64 // Figure 3's configuration: ν = 3, k = 5, seed 3
-	for ni, nu := range nus {
-		cells[ni] = make([]cell, len(ks))
-		for ki, k := range ks {
-			for s := range o.seeds {
-				seed := o.seed + uint64(s)
-				train, val, groups, err := regData(seed)
+	for ni, nu := range o.Nus {
+		cells[ni] = make([]regCell, len(o.Ks))
+		for ki, k := range o.Ks {
+			for s := range o.Seeds {
+				run, leaks, err := regRun(o, nu, k, o.Seed+uint64(s), out)
 				if err != nil {
-					return err
+					return Result{}, err
 				}
-				r := rng.Stream(seed, rng.LabelInit, uint64(k))
-				init := make([][]float64, k)
-				for j := range init {
-					init[j] = make([]float64, regParams)
-					for t := range init[j] {
-						init[j][t] = regInitSD * r.NormFloat64()
-					}
-				}
-				cfg := ifca.Config{K: k, PerRound: regU, MaxRounds: o.maxRounds, ValidateEvery: 1, Patience: regPatience,
-					ValSample: regValSample, Seed: seed, Workers: o.workers, Client: ifca.ClientConfig{Epochs: regE, Nu: nu}}
-				start := time.Now()
-				sum, err := ifca.Simulate(cfg, init, train, val, groups, nil)
-				if err != nil {
-					return fmt.Errorf("ν = %g, k = %d, seed %d: %w", nu, k, seed, err)
-				}
-				run := dprivRun{Variant: fmt.Sprintf("nu=%g/k=%d", nu, k), K: k, Nu: nu, Seed: seed, Rounds: sum.Rounds,
-					Stopped: sum.Stopped, BestRound: sum.BestRound, BestValLoss: sum.BestLoss,
-					TestRMSE: ifca.ValidationLoss(val, sum.Best), Hypotheses: sum.Best,
-					MaxLeakage: finite(sum.MaxLeakage), MedianLeakage: finite(sum.MedianLeakage),
-					PerRound: finite(cfg.Client.Cost(regParams)), Seconds: time.Since(start).Seconds()}
 				runs = append(runs, run)
-				if nu == 3 && k == 5 && seed == 3 {
-					for c := range sum.Ledger.Clients() {
-						fig3 = append(fig3, sum.Ledger.Spent(c))
-					}
+				if nu == 3 && k == 5 && run.Seed == 3 {
+					fig3 = leaks
 				}
 				c := &cells[ni][ki]
 				c.rmse = append(c.rmse, run.TestRMSE)
@@ -117,12 +93,59 @@ func runDPrivRegression(o dprivOpts, stdout, stderr io.Writer) error {
 					c.max = append(c.max, *run.MaxLeakage)
 					c.median = append(c.median, *run.MedianLeakage)
 				}
-				fmt.Fprintf(stderr, "ν = %g, k = %d, seed %d: %d rounds, validation RMSE %.4f, leakage median %s max %s (%.2fs)\n",
-					nu, k, seed, run.Rounds, run.TestRMSE, fmtLeak(run.MedianLeakage), fmtLeak(run.MaxLeakage), run.Seconds)
 			}
 		}
 	}
+	md, err := regOutputs(o, cells, fig3, out.Dir)
+	if err != nil {
+		return Result{}, err
+	}
+	if err := out.writeFile("results.md", md); err != nil {
+		return Result{}, err
+	}
+	return Result{Markdown: md, Reference: runs}, out.writeJSON("results.json", struct {
+		Experiment string        `json:"experiment"`
+		StandIn    bool          `json:"synthetic_stand_in"`
+		Runs       []DPrivacyRun `json:"runs"`
+	}{"dprivacy-regression", true, runs})
+}
 
+// regRun runs one (ν, k, seed) on the reference simulation and returns its
+// summary and every training client's composed leakage.
+func regRun(o DPrivacyOptions, nu float64, k int, seed uint64, out Output) (DPrivacyRun, []float64, error) {
+	train, val, groups, err := regData(seed)
+	if err != nil {
+		return DPrivacyRun{}, nil, err
+	}
+	r := rng.Stream(seed, rng.LabelInit, uint64(k))
+	init := make([][]float64, k)
+	for j := range init {
+		init[j] = make([]float64, regParams)
+		for t := range init[j] {
+			init[j][t] = regInitSD * r.NormFloat64()
+		}
+	}
+	cfg := ifcaref.Config{K: k, PerRound: regU, MaxRounds: o.MaxRounds, ValidateEvery: 1, Patience: regPatience,
+		ValSample: regValSample, Seed: seed, Workers: o.Workers, Client: ifcaref.ClientConfig{Epochs: regE, Nu: nu}}
+	start := time.Now()
+	sum, err := ifcaref.Simulate(cfg, init, train, val, groups, nil)
+	if err != nil {
+		return DPrivacyRun{}, nil, fmt.Errorf("ν = %g, k = %d, seed %d: %w", nu, k, seed, err)
+	}
+	run := summarize(fmt.Sprintf("nu=%g/k=%d", nu, k), k, nu, seed, sum, val, cfg.Client.Cost(regParams), time.Since(start).Seconds())
+	var leaks []float64
+	for c := range sum.Ledger.Clients() {
+		leaks = append(leaks, sum.Ledger.Spent(c))
+	}
+	out.logf("ν = %g, k = %d, seed %d: %d rounds, validation RMSE %.4f, leakage median %s max %s (%.2fs)\n",
+		nu, k, seed, run.Rounds, run.TestRMSE, fmtEps(run.MedianLeakage), fmtEps(run.MaxLeakage), run.Seconds)
+	return run, leaks, nil
+}
+
+// regOutputs draws the plots of dprivacy-regression and returns its
+// results.md.
+func regOutputs(o DPrivacyOptions, cells [][]regCell, fig3 []float64, dir string) (string, error) {
+	nus, ks := o.Nus, o.Ks
 	var md strings.Builder
 	md.WriteString("# Experiment `dprivacy-regression` (group-privacy paper, Section 5.2) — SYNTHETIC STAND-IN\n\n")
 	fmt.Fprintf(&md, "**The hospital-charge data are not available: this is a synthetic stand-in with the same shape** "+
@@ -132,75 +155,58 @@ func runDPrivRegression(o dprivOpts, stdout, stderr io.Writer) error {
 		"validation on %d sampled validation clients every round, stop after %d validations without improvement, "+
 		"at most %d rounds; seeds %d..%d. RMSE: mean over all validation clients of the RMSE (Eq. 10) of the hypothesis "+
 		"each picks, at the best validation round. Its numbers are NOT comparable to the paper's Figure 4 (different data); "+
-		"the leakage follows the same rule (11/ν per participation) and depends on the data only through the number of rounds.\n\n",
+		"the leakage follows the same rule (11/ν per participation) and depends on the data only through the number of rounds. "+
+		"Run on the reference simulation ifca/ifcaref (a regression model, which the engine cannot train).\n\n",
 		regClients, 100*regTrainFrac, 100*(1-regTrainFrac), regTrain, regClients-regTrain,
-		regParams, len(regress.StandInTeachers), regNoise, regU, regE, regStep, regBatch, regValSample, regPatience, o.maxRounds,
-		o.seed, o.seed+uint64(o.seeds)-1)
-	md.WriteString("## RMSE (like Figure 4), mean ± sd over seeds\n\n| ν \\ k |")
-	for _, k := range ks {
-		fmt.Fprintf(&md, " %d |", k)
-	}
-	md.WriteString("\n| --- |" + strings.Repeat(" --- |", len(ks)) + "\n")
+		regParams, len(regress.StandInTeachers), regNoise, regU, regE, regStep, regBatch, regValSample, regPatience, o.MaxRounds,
+		o.Seed, o.Seed+uint64(o.Seeds)-1)
+	md.WriteString("## RMSE (like Figure 4), mean ± sd over seeds\n\n")
+	kHeader(&md, "ν \\ k", ks)
 	means, sds := gridMeanSD(len(nus), len(ks), func(ni, ki int) []float64 { return cells[ni][ki].rmse })
 	for ni, nu := range nus {
 		fmt.Fprintf(&md, "| %g |", nu)
 		for ki := range ks {
-			m, sd := means[ki][ni], sds[ki][ni]
 			rm, _ := meanSD(cells[ni][ki].rounds)
-			fmt.Fprintf(&md, " %.4f ± %.4f (%.0f rounds) |", m, sd, rm)
+			fmt.Fprintf(&md, " %.4f ± %.4f (%.0f rounds) |", means[ki][ni], sds[ki][ni], rm)
 		}
 		md.WriteString("\n")
 	}
-	md.WriteString("\n## Leakage (like Table 3): median, max over the training clients, averaged over seeds; paper's values in brackets\n\n| ν \\ k |")
-	for _, k := range ks {
-		fmt.Fprintf(&md, " %d |", k)
-	}
-	md.WriteString("\n| --- |" + strings.Repeat(" --- |", len(ks)) + "\n")
+	md.WriteString("\n## Leakage (like Table 3): median, max over the training clients, averaged over seeds; paper's values in brackets\n\n")
+	kHeader(&md, "ν \\ k", ks)
 	for ni, nu := range nus {
 		fmt.Fprintf(&md, "| %g |", nu)
 		for ki, k := range ks {
-			c := cells[ni][ki]
-			paper := ""
-			if p, ok := regPaperTable3[nu][k]; ok {
-				paper = fmt.Sprintf(" [%.1f, %.1f]", p[0], p[1])
-			}
-			if len(c.max) == 0 {
-				fmt.Fprintf(&md, " ∞, ∞ |")
-				continue
-			}
-			med, _ := meanSD(c.median)
-			mx, _ := meanSD(c.max)
-			fmt.Fprintf(&md, " %.1f, %.1f%s |", med, mx, paper)
+			md.WriteString(regLeakCell(cells[ni][ki], nu, k))
 		}
 		md.WriteString("\n")
 	}
 	fmt.Fprintf(&md, "\nBrackets: %s. ν = 0 means no sanitization and unbounded leakage.\n\n![RMSE](rmse.png)\n", regPaperTableNotes)
-	names := make([]string, len(ks))
-	for ki, k := range ks {
-		names[ki] = fmt.Sprintf("%d hypotheses", k)
-	}
-	if err := plotErrorBars(filepath.Join(o.out, "rmse.png"), "§5.2 stand-in: validation RMSE (mean ± sd over seeds)", "noise multiplier ν",
-		"RMSE", names, nus, means, sds); err != nil {
-		return err
+	if err := plotErrorBars(filepath.Join(dir, "rmse.png"), "§5.2 stand-in: validation RMSE (mean ± sd over seeds)", "noise multiplier ν",
+		"RMSE", kNames(ks), nus, means, sds); err != nil {
+		return "", err
 	}
 	if fig3 != nil {
-		if err := plotHistogram(filepath.Join(o.out, "fig3-leakage-histogram.png"),
+		if err := plotHistogram(filepath.Join(dir, "fig3-leakage-histogram.png"),
 			fmt.Sprintf("§5.2 stand-in: composed leakage over the %d training clients (ν = 3, k = 5, seed 3; Figure 3)", len(fig3)),
 			"composed leakage (d-privacy; one bar per participation count, 11/3 each)", fig3, 11.0/3); err != nil {
-			return err
+			return "", err
 		}
 		md.WriteString("\n![leakage histogram, ν = 3, k = 5, seed 3](fig3-leakage-histogram.png)\n")
 	}
-	if err := os.WriteFile(filepath.Join(o.out, "results.md"), []byte(md.String()), 0o644); err != nil {
-		return err
+	return md.String(), nil
+}
+
+// regLeakCell is one cell of the leakage table: median and max averaged
+// over seeds, the paper's values in brackets.
+func regLeakCell(c regCell, nu float64, k int) string {
+	if len(c.max) == 0 {
+		return " ∞, ∞ |"
 	}
-	if err := writeJSON(filepath.Join(o.out, "results.json"), struct {
-		Experiment string     `json:"experiment"`
-		StandIn    bool       `json:"synthetic_stand_in"`
-		Runs       []dprivRun `json:"runs"`
-	}{"dprivacy-regression", true, runs}); err != nil {
-		return err
+	paper := ""
+	if p, ok := regPaperTable3[nu][k]; ok {
+		paper = fmt.Sprintf(" [%.1f, %.1f]", p[0], p[1])
 	}
-	fmt.Fprint(stdout, md.String())
-	return nil
+	med, _ := meanSD(c.median)
+	mx, _ := meanSD(c.max)
+	return fmt.Sprintf(" %.1f, %.1f%s |", med, mx, paper)
 }

@@ -1,4 +1,4 @@
-package ifca_test
+package ifcaref_test
 
 import (
 	"errors"
@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"shufflefl/checks"
-	"shufflefl/ifca"
+	"shufflefl/ifca/ifcaref"
 	"shufflefl/ifca/regress"
 	"shufflefl/rng"
 )
@@ -15,9 +15,9 @@ import (
 var thetaStar = [][]float64{{5, 6}, {4, -4.5}}
 
 // synthetic builds the paper's Section 5.1 task for one seed.
-func synthetic(t testing.TB, seed uint64) (train, val []ifca.Client, groups []int, init [][]float64) {
+func synthetic(t testing.TB, seed uint64) (train, val []ifcaref.Client, groups []int, init [][]float64) {
 	t.Helper()
-	conv := func(label uint64) ([]ifca.Client, []int) {
+	conv := func(label uint64) ([]ifcaref.Client, []int) {
 		d, err := regress.SyntheticLinear(rng.Stream(seed, rng.LabelPartition, label), thetaStar, 100, 10)
 		if err != nil {
 			t.Fatal(err)
@@ -26,7 +26,7 @@ func synthetic(t testing.TB, seed uint64) (train, val []ifca.Client, groups []in
 		if err != nil {
 			t.Fatal(err)
 		}
-		out := make([]ifca.Client, len(cs))
+		out := make([]ifcaref.Client, len(cs))
 		for i, c := range cs {
 			out[i] = c
 		}
@@ -39,9 +39,9 @@ func synthetic(t testing.TB, seed uint64) (train, val []ifca.Client, groups []in
 	return train, val, groups, init
 }
 
-func synthConfig(k int, nu float64, seed uint64) ifca.Config {
-	return ifca.Config{K: k, PerRound: 7, MaxRounds: 500, ValidateEvery: 1, Patience: 6, Seed: seed,
-		Client: ifca.ClientConfig{Epochs: 1, Nu: nu}}
+func synthConfig(k int, nu float64, seed uint64) ifcaref.Config {
+	return ifcaref.Config{K: k, PerRound: 7, MaxRounds: 500, ValidateEvery: 1, Patience: 6, Seed: seed,
+		Client: ifcaref.ClientConfig{Epochs: 1, Nu: nu}}
 }
 
 func hypErr(hyps [][]float64) float64 {
@@ -63,7 +63,7 @@ func hypErr(hyps [][]float64) float64 {
 func TestSimulateUnsanitizedRecoversGroups(t *testing.T) {
 	for seed := uint64(1); seed <= 5; seed++ {
 		train, val, groups, init := synthetic(t, seed)
-		sum, err := ifca.Simulate(synthConfig(2, 0, seed), init, train, val, groups, nil)
+		sum, err := ifcaref.Simulate(synthConfig(2, 0, seed), init, train, val, groups, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -73,7 +73,7 @@ func TestSimulateUnsanitizedRecoversGroups(t *testing.T) {
 		if !math.IsInf(sum.MaxLeakage, 1) {
 			t.Errorf("seed %d: unsanitized max leakage %v, want +Inf", seed, sum.MaxLeakage)
 		}
-		one, err := ifca.Simulate(synthConfig(1, 0, seed), init[:1], train, val, groups, nil)
+		one, err := ifcaref.Simulate(synthConfig(1, 0, seed), init[:1], train, val, groups, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -95,8 +95,8 @@ func TestSimulateLeakage(t *testing.T) {
 	cfg := synthConfig(2, 5, 3)
 	cfg.Patience = 0
 	cfg.MaxRounds = 60
-	var last ifca.Round
-	sum, err := ifca.Simulate(cfg, init, train, val, groups, func(r ifca.Round) { last = r })
+	var last ifcaref.Round
+	sum, err := ifcaref.Simulate(cfg, init, train, val, groups, func(r ifcaref.Round) { last = r })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,7 +140,7 @@ func TestSimulateCap(t *testing.T) {
 	cfg.Patience, cfg.MaxRounds = 0, 80
 	cfg.Client.Cap = 0.8 // two participations
 	declined := 0
-	sum, err := ifca.Simulate(cfg, init, train, val, groups, func(r ifca.Round) { declined += r.Declined[ifca.DeclineCap] })
+	sum, err := ifcaref.Simulate(cfg, init, train, val, groups, func(r ifcaref.Round) { declined += r.Declined[ifcaref.DeclineCap] })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,10 +154,10 @@ func TestSimulateCap(t *testing.T) {
 
 func TestSimulateDeterministicAcrossWorkers(t *testing.T) {
 	train, val, groups, init := synthetic(t, 5)
-	run := func(workers int) ifca.Summary {
+	run := func(workers int) ifcaref.Summary {
 		cfg := synthConfig(2, 5, 5)
 		cfg.Workers = workers
-		sum, err := ifca.Simulate(cfg, init, train, val, groups, nil)
+		sum, err := ifcaref.Simulate(cfg, init, train, val, groups, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -182,24 +182,24 @@ func TestSimulateBadInput(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name   string
-		mod    func(c *ifca.Config)
+		mod    func(c *ifcaref.Config)
 		init   [][]float64
-		train  []ifca.Client
+		train  []ifcaref.Client
 		groups []int
 	}{
-		{"nu<0", func(c *ifca.Config) { c.Client.Nu = -1 }, nil, nil, nil},
-		{"nu NaN", func(c *ifca.Config) { c.Client.Nu = math.NaN() }, nil, nil, nil},
-		{"k<1", func(c *ifca.Config) { c.K = 0 }, [][]float64{}, nil, nil},
-		{"k>U", func(c *ifca.Config) { c.K, c.PerRound = 3, 2 }, [][]float64{{0, 0}, {1, 1}, {2, 2}}, nil, nil},
-		{"U>clients", func(c *ifca.Config) { c.PerRound = 1000 }, nil, nil, nil},
-		{"init count", func(c *ifca.Config) {}, [][]float64{{0, 0}}, nil, nil},
-		{"init dims", func(c *ifca.Config) {}, [][]float64{{0, 0}, {0}}, nil, nil},
-		{"init NaN", func(c *ifca.Config) {}, [][]float64{{0, math.NaN()}, {0, 0}}, nil, nil},
-		{"model dimension", func(c *ifca.Config) {}, nil, append(slices.Clone(train[:10]), elevenDim), nil},
-		{"epochs", func(c *ifca.Config) { c.Client.Epochs = 0 }, nil, nil, nil},
-		{"cap without noise", func(c *ifca.Config) { c.Client.Nu, c.Client.Cap = 0, 1 }, nil, nil, nil},
-		{"groups length", func(c *ifca.Config) {}, nil, nil, []int{0, 1}},
-		{"rounds", func(c *ifca.Config) { c.MaxRounds = 0 }, nil, nil, nil},
+		{"nu<0", func(c *ifcaref.Config) { c.Client.Nu = -1 }, nil, nil, nil},
+		{"nu NaN", func(c *ifcaref.Config) { c.Client.Nu = math.NaN() }, nil, nil, nil},
+		{"k<1", func(c *ifcaref.Config) { c.K = 0 }, [][]float64{}, nil, nil},
+		{"k>U", func(c *ifcaref.Config) { c.K, c.PerRound = 3, 2 }, [][]float64{{0, 0}, {1, 1}, {2, 2}}, nil, nil},
+		{"U>clients", func(c *ifcaref.Config) { c.PerRound = 1000 }, nil, nil, nil},
+		{"init count", func(c *ifcaref.Config) {}, [][]float64{{0, 0}}, nil, nil},
+		{"init dims", func(c *ifcaref.Config) {}, [][]float64{{0, 0}, {0}}, nil, nil},
+		{"init NaN", func(c *ifcaref.Config) {}, [][]float64{{0, math.NaN()}, {0, 0}}, nil, nil},
+		{"model dimension", func(c *ifcaref.Config) {}, nil, append(slices.Clone(train[:10]), elevenDim), nil},
+		{"epochs", func(c *ifcaref.Config) { c.Client.Epochs = 0 }, nil, nil, nil},
+		{"cap without noise", func(c *ifcaref.Config) { c.Client.Nu, c.Client.Cap = 0, 1 }, nil, nil, nil},
+		{"groups length", func(c *ifcaref.Config) {}, nil, nil, []int{0, 1}},
+		{"rounds", func(c *ifcaref.Config) { c.MaxRounds = 0 }, nil, nil, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := synthConfig(2, 5, 1)
@@ -214,7 +214,7 @@ func TestSimulateBadInput(t *testing.T) {
 			if tc.groups != nil {
 				g = tc.groups
 			}
-			if _, err := ifca.Simulate(cfg, in, tr, val, g, nil); !errors.Is(err, checks.ErrInvalid) {
+			if _, err := ifcaref.Simulate(cfg, in, tr, val, g, nil); !errors.Is(err, checks.ErrInvalid) {
 				t.Errorf("err = %v, want checks.ErrInvalid", err)
 			}
 		})

@@ -1,4 +1,4 @@
-package ifca
+package ifcaref
 
 import (
 	"fmt"
@@ -30,6 +30,13 @@ type Config struct {
 	// KeepVectors keeps every round's released and true updated vectors in
 	// the records (the paper's Figure 1; only for small models).
 	KeepVectors bool
+	// Sample and Noise, if set, replace the simulation's own random
+	// streams: Sample(t) returns round t's participants (training-client
+	// indices), Noise(t, c) the stream client c's sanitization noise is
+	// drawn from in round t (by default it continues the client's training
+	// stream). The engine test sets them to the engine's streams.
+	Sample func(t int) []int
+	Noise  func(t, client int) *rand.Rand
 }
 
 // Validate checks the configuration for models of dimension dim and the
@@ -122,116 +129,34 @@ func ValidationLoss(clients []Client, hyps [][]float64) float64 {
 // the training clients' latent group for GroupMaxLeakage. observe (may be
 // nil) is called after each round. Deterministic for any Workers.
 func Simulate(cfg Config, init [][]float64, train, val []Client, groups []int, observe func(Round)) (Summary, error) {
-	if err := checkHypotheses(init); err != nil {
+	members, err := checkSimulate(cfg, init, train, val, groups)
+	if err != nil {
 		return Summary{}, fmt.Errorf("simulate: %w", err)
-	}
-	if len(init) != cfg.K {
-		return Summary{}, checks.Invalidf("simulate: %d initial hypotheses for k = %d", len(init), cfg.K)
-	}
-	dim := len(init[0])
-	if err := cfg.Validate(dim, len(train), len(val)); err != nil {
-		return Summary{}, fmt.Errorf("simulate: %w", err)
-	}
-	for _, set := range [][]Client{train, val} {
-		for i, c := range set {
-			if err := checkClientDim(c, dim); err != nil {
-				return Summary{}, fmt.Errorf("simulate: client %d: %w", i, err)
-			}
-		}
-	}
-	nGroups := 1
-	if groups != nil {
-		if len(groups) != len(train) {
-			return Summary{}, checks.Invalidf("simulate: %d group labels for %d training clients", len(groups), len(train))
-		}
-		for _, g := range groups {
-			if g < 0 {
-				return Summary{}, checks.Invalidf("simulate: negative group label %d", g)
-			}
-			nGroups = max(nGroups, g+1)
-		}
-	}
-	members := make([][]int, nGroups)
-	for i := range train {
-		g := 0
-		if groups != nil {
-			g = groups[i]
-		}
-		members[g] = append(members[g], i)
 	}
 	ledger, err := NewLedger(len(train))
 	if err != nil {
 		return Summary{}, err
 	}
-	hyps := cloneAll(init)
-	ccfg := cfg.Client
-	ccfg.KeepUpdated = ccfg.KeepUpdated || cfg.KeepVectors
-	stop := fl.EarlyStop{Every: cfg.ValidateEvery, Patience: cfg.Patience}
+	s := &sim{cfg: cfg, train: train, val: val, members: members, ledger: ledger, hyps: cloneAll(init),
+		stop:    fl.EarlyStop{Every: cfg.ValidateEvery, Patience: cfg.Patience},
+		sampler: rng.Stream(cfg.Seed, rng.LabelSampling), valRand: rng.Stream(cfg.Seed, rng.LabelSampling, 1)}
+	s.ccfg = cfg.Client
+	s.ccfg.KeepUpdated = s.ccfg.KeepUpdated || cfg.KeepVectors
 	sum := Summary{Ledger: ledger, BestLoss: math.NaN(), Best: cloneAll(init)}
-	sampler := rng.Stream(cfg.Seed, rng.LabelSampling)
-	valRand := rng.Stream(cfg.Seed, rng.LabelSampling, 1)
 	for t := 1; t <= cfg.MaxRounds; t++ {
-		part := sampleWithoutReplacement(sampler, len(train), cfg.PerRound)
-		results := make([]ClientResult, len(part))
-		errs := make([]error, len(part))
-		mechanism.ForEachClient(len(part), cfg.Workers,
-			func(i int) *rand.Rand { return rng.Stream(cfg.Seed, rng.LabelTraining, uint64(t), uint64(part[i])) },
-			func(i int, r *rand.Rand) {
-				c := part[i]
-				results[i], errs[i] = ClientRound(r, train[c], hyps, ccfg, ledger.Spent(c))
-			})
-		rec := Round{Round: t, Participants: part, Declined: map[string]int{}, ValLoss: math.NaN()}
-		var releases [][]float64
-		for i, res := range results {
-			if errs[i] != nil {
-				return sum, fmt.Errorf("simulate: round %d, client %d: %w", t, part[i], errs[i])
-			}
-			rec.Chosen = append(rec.Chosen, res.Chosen)
-			if cfg.KeepVectors {
-				rec.Releases = append(rec.Releases, res.Released)
-				rec.Updates = append(rec.Updates, res.Updated)
-			}
-			if res.Declined != "" {
-				rec.Declined[res.Declined]++
-				continue
-			}
-			if err := ledger.Charge(part[i], res.Cost); err != nil {
-				return sum, fmt.Errorf("simulate: %w", err)
-			}
-			releases = append(releases, res.Released)
+		rec, err := s.round(t)
+		if err != nil {
+			return sum, fmt.Errorf("simulate: round %d: %w", t, err)
 		}
-		rec.Released = len(releases)
-		if len(releases) > 0 {
-			sr, err := ServerRound(releases, hyps, cfg.KMeansIter, cfg.Workers)
-			if err != nil {
-				return sum, fmt.Errorf("simulate: round %d: %w", t, err)
-			}
-			hyps, rec.Assign, rec.Sizes = sr.Hypotheses, sr.Assign, sr.Sizes
-		}
-		rec.Hypotheses = cloneAll(hyps)
-		rec.MaxLeakage, rec.MedianLeakage = ledger.LeakageStats(nil)
-		for _, m := range members {
-			mx, med := ledger.LeakageStats(m)
-			rec.GroupMaxLeakage = append(rec.GroupMaxLeakage, mx)
-			rec.GroupMedianLeakage = append(rec.GroupMedianLeakage, med)
-		}
-		sum.Rounds, sum.Final = t, hyps
+		sum.Rounds, sum.Final = t, s.hyps
 		halt := false
-		if stop.Due(t) {
-			vc := val
-			if cfg.ValSample > 0 && cfg.ValSample < len(val) {
-				idx := sampleWithoutReplacement(valRand, len(val), cfg.ValSample)
-				vc = make([]Client, len(idx))
-				for i, j := range idx {
-					vc[i] = val[j]
-				}
-			}
-			rec.ValLoss = ValidationLoss(vc, hyps)
-			improved, s := stop.Observe(t, rec.ValLoss)
+		if s.stop.Due(t) {
+			rec.ValLoss = ValidationLoss(s.validators(), s.hyps)
+			improved, st := s.stop.Observe(t, rec.ValLoss)
 			if improved {
-				sum.Best = cloneAll(hyps)
+				sum.Best = cloneAll(s.hyps)
 			}
-			halt = s
+			halt = st
 		}
 		if observe != nil {
 			observe(rec)
@@ -241,13 +166,144 @@ func Simulate(cfg Config, init [][]float64, train, val []Client, groups []int, o
 			break
 		}
 	}
-	if stop.Seen {
-		sum.BestLoss, sum.BestRound = stop.Best()
+	if s.stop.Seen {
+		sum.BestLoss, sum.BestRound = s.stop.Best()
 	} else {
 		sum.Best = cloneAll(sum.Final)
 	}
 	sum.MaxLeakage, sum.MedianLeakage = ledger.LeakageStats(nil)
 	return sum, nil
+}
+
+// checkSimulate checks Simulate's arguments and returns the training
+// clients of every group (all in group 0 when groups is nil).
+func checkSimulate(cfg Config, init [][]float64, train, val []Client, groups []int) ([][]int, error) {
+	if err := checkHypotheses(init); err != nil {
+		return nil, err
+	}
+	if len(init) != cfg.K {
+		return nil, checks.Invalidf("%d initial hypotheses for k = %d", len(init), cfg.K)
+	}
+	dim := len(init[0])
+	if err := cfg.Validate(dim, len(train), len(val)); err != nil {
+		return nil, err
+	}
+	for _, set := range [][]Client{train, val} {
+		for i, c := range set {
+			if err := checkClientDim(c, dim); err != nil {
+				return nil, fmt.Errorf("client %d: %w", i, err)
+			}
+		}
+	}
+	if groups != nil && len(groups) != len(train) {
+		return nil, checks.Invalidf("%d group labels for %d training clients", len(groups), len(train))
+	}
+	nGroups := 1
+	for _, g := range groups {
+		if g < 0 {
+			return nil, checks.Invalidf("negative group label %d", g)
+		}
+		nGroups = max(nGroups, g+1)
+	}
+	members := make([][]int, nGroups)
+	for i := range train {
+		g := 0
+		if groups != nil {
+			g = groups[i]
+		}
+		members[g] = append(members[g], i)
+	}
+	return members, nil
+}
+
+// sim is the state of one Simulate call.
+type sim struct {
+	cfg              Config
+	ccfg             ClientConfig
+	train, val       []Client
+	members          [][]int
+	ledger           *Ledger
+	hyps             [][]float64
+	stop             fl.EarlyStop
+	sampler, valRand *rand.Rand
+}
+
+// participants returns round t's sample: Config.Sample's, or U clients
+// drawn without replacement from the run's sampling stream.
+func (s *sim) participants(t int) []int {
+	if s.cfg.Sample != nil {
+		return s.cfg.Sample(t)
+	}
+	return sampleWithoutReplacement(s.sampler, len(s.train), s.cfg.PerRound)
+}
+
+// round runs the clients and the server of round t and records it (without
+// its validation).
+func (s *sim) round(t int) (Round, error) {
+	part := s.participants(t)
+	results := make([]ClientResult, len(part))
+	errs := make([]error, len(part))
+	mechanism.ForEachClient(len(part), s.cfg.Workers,
+		func(i int) *rand.Rand { return rng.Stream(s.cfg.Seed, rng.LabelTraining, uint64(t), uint64(part[i])) },
+		func(i int, r *rand.Rand) {
+			c := part[i]
+			var noise *rand.Rand
+			if s.cfg.Noise != nil {
+				noise = s.cfg.Noise(t, c)
+			}
+			results[i], errs[i] = ClientRound(r, noise, s.train[c], s.hyps, s.ccfg, s.ledger.Spent(c))
+		})
+	rec := Round{Round: t, Participants: part, Declined: map[string]int{}, ValLoss: math.NaN()}
+	var releases [][]float64
+	for i, res := range results {
+		if errs[i] != nil {
+			return rec, fmt.Errorf("client %d: %w", part[i], errs[i])
+		}
+		rec.Chosen = append(rec.Chosen, res.Chosen)
+		if s.cfg.KeepVectors {
+			rec.Releases = append(rec.Releases, res.Released)
+			rec.Updates = append(rec.Updates, res.Updated)
+		}
+		if res.Declined != "" {
+			rec.Declined[res.Declined]++
+			continue
+		}
+		if err := s.ledger.Charge(part[i], res.Cost); err != nil {
+			return rec, err
+		}
+		releases = append(releases, res.Released)
+	}
+	rec.Released = len(releases)
+	if len(releases) > 0 {
+		sr, err := ServerRound(releases, s.hyps, s.cfg.KMeansIter, s.cfg.Workers)
+		if err != nil {
+			return rec, err
+		}
+		s.hyps, rec.Assign, rec.Sizes = sr.Hypotheses, sr.Assign, sr.Sizes
+	}
+	rec.Hypotheses = cloneAll(s.hyps)
+	rec.MaxLeakage, rec.MedianLeakage = s.ledger.LeakageStats(nil)
+	for _, m := range s.members {
+		mx, med := s.ledger.LeakageStats(m)
+		rec.GroupMaxLeakage = append(rec.GroupMaxLeakage, mx)
+		rec.GroupMedianLeakage = append(rec.GroupMedianLeakage, med)
+	}
+	return rec, nil
+}
+
+// validators returns the validation clients of one validation: all of
+// them, or ValSample drawn afresh.
+func (s *sim) validators() []Client {
+	n := s.cfg.ValSample
+	if n <= 0 || n >= len(s.val) {
+		return s.val
+	}
+	idx := sampleWithoutReplacement(s.valRand, len(s.val), n)
+	vc := make([]Client, len(idx))
+	for i, j := range idx {
+		vc[i] = s.val[j]
+	}
+	return vc
 }
 
 // sampleWithoutReplacement returns m distinct indices of [0, n) in the

@@ -1,4 +1,4 @@
-package ifca
+package ifcaref
 
 import (
 	"fmt"

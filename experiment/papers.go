@@ -1,8 +1,9 @@
-package main
+package experiment
 
 import (
 	"maps"
 	"math"
+	"slices"
 	"strings"
 
 	"shufflefl/account"
@@ -15,6 +16,13 @@ import (
 // rate, number of rounds) the choice is named here and in docs/RESULTS.md.
 
 func init() {
+	registerPaper(flamePaper())
+	registerPaper(apesPaper())
+	registerPaper(eapesPaper())
+}
+
+// flamePaper is FLAME's comparison.
+func flamePaper() Paper {
 	// FLAME (Liu et al. AAAI 2021), Evaluations: logistic regression,
 	// d = 7,850, n = 1,000 users, eps_l = 78.5, delta_c = 0.01/n^1.1 per
 	// round (the run's --delta is 2T·delta_c, so that each round's share
@@ -63,13 +71,13 @@ func init() {
 	laplace := map[string]float64{"randomizer": 1}
 	double := map[string]float64{"randomizer": 1, "k": 157, "np": 333}
 	topk := map[string]float64{"randomizer": 1, "k": 157}
-	registerExperiment(experiment{
-		name:    "flame",
-		summary: "FLAME (AAAI 2021): NP-FL, DP-FL, LDP-FL, SS-Simple, SS-Double, SS-Topk; logistic regression, n = 1,000, eps_l = 78.5",
+	return Paper{
+		Name:    "flame",
+		Summary: "FLAME (AAAI 2021): NP-FL, DP-FL, LDP-FL, SS-Simple, SS-Double, SS-Topk; logistic regression, n = 1,000, eps_l = 78.5",
 		base:    flameBase,
-		tables: []expTable{{
+		tables: []table{{
 			title: "FLAME protocols at eps_l = 78.5, n = {n}, d = {d}",
-			runs: []expRun{
+			runs: []run{
 				{"NP-FL", func(c *runtime.Config) { c.Protocol = "nonprivate" }},
 				{"DP-FL (= SS-Double's cumulative eps)", dpMatching("ss-double", double)},
 				{"LDP-FL (Laplace)", func(c *runtime.Config) { c.Protocol = "ldp-laplace" }},
@@ -78,13 +86,14 @@ func init() {
 				{"SS-Topk", func(c *runtime.Config) { c.Protocol = "ss-topk"; c.Options = topk }},
 			},
 		}},
-	})
+	}
 }
 
 // flameDim is d of logistic regression on 28x28 images with 10 classes.
 const flameDim = 784*10 + 10
 
-func init() {
+// apesPaper is APES's comparison (Table 3 and Figure 2b).
+func apesPaper() Paper {
 	// APES (Liu et al. AAAI 2023), Experiments: logistic regression
 	// (d = 7,850), n = 10,000 users with the data split evenly, FedProx,
 	// delta_s = delta' = 1e-8 (options delta-s and delta-prime), budgets from
@@ -107,45 +116,22 @@ func init() {
 		c.EpsScale = flameDim
 		c.Rounds = 10
 	}
-	// apesOpts are APES Table 3's delta_s and delta' plus extra options.
-	// APES and S-APES are accounted as in the paper, under its hidden-budget
-	// assumption (option hidden-budget; the bound string says so); without
-	// it shufflefl states the standard-DP figure (UniS's for Table 3).
-	apesOpts := func(extra map[string]float64) map[string]float64 {
-		o := map[string]float64{"delta-s": 1e-8, "delta-prime": 1e-8}
-		maps.Copy(o, extra)
-		return o
-	}
-	proto := func(name string) func(c *runtime.Config) {
-		return func(c *runtime.Config) {
-			c.Protocol = name
-			switch name {
-			case "nonprivate":
-				c.EpsDist, c.EpsScale = "", 0 // no budgets
-			case "e-apes":
-			case "apes", "s-apes":
-				c.Options = apesOpts(map[string]float64{"hidden-budget": 1})
-			default:
-				c.Options = apesOpts(nil)
-			}
-		}
-	}
+	proto := apesProtocol
 	ldpMin := proto("ldp-min") // min-epsilon is derived from the budgets
-	var fig2b []expRun
+	var fig2b []run
 	for _, dist := range []string{"uniform1", "uniform2", "gauss1", "gauss2", "mixgauss1", "mixgauss2"} {
 		for _, p := range []string{"apes", "unis"} {
-			dist, p := dist, p
-			fig2b = append(fig2b, expRun{p + "-" + dist, func(c *runtime.Config) { proto(p)(c); c.EpsDist = dist }})
+			fig2b = append(fig2b, run{p + "-" + dist, func(c *runtime.Config) { proto(p)(c); c.EpsDist = dist }})
 		}
 	}
-	registerExperiment(experiment{
-		name:    "apes",
-		summary: "APES / S-APES (AAAI 2023): Non-Private, LDP-Min, PLDP, UniS, APES, S-APES under Uniform2 (Table 3), and APES vs UniS across the budget distributions of Table 2 (Figure 2b)",
+	return Paper{
+		Name:    "apes",
+		Summary: "APES / S-APES (AAAI 2023): Non-Private, LDP-Min, PLDP, UniS, APES, S-APES under Uniform2 (Table 3), and APES vs UniS across the budget distributions of Table 2 (Figure 2b)",
 		base:    apesBase,
-		tables: []expTable{
+		tables: []table{
 			{
 				title: "Table 3: Uniform2 budgets, n = {n}, d = {d}, delta_s = 1e-8",
-				runs: []expRun{
+				runs: []run{
 					{"Non-Private", proto("nonprivate")},
 					{"LDP-Min", ldpMin},
 					{"PLDP", proto("pldp")},
@@ -159,8 +145,37 @@ func init() {
 			},
 			{title: "Figure 2b: accuracy across the budget distributions of Table 2, n = {n}, d = {d}", runs: fig2b},
 		},
-	})
+	}
+}
 
+// apesOpts are APES Table 3's delta_s and delta' plus extra options.
+// APES and S-APES are accounted as in the paper, under its hidden-budget
+// assumption (option hidden-budget; the bound string says so); without it
+// shufflefl states the standard-DP figure (UniS's for Table 3).
+func apesOpts(extra map[string]float64) map[string]float64 {
+	o := map[string]float64{"delta-s": 1e-8, "delta-prime": 1e-8}
+	maps.Copy(o, extra)
+	return o
+}
+
+// apesProtocol sets protocol name with APES's options.
+func apesProtocol(name string) func(c *runtime.Config) {
+	return func(c *runtime.Config) {
+		c.Protocol = name
+		switch name {
+		case "nonprivate":
+			c.EpsDist, c.EpsScale = "", 0 // no budgets
+		case "e-apes":
+		case "apes", "s-apes":
+			c.Options = apesOpts(map[string]float64{"hidden-budget": 1})
+		default:
+			c.Options = apesOpts(nil)
+		}
+	}
+}
+
+// eapesPaper is E-APES's comparison.
+func eapesPaper() Paper {
 	// E-APES (Chen, Cao and Ge 2023): shuffled noisy SGD with personalized
 	// (eps_i, delta_i) Gaussian noise, on an MLP, budgets from E-APES Table 3.
 	// n = 1,000 clients (the MLP has d = 101,770), FedSGD-style single local
@@ -176,21 +191,84 @@ func init() {
 		c.Rounds = 10
 		c.Delta = 2 * float64(c.Rounds) * 1e-5 // each client's delta_i = 1e-5 per round
 	}
-	var eapesRuns []expRun
-	eapesRuns = append(eapesRuns, expRun{"Non-Private", proto("nonprivate")})
+	eapesRuns := []run{{"Non-Private", apesProtocol("nonprivate")}}
 	for _, dist := range []string{"eapes-uniform1", "eapes-uniform2", "eapes-gauss1", "eapes-gauss2", "eapes-gauss3"} {
-		dist := dist
-		eapesRuns = append(eapesRuns, expRun{"E-APES-" + strings.TrimPrefix(dist, "eapes-"), func(c *runtime.Config) { c.Protocol = "e-apes"; c.EpsDist = dist }})
+		eapesRuns = append(eapesRuns, run{"E-APES-" + strings.TrimPrefix(dist, "eapes-"), func(c *runtime.Config) { c.Protocol = "e-apes"; c.EpsDist = dist }})
 	}
-	eapesRuns = append(eapesRuns, expRun{"E-APES-eps100", func(c *runtime.Config) {
+	eapesRuns = append(eapesRuns, run{"E-APES-eps100", func(c *runtime.Config) {
 		c.Protocol = "e-apes"
 		c.EpsDist = ""
 		c.Epsilon = 100
 	}})
-	registerExperiment(experiment{
-		name:    "eapes",
-		summary: "E-APES (2023): shuffled noisy SGD with personalized (eps_i, delta_i) Gaussian noise on an MLP, budgets of E-APES Table 3; rigorous central bound beside the paper's mu-GDP approximation",
+	return Paper{
+		Name:    "eapes",
+		Summary: "E-APES (2023): shuffled noisy SGD with personalized (eps_i, delta_i) Gaussian noise on an MLP, budgets of E-APES Table 3; rigorous central bound beside the paper's mu-GDP approximation",
 		base:    eapesBase,
-		tables:  []expTable{{title: "E-APES on the MLP (d = {d}), n = {n}", runs: eapesRuns}},
-	})
+		tables:  []table{{title: "E-APES on the MLP (d = {d}), n = {n}", runs: eapesRuns}},
+	}
+}
+
+// Paper is one paper's comparison: tables of engine runs with the paper's
+// settings. Where a paper does not state a setting the choice is named in
+// papers.go and docs/RESULTS.md.
+type Paper struct {
+	Name, Summary string
+	// base sets the paper's shared settings on top of the defaults;
+	// trainLen is the size of the training set (to fit the number of
+	// clients to it).
+	base   func(c *runtime.Config, trainLen int)
+	tables []table
+}
+
+// table is a group of runs: one markdown table and one plot. Its title's
+// "{n}" and "{d}" stand for the runs' number of clients and model
+// dimension.
+type table struct {
+	title string
+	runs  []run
+}
+
+// run is one row: a label and its changes to the paper's base settings.
+type run struct {
+	label string
+	mod   func(c *runtime.Config)
+}
+
+var papers = map[string]Paper{}
+
+func registerPaper(p Paper) { papers[p.Name] = p }
+
+// Papers returns the names of the paper experiments, sorted.
+func Papers() []string { return slices.Sorted(maps.Keys(papers)) }
+
+// LookupPaper returns the paper experiment called name.
+func LookupPaper(name string) (Paper, bool) {
+	p, ok := papers[name]
+	return p, ok
+}
+
+// Names returns the name of every experiment, sorted: the papers, the
+// frontier and the group-privacy experiments.
+func Names() []string {
+	names := append(Papers(), "frontier")
+	for _, e := range dprivacy {
+		names = append(names, e.Name)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// Summary returns the one-line description of experiment name, "" if
+// there is none.
+func Summary(name string) string {
+	if p, ok := papers[name]; ok {
+		return p.Summary
+	}
+	if e, ok := LookupDPrivacy(name); ok {
+		return e.Summary
+	}
+	if name == "frontier" {
+		return FrontierSummary
+	}
+	return ""
 }

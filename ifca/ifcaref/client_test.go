@@ -1,4 +1,4 @@
-package ifca
+package ifcaref
 
 import (
 	"errors"
@@ -39,37 +39,12 @@ func (q *quad) Train(_ *rand.Rand, theta []float64, epochs int) error {
 	return nil
 }
 
-func TestChooseHypothesis(t *testing.T) {
-	inf := math.Inf(1)
-	for _, tc := range []struct {
-		losses []float64
-		want   int
-		bad    bool
-	}{
-		{[]float64{3, 1, 2}, 1, false},
-		{[]float64{1, 1}, 0, false}, // tie: lowest index
-		{[]float64{inf, 2}, 1, false},
-		{[]float64{5}, 0, false},
-		{nil, 0, true},
-		{[]float64{1, math.NaN()}, 0, true},
-		{[]float64{inf, inf}, 0, true},
-	} {
-		got, err := ChooseHypothesis(tc.losses)
-		if tc.bad != (err != nil) || (!tc.bad && got != tc.want) {
-			t.Errorf("%v: got %d, %v", tc.losses, got, err)
-		}
-		if tc.bad && !errors.Is(err, checks.ErrInvalid) {
-			t.Errorf("%v: err %v does not wrap checks.ErrInvalid", tc.losses, err)
-		}
-	}
-}
-
 func TestClientRound(t *testing.T) {
 	hyps := [][]float64{{0, 0, 0}, {10, 10, 10}}
 	c := &quad{target: []float64{9, 9, 9}, frac: 0.5}
 	// Unsanitized: the release is exactly the updated vector, from the
 	// nearest hypothesis.
-	res, err := ClientRound(rng.NewSeeded(1), c, hyps, ClientConfig{Epochs: 1}, 0)
+	res, err := ClientRound(rng.NewSeeded(1), nil, c, hyps, ClientConfig{Epochs: 1}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +55,7 @@ func TestClientRound(t *testing.T) {
 		t.Errorf("hypotheses modified")
 	}
 	// Sanitized: full vector released, noisy, cost n/ν.
-	res, err = ClientRound(rng.NewSeeded(1), c, hyps, ClientConfig{Epochs: 1, Nu: 2, KeepUpdated: true}, 0)
+	res, err = ClientRound(rng.NewSeeded(1), nil, c, hyps, ClientConfig{Epochs: 1, Nu: 2, KeepUpdated: true}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,24 +69,24 @@ func TestClientRound(t *testing.T) {
 		t.Errorf("update norm %v", res.UpdateNorm)
 	}
 	// Per-layer variant.
-	res, err = ClientRound(rng.NewSeeded(1), c, hyps, ClientConfig{Epochs: 1, Nu: 2, Layers: []mechanism.Layer{{Offset: 0, Len: 1}, {Offset: 1, Len: 2}}}, 0)
+	res, err = ClientRound(rng.NewSeeded(1), nil, c, hyps, ClientConfig{Epochs: 1, Nu: 2, Layers: []mechanism.Layer{{Offset: 0, Len: 1}, {Offset: 1, Len: 2}}}, 0)
 	if err != nil || res.Cost != 1.5 {
 		t.Errorf("per-layer: %+v, %v", res, err)
 	}
 	// Cap: 1.5 more would exceed 2.5 from 1.2 spent; declined before training.
 	before := c.trains
-	res, err = ClientRound(rng.NewSeeded(1), c, hyps, ClientConfig{Epochs: 1, Nu: 2, Cap: 2.5}, 1.2)
+	res, err = ClientRound(rng.NewSeeded(1), nil, c, hyps, ClientConfig{Epochs: 1, Nu: 2, Cap: 2.5}, 1.2)
 	if err != nil || res.Declined != DeclineCap || res.Released != nil || res.Cost != 0 || c.trains != before {
 		t.Errorf("cap: %+v, %v (trained %d times)", res, err, c.trains-before)
 	}
 	// Zero update: declined, nothing released.
 	still := &quad{target: []float64{9, 9, 9}, frac: 0}
-	res, err = ClientRound(rng.NewSeeded(1), still, hyps, ClientConfig{Epochs: 1, Nu: 2}, 0)
+	res, err = ClientRound(rng.NewSeeded(1), nil, still, hyps, ClientConfig{Epochs: 1, Nu: 2}, 0)
 	if err != nil || res.Declined != DeclineZeroUpdate || res.Released != nil || res.Cost != 0 {
 		t.Errorf("zero update: %+v, %v", res, err)
 	}
 	// ... unless a radius floor is set.
-	res, err = ClientRound(rng.NewSeeded(1), still, hyps, ClientConfig{Epochs: 1, Nu: 2, Sanitize: mechanism.SanitizeOptions{MinRadius: 0.1}}, 0)
+	res, err = ClientRound(rng.NewSeeded(1), nil, still, hyps, ClientConfig{Epochs: 1, Nu: 2, Sanitize: mechanism.SanitizeOptions{MinRadius: 0.1}}, 0)
 	if err != nil || res.Declined != "" || res.Released == nil || res.Cost != 1.5 {
 		t.Errorf("zero update with floor: %+v, %v", res, err)
 	}
@@ -134,7 +109,7 @@ func TestClientRoundBadInput(t *testing.T) {
 		{"layers", good, ClientConfig{Epochs: 1, Nu: 1, Layers: []mechanism.Layer{{Offset: 0, Len: 1}}}},
 		{"cap<0", good, ClientConfig{Epochs: 1, Nu: 1, Cap: -1}},
 	} {
-		if _, err := ClientRound(rng.NewSeeded(1), c, tc.hyps, tc.cfg, 0); !errors.Is(err, checks.ErrInvalid) {
+		if _, err := ClientRound(rng.NewSeeded(1), nil, c, tc.hyps, tc.cfg, 0); !errors.Is(err, checks.ErrInvalid) {
 			t.Errorf("%s: err = %v", tc.name, err)
 		}
 	}
@@ -219,7 +194,7 @@ func ExampleClientRound() {
 	// vector (cost n/ν = 3/2 = 1.5).
 	hyps := [][]float64{{0, 0, 0}, {10, 10, 10}}
 	c := &quad{target: []float64{9, 9, 9}, frac: 0.5}
-	res, err := ClientRound(rng.NewSeeded(1), c, hyps, ClientConfig{Epochs: 1, Nu: 2}, 0)
+	res, err := ClientRound(rng.NewSeeded(1), nil, c, hyps, ClientConfig{Epochs: 1, Nu: 2}, 0)
 	if err != nil {
 		panic(err)
 	}

@@ -1,4 +1,4 @@
-package ifca
+package ifcaref
 
 import (
 	"errors"
@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	"shufflefl/checks"
+	"shufflefl/ifca"
 	"shufflefl/mechanism"
 )
 
@@ -35,29 +36,6 @@ func checkClientDim(c Client, dim int) error {
 		return checks.Invalidf("the client's model has dimension %d, the hypotheses %d", d.Dim(), dim)
 	}
 	return nil
-}
-
-// ChooseHypothesis returns argmin_j losses[j] (Algorithm 1 line 5), ties to
-// the lowest index. An empty list or a NaN loss is an error wrapping
-// checks.ErrInvalid; +Inf losses are allowed (a diverged hypothesis) as long
-// as one is finite.
-func ChooseHypothesis(losses []float64) (int, error) {
-	if len(losses) == 0 {
-		return 0, checks.Invalidf("choose hypothesis: no losses")
-	}
-	best := -1
-	for j, l := range losses {
-		if math.IsNaN(l) {
-			return 0, checks.Invalidf("choose hypothesis: loss of hypothesis %d is NaN", j)
-		}
-		if !math.IsInf(l, 1) && (best < 0 || l < losses[best]) {
-			best = j
-		}
-	}
-	if best < 0 {
-		return 0, checks.Invalidf("choose hypothesis: every loss is +Inf")
-	}
-	return best, nil
 }
 
 // ClientConfig is the client-side part of Algorithm 1.
@@ -158,16 +136,18 @@ type ClientResult struct {
 
 // ClientRound runs one client's part of a round of Algorithm 1: it
 // evaluates every hypothesis on its data, picks the best, trains a copy for
-// E epochs, and sanitizes the full updated vector (SanitizeUpdate with the
-// chosen hypothesis as θ_j̄). spent is the client's ledger total so far; if
+// E epochs from r, and sanitizes the full updated vector (SanitizeUpdate with
+// the chosen hypothesis as θ_j̄) with noise drawn from noise (nil: from r,
+// after training). spent is the client's ledger total so far; if
 // spent + cost would exceed cfg.Cap the client declines before any work.
 // A zero-norm update without a MinRadius floor is declined too (nothing is
 // released and nothing charged). hyps is not modified.
 //
 // Bad input (an error wrapping checks.ErrInvalid): no hypotheses,
 // hypotheses of different dimensions or with non-finite entries, an invalid
-// cfg, a NaN loss; errors from Train are returned wrapped.
-func ClientRound(r *rand.Rand, c Client, hyps [][]float64, cfg ClientConfig, spent float64) (ClientResult, error) {
+// cfg; errors from Train are returned wrapped. The choice follows
+// ifca.ChooseHypothesis (a NaN or +Inf loss is never chosen).
+func ClientRound(r, noise *rand.Rand, c Client, hyps [][]float64, cfg ClientConfig, spent float64) (ClientResult, error) {
 	if err := checkHypotheses(hyps); err != nil {
 		return ClientResult{}, err
 	}
@@ -186,10 +166,7 @@ func ClientRound(r *rand.Rand, c Client, hyps [][]float64, cfg ClientConfig, spe
 	for j, h := range hyps {
 		losses[j] = c.Loss(h)
 	}
-	j, err := ChooseHypothesis(losses)
-	if err != nil {
-		return ClientResult{}, fmt.Errorf("client round: %w", err)
-	}
+	j := ifca.ChooseHypothesis(losses)
 	theta := slices.Clone(hyps[j])
 	if err := c.Train(r, theta, cfg.Epochs); err != nil {
 		return ClientResult{}, fmt.Errorf("client round: local update: %w", err)
@@ -205,10 +182,14 @@ func ClientRound(r *rand.Rand, c Client, hyps [][]float64, cfg ClientConfig, spe
 		res.Released, res.Cost = theta, cost
 		return res, nil
 	}
+	if noise == nil {
+		noise = r
+	}
+	var err error
 	if len(cfg.Layers) > 0 {
-		_, err = mechanism.SanitizeUpdateLayers(r, theta, hyps[j], cfg.Nu, cfg.Layers, cfg.Sanitize)
+		_, err = mechanism.SanitizeUpdateLayers(noise, theta, hyps[j], cfg.Nu, cfg.Layers, cfg.Sanitize)
 	} else {
-		_, err = mechanism.SanitizeUpdate(r, theta, hyps[j], cfg.Nu, cfg.Sanitize)
+		_, err = mechanism.SanitizeUpdate(noise, theta, hyps[j], cfg.Nu, cfg.Sanitize)
 	}
 	if errors.Is(err, mechanism.ErrZeroUpdate) {
 		res.Declined = DeclineZeroUpdate
