@@ -14,7 +14,8 @@ import (
 // converts the total to (epsilon, delta) with the improved conversion
 // (RDPToEpsilon). Composition is additive at each order (Mironov 2017,
 // Proposition 1). It uses DefaultRDPOrders and is safe for concurrent use.
-// The zero value is not usable; call NewRDPAccountant.
+// The zero value is not usable; call NewRDPAccountant. It is a Composer
+// (a mechanism-level accountant, see the package documentation).
 type RDPAccountant struct {
 	mu    sync.Mutex
 	rdp   []float64

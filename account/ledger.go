@@ -81,6 +81,7 @@ type CapError struct {
 	Cap       Cap
 }
 
+// Error names the client, the round, the release and the cap it would exceed.
 func (e *CapError) Error() string {
 	return fmt.Sprintf("client %q round %d: release of (%g, %g) would exceed the cap (%g, %g): already spent (%g, %g)",
 		e.Client, e.Round, e.Requested.Epsilon, e.Requested.Delta, e.Cap.Epsilon, e.Cap.Delta, e.Spent.Epsilon, e.Spent.Delta)

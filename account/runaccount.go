@@ -475,7 +475,8 @@ func pldInterval(h float64) float64 {
 // place a driver (the simulation engine, the networked analyzer) asks what
 // has been spent. Rounds in which nobody reported are recorded but spend
 // nothing. It is checkpointable (MarshalJSON / RestoreAccountant) and not
-// safe for concurrent use.
+// safe for concurrent use. It implements RunAccountant (see the package
+// documentation for the accountants' hierarchy).
 //
 // Composition: the smallest epsilon, at the run's target delta, of basic
 // composition of the rounds' statements, heterogeneous advanced composition

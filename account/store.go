@@ -6,11 +6,9 @@ import (
 )
 
 // Cap is a client's total privacy budget: the sum of the local epsilons and
-// the sum of the local deltas of all its releases may not exceed it.
-type Cap struct {
-	Epsilon float64 `json:"epsilon"`
-	Delta   float64 `json:"delta"`
-}
+// the sum of the local deltas of all its releases may not exceed it. It is a
+// Budget (one (epsilon, delta) pair type; the name says what it limits).
+type Cap = Budget
 
 // Store is the persistence behind a Ledger, in the manner of etcd raft's
 // Storage: the ledger decides, the store remembers. The ledger calls a store

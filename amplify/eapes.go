@@ -18,12 +18,6 @@ func phi(x float64) float64 { return 0.5 * math.Erfc(-x/math.Sqrt2) }
 // space), under the name E-APES's code uses.
 func GDPDelta(mu, eps float64) (float64, error) { return account.GDPToDelta(mu, eps) }
 
-// gdpDelta is GDPDelta on validated input.
-func gdpDelta(mu, eps float64) float64 {
-	d, _ := account.GDPToDelta(mu, eps)
-	return d
-}
-
 // GDPEpsilon returns the smallest eps >= 0 such that a mu-GDP mechanism is
 // (eps, delta)-DP: the inverse of GDPDelta (account.GDPToEpsilon, relative
 // precision 1e-12, the guaranteed side kept).

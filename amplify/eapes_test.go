@@ -7,8 +7,9 @@ import (
 
 // TestGDPConversionAgainstClosedForm checks amplify's GDP names (one
 // implementation, in package account) against the textbook formula
-// Phi(-eps/mu + mu/2) - e^eps Phi(-eps/mu - mu/2) evaluated directly where it
-// does not cancel.
+// Phi(-eps/mu + mu/2) - e^eps Phi(-eps/mu - mu/2), evaluated directly where it
+// does not cancel, and against the formula's 40-digit values (independent
+// numbers; a relative change of 1e-8 in mu/2 fails them all).
 func TestGDPConversionAgainstClosedForm(t *testing.T) {
 	for _, mu := range []float64{0.05, 0.5, 1, 3} {
 		for _, eps := range []float64{0, 0.1, 1, 5} {
@@ -20,6 +21,23 @@ func TestGDPConversionAgainstClosedForm(t *testing.T) {
 			if !near(got, want, 1e-12+1e-9*want) {
 				t.Errorf("mu=%v eps=%v: %g vs closed form %g", mu, eps, got, want)
 			}
+		}
+	}
+	// The same formula in 40-digit arithmetic (mpmath 1.3.0, mp.dps = 40:
+	// Phi(x) = erfc(-x/sqrt(2))/2), including far-tail points where the
+	// double-precision formula above cancels to nothing.
+	for _, c := range []struct{ mu, eps, want float64 }{
+		{1, 0, 0.38292492254802620728},
+		{1, 1, 0.1269367375066439458},
+		{0.5, 0.1, 0.15926050741399166315},
+		{2, 3, 0.18381307654447215597},
+		{3, 10, 0.018589514315857806058},
+		{0.1, 1, 1.2308359836427112292e-25},
+		{0.05, 0.5, 4.7972913626623444106e-26},
+	} {
+		got, err := GDPDelta(c.mu, c.eps)
+		if err != nil || math.Abs(got-c.want) > 1e-10*c.want {
+			t.Errorf("GDPDelta(%v, %v) = %.17g, %v; 40-digit value %.17g", c.mu, c.eps, got, err, c.want)
 		}
 	}
 }

@@ -9,6 +9,26 @@ import (
 	"shufflefl/pld"
 )
 
+// clonePLDEpsilon returns the PLD epsilon at delta of times compositions
+// of FMT's clone pair for n reports at eps0, as the run accountant composes
+// a per-coordinate shuffle.
+func clonePLDEpsilon(t *testing.T, eps0 float64, n, times int, delta float64) float64 {
+	t.Helper()
+	one, err := pld.ShuffleClones(eps0, n, pld.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := one.SelfCompose(times)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := c.Epsilon(delta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
 // TestVerdictTable prints, with -v, the table of docs/ACCOUNTING.md
 // ("Every stated figure against a lower bound"): for each per-coordinate
 // FLAME protocol and setting, the figures the library states (the theorem's
@@ -23,19 +43,7 @@ func TestVerdictTable(t *testing.T) {
 	bennett := BlanketAmplifier(lap, Bennett)
 	const flameDelta = 5.011872336272725e-06
 	clonePLD := func(eps0 float64, n, times int, delta float64) float64 {
-		one, err := pld.ShuffleClones(eps0, n, pld.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		c, err := one.SelfCompose(times)
-		if err != nil {
-			t.Fatal(err)
-		}
-		e, err := c.Epsilon(delta)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return e
+		return clonePLDEpsilon(t, eps0, n, times, delta)
 	}
 	type row struct {
 		protocol, setting, statement string

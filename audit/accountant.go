@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"shufflefl/amplify"
+	"shufflefl/bound"
 	"shufflefl/checks"
 )
 
@@ -281,7 +282,7 @@ func lowerBounds(f RunFacts, rounds []RunRound, delta float64) []AccountantCheck
 		}
 		k := d * t
 		lb, err := OptimalCompositionLowerBound(eps0, k, delta)
-		add(AccountantCheck{Bound: fmt.Sprintf("optimal composition of %d eps_c = %.4g releases (randomized response)", k, eps0), Lower: lb}, err)
+		add(AccountantCheck{Bound: fmt.Sprintf("optimal composition of %d eps_c = %s releases (randomized response)", k, bound.Figure(eps0, 4)), Lower: lb}, err)
 	case genericShuffle[f.Protocol]:
 		eps0 := rounds[0].LocalCoordEps
 		maxN, others := 0, 0
@@ -290,7 +291,7 @@ func lowerBounds(f RunFacts, rounds []RunRound, delta float64) []AccountantCheck
 			others += (r.Participants - 1) * d
 		}
 		lb, err := amplify.ShuffledRRLowerBound(eps0, maxN, delta)
-		add(AccountantCheck{Bound: fmt.Sprintf("shuffled randomized response, one coordinate, n = %d, eps_c = %.4g", maxN, eps0), Lower: lb}, err)
+		add(AccountantCheck{Bound: fmt.Sprintf("shuffled randomized response, one coordinate, n = %d, eps_c = %s", maxN, bound.Figure(eps0, 4)), Lower: lb}, err)
 		add(rrCountBound(eps0, d*t, others, delta))
 	}
 	if f.Randomizer != nil && (f.Protocol == "ss-simple" || flameSparse[f.Protocol]) {

@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"shufflefl/amplify"
+	"shufflefl/bound"
 )
 
 // rrCountBound is the count of ones over every shuffled release of binary
@@ -14,7 +15,7 @@ import (
 func rrCountBound(eps0 float64, mine, others int, delta float64) (AccountantCheck, error) {
 	q := 1 / (1 + math.Exp(eps0))
 	lb, err := amplify.CountLowerBound(others, mine, q, q, 1-q, delta)
-	return AccountantCheck{Bound: fmt.Sprintf("count of ones, randomized response eps_c = %.4g: %d values of the user among %d others", eps0, mine, others), Lower: lb}, err
+	return AccountantCheck{Bound: fmt.Sprintf("count of ones, randomized response eps_c = %s: %d values of the user among %d others", bound.Figure(eps0, 4), mine, others), Lower: lb}, err
 }
 
 // flameCountBound is the count statistic of a FLAME run with its own
@@ -30,8 +31,8 @@ func flameCountBound(f RunFacts, rounds []RunRound, delta float64) (AccountantCh
 	if err != nil {
 		return c, err
 	}
-	c.Bound = fmt.Sprintf("count above t = %.4g, %s randomizer eps0 = %.4g: %d values of the user among %d others and dummies",
-		t, f.Randomizer.Mech, eps0, mine, others)
+	c.Bound = fmt.Sprintf("count above t = %s, %s randomizer eps0 = %s: %d values of the user among %d others and dummies",
+		bound.Figure(t, 4), f.Randomizer.Mech, bound.Figure(eps0, 4), mine, others)
 	c.Lower = lb
 	return c, nil
 }

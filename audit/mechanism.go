@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"shufflefl/bound"
 	"shufflefl/checks"
 	"shufflefl/mechanism"
 	"shufflefl/rng"
@@ -325,10 +326,10 @@ func wilsonEps(tp, fp, n int64, delta, conf float64) float64 {
 // wraps checks.ErrInvalid.
 func tooFew(trials, need int64, eps, conf float64) error {
 	if need >= 1<<50 {
-		return checks.Invalidf("a claim of epsilon %.4g cannot be refuted by a threshold test with any feasible number of trials (it would need about e^epsilon of them): audit a smaller budget", eps)
+		return checks.Invalidf("a claim of epsilon %s cannot be refuted by a threshold test with any feasible number of trials (it would need about e^epsilon of them): audit a smaller budget", bound.Figure(eps, 4))
 	}
-	return checks.Invalidf("%d trials per input are too few: even a perfect test on half of them (the other half chooses the test) cannot show eps_lower above the claimed epsilon %.4g at %.0f%% confidence; use --trials %d or more",
-		trials, eps, 100*conf, 2*need)
+	return checks.Invalidf("%d trials per input are too few: even a perfect test on half of them (the other half chooses the test) cannot show eps_lower above the claimed epsilon %s at %.0f%% confidence; use --trials %d or more",
+		trials, bound.Figure(eps, 4), 100*conf, 2*need)
 }
 
 // CheckTrials returns an error (wrapping checks.ErrInvalid) naming the

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 
+	"shufflefl/bound"
 	"shufflefl/checks"
 	"shufflefl/data"
 	"shufflefl/mechanism"
@@ -72,7 +73,7 @@ type OneRunResult struct {
 func CanaryWarning(p protocol.Protocol, s protocol.Shape, scale float64) string {
 	var msgs []string
 	if scale > 1 {
-		msgs = append(msgs, fmt.Sprintf("a canary of %.3g times the clip bound is clipped to the bound (%.0f%% of its norm is erased)", scale, 100*(1-1/scale)))
+		msgs = append(msgs, fmt.Sprintf("a canary of %s times the clip bound is clipped to the bound (%.0f%% of its norm is erased)", bound.Figure(scale, 3), 100*(1-1/scale)))
 	}
 	kept := s.Dim
 	switch q := p.(type) {
@@ -117,28 +118,7 @@ func CanaryWarning(p protocol.Protocol, s protocol.Shape, scale float64) string 
 func OneRun(cfg OneRunConfig) (OneRunResult, error) {
 	tc := cfg.Train
 	m := cfg.Canaries
-	if err := checks.IntAtLeast("canaries", m, 2); err != nil {
-		return OneRunResult{}, err
-	}
-	if m > tc.Clients {
-		return OneRunResult{}, checks.Invalidf("%d canaries exceed the %d clients", m, tc.Clients)
-	}
-	if cfg.Guesses == 0 {
-		cfg.Guesses = m / 4
-	}
-	if cfg.Guesses < 1 || 2*cfg.Guesses > m {
-		return OneRunResult{}, checks.Invalidf("guesses per side must be in [1, m/2 = %d], got %d", m/2, cfg.Guesses)
-	}
-	if cfg.Scale == 0 {
-		cfg.Scale = 1
-	}
-	if !(cfg.Scale > 0) || math.IsInf(cfg.Scale, 0) {
-		return OneRunResult{}, checks.Invalidf("canary scale must be a positive number, got %v", cfg.Scale)
-	}
-	if cfg.Confidence == 0 {
-		cfg.Confidence = 0.95
-	}
-	if err := checkConf(cfg.Confidence); err != nil {
+	if err := cfg.check(); err != nil {
 		return OneRunResult{}, err
 	}
 	e, err := runtime.New(tc, cfg.Split, nil)
@@ -193,10 +173,55 @@ func OneRun(cfg OneRunConfig) (OneRunResult, error) {
 		res.EpsClaimed = &c
 	}
 	delta := make([]float64, d)
-	var dn float64
 	for j, v := range e.Weights() {
 		delta[j] = v - w0[j]
-		dn += delta[j] * delta[j]
+	}
+	res.score(dirs, in, delta, cfg.Guesses)
+	res.EpsLower = OneRunEpsLower(m, res.Guesses, res.Correct, tc.Delta, cfg.Confidence)
+	res.Violation = res.EpsClaimed != nil && res.EpsLower > *res.EpsClaimed
+	if g := gaussianFitEps(res.MeanIn, res.MeanOut, res.SDOut, tc.Delta); !math.IsInf(g, 0) {
+		res.EpsGaussian = &g
+	}
+	return res, nil
+}
+
+// check validates cfg and fills in its defaults (Guesses m/4, Scale 1,
+// Confidence 0.95).
+func (cfg *OneRunConfig) check() error {
+	m := cfg.Canaries
+	if err := checks.IntAtLeast("canaries", m, 2); err != nil {
+		return err
+	}
+	if m > cfg.Train.Clients {
+		return checks.Invalidf("%d canaries exceed the %d clients", m, cfg.Train.Clients)
+	}
+	if cfg.Guesses == 0 {
+		cfg.Guesses = m / 4
+	}
+	if cfg.Guesses < 1 || 2*cfg.Guesses > m {
+		return checks.Invalidf("guesses per side must be in [1, m/2 = %d], got %d", m/2, cfg.Guesses)
+	}
+	if cfg.Scale == 0 {
+		cfg.Scale = 1
+	}
+	if !(cfg.Scale > 0) || math.IsInf(cfg.Scale, 0) {
+		return checks.Invalidf("canary scale must be a positive number, got %v", cfg.Scale)
+	}
+	if cfg.Confidence == 0 {
+		cfg.Confidence = 0.95
+	}
+	return checkConf(cfg.Confidence)
+}
+
+// score scores each canary by the cosine between its direction and the
+// model delta, records the included and excluded canaries' mean and sd,
+// and counts the correct guesses: the guesses highest guessed included,
+// the guesses lowest excluded.
+func (res *OneRunResult) score(dirs [][]float64, in []bool, delta []float64, guesses int) {
+	m, d := len(dirs), len(delta)
+	var dn float64
+	for _, v := range delta {
+		dn += v * v
 	}
 	dn = math.Sqrt(dn)
 	type scored struct {
@@ -228,7 +253,7 @@ func OneRun(cfg OneRunConfig) (OneRunResult, error) {
 	res.SDIn = math.Sqrt(math.Max(0, sqIn/ni-res.MeanIn*res.MeanIn))
 	res.SDOut = math.Sqrt(math.Max(0, sqOut/no-res.MeanOut*res.MeanOut))
 	sort.Slice(sc, func(a, b int) bool { return sc[a].s > sc[b].s })
-	for i := 0; i < cfg.Guesses; i++ {
+	for i := 0; i < guesses; i++ {
 		if sc[i].in {
 			res.Correct++
 		}
@@ -236,12 +261,6 @@ func OneRun(cfg OneRunConfig) (OneRunResult, error) {
 			res.Correct++
 		}
 	}
-	res.EpsLower = OneRunEpsLower(m, res.Guesses, res.Correct, tc.Delta, cfg.Confidence)
-	res.Violation = res.EpsClaimed != nil && res.EpsLower > *res.EpsClaimed
-	if g := gaussianFitEps(res.MeanIn, res.MeanOut, res.SDOut, tc.Delta); !math.IsInf(g, 0) {
-		res.EpsGaussian = &g
-	}
-	return res, nil
 }
 
 // gaussianFitEps is the epsilon at delta of the Gaussian mechanism with

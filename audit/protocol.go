@@ -83,21 +83,131 @@ func ProtocolGame(ctx context.Context, cfg ProtocolConfig) (ProtocolResult, erro
 		cfg.Game.Chunk = 256 // a trial is a whole round
 	}
 	g := cfg.Game.withDefaults()
-	if err := checkConf(g.Confidence); err != nil {
+	rg, priv, err := newRoundGame(cfg, g)
+	if err != nil {
 		return ProtocolResult{}, err
+	}
+	eps, delta := priv.CentralEpsilon, priv.CentralDelta
+	observable := "sum of the analyzer's estimate"
+	if rg.ownReport {
+		observable = "sum of client 0's report (no shuffler: the analyzer sees it with its sender)"
+	}
+	// Pilot run (its own stream) to place the histogram's bins.
+	lo, hi := pilotRange(rg.newSampler(), rng.Stream(g.Seed, 0xa0d17, 0x9170), 500)
+	start := time.Now()
+	if rg.err != nil {
+		return ProtocolResult{}, fmt.Errorf("protocol %s: %w", cfg.Protocol, rg.err)
+	}
+	res, err := runGame(ctx, rg.newSampler, lo, hi, 400, delta, g)
+	if err != nil {
+		return ProtocolResult{}, err
+	}
+	if rg.err != nil {
+		return ProtocolResult{}, fmt.Errorf("protocol %s: %w", cfg.Protocol, rg.err)
+	}
+	res.Name = cfg.Protocol
+	res.EpsClaimed, res.Delta, res.Miscalibrate = eps, delta, rg.cfg.Miscalibrate
+	res.Inputs = fmt.Sprintf("client 0: %+.3g·1 vs %+.3g·1", rg.lowWorld, rg.target)
+	res.Violation = res.EpsLower > eps
+	res.Seconds = time.Since(start).Seconds()
+	var local *float64
+	if l := priv.LocalEpsilon.Max; !math.IsInf(l, 0) && !math.IsNaN(l) {
+		local = &l
+	}
+	return ProtocolResult{GameResult: res, Protocol: cfg.Protocol, Mode: rg.mode.String(), Dim: cfg.Dim,
+		Clients: cfg.Clients, LocalEps: local, Bound: priv.Bound,
+		Observable: observable}, nil
+}
+
+// roundGame is one protocol round set up for the game: the protocol that
+// encodes (at the miscalibrated budget), the other clients' fixed updates
+// and client 0's two worlds.
+type roundGame struct {
+	cfg        ProtocolConfig
+	shape      protocol.Shape
+	mode       protocol.ShuffleMode
+	encP       protocol.Protocol
+	encBudgets []protocol.Budget
+	fixed      [][]float64
+	// Client 0's update coordinate in world 0 and world 1.
+	lowWorld, target float64
+	// ownReport: without a shuffler the analyzer receives client 0's
+	// report with its identity, and the adversary scores that report;
+	// otherwise it sees only the shuffled batch, and scores the estimate.
+	ownReport bool
+	// The first error of any trial (none is expected once Check passed)
+	// aborts the game after the trials.
+	errOnce sync.Once
+	err     error
+}
+
+// newRoundGame validates cfg, states the round's claim (the protocol's own
+// accounting at the claimed budget) and sets up the game.
+func newRoundGame(cfg ProtocolConfig, g GameConfig) (*roundGame, protocol.Privacy, error) {
+	var none protocol.Privacy
+	if err := checkConf(g.Confidence); err != nil {
+		return nil, none, err
 	}
 	if err := checks.IntAtLeast("dim", cfg.Dim, 1); err != nil {
-		return ProtocolResult{}, err
+		return nil, none, err
 	}
 	if err := checks.IntAtLeast("clients", cfg.Clients, 2); err != nil {
-		return ProtocolResult{}, err
+		return nil, none, err
 	}
 	if cfg.Miscalibrate == 0 {
 		cfg.Miscalibrate = 1
 	}
 	if math.IsNaN(cfg.Miscalibrate) || cfg.Miscalibrate < 1 || math.IsInf(cfg.Miscalibrate, 0) {
-		return ProtocolResult{}, checks.Invalidf("miscalibrate must be a finite factor >= 1, got %v", cfg.Miscalibrate)
+		return nil, none, checks.Invalidf("miscalibrate must be a finite factor >= 1, got %v", cfg.Miscalibrate)
 	}
+	params := gameParams(cfg)
+	shape := protocol.Shape{Round: 1, Dim: cfg.Dim, Population: cfg.Clients, Participants: cfg.Clients}
+	claimP, budgets, err := protocolAt(cfg, params, 1)
+	if err != nil {
+		return nil, none, err
+	}
+	if err := claimP.Check(shape, budgets); err != nil {
+		return nil, none, err
+	}
+	priv, err := claimP.Account(shape, budgets)
+	if err != nil {
+		return nil, none, err
+	}
+	if !priv.Private || math.IsInf(priv.CentralEpsilon, 1) {
+		return nil, none, checks.Invalidf("protocol %s claims no central epsilon, so there is nothing to audit", cfg.Protocol)
+	}
+	encP, encBudgets, err := protocolAt(cfg, params, cfg.Miscalibrate)
+	if err != nil {
+		return nil, none, err
+	}
+	if err := CheckTrials(g.Trials, priv.CentralEpsilon, priv.CentralDelta, g.Confidence); err != nil {
+		return nil, none, err
+	}
+	rg := &roundGame{cfg: cfg, shape: shape, mode: claimP.Mode(), encP: encP, encBudgets: encBudgets, target: params.Clip, lowWorld: -params.Clip,
+		ownReport: claimP.Mode() == protocol.NoShuffle && !AddRemove(cfg.Protocol)}
+	if AddRemove(cfg.Protocol) {
+		// dp-central and split-mix are DP under add/remove-one-client
+		// neighbouring with a fixed denominator: a zero update is the same
+		// as absence (split-mix pads the round to K slots, and an absent
+		// client's slot is a dummy with a noise share and a zero update),
+		// and the neighbour at distance C is C/√d·1.
+		rg.target = params.Clip / math.Sqrt(float64(cfg.Dim))
+		rg.lowWorld = 0
+	}
+	// Fixed updates of the other clients, uniform in [-target, target].
+	rg.fixed = make([][]float64, cfg.Clients)
+	fr := rng.Stream(g.Seed, 0xa0d17, 0xf1ed)
+	for i := range rg.fixed {
+		rg.fixed[i] = make([]float64, cfg.Dim)
+		for j := range rg.fixed[i] {
+			rg.fixed[i][j] = rg.target * (2*fr.Float64() - 1)
+		}
+	}
+	return rg, priv, nil
+}
+
+// gameParams are cfg.Params with the game's defaults filled in.
+func gameParams(cfg ProtocolConfig) protocol.Params {
 	params := cfg.Params
 	if params.Rounds == 0 {
 		params.Rounds = 1
@@ -111,138 +221,64 @@ func ProtocolGame(ctx context.Context, cfg ProtocolConfig) (ProtocolResult, erro
 	if params.Population == 0 {
 		params.Population = cfg.Clients
 	}
-	shape := protocol.Shape{Round: 1, Dim: cfg.Dim, Population: cfg.Clients, Participants: cfg.Clients}
-	claimP, budgets, err := protocolAt(cfg, params, 1)
-	if err != nil {
-		return ProtocolResult{}, err
-	}
-	if err := claimP.Check(shape, budgets); err != nil {
-		return ProtocolResult{}, err
-	}
-	priv, err := claimP.Account(shape, budgets)
-	if err != nil {
-		return ProtocolResult{}, err
-	}
-	if !priv.Private || math.IsInf(priv.CentralEpsilon, 1) {
-		return ProtocolResult{}, checks.Invalidf("protocol %s claims no central epsilon, so there is nothing to audit", cfg.Protocol)
-	}
-	encP, encBudgets, err := protocolAt(cfg, params, cfg.Miscalibrate)
-	if err != nil {
-		return ProtocolResult{}, err
-	}
-	eps, delta := priv.CentralEpsilon, priv.CentralDelta
-	if err := CheckTrials(g.Trials, eps, delta, g.Confidence); err != nil {
-		return ProtocolResult{}, err
-	}
-	C := params.Clip
-	target := C
-	lowWorld := -C // client 0's update coordinate in world 0
-	if AddRemove(cfg.Protocol) {
-		// dp-central and split-mix are DP under add/remove-one-client
-		// neighbouring with a fixed denominator: a zero update is the same
-		// as absence (split-mix pads the round to K slots, and an absent
-		// client's slot is a dummy with a noise share and a zero update),
-		// and the neighbour at distance C is C/√d·1.
-		target = C / math.Sqrt(float64(cfg.Dim))
-		lowWorld = 0
-	}
-	// Fixed updates of the other clients, uniform in [-target, target].
-	fixed := make([][]float64, cfg.Clients)
-	fr := rng.Stream(g.Seed, 0xa0d17, 0xf1ed)
-	for i := range fixed {
-		fixed[i] = make([]float64, cfg.Dim)
-		for j := range fixed[i] {
-			fixed[i][j] = target * (2*fr.Float64() - 1)
+	return params
+}
+
+func (rg *roundGame) fail(err error) { rg.errOnce.Do(func() { rg.err = err }) }
+
+// newSampler returns a trial of the game: one round in the given world,
+// scored by the sum of what the adversary observes.
+func (rg *roundGame) newSampler() func(*rand.Rand, int) float64 {
+	reports := make([]protocol.Report, rg.cfg.Clients)
+	buf := make([]float64, rg.cfg.Dim)
+	est := make([]float64, rg.cfg.Dim)
+	return func(r *rand.Rand, world int) float64 {
+		for i := range reports {
+			copy(buf, rg.fixed[i])
+			if i == 0 {
+				for j := range buf {
+					buf[j] = rg.lowWorld + float64(world)*(rg.target-rg.lowWorld)
+				}
+			}
+			if err := rg.encP.Encode(r, rg.shape, buf, rg.encBudgets[i], &reports[i]); err != nil {
+				rg.fail(err)
+				return 0
+			}
 		}
-	}
-	// Without a shuffler the analyzer receives client 0's report with its
-	// identity: the adversary scores that report. Otherwise it sees only
-	// the shuffled batch, and scores the estimate it computes from it.
-	ownReport := claimP.Mode() == protocol.NoShuffle && !AddRemove(cfg.Protocol)
-	observable := "sum of the analyzer's estimate"
-	if ownReport {
-		observable = "sum of client 0's report (no shuffler: the analyzer sees it with its sender)"
-	}
-	// The first error of any trial (none is expected once Check passed)
-	// aborts the game after the trials.
-	var errOnce sync.Once
-	var trialErr error
-	fail := func(err error) { errOnce.Do(func() { trialErr = err }) }
-	newSampler := func() func(*rand.Rand, int) float64 {
-		reports := make([]protocol.Report, cfg.Clients)
-		buf := make([]float64, cfg.Dim)
-		est := make([]float64, cfg.Dim)
-		return func(r *rand.Rand, world int) float64 {
-			for i := range reports {
-				copy(buf, fixed[i])
-				if i == 0 {
-					for j := range buf {
-						buf[j] = lowWorld + float64(world)*(target-lowWorld)
-					}
-				}
-				if err := encP.Encode(r, shape, buf, encBudgets[i], &reports[i]); err != nil {
-					fail(err)
-					return 0
-				}
-			}
-			if ownReport {
-				var s float64
-				for _, v := range reports[0].Values {
-					s += v
-				}
-				return s
-			}
-			sh, err := protocol.Shuffle(r, r, encP, shape, reports)
-			if err != nil {
-				fail(err)
-				return 0
-			}
-			agg, err := sh.Aggregate()
-			if err != nil {
-				fail(err)
-				return 0
-			}
-			estP, err := protocol.Estimating(encP)
-			if err != nil {
-				fail(err)
-				return 0
-			}
-			if err := estP.Estimate(r, shape, agg, est); err != nil {
-				fail(err)
-				return 0
-			}
-			var s float64
-			for _, v := range est {
-				s += v
-			}
-			return s
+		if rg.ownReport {
+			return sum(reports[0].Values)
 		}
+		if err := rg.estimate(r, reports, est); err != nil {
+			rg.fail(err)
+			return 0
+		}
+		return sum(est)
 	}
-	// Pilot run (its own stream) to place the histogram's bins.
-	lo, hi := pilotRange(newSampler(), rng.Stream(g.Seed, 0xa0d17, 0x9170), 500)
-	start := time.Now()
-	if trialErr != nil {
-		return ProtocolResult{}, fmt.Errorf("protocol %s: %w", cfg.Protocol, trialErr)
-	}
-	res, err := runGame(ctx, newSampler, lo, hi, 400, delta, g)
+}
+
+// estimate shuffles the round's reports and writes the analyzer's estimate.
+func (rg *roundGame) estimate(r *rand.Rand, reports []protocol.Report, est []float64) error {
+	sh, err := protocol.Shuffle(r, r, rg.encP, rg.shape, reports)
 	if err != nil {
-		return ProtocolResult{}, err
+		return err
 	}
-	if trialErr != nil {
-		return ProtocolResult{}, fmt.Errorf("protocol %s: %w", cfg.Protocol, trialErr)
+	agg, err := sh.Aggregate()
+	if err != nil {
+		return err
 	}
-	res.Name = cfg.Protocol
-	res.EpsClaimed, res.Delta, res.Miscalibrate = eps, delta, cfg.Miscalibrate
-	res.Inputs = fmt.Sprintf("client 0: %+.3g·1 vs %+.3g·1", lowWorld, target)
-	res.Violation = res.EpsLower > eps
-	res.Seconds = time.Since(start).Seconds()
-	var local *float64
-	if l := priv.LocalEpsilon.Max; !math.IsInf(l, 0) && !math.IsNaN(l) {
-		local = &l
+	estP, err := protocol.Estimating(rg.encP)
+	if err != nil {
+		return err
 	}
-	return ProtocolResult{GameResult: res, Protocol: cfg.Protocol, Mode: claimP.Mode().String(), Dim: cfg.Dim,
-		Clients: cfg.Clients, LocalEps: local, Bound: priv.Bound,
-		Observable: observable}, nil
+	return estP.Estimate(r, rg.shape, agg, est)
+}
+
+func sum(v []float64) float64 {
+	var s float64
+	for _, x := range v {
+		s += x
+	}
+	return s
 }
 
 // AddRemove reports whether protocol name states central DP under

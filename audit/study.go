@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"shufflefl/account"
+	"shufflefl/bound"
 	"shufflefl/checks"
 	"shufflefl/data"
 	"shufflefl/fl"
@@ -55,13 +56,13 @@ func (s Setting) Label() string {
 		if s.Nu == 0 {
 			return "no noise (nu = 0)"
 		}
-		return fmt.Sprintf("per-layer Euclidean Laplace nu=%g", s.Nu)
+		return fmt.Sprintf("per-layer Euclidean Laplace nu=%s", bound.Figure(s.Nu, -1))
 	case s.Protocol == "nonprivate":
 		return "nonprivate"
 	case s.Protocol == "dp-central":
-		return fmt.Sprintf("dp-central eps=%g (central)", s.Epsilon)
+		return fmt.Sprintf("dp-central eps=%s (central)", bound.Figure(s.Epsilon, -1))
 	}
-	return fmt.Sprintf("%s eps=%g", s.Protocol, s.Epsilon)
+	return fmt.Sprintf("%s eps=%s", s.Protocol, bound.Figure(s.Epsilon, -1))
 }
 
 // InversionRow is the outcome of one setting.
@@ -277,4 +278,26 @@ func GridPNG(w io.Writer, grid [][][]float64, rows, cols, scale int) error {
 		}
 	}
 	return png.Encode(w, img)
+}
+
+// InversionGrid returns a writer of the PNG of a study's reconstructions:
+// row 1 the first targets images of ds (twice: analytic, then DLG columns),
+// then one row per release of rows that was not skipped.
+func InversionGrid(rows []InversionRow, ds *data.Dataset, targets int) func(io.Writer) error {
+	var truth [][]float64
+	for t := 0; t < targets; t++ {
+		x := make([]float64, ds.Features)
+		for i, v := range ds.Row(t) {
+			x[i] = float64(v)
+		}
+		truth = append(truth, x)
+	}
+	grid := [][][]float64{append(append([][]float64{}, truth...), truth...)}
+	for _, r := range rows {
+		if r.Skipped != "" {
+			continue
+		}
+		grid = append(grid, append(append([][]float64{}, r.AnalyticImages...), r.DLGImages...))
+	}
+	return func(w io.Writer) error { return GridPNG(w, grid, ds.Rows, ds.Cols, 2) }
 }

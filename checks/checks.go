@@ -1,8 +1,8 @@
 // Package checks validates the parameters of shufflefl: privacy budgets,
 // probabilities, norms, dimensions and counts. The CLI, configuration files,
-// the protocol code and (later) the network layer all call these functions, so
+// the protocol code and the deployment services all call these functions, so
 // a bad value produces the same message wherever it enters. Every error names
-// the offending field.
+// the offending field and wraps ErrInvalid.
 package checks
 
 import (

@@ -147,80 +147,15 @@ func (m *cnn) Gradient(grad, w []float64, ex Examples, idx []int) float64 {
 // first maximal entry of its window (row-major order), the ReLUs have
 // derivative 0 at 0.
 func (m *cnn) lossGrad(grad, w []float64, ex Examples, idx []int) float64 {
-	const C1, C2, H = CNNConv1, CNNConv2, CNNFC
-	s, c1, c2, p, out := m.side, m.c1, m.c2, m.pool, m.classes
-	a1 := make([]float64, c1*c1*C1) // conv1 output after ReLU
-	a2 := make([]float64, c2*c2*C2) // conv2 output after ReLU
-	pl := make([]float64, m.flat)   // pooled
-	arg := make([]int, m.flat)      // index in a2 of the max
-	h := make([]float64, H)
-	z := make([]float64, out)
-	dh := make([]float64, H)
-	dp := make([]float64, m.flat)
-	da2 := make([]float64, c2*c2*C2)
-	da1 := make([]float64, c1*c1*C1)
+	s := m.side
+	r := m.newRef()
 	inv := 1 / float64(len(idx))
 	var total float64
 	for _, i := range idx {
 		x := ex.X[i*s*s : (i+1)*s*s]
 		y := int(ex.Y[i])
-		for oy := range c1 {
-			for ox := range c1 {
-				for c := range C1 {
-					v := w[m.cb1+c]
-					for ky := range 3 {
-						for kx := range 3 {
-							v += float64(x[(oy+ky)*s+ox+kx]) * w[m.cw1+(ky*3+kx)*C1+c]
-						}
-					}
-					a1[(oy*c1+ox)*C1+c] = max(v, 0)
-				}
-			}
-		}
-		for oy := range c2 {
-			for ox := range c2 {
-				for c := range C2 {
-					v := w[m.cb2+c]
-					for ky := range 3 {
-						for kx := range 3 {
-							for ci := range C1 {
-								v += a1[((oy+ky)*c1+ox+kx)*C1+ci] * w[m.cw2+((ky*3+kx)*C1+ci)*C2+c]
-							}
-						}
-					}
-					a2[(oy*c2+ox)*C2+c] = max(v, 0)
-				}
-			}
-		}
-		for pi := range p {
-			for pj := range p {
-				for c := range C2 {
-					best := -1
-					for d := range 4 {
-						j := ((2*pi+d/2)*c2+2*pj+d%2)*C2 + c
-						if best < 0 || a2[j] > a2[best] {
-							best = j
-						}
-					}
-					k := (pi*p+pj)*C2 + c
-					pl[k], arg[k] = a2[best], best
-				}
-			}
-		}
-		for n := range H {
-			v := w[m.fb1+n]
-			for k, pk := range pl {
-				v += pk * w[m.fw1+k*H+n]
-			}
-			h[n] = max(v, 0)
-		}
-		for c := range out {
-			v := w[m.fb2+c]
-			for n, hn := range h {
-				v += hn * w[m.fw2+n*out+c]
-			}
-			z[c] = v
-		}
+		m.refForward(r, w, x)
+		z := r.z
 		zmax := slices.Max(z)
 		var sum float64
 		for _, zc := range z {
@@ -231,84 +166,187 @@ func (m *cnn) lossGrad(grad, w []float64, ex Examples, idx []int) float64 {
 		if grad == nil {
 			continue
 		}
+		m.refBackward(r, grad, w, x, y, lse, inv)
+	}
+	return total * inv
+}
 
-		// Backward: dz = (softmax(z) − onehot(y)) / n.
-		for c := range z {
-			z[c] = math.Exp(z[c]-lse) * inv
-		}
-		z[y] -= inv
-		for c, dz := range z {
-			grad[m.fb2+c] += dz
-		}
-		for n, hn := range h {
-			var d float64
-			for c, dz := range z {
-				grad[m.fw2+n*out+c] += hn * dz
-				d += w[m.fw2+n*out+c] * dz
-			}
-			if hn > 0 {
-				dh[n] = d
-			} else {
-				dh[n] = 0
-			}
-		}
-		for n, d := range dh {
-			grad[m.fb1+n] += d
-		}
-		for k, pk := range pl {
-			var d float64
-			for n, dn := range dh {
-				grad[m.fw1+k*H+n] += pk * dn
-				d += w[m.fw1+k*H+n] * dn
-			}
-			dp[k] = d
-		}
-		// Through the pool and the ReLU of conv2.
-		clear(da2)
-		for k, j := range arg {
-			if a2[j] > 0 {
-				da2[j] += dp[k]
-			}
-		}
-		clear(da1)
-		for oy := range c2 {
-			for ox := range c2 {
-				for c := range C2 {
-					d := da2[(oy*c2+ox)*C2+c]
-					if d == 0 {
-						continue
+// cnnRef holds lossGrad's activations and their gradients for one example.
+type cnnRef struct {
+	a1, a2 []float64 // conv1 and conv2 outputs after ReLU
+	pl     []float64 // pooled
+	arg    []int     // index in a2 of each pooled maximum
+	h, z   []float64 // fc1 output after ReLU, logits
+	dh, dp []float64 // gradients of h and pl
+	da2    []float64
+	da1    []float64
+}
+
+// newRef returns lossGrad's buffers for m.
+func (m *cnn) newRef() *cnnRef {
+	c1, c2 := m.c1, m.c2
+	return &cnnRef{
+		a1:  make([]float64, c1*c1*CNNConv1),
+		a2:  make([]float64, c2*c2*CNNConv2),
+		pl:  make([]float64, m.flat),
+		arg: make([]int, m.flat),
+		h:   make([]float64, CNNFC),
+		z:   make([]float64, m.classes),
+		dh:  make([]float64, CNNFC),
+		dp:  make([]float64, m.flat),
+		da2: make([]float64, c2*c2*CNNConv2),
+		da1: make([]float64, c1*c1*CNNConv1),
+	}
+}
+
+// refForward runs the reference forward pass of one image x, filling r's
+// activations and logits.
+func (m *cnn) refForward(r *cnnRef, w []float64, x []float32) {
+	const C1, C2, H = CNNConv1, CNNConv2, CNNFC
+	s, c1, c2, p, out := m.side, m.c1, m.c2, m.pool, m.classes
+	a1, a2, pl, arg, h, z := r.a1, r.a2, r.pl, r.arg, r.h, r.z
+	for oy := range c1 {
+		for ox := range c1 {
+			for c := range C1 {
+				v := w[m.cb1+c]
+				for ky := range 3 {
+					for kx := range 3 {
+						v += float64(x[(oy+ky)*s+ox+kx]) * w[m.cw1+(ky*3+kx)*C1+c]
 					}
-					grad[m.cb2+c] += d
-					for ky := range 3 {
-						for kx := range 3 {
-							for ci := range C1 {
-								q := ((oy+ky)*c1+ox+kx)*C1 + ci
-								wi := m.cw2 + ((ky*3+kx)*C1+ci)*C2 + c
-								grad[wi] += a1[q] * d
-								da1[q] += w[wi] * d
-							}
+				}
+				a1[(oy*c1+ox)*C1+c] = max(v, 0)
+			}
+		}
+	}
+	for oy := range c2 {
+		for ox := range c2 {
+			for c := range C2 {
+				v := w[m.cb2+c]
+				for ky := range 3 {
+					for kx := range 3 {
+						for ci := range C1 {
+							v += a1[((oy+ky)*c1+ox+kx)*C1+ci] * w[m.cw2+((ky*3+kx)*C1+ci)*C2+c]
 						}
 					}
 				}
+				a2[(oy*c2+ox)*C2+c] = max(v, 0)
 			}
 		}
-		for oy := range c1 {
-			for ox := range c1 {
-				for c := range C1 {
-					q := (oy*c1+ox)*C1 + c
-					if a1[q] <= 0 {
-						continue
+	}
+	for pi := range p {
+		for pj := range p {
+			for c := range C2 {
+				best := -1
+				for d := range 4 {
+					j := ((2*pi+d/2)*c2+2*pj+d%2)*C2 + c
+					if best < 0 || a2[j] > a2[best] {
+						best = j
 					}
-					d := da1[q]
-					grad[m.cb1+c] += d
-					for ky := range 3 {
-						for kx := range 3 {
-							grad[m.cw1+(ky*3+kx)*C1+c] += float64(x[(oy+ky)*s+ox+kx]) * d
+				}
+				k := (pi*p+pj)*C2 + c
+				pl[k], arg[k] = a2[best], best
+			}
+		}
+	}
+	for n := range H {
+		v := w[m.fb1+n]
+		for k, pk := range pl {
+			v += pk * w[m.fw1+k*H+n]
+		}
+		h[n] = max(v, 0)
+	}
+	for c := range out {
+		v := w[m.fb2+c]
+		for n, hn := range h {
+			v += hn * w[m.fw2+n*out+c]
+		}
+		z[c] = v
+	}
+}
+
+// refBackward adds to grad the gradient of the loss of one example (label
+// y, log-sum-exp lse of the logits, weight inv) after refForward; it
+// overwrites r.z with the logits' gradient.
+func (m *cnn) refBackward(r *cnnRef, grad, w []float64, x []float32, y int, lse, inv float64) {
+	const C1, C2, H = CNNConv1, CNNConv2, CNNFC
+	s, c1, c2, out := m.side, m.c1, m.c2, m.classes
+	a1, a2, pl, arg, h, z := r.a1, r.a2, r.pl, r.arg, r.h, r.z
+	dh, dp, da2, da1 := r.dh, r.dp, r.da2, r.da1
+	// Backward: dz = (softmax(z) − onehot(y)) / n.
+	for c := range z {
+		z[c] = math.Exp(z[c]-lse) * inv
+	}
+	z[y] -= inv
+	for c, dz := range z {
+		grad[m.fb2+c] += dz
+	}
+	for n, hn := range h {
+		var d float64
+		for c, dz := range z {
+			grad[m.fw2+n*out+c] += hn * dz
+			d += w[m.fw2+n*out+c] * dz
+		}
+		if hn > 0 {
+			dh[n] = d
+		} else {
+			dh[n] = 0
+		}
+	}
+	for n, d := range dh {
+		grad[m.fb1+n] += d
+	}
+	for k, pk := range pl {
+		var d float64
+		for n, dn := range dh {
+			grad[m.fw1+k*H+n] += pk * dn
+			d += w[m.fw1+k*H+n] * dn
+		}
+		dp[k] = d
+	}
+	// Through the pool and the ReLU of conv2.
+	clear(da2)
+	for k, j := range arg {
+		if a2[j] > 0 {
+			da2[j] += dp[k]
+		}
+	}
+	clear(da1)
+	for oy := range c2 {
+		for ox := range c2 {
+			for c := range C2 {
+				d := da2[(oy*c2+ox)*C2+c]
+				if d == 0 {
+					continue
+				}
+				grad[m.cb2+c] += d
+				for ky := range 3 {
+					for kx := range 3 {
+						for ci := range C1 {
+							q := ((oy+ky)*c1+ox+kx)*C1 + ci
+							wi := m.cw2 + ((ky*3+kx)*C1+ci)*C2 + c
+							grad[wi] += a1[q] * d
+							da1[q] += w[wi] * d
 						}
 					}
 				}
 			}
 		}
 	}
-	return total * inv
+	for oy := range c1 {
+		for ox := range c1 {
+			for c := range C1 {
+				q := (oy*c1+ox)*C1 + c
+				if a1[q] <= 0 {
+					continue
+				}
+				d := da1[q]
+				grad[m.cb1+c] += d
+				for ky := range 3 {
+					for kx := range 3 {
+						grad[m.cw1+(ky*3+kx)*C1+c] += float64(x[(oy+ky)*s+ox+kx]) * d
+					}
+				}
+			}
+		}
+	}
 }

@@ -88,6 +88,43 @@ const (
 
 func acc(r, v, nv int) string { return fmt.Sprintf("Z%d", r*nv+v) }
 
+// loadC emits the label name_accum and the loads of C's mr rows of nv
+// vectors (of width bytes each) into the accumulators reg(r, v).
+func loadC(name string, mr, nv, width int, reg func(r, v int) string) {
+	p("%s_accum:", name)
+	p("\tMOVQ c+0(FP), DI")
+	p("\tMOVQ ldc+72(FP), CX")
+	p("\tSHLQ $2, CX")
+	for r := range mr {
+		for v := range nv {
+			p("\tVMOVUPS %d(DI), %s", width*v, reg(r, v))
+		}
+		if r < mr-1 {
+			p("\tADDQ CX, DI")
+		}
+	}
+}
+
+// storeC emits the label name_store, the stores of the accumulators
+// reg(r, v) to C's mr rows of nv vectors (of width bytes each), and the
+// return.
+func storeC(name string, mr, nv, width int, reg func(r, v int) string) {
+	p("%s_store:", name)
+	p("\tMOVQ c+0(FP), DI")
+	p("\tMOVQ ldc+72(FP), CX")
+	p("\tSHLQ $2, CX")
+	for r := range mr {
+		for v := range nv {
+			p("\tVMOVUPS %s, %d(DI)", reg(r, v), width*v)
+		}
+		if r < mr-1 {
+			p("\tADDQ CX, DI")
+		}
+	}
+	p("\tVZEROUPPER")
+	p("\tRET")
+}
+
 // convTile emits C = init + Σ_s Σ_k A[s·sa + r·lda + k]·B[(s·kl+k)·ldb + n].
 // Rows are addressed in groups of five from one base register each:
 // (P), (P)(L*1), (P)(L*2), (P)(L3*1), (P)(L*4), with L = lda bytes.
@@ -122,18 +159,7 @@ func convTile(mr, nv int) string {
 		p("\tVPXORD Z%d, Z%d, Z%d", i, i, i)
 	}
 	p("\tJMP %s_segs", name)
-	p("%s_accum:", name)
-	p("\tMOVQ c+0(FP), DI")
-	p("\tMOVQ ldc+72(FP), CX")
-	p("\tSHLQ $2, CX")
-	for r := range mr {
-		for v := range nv {
-			p("\tVMOVUPS %d(DI), %s", 64*v, acc(r, v, nv))
-		}
-		if r < mr-1 {
-			p("\tADDQ CX, DI")
-		}
-	}
+	loadC(name, mr, nv, 64, func(r, v int) string { return acc(r, v, nv) })
 	p("\tJMP %s_segs", name)
 	p("%s_bias:", name)
 	p("\tMOVQ bias+24(FP), DI")
@@ -189,20 +215,7 @@ func convTile(mr, nv int) string {
 		// Intel order, here the accumulator) when either is NaN.
 		p("\tVMAXPS Z%d, %s, Z%d", i, zt, i)
 	}
-	p("%s_store:", name)
-	p("\tMOVQ c+0(FP), DI")
-	p("\tMOVQ ldc+72(FP), CX")
-	p("\tSHLQ $2, CX")
-	for r := range mr {
-		for v := range nv {
-			p("\tVMOVUPS %s, %d(DI)", acc(r, v, nv), 64*v)
-		}
-		if r < mr-1 {
-			p("\tADDQ CX, DI")
-		}
-	}
-	p("\tVZEROUPPER")
-	p("\tRET")
+	storeC(name, mr, nv, 64, func(r, v int) string { return acc(r, v, nv) })
 	return name
 }
 
@@ -369,18 +382,7 @@ func convTileAVX2(mr int) string {
 		}
 	}
 	p("\tJMP %s_segs", name)
-	p("%s_accum:", name)
-	p("\tMOVQ c+0(FP), DI")
-	p("\tMOVQ ldc+72(FP), CX")
-	p("\tSHLQ $2, CX")
-	for r := range mr {
-		for v := range 2 {
-			p("\tVMOVUPS %d(DI), %s", 32*v, y(r, v))
-		}
-		if r < mr-1 {
-			p("\tADDQ CX, DI")
-		}
-	}
+	loadC(name, mr, 2, 32, y)
 	p("\tJMP %s_segs", name)
 	p("%s_bias:", name)
 	p("\tMOVQ bias+24(FP), DI")
@@ -423,20 +425,7 @@ func convTileAVX2(mr int) string {
 			p("\tVMAXPS %s, Y15, %s", y(r, v), y(r, v))
 		}
 	}
-	p("%s_store:", name)
-	p("\tMOVQ c+0(FP), DI")
-	p("\tMOVQ ldc+72(FP), CX")
-	p("\tSHLQ $2, CX")
-	for r := range mr {
-		for v := range 2 {
-			p("\tVMOVUPS %s, %d(DI)", y(r, v), 32*v)
-		}
-		if r < mr-1 {
-			p("\tADDQ CX, DI")
-		}
-	}
-	p("\tVZEROUPPER")
-	p("\tRET")
+	storeC(name, mr, 2, 32, y)
 	return name
 }
 

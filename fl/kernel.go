@@ -91,32 +91,51 @@ func (k *kernel) forward(w []float32, ex Examples, batch []int, back bool) (loss
 	m := k.m
 	k.reserve(len(batch))
 	k.n = len(batch)
-	in, hid, out := m.in, m.hidden, m.out
-	k.dense = hid == 0 && useDense10(in, out)
-	if k.dense {
-		W, bias := w[m.w1:m.b1], w[m.b1:m.b1+out]
-		k.x = ex.X
-		part := k.part
-		for b, i := range batch {
-			k.rows[b] = i * in
-			dense10Fwd(part, W, ex.X[i*in:(i+1)*in])
-			z := k.dz[b*out : (b+1)*out]
-			for c := range z {
-				v := bias[c]
-				for r := range 8 {
-					v += part[10*r+c]
-				}
-				z[c] = v
-			}
-			l, ok := softmaxDelta(z, int(ex.Y[i]), back)
-			loss += l
-			if ok {
-				correct++
-			}
-		}
-		return loss, correct
+	k.dense = m.hidden == 0 && useDense10(m.in, m.out)
+	switch {
+	case k.dense:
+		return k.forwardDense10(w, ex, batch, back)
+	case m.hidden == 0:
+		k.sparsifyBatch(ex, batch)
+		return k.forwardLinear(w, ex, batch, back)
+	default:
+		k.sparsifyBatch(ex, batch)
+		return k.forwardMLP(w, ex, batch, back)
 	}
+}
 
+// forwardDense10 is forward for a linear model with 10 classes on dense
+// rows (dense10Fwd).
+func (k *kernel) forwardDense10(w []float32, ex Examples, batch []int, back bool) (loss float64, correct int) {
+	m := k.m
+	in, out := m.in, m.out
+	W, bias := w[m.w1:m.b1], w[m.b1:m.b1+out]
+	k.x = ex.X
+	part := k.part
+	for b, i := range batch {
+		k.rows[b] = i * in
+		dense10Fwd(part, W, ex.X[i*in:(i+1)*in])
+		z := k.dz[b*out : (b+1)*out]
+		for c := range z {
+			v := bias[c]
+			for r := range 8 {
+				v += part[10*r+c]
+			}
+			z[c] = v
+		}
+		l, ok := softmaxDelta(z, int(ex.Y[i]), back)
+		loss += l
+		if ok {
+			correct++
+		}
+	}
+	return loss, correct
+}
+
+// sparsifyBatch stores the non-zero features of the batch's rows in nzIdx
+// and nzVal, row b's at nzStart[b]:nzStart[b+1].
+func (k *kernel) sparsifyBatch(ex Examples, batch []int) {
+	in := k.m.in
 	nzIdx, nzVal := k.nzIdx, k.nzVal
 	nnz := 0
 	for b, i := range batch {
@@ -124,23 +143,34 @@ func (k *kernel) forward(w []float32, ex Examples, batch []int, back bool) (loss
 		k.nzStart[b+1] = nnz
 	}
 	k.nzStart[0] = 0
+}
 
-	if hid == 0 {
-		W, bias := w[m.w1:m.b1], w[m.b1:m.b1+out]
-		for b, i := range batch {
-			s, e := k.nzStart[b], k.nzStart[b+1]
-			z := k.dz[b*out : (b+1)*out]
-			copy(z, bias)
-			gatherAxpy(z, W, out, nzIdx[s:e], nzVal[s:e])
-			l, ok := softmaxDelta(z, int(ex.Y[i]), back)
-			loss += l
-			if ok {
-				correct++
-			}
+// forwardLinear is forward for a linear model on the sparsified batch.
+func (k *kernel) forwardLinear(w []float32, ex Examples, batch []int, back bool) (loss float64, correct int) {
+	m := k.m
+	out := m.out
+	nzIdx, nzVal := k.nzIdx, k.nzVal
+	W, bias := w[m.w1:m.b1], w[m.b1:m.b1+out]
+	for b, i := range batch {
+		s, e := k.nzStart[b], k.nzStart[b+1]
+		z := k.dz[b*out : (b+1)*out]
+		copy(z, bias)
+		gatherAxpy(z, W, out, nzIdx[s:e], nzVal[s:e])
+		l, ok := softmaxDelta(z, int(ex.Y[i]), back)
+		loss += l
+		if ok {
+			correct++
 		}
-		return loss, correct
 	}
+	return loss, correct
+}
 
+// forwardMLP is forward for a model with a hidden ReLU layer on the
+// sparsified batch.
+func (k *kernel) forwardMLP(w []float32, ex Examples, batch []int, back bool) (loss float64, correct int) {
+	m := k.m
+	hid, out := m.hidden, m.out
+	nzIdx, nzVal := k.nzIdx, k.nzVal
 	W1, b1 := w[m.w1:m.b1], w[m.b1:m.w2]
 	W2, b2 := w[m.w2:m.b2], w[m.b2:m.b2+out]
 	if back {

@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"shufflefl/longtest"
 	"shufflefl/rng"
 )
 
@@ -52,7 +53,7 @@ func (m *moments) check(t *testing.T, name string, wantMean, wantVar float64) {
 }
 
 func draws() int {
-	if testing.Short() {
+	if !longtest.Enabled() {
 		return 100_000
 	}
 	return 1_000_000
@@ -123,7 +124,7 @@ func TestSecureOutputsOnGrid(t *testing.T) {
 func TestUniformFullTail(t *testing.T) {
 	r := rng.NewSeeded(14)
 	n := 1 << 24
-	if testing.Short() {
+	if !longtest.Enabled() {
 		n = 1 << 20
 	}
 	small := 0

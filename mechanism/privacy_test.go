@@ -6,11 +6,12 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"shufflefl/longtest"
 	mt "shufflefl/mechanism/mechanismtest"
 )
 
 // Statistical privacy tests: every mechanism on its two extreme inputs,
-// 10^6 draws each (10^5 with -short), checked by mechanismtest at an overall
+// 10^6 draws each (10^5 unless SHUFFLEFL_LONG=1), checked by mechanismtest at an overall
 // false-reject rate of 1e-6. Each family has a negative control: the same
 // mechanism calibrated to 2ε but claiming ε must be rejected. Where the test
 // is tight (the binned loss reaches ε), we also check that the lower
@@ -28,7 +29,7 @@ func must[T any](v T, err error) T {
 // mechanism does not over-noise).
 func tight(t *testing.T, rep mt.Report, slack float64) {
 	t.Helper()
-	if testing.Short() {
+	if !longtest.Enabled() {
 		return
 	}
 	if rep.LowerLogRatio < rep.Epsilon-slack {

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"testing"
 
+	"shufflefl/longtest"
 	"shufflefl/rng"
 )
 
@@ -40,7 +41,7 @@ func ksStat(s []float64, cdf func(float64) float64) float64 {
 }
 
 func ksN() int {
-	if testing.Short() {
+	if !longtest.Enabled() {
 		return 100_000
 	}
 	return 500_000

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"shufflefl/checks"
+	"shufflefl/longtest"
 	mt "shufflefl/mechanism/mechanismtest"
 	"shufflefl/rng"
 )
@@ -392,9 +393,7 @@ func BenchmarkSanitizeUpdate(b *testing.B) {
 // (post-processing). Negative control: ν = 1 (ε = 2) claimed at level 1 is
 // rejected.
 func TestPrivacySanitizeUpdate(t *testing.T) {
-	if testing.Short() {
-		t.Skip("2 x 4 x 10^6 draws")
-	}
+	longtest.Skip(t) // 2 x 4 x 10^6 draws
 	const n, dist, R = 2, 1.0, 1.0
 	for _, secure := range []bool{false, true} {
 		t.Run(fmt.Sprintf("secure=%v", secure), func(t *testing.T) {

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"shufflefl/account"
+	"shufflefl/longtest"
 	"shufflefl/rng"
 )
 
@@ -51,7 +52,7 @@ func chiSquare(xs []int64, lo, hi int64, logPMF func(k int64) float64) (stat flo
 // value of 1 - 1e-6; a sampler with a 2% wrong mean is rejected.
 func TestPoissonDistribution(t *testing.T) {
 	n := 200_000
-	if testing.Short() {
+	if !longtest.Enabled() {
 		n = 50_000
 	}
 	for _, lam := range []float64{0.3, 4, 9.99, 10, 37.5, 1000, 161_000} {

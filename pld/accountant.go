@@ -11,7 +11,9 @@ import (
 // Accountant composes a sequence of PLDs (rounds) and answers epsilon and
 // delta queries for the composition so far. The zero value is usable (it
 // has composed nothing: Delta is 0 and Epsilon is 0); it is safe for
-// concurrent use. All PLDs added must share one Interval.
+// concurrent use. All PLDs added must share one Interval. It is one of the
+// mechanism-level accountants (account.Composer; account.PLDEpsilon composes
+// with it).
 type Accountant struct {
 	mu    sync.Mutex
 	total *PLD

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"shufflefl/account"
+	"shufflefl/longtest"
 )
 
 // lbinom returns log P(Bin(n, p) = k) by math.Lgamma (independent of the
@@ -95,9 +96,7 @@ func refEpsilon(a refPMF, h, delta float64) float64 {
 // grid was sized from the spread, the 5-round ss-simple run's 39,250
 // compositions stated 4.995 against a reference of 4.770 (4.7% above).
 func TestShuffleLongCompositionReference(t *testing.T) {
-	if testing.Short() {
-		t.Skip("independent reference skipped in -short mode")
-	}
+	longtest.Skip(t) // the independent reference is long
 	const delta = 1e-6
 	eps0 := 1142.5142913437643 / 7850 // ss-simple, eps_l = 1142.5 over d = 7850
 	for _, c := range []struct {

@@ -12,7 +12,7 @@ import (
 // product pairs), direction by direction: the finite parts are convolved by
 // zero-padded FFT (no wrap-around), the +Inf atoms combine as in the product
 // measure, the tails are truncated again at TailMass (pessimistically), and
-// the FFT round-off bound of the package documentation is added to the
+// the FFT round-off bound of docs/PLD.md is added to the
 // error term. If the Intervals differ, the PLD with the finer grid is first
 // moved to the coarser one by connect-the-dots (Regrid); the result uses the
 // coarser Interval and the smaller TailMass.
@@ -166,7 +166,7 @@ func convolve(a, b *dir, tail float64) (dir, error) {
 // distribution; the mass outside the window (each side at most TailMass/8)
 // is accounted for pessimistically (upper side to +Inf, wrap-around as l1
 // error), and the round-off of the transforms and powers is bounded as
-// described in the package documentation. The frequencies whose k-th power
+// described in docs/PLD.md. The frequencies whose k-th power
 // is not negligible are recomputed by a compensated direct DFT so that the
 // k-fold amplification of their error stays small.
 func (p *PLD) SelfCompose(k int) (*PLD, error) {
@@ -286,11 +286,44 @@ func selfConvolve(d *dir, k int, tail float64) (dir, error) {
 // and the mass at or above lo+N, are each at most tau. It returns the
 // window and a bound efft on the l1 distance between res and the composed
 // measure on the window, round-off only: the cyclic wrap-around of the
-// mass outside (at most 2 tau) is the caller's to add (see the package
-// documentation). With refine, the frequencies whose k-th power is not
+// mass outside (at most 2 tau) is the caller's to add (see
+// docs/PLD.md). With refine, the frequencies whose k-th power is not
 // negligible are recomputed by a compensated direct DFT (a smaller efft
 // at a cost of up to 5e7 operations).
 func powerWindow(pmf []float64, m float64, k int, tau float64, refine bool) (lo int, res []float64, efft float64, err error) {
+	W := len(pmf)
+	lo, hi := chernoffWindow(pmf, m, k, tau)
+	N := nextPow2(max(hi-lo, W))
+	if N > MaxBins {
+		return 0, nil, 0, checks.Invalidf("%d-fold composition needs an FFT of length %d (limit %d); use a larger Options.Interval", k, N, MaxBins)
+	}
+	pl := planFor(N)
+	kap := fftKappa(N)
+	x := make([]complex128, N)
+	for i, v := range pmf {
+		x[i] = complex(v, 0)
+	}
+	pl.transform(x, false)
+	e2, y2, skipped := powerSpectrum(pl, x, pmf, m, k, kap, refine)
+	pl.transform(x, true)
+	inv := 1 / float64(N)
+	res = make([]float64, N)
+	for tt := range res {
+		v := real(x[(lo+tt)%N]) * inv
+		if v > 0 {
+			res[tt] = v
+		}
+	}
+	// the skipped frequencies: l2 norm at most sqrt(skipped) 4e-304
+	efft = (math.Sqrt(e2.sum()) + kap*math.Sqrt(y2.sum()) + math.Sqrt(float64(skipped))*4e-304) * (1 + 1e-9)
+	return lo, res, efft, nil
+}
+
+// chernoffWindow returns the index window [lo, hi) of the k-fold
+// composition of pmf (total mass m) outside which the composed mass is at
+// most tau on each side, by Chernoff bounds over a fixed ladder of tilts
+// scaled to the composition's standard deviation.
+func chernoffWindow(pmf []float64, m float64, k int, tau float64) (lo, hi int) {
 	kf := float64(k)
 	W := len(pmf)
 	// mean and standard deviation in index units
@@ -324,24 +357,26 @@ func powerWindow(pmf []float64, m float64, k int, tau float64, refine bool) (lo 
 	if lo < 0 {
 		lo = 0
 	}
-	hi := int(math.Ceil(hiR)) // mass at indices >= hi is <= tau
+	hi = int(math.Ceil(hiR)) // mass at indices >= hi is <= tau
 	if float64(hi) > maxR+1 {
 		hi = int(maxR) + 1
 	}
 	if hi <= lo {
 		hi = lo + 1
 	}
-	N := nextPow2(max(hi-lo, W))
-	if N > MaxBins {
-		return 0, nil, 0, checks.Invalidf("%d-fold composition needs an FFT of length %d (limit %d); use a larger Options.Interval", k, N, MaxBins)
-	}
-	pl := planFor(N)
-	kap := fftKappa(N)
-	x := make([]complex128, N)
-	for i, v := range pmf {
-		x[i] = complex(v, 0)
-	}
-	pl.transform(x, false)
+	return lo, hi
+}
+
+// powerSpectrum raises the spectrum x (the FFT of pmf, total mass m, on
+// plan pl with error constant kap) to the k-th power in place and returns
+// the compensated sums of the squared per-frequency error bounds (e2) and
+// of the squared results (y2), and how many negligible frequencies it set
+// to zero. With refine, the frequencies whose amplified FFT error is not
+// negligible are recomputed by a compensated direct DFT (up to 5e7
+// operations in all).
+func powerSpectrum(pl *fftPlan, x []complex128, pmf []float64, m float64, k int, kap float64, refine bool) (e2, y2 neumaier, skipped int) {
+	kf := float64(k)
+	N := len(x)
 	_, p2 := norms(pmf)
 	dfft := kap * math.Sqrt(float64(N)) * p2 // l_inf bound of the forward error
 	u := unitRoundoff
@@ -362,9 +397,7 @@ func powerWindow(pmf []float64, m float64, k int, tau float64, refine bool) (lo 
 	if !refine {
 		slowBudget = 0
 	}
-	e2, y2 := neumaier{}, neumaier{}
 	lk := math.Log(kf)
-	skipped := 0
 	for j := 0; j < N; j++ {
 		X := x[j]
 		r := cmplx.Abs(X)
@@ -402,18 +435,7 @@ func powerWindow(pmf []float64, m float64, k int, tau float64, refine bool) (lo 
 		ay := cmplx.Abs(Y)
 		y2.add(ay * ay)
 	}
-	pl.transform(x, true)
-	inv := 1 / float64(N)
-	res = make([]float64, N)
-	for tt := range res {
-		v := real(x[(lo+tt)%N]) * inv
-		if v > 0 {
-			res[tt] = v
-		}
-	}
-	// the skipped frequencies: l2 norm at most sqrt(skipped) 4e-304
-	efft = (math.Sqrt(e2.sum()) + kap*math.Sqrt(y2.sum()) + math.Sqrt(float64(skipped))*4e-304) * (1 + 1e-9)
-	return lo, res, efft, nil
+	return e2, y2, skipped
 }
 
 // directDFT returns sum_k v_k exp(-2 pi i (i_k j mod N)/N) over the

@@ -14,7 +14,7 @@ const (
 	// DefaultTailMass is the default probability mass truncated from the
 	// tails of every distribution (upper tail to the +Inf atom, lower tail
 	// moved up); it bounds the smallest delta the FFT representation can
-	// resolve, not the Chernoff bound (see the package documentation).
+	// resolve, not the Chernoff bound (see docs/PLD.md).
 	DefaultTailMass = 1e-15
 	// MaxBins is the largest grid (and FFT length) the package allocates;
 	// larger requests fail with an error asking for a coarser Interval.
@@ -26,8 +26,8 @@ const (
 type Options struct {
 	// Interval is the grid spacing h of the privacy loss: every finite
 	// loss is a multiple of h. The discretisation error of one mechanism
-	// is of order h^2 per composition (connect-the-dots, see the package
-	// documentation), so for k compositions the epsilon error is about
+	// is of order h^2 per composition (connect-the-dots, see
+	// docs/PLD.md), so for k compositions the epsilon error is about
 	// (k h^2/12)(1 + z/sigma_K), sigma_K = sqrt(k) sigma_L for a per-step
 	// loss standard deviation sigma_L and z about 4 to 5.
 	Interval float64

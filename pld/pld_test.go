@@ -7,6 +7,7 @@ import (
 
 	"shufflefl/amplify"
 	"shufflefl/checks"
+	"shufflefl/longtest"
 	"shufflefl/pld"
 )
 
@@ -364,7 +365,13 @@ func TestComposeConsistency(t *testing.T) {
 	}
 }
 
+// TestMonotoneAndInverse checks that Delta is non-increasing on a grid of
+// epsilons (step 0.05; 0.01 with the long tests) and that Epsilon inverts it.
 func TestMonotoneAndInverse(t *testing.T) {
+	step := 0.05
+	if longtest.Enabled() {
+		step = 0.01
+	}
 	sg, _ := pld.SampledGaussian(0.01, 1, pld.Options{})
 	sgk, err := sg.SelfCompose(200)
 	if err != nil {
@@ -374,7 +381,7 @@ func TestMonotoneAndInverse(t *testing.T) {
 	sc, _ := pld.ShuffleClones(1, 1000, pld.Options{})
 	for _, p := range []*pld.PLD{sgk, g, sc} {
 		prev := 2.0
-		for eps := 0.0; eps < 6; eps += 0.01 {
+		for eps := 0.0; eps < 6; eps += step {
 			d := p.Delta(eps)
 			if d > prev || d < 0 || d > 1 {
 				t.Fatalf("Delta not non-increasing in [0,1] at eps = %v: %v after %v", eps, d, prev)

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"shufflefl/account"
+	"shufflefl/longtest"
 	"shufflefl/pld"
 )
 
@@ -108,9 +109,7 @@ func refTiltedDelta(c refPMF, h, lam, logA float64, k int, eps float64) float64 
 // delta, the rounded-up one an upper bound) up to 20% above its top, and
 // below RDP.
 func TestSampledGaussianSmallDelta(t *testing.T) {
-	if testing.Short() {
-		t.Skip("independent reference skipped in -short mode")
-	}
+	longtest.Skip(t) // the independent reference is long
 	const (
 		q, sigma = 0.001, 1.0
 		steps    = 100

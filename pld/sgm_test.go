@@ -7,6 +7,7 @@ import (
 	"gonum.org/v1/gonum/dsp/fourier"
 
 	"shufflefl/account"
+	"shufflefl/longtest"
 	"shufflefl/pld"
 )
 
@@ -148,9 +149,7 @@ func TestSampledGaussianReference(t *testing.T) {
 	}
 	t.Logf("PLD delta(%v) = %.6g, RDP delta = %.6g", eps, got, rdpDelta)
 
-	if testing.Short() {
-		t.Skip("independent reference skipped in -short mode")
-	}
+	longtest.Skip(t) // the independent reference is long
 	const h = 2e-5
 	rem, add := sgmReference(q, sigma, h, 2e-5)
 	ref := math.Max(refDelta(refPower(rem, steps), h, eps), refDelta(refPower(add, steps), h, eps))

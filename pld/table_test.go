@@ -83,7 +83,15 @@ func sgmClassical(q, sigma float64, steps int, delta float64) float64 {
 func TestPapersTable(t *testing.T) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "\n| setting | delta | (a) basic/advanced | (b) RDP | (c) PLD |\n|---|---|---|---|---|\n")
+	papersFLAMESimple(t, &b)
+	papersFLAMEDouble(t, &b)
+	papersAPES(t, &b)
+	papersDPFedAvg(t, &b)
+	t.Log(b.String())
+}
 
+// papersFLAMESimple writes the rows of FLAME SS-Simple: one coordinate's shuffle and 1 and 10 rounds.
+func papersFLAMESimple(t *testing.T, b *strings.Builder) {
 	// FLAME SS-Simple, per coordinate eps0 = 78.5/7850 = 0.01, n = 1000.
 	shuf, err := pld.ShuffleClones(0.01, 1000, pld.Options{Interval: 2e-5})
 	if err != nil {
@@ -102,7 +110,7 @@ func TestPapersTable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fmt.Fprintf(&b, "| FLAME, one coordinate's shuffle (eps0 = 0.01, n = 1000) | %.4g | %.5f (amplify.ClonesNumerical) | %.5f | %.5f |\n", dcd, perDim, perDimRDP, perDimPLD)
+	fmt.Fprintf(b, "| FLAME, one coordinate's shuffle (eps0 = 0.01, n = 1000) | %.4g | %.5f (amplify.ClonesNumerical) | %.5f | %.5f |\n", dcd, perDim, perDimRDP, perDimPLD)
 	for _, rounds := range []int{1, 10} {
 		a, err := flameComposed(rounds, flameDeltaC)
 		if err != nil {
@@ -123,9 +131,12 @@ func TestPapersTable(t *testing.T) {
 		if !(e < rdp && e < a) {
 			t.Errorf("FLAME %d rounds: PLD %v not below RDP %v and composition %v", rounds, e, rdp, a)
 		}
-		fmt.Fprintf(&b, "| FLAME SS-Simple, d = 7850, n = 1000, eps_l = 78.5, %d round(s) | %.4g | %.4f | %.4f | %.4f |\n", rounds, flameDeltaC, a, rdp, e)
+		fmt.Fprintf(b, "| FLAME SS-Simple, d = 7850, n = 1000, eps_l = 78.5, %d round(s) | %.4g | %.4f | %.4f | %.4f |\n", rounds, flameDeltaC, a, rdp, e)
 	}
+}
 
+// papersFLAMEDouble writes the rows of FLAME SS-Double (the sound statement) at 1 and 10 rounds.
+func papersFLAMEDouble(t *testing.T, b *strings.Builder) {
 	// FLAME SS-Double, the sound statement (amplify.SSDouble; FLAME's
 	// Theorems 3-4 are not an upper bound): k = 157 of d = 7850 coordinates
 	// per user, n = 1000, n_p = 333, eps_l = 78.5 (eps0 = 0.5 per reported
@@ -171,9 +182,12 @@ func TestPapersTable(t *testing.T) {
 		if !(e < a) {
 			t.Errorf("SS-Double %d rounds: PLD %v not below composition %v", rounds, e, a)
 		}
-		fmt.Fprintf(&b, "| FLAME SS-Double (sound), k = 157, n_p = 333, %d round(s) | %.4g | %.4f | %.4f | %.4f |\n", rounds, flameDeltaC, a, rdp, e)
+		fmt.Fprintf(b, "| FLAME SS-Double (sound), k = 157, n_p = 333, %d round(s) | %.4g | %.4f | %.4f | %.4f |\n", rounds, flameDeltaC, a, rdp, e)
 	}
+}
 
+// papersAPES writes the rows of APES Table 3's population at one round.
+func papersAPES(t *testing.T, b *strings.Builder) {
 	// APES Table 3's population (Uniform2 per-coordinate budgets, n = 10^4,
 	// d = 7850): one round's user level eps^uc at delta_s = delta' = 1e-8,
 	// total delta 7850·1e-8 + 1e-8. (a) advanced composition of the d
@@ -214,7 +228,7 @@ func TestPapersTable(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		fmt.Fprintf(&b, "| %s, eps^c = %.4f, user level eps^uc | %.4g | %.2f | n/a | %.2f |\n", row.name, bd.Epsilon, total, a, e)
+		fmt.Fprintf(b, "| %s, eps^c = %.4f, user level eps^uc | %.4g | %.2f | n/a | %.2f |\n", row.name, bd.Epsilon, total, a, e)
 	}
 	{
 		maxEps := 0.0
@@ -237,9 +251,12 @@ func TestPapersTable(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		fmt.Fprintf(&b, "| every user at eps0 = %.4f (n = 10^4): FMT's clone pair, d = 7850 | %.4g | (row above) | %.2f | %.2f |\n", maxEps, total, rdp, e)
+		fmt.Fprintf(b, "| every user at eps0 = %.4f (n = 10^4): FMT's clone pair, d = 7850 | %.4g | (row above) | %.2f | %.2f |\n", maxEps, total, rdp, e)
 	}
+}
 
+// papersDPFedAvg writes the row of DP-FedAvg (the Poisson-subsampled Gaussian).
+func papersDPFedAvg(t *testing.T, b *strings.Builder) {
 	// DP-FedAvg: Poisson-subsampled Gaussian, q = 0.01, sigma = 1, 1000 rounds.
 	const q, sigma, steps, delta = 0.01, 1.0, 1000, 1e-5
 	a := sgmClassical(q, sigma, steps, delta)
@@ -267,6 +284,5 @@ func TestPapersTable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fmt.Fprintf(&b, "| DP-FedAvg, sampled Gaussian q = 0.01, sigma = 1, 1000 rounds | %.4g | %.2f | %.4f (account; PLD's own Rényi certificate %.4f) | %.4f |\n", delta, a, r, own, e)
-	t.Log(b.String())
+	fmt.Fprintf(b, "| DP-FedAvg, sampled Gaussian q = 0.01, sigma = 1, 1000 rounds | %.4g | %.2f | %.4f (account; PLD's own Rényi certificate %.4f) | %.4f |\n", delta, a, r, own, e)
 }

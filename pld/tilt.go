@@ -66,8 +66,8 @@ func newTiltSrc(d *dir, k int, tail float64) *tiltSrc {
 //
 // (c_lambda as in the Chernoff certificate). The computed window y of R
 // (powerWindow on the computed tilted base) has relative error rho, a
-// round-off error of l2 norm at most e2 = efft/sqrt(N) (Parseval, see the
-// package documentation), and an l1 error errT: the mass outside the
+// round-off error of l2 norm at most e2 = efft/sqrt(N) (Parseval, see
+// docs/PLD.md), and an l1 error errT: the mass outside the
 // window (2 tau, where g <= G; the cyclic wrap-around only adds
 // non-negative mass inside, which can only raise the sum, and is counted
 // with another 2 tau anyway) and the entries of the tilted base that

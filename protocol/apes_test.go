@@ -573,6 +573,14 @@ func TestAPESTable3Accounting(t *testing.T) {
 	near("ldp-min eps^uc", lm.CentralEpsilon, 40.1, 0.1)
 	near("ldp-min eps^ul", lm.LocalEpsilon.Max, 392.5, 1e-9)
 
+	apesTable3SAPES(t, acc, near, eon, a)
+}
+
+// apesTable3SAPES is TestAPESTable3Accounting's S-APES part: acc accounts a
+// protocol with Table 3's options, near compares, eon is the EoN bound and
+// a APES's round under the hidden-budget assumption.
+func apesTable3SAPES(t *testing.T, acc func(string, map[string]float64) Privacy, near func(string, float64, float64, float64), eon amplify.Bound, a Privacy) {
+	t.Helper()
 	// S-APES: same eps^c as APES (under the same hidden-budget
 	// assumption); user level = Proposition 1 with b = 0.2 d.
 	sa := acc("s-apes", map[string]float64{"b": 1570, "hidden-budget": 1})

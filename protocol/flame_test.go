@@ -477,29 +477,38 @@ func TestFlameAccountPaperSettings(t *testing.T) {
 				if c := priv.Components; len(c) == 0 || !isComponent(c[0], want.EpsDim, want.DeltaDim, int(math.Ceil(want.Compositions))) {
 					t.Errorf("components %+v, want %v releases of (%v, %v)", c, want.Compositions, want.EpsDim, want.DeltaDim)
 				}
-				// Round 1 alone, composed by the run's accountant at the
-				// round's own delta, is at most the round's statement (the
-				// accountant may compose the components more tightly than
-				// FLAME's advanced composition, never more loosely).
-				one, _ := runSpent(t, p, s, budgets, 1, priv.CentralDelta)
-				if one.Epsilon > priv.CentralEpsilon*(1+1e-12) || one.Delta > priv.CentralDelta*(1+1e-12) {
-					t.Errorf("round 1 composes to (%v, %v) by %q, above the round (%v, %v)", one.Epsilon, one.Delta, one.Method, priv.CentralEpsilon, priv.CentralDelta)
-				}
-				// Ten rounds compose within the run's target delta (FLAME's
-				// own default has no run target: give the old composition
-				// slack delta' = delta_c), never beyond ten times the round
-				// and above one round at the same target.
-				target := dc.delta
-				if target == 0 {
-					target = (rounds + 1) * flameDeltaC
-				}
-				one, _ = runSpent(t, p, s, budgets, 1, target)
-				ten, _ := runSpent(t, p, s, budgets, rounds, target)
-				if ten.Epsilon > rounds*priv.CentralEpsilon*(1+1e-12) || ten.Epsilon <= one.Epsilon || ten.Delta > target*(1+1e-12) {
-					t.Errorf("10 rounds: cumulative (%v, %v) by %q for a round of %v (%v alone at target delta %v)", ten.Epsilon, ten.Delta, ten.Method, priv.CentralEpsilon, one.Epsilon, target)
-				}
+				flameRunChecks(t, p, s, budgets, priv, dc.delta, rounds)
 			})
 		}
+	}
+}
+
+// flameRunChecks is TestFlameAccountPaperSettings' check of the run
+// accountant on p's round priv: one round composes to at most the round's
+// statement, and rounds rounds within the run's target delta (runDelta, or
+// FLAME's own default when it is 0) to at most rounds times the round.
+func flameRunChecks(t *testing.T, p Protocol, s Shape, budgets []Budget, priv Privacy, runDelta float64, rounds int) {
+	t.Helper()
+	// Round 1 alone, composed by the run's accountant at the
+	// round's own delta, is at most the round's statement (the
+	// accountant may compose the components more tightly than
+	// FLAME's advanced composition, never more loosely).
+	one, _ := runSpent(t, p, s, budgets, 1, priv.CentralDelta)
+	if one.Epsilon > priv.CentralEpsilon*(1+1e-12) || one.Delta > priv.CentralDelta*(1+1e-12) {
+		t.Errorf("round 1 composes to (%v, %v) by %q, above the round (%v, %v)", one.Epsilon, one.Delta, one.Method, priv.CentralEpsilon, priv.CentralDelta)
+	}
+	// The rounds compose within the run's target delta (FLAME's
+	// own default has no run target: give the old composition
+	// slack delta' = delta_c), never beyond rounds times the round
+	// and above one round at the same target.
+	target := runDelta
+	if target == 0 {
+		target = float64(rounds+1) * flameDeltaC
+	}
+	one, _ = runSpent(t, p, s, budgets, 1, target)
+	ten, _ := runSpent(t, p, s, budgets, rounds, target)
+	if ten.Epsilon > float64(rounds)*priv.CentralEpsilon*(1+1e-12) || ten.Epsilon <= one.Epsilon || ten.Delta > target*(1+1e-12) {
+		t.Errorf("%d rounds: cumulative (%v, %v) by %q for a round of %v (%v alone at target delta %v)", rounds, ten.Epsilon, ten.Delta, ten.Method, priv.CentralEpsilon, one.Epsilon, target)
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"shufflefl/longtest"
 	mt "shufflefl/mechanism/mechanismtest"
 	"shufflefl/rng"
 )
@@ -33,9 +34,9 @@ import (
 // Each family has a negative control: the same protocol built or called
 // with twice the budget (half the noise) must be rejected at the 1x claim.
 
-// privSamples is the number of draws per input: 3·10^5 (10^5 with -short).
+// privSamples is the number of draws per input: 3·10^5 (10^5 unless SHUFFLEFL_LONG=1).
 func privSamples() int {
-	if testing.Short() {
+	if !longtest.Enabled() {
 		return 100_000
 	}
 	return 300_000
@@ -574,9 +575,7 @@ func TestPrivacyGaussianProtocols(t *testing.T) {
 	} {
 		t.Run(fmt.Sprintf("%s/secure=%v", c.name, c.params.Secure), func(t *testing.T) {
 			t.Parallel()
-			if testing.Short() {
-				t.Skip("needs 3·10^5 to 10^6 draws per input for a delta > 0 claim")
-			}
+			longtest.Skip(t) // needs 3·10^5 to 10^6 draws per input for a delta > 0 claim
 			b := c.budget
 			double := Budget{Epsilon: 2 * b.Epsilon, Delta: b.Delta}
 			p := mustProtocol(t, c.name, c.params)
@@ -634,9 +633,7 @@ func TestPrivacyGaussianProtocols(t *testing.T) {
 // Account's one-round (CentralEpsilon, CentralDelta). The negative control
 // is the same protocol with half the noise multiplier (white box).
 func TestPrivacyCentralEstimate(t *testing.T) {
-	if testing.Short() {
-		t.Skip("10^6 draws per input are needed at delta = 1e-5")
-	}
+	longtest.Skip(t) // 10^6 draws per input are needed at delta = 1e-5
 	const d, clip = 4, 1.0
 	for _, c := range []struct {
 		q      float64

@@ -1,15 +1,21 @@
 // Package protocol defines the Encode-Shuffle-Analyze protocols of shufflefl as
 // pure state machines: no goroutines, no network, no disk. A protocol is the
-// papers' triple plus its accounting:
+// papers' triple plus its accounting, each part a small interface:
 //
-//   - the client role (Encode): clip and randomize one local update into a
+//   - the client role (Encoder): clip and randomize one local update into a
 //     Report, using the client's own privacy Budget;
-//   - the shuffler role (Pad and the Shuffle function): strip identities, pad
-//     with dummies drawn from the protocol's padding distribution, permute;
-//   - the analyzer role (Estimate): decode the Aggregate of all reports,
-//     de-bias/calibrate, and estimate the mean update;
-//   - the accountant (Account): the local and central (epsilon, delta) of the
-//     round and cumulatively.
+//   - the shuffler role (Padder and the Shuffle function): strip identities,
+//     pad with dummies drawn from the protocol's padding distribution,
+//     permute;
+//   - the analyzer role (Estimator for one global model, Clustered for k):
+//     decode the Aggregate of all reports, de-bias or calibrate, and estimate
+//     the mean update;
+//   - the accountant (Accounter): the round's Privacy, its local and central
+//     (epsilon, delta) and the finer descriptions (Components, RDP) that the
+//     run's account.Accountant composes over rounds.
+//
+// Protocol is what a run holds (Encoder, Padder, Accounter); New builds one
+// by its registry name.
 //
 // Every analyzer of the papers (FLAME, APES, S-APES, E-APES and the baselines)
 // estimates a per-coordinate mean, so the analyzer sees reports only through an
@@ -20,8 +26,8 @@
 // permutes and pads, and both give the same model up to floating-point
 // summation order (see the tests).
 //
-// The engine (package runtime) and the transports drive these functions; the
-// same code runs in simulation and deployment.
+// The roles (package role) drive these functions, in simulation and in
+// deployment alike.
 package protocol
 
 import (

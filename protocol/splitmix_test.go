@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"shufflefl/account"
+	"shufflefl/longtest"
 	"shufflefl/mechanism"
 	"shufflefl/rng"
 )
@@ -240,7 +241,7 @@ func TestSplitMixNoiseDistribution(t *testing.T) {
 		t.Fatalf("mu = %v: choose parameters with a moderate variance", mu)
 	}
 	rounds := 400
-	if testing.Short() {
+	if !longtest.Enabled() {
 		rounds = 150
 	}
 	zeros := make([][]float64, 5)
@@ -318,9 +319,7 @@ func TestSplitMixNoiseDistribution(t *testing.T) {
 // noise standard deviation per slot (as dp-central's: half the noise
 // multiplier), same claim.
 func TestPrivacySplitMix(t *testing.T) {
-	if testing.Short() {
-		t.Skip("10^6 draws per input")
-	}
+	longtest.Skip(t) // 10^6 draws per input
 	const d, slots, clip = 1, 20, 1.0
 	for _, q := range []float64{1, 0.5} {
 		t.Run(fmt.Sprintf("q=%v", q), func(t *testing.T) {

@@ -99,23 +99,7 @@ func TestPerCoordinateRound(t *testing.T) {
 		}
 	}
 
-	// Analyzer.
-	o, err := seal.NewOpener(key, run, round, seal.Spec{Mode: seal.PerCoordinate, Dim: d, Values: seal.Range{Lo: 0, Hi: math.MaxFloat64}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	agg := protocol.NewAggregate(d)
-	for _, m := range batch {
-		l, v, err := o.Open(m)
-		if err != nil {
-			t.Fatal(err)
-		}
-		agg.Sum[l.Index] += v[0]
-		agg.Count[l.Index]++
-	}
-	if st := o.Stats(); st.Accepted != int64(len(batch)) || st.Rejected() != 0 {
-		t.Fatalf("stats %+v", st)
-	}
+	agg := openCoordinates(t, key, run, round, d, batch)
 
 	sim, err := protocol.Shuffle(rng.Stream(2), rng.Stream(3), p, s, reports)
 	if err != nil {
@@ -142,6 +126,29 @@ func TestPerCoordinateRound(t *testing.T) {
 			t.Errorf("estimate %d: %v, simulation %v", j, est[j], wantEst[j])
 		}
 	}
+}
+
+// openCoordinates opens a per-coordinate batch of dimension d as the
+// analyzer does, and sums it; every message must open.
+func openCoordinates(t *testing.T, key *seal.PrivateKey, run string, round uint64, d int, batch [][]byte) *protocol.Aggregate {
+	t.Helper()
+	o, err := seal.NewOpener(key, run, round, seal.Spec{Mode: seal.PerCoordinate, Dim: d, Values: seal.Range{Lo: 0, Hi: math.MaxFloat64}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	agg := protocol.NewAggregate(d)
+	for _, m := range batch {
+		l, v, err := o.Open(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		agg.Sum[l.Index] += v[0]
+		agg.Count[l.Index]++
+	}
+	if st := o.Stats(); st.Accepted != int64(len(batch)) || st.Rejected() != 0 {
+		t.Fatalf("stats %+v", st)
+	}
+	return agg
 }
 
 // TestWholeReportRound runs one E-APES round through sealing: one Report

@@ -88,189 +88,236 @@ func TestCrashChild(t *testing.T) {
 }
 
 func crashChild(path string, ack *os.File) error {
-	send := func(format string, a ...any) error {
-		_, err := ack.WriteString(fmt.Sprintf(format, a...) + "\n") // one write(2): atomic on a pipe
+	w := &crashWorker{ack: ack}
+	var err error
+	if w.db, err = Open(path); err != nil {
 		return err
 	}
-	db, err := Open(path)
-	if err != nil {
-		return err
-	}
-	l := account.NewLedger(db.LedgerStore())
-	if err := l.SetDefaultCap(account.Cap{Epsilon: 1e9, Delta: 0.5}); err != nil {
+	w.l = account.NewLedger(w.db.LedgerStore())
+	if err := w.l.SetDefaultCap(account.Cap{Epsilon: 1e9, Delta: 0.5}); err != nil {
 		return err
 	}
 	// Resume: the next outbox round of each client.
-	next := make([]int64, crashClients)
-	for c := range next {
-		es, err := db.LedgerStore().Entries(fmt.Sprint("client-", c))
+	w.next = make([]int64, crashClients)
+	for c := range w.next {
+		es, err := w.db.LedgerStore().Entries(fmt.Sprint("client-", c))
 		if err != nil {
 			return err
 		}
-		next[c] = int64(len(es))
+		w.next[c] = int64(len(es))
 	}
-	// Resume the analyzer: retry the last release (must be refused by
-	// state), then release any round left open.
-	log, err := db.RoundLog()
-	if err != nil {
+	if err := w.resumeAnalyzer(); err != nil {
 		return err
 	}
-	nextRelease := int64(0)
-	if len(log) > 0 {
-		last := log[len(log)-1]
-		nextRelease = last.Round + 1
-		switch last.Status {
-		case RoundReleased:
-			err := db.ReleaseRound(Checkpoint{Round: last.Round, Model: crashModel(last.Round), Accountant: crashAccountant(last.Round)}, RoundCounts{})
-			if !errors.Is(err, ErrRoundReleased) {
-				return fmt.Errorf("re-release of round %d: %v", last.Round, err)
-			}
-			if err := send("X re-release-refused"); err != nil {
-				return err
-			}
-		case RoundOpen:
-			nextRelease = last.Round
-			if err := send("X analyzer-round-open"); err != nil {
-				return err
-			}
-		}
-	}
-	// Resume the shuffler: the open round, retrying its last report.
-	rounds, err := db.InboxRounds()
-	if err != nil {
+	if err := w.resumeShuffler(); err != nil {
 		return err
 	}
-	inRound, inCount := int64(-1), int64(0)
-	if len(rounds) > 0 {
-		r := rounds[len(rounds)-1]
-		inRound = r.Round
-		inCount = r.Reports
-		if r.Status == InboxShuffled {
-			// Killed between SaveBatch and MarkForwarded: the batch must
-			// be there and a second save refused.
-			if err := crashSaveBatch(db, r.Round); !errors.Is(err, ErrBatchSaved) {
-				return fmt.Errorf("re-save of batch %d: %v", r.Round, err)
-			}
-			if err := db.MarkForwarded(r.Round); err != nil {
-				return err
-			}
-			if err := send("F %d", r.Round); err != nil {
-				return err
-			}
-			if err := send("X batch-saved-not-forwarded"); err != nil {
-				return err
-			}
-			inRound, inCount = r.Round+1, -1
-		} else if r.Status != InboxOpen {
-			inRound, inCount = r.Round+1, -1
-		} else if r.Reports > 0 {
-			c := fmt.Sprint("sc-", r.Reports-1)
-			err := db.Accept(Report{Round: r.Round, Client: c, Nonce: randNonce(), Messages: crashMessages(r.Round, c)})
-			if !errors.Is(err, ErrAlreadyAccepted) {
-				return fmt.Errorf("retry of report %d/%s: %v", r.Round, c, err)
-			}
-			if err := send("X report-retry-refused"); err != nil {
-				return err
-			}
-		}
-	} else {
-		inRound, inCount = 0, -1
-	}
-	lie := os.Getenv(crashLieEnv) != ""
-	rng := mrand.New(mrand.NewPCG(uint64(time.Now().UnixNano()), 1))
+	w.lie = os.Getenv(crashLieEnv) != ""
+	w.rng = mrand.New(mrand.NewPCG(uint64(time.Now().UnixNano()), 1))
 	for step := 0; ; step++ {
-		// Client: charge and store the sealed report together.
-		c := rng.IntN(crashClients)
-		client := fmt.Sprint("client-", c)
-		r := account.Release{Client: client, Round: int(next[c]), Mechanism: "crash", LocalEpsilon: crashEpsilon, LocalDelta: 1e-9}
-		if lie { // negative control: acknowledge first, write later
-			if err := send("O %s %d", client, next[c]); err != nil {
-				return err
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
-		if err := db.ChargeWithReport(l, r, crashReport(client, next[c])); err != nil {
+		client, err := w.clientStep()
+		if err != nil {
 			return err
 		}
-		if !lie {
-			if err := send("O %s %d", client, next[c]); err != nil {
-				return err
-			}
-		}
-		next[c]++
-		// Shuffler: open a round if needed, accept reports, forward.
-		if inCount < 0 {
-			if err := db.OpenInboxRound(inRound, []byte(fmt.Sprint("announcement ", inRound))); err != nil {
-				return err
-			}
-			if err := send("R %d", inRound); err != nil {
-				return err
-			}
-			inCount = 0
-		}
-		if inCount < crashPerRound {
-			batch := 1 + rng.IntN(3)
-			var rs []Report
-			for k := int64(0); k < int64(batch) && inCount+k < crashPerRound; k++ {
-				sc := fmt.Sprint("sc-", inCount+k)
-				rs = append(rs, Report{Round: inRound, Client: sc, Nonce: randNonce(), Messages: crashMessages(inRound, sc)})
-			}
-			errs, err := db.AcceptBatch(rs)
-			if err != nil {
-				return err
-			}
-			for i, e := range errs {
-				if e != nil {
-					return e
-				}
-				if err := send("I %d %s", inRound, rs[i].Client); err != nil {
-					return err
-				}
-			}
-			inCount += int64(len(rs))
-		} else {
-			// Shuffle once, save, then forward (a restart finds the
-			// round shuffled and forwards the saved batch).
-			if err := crashSaveBatch(db, inRound); err != nil {
-				return err
-			}
-			if err := send("S %d", inRound); err != nil {
-				return err
-			}
-			if err := db.MarkForwarded(inRound); err != nil {
-				return err
-			}
-			if err := send("F %d", inRound); err != nil {
-				return err
-			}
-			inRound, inCount = inRound+1, -1
+		if err := w.shufflerStep(); err != nil {
+			return err
 		}
 		// Request nonces.
-		if err := db.UseNonce(client, randNonce(), time.Now()); err != nil {
+		if err := w.db.UseNonce(client, randNonce(), time.Now()); err != nil {
 			return err
 		}
 		// Analyzer: every third step, release a round with its checkpoint.
 		if step%3 == 0 {
-			if e, err := db.Round(nextRelease); errors.Is(err, ErrUnknownRound) {
-				if err := db.OpenRound(nextRelease); err != nil {
-					return err
-				}
-			} else if err != nil {
-				return err
-			} else if e.Status != RoundOpen {
-				return fmt.Errorf("round %d is %s at resume", nextRelease, e.Status)
-			}
-			cp := Checkpoint{Round: nextRelease, Model: crashModel(nextRelease), Accountant: crashAccountant(nextRelease)}
-			counts := RoundCounts{Received: nextRelease + 3, Accepted: nextRelease + 1, Dummies: 1, Rejected: map[string]int64{"nan": 1, "range": 1}}
-			if err := db.ReleaseRound(cp, counts); err != nil {
+			if err := w.analyzerStep(); err != nil {
 				return err
 			}
-			if err := send("A %d", nextRelease); err != nil {
-				return err
-			}
-			nextRelease++
 		}
 	}
+}
+
+// crashWorker is the child's state: the three roles' progress in the one
+// database, and the pipe each durable step is acknowledged on.
+type crashWorker struct {
+	ack *os.File
+	db  *DB
+	l   *account.Ledger
+	lie bool
+	rng *mrand.Rand
+	// next is each client's next outbox round; inRound and inCount the
+	// shuffler's open round and its reports (-1: to open); nextRelease
+	// the analyzer's next round.
+	next             []int64
+	inRound, inCount int64
+	nextRelease      int64
+}
+
+// send acknowledges a durable step to the parent.
+func (w *crashWorker) send(format string, a ...any) error {
+	_, err := w.ack.WriteString(fmt.Sprintf(format, a...) + "\n") // one write(2): atomic on a pipe
+	return err
+}
+
+// resumeAnalyzer retries the last release (which must be refused by
+// state), or releases a round left open.
+func (w *crashWorker) resumeAnalyzer() error {
+	log, err := w.db.RoundLog()
+	if err != nil || len(log) == 0 {
+		return err
+	}
+	last := log[len(log)-1]
+	w.nextRelease = last.Round + 1
+	switch last.Status {
+	case RoundReleased:
+		err := w.db.ReleaseRound(Checkpoint{Round: last.Round, Model: crashModel(last.Round), Accountant: crashAccountant(last.Round)}, RoundCounts{})
+		if !errors.Is(err, ErrRoundReleased) {
+			return fmt.Errorf("re-release of round %d: %v", last.Round, err)
+		}
+		return w.send("X re-release-refused")
+	case RoundOpen:
+		w.nextRelease = last.Round
+		return w.send("X analyzer-round-open")
+	}
+	return nil
+}
+
+// resumeShuffler resumes the open round, retrying its last report.
+func (w *crashWorker) resumeShuffler() error {
+	rounds, err := w.db.InboxRounds()
+	if err != nil {
+		return err
+	}
+	if len(rounds) == 0 {
+		w.inRound, w.inCount = 0, -1
+		return nil
+	}
+	r := rounds[len(rounds)-1]
+	w.inRound, w.inCount = r.Round, r.Reports
+	switch {
+	case r.Status == InboxShuffled:
+		// Killed between SaveBatch and MarkForwarded: the batch must be
+		// there and a second save refused.
+		if err := crashSaveBatch(w.db, r.Round); !errors.Is(err, ErrBatchSaved) {
+			return fmt.Errorf("re-save of batch %d: %v", r.Round, err)
+		}
+		if err := w.db.MarkForwarded(r.Round); err != nil {
+			return err
+		}
+		if err := w.send("F %d", r.Round); err != nil {
+			return err
+		}
+		if err := w.send("X batch-saved-not-forwarded"); err != nil {
+			return err
+		}
+		w.inRound, w.inCount = r.Round+1, -1
+	case r.Status != InboxOpen:
+		w.inRound, w.inCount = r.Round+1, -1
+	case r.Reports > 0:
+		c := fmt.Sprint("sc-", r.Reports-1)
+		err := w.db.Accept(Report{Round: r.Round, Client: c, Nonce: randNonce(), Messages: crashMessages(r.Round, c)})
+		if !errors.Is(err, ErrAlreadyAccepted) {
+			return fmt.Errorf("retry of report %d/%s: %v", r.Round, c, err)
+		}
+		return w.send("X report-retry-refused")
+	}
+	return nil
+}
+
+// clientStep charges a random client and stores its sealed report
+// together, and returns the client.
+func (w *crashWorker) clientStep() (string, error) {
+	c := w.rng.IntN(crashClients)
+	client := fmt.Sprint("client-", c)
+	r := account.Release{Client: client, Round: int(w.next[c]), Mechanism: "crash", LocalEpsilon: crashEpsilon, LocalDelta: 1e-9}
+	if w.lie { // negative control: acknowledge first, write later
+		if err := w.send("O %s %d", client, w.next[c]); err != nil {
+			return "", err
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err := w.db.ChargeWithReport(w.l, r, crashReport(client, w.next[c])); err != nil {
+		return "", err
+	}
+	if !w.lie {
+		if err := w.send("O %s %d", client, w.next[c]); err != nil {
+			return "", err
+		}
+	}
+	w.next[c]++
+	return client, nil
+}
+
+// shufflerStep opens a round if needed, accepts reports, or shuffles once,
+// saves and forwards a full round (a restart finds the round shuffled and
+// forwards the saved batch).
+func (w *crashWorker) shufflerStep() error {
+	if w.inCount < 0 {
+		if err := w.db.OpenInboxRound(w.inRound, []byte(fmt.Sprint("announcement ", w.inRound))); err != nil {
+			return err
+		}
+		if err := w.send("R %d", w.inRound); err != nil {
+			return err
+		}
+		w.inCount = 0
+	}
+	if w.inCount >= crashPerRound {
+		if err := crashSaveBatch(w.db, w.inRound); err != nil {
+			return err
+		}
+		if err := w.send("S %d", w.inRound); err != nil {
+			return err
+		}
+		if err := w.db.MarkForwarded(w.inRound); err != nil {
+			return err
+		}
+		if err := w.send("F %d", w.inRound); err != nil {
+			return err
+		}
+		w.inRound, w.inCount = w.inRound+1, -1
+		return nil
+	}
+	batch := 1 + w.rng.IntN(3)
+	var rs []Report
+	for k := int64(0); k < int64(batch) && w.inCount+k < crashPerRound; k++ {
+		sc := fmt.Sprint("sc-", w.inCount+k)
+		rs = append(rs, Report{Round: w.inRound, Client: sc, Nonce: randNonce(), Messages: crashMessages(w.inRound, sc)})
+	}
+	errs, err := w.db.AcceptBatch(rs)
+	if err != nil {
+		return err
+	}
+	for i, e := range errs {
+		if e != nil {
+			return e
+		}
+		if err := w.send("I %d %s", w.inRound, rs[i].Client); err != nil {
+			return err
+		}
+	}
+	w.inCount += int64(len(rs))
+	return nil
+}
+
+// analyzerStep releases the next round with its checkpoint.
+func (w *crashWorker) analyzerStep() error {
+	if e, err := w.db.Round(w.nextRelease); errors.Is(err, ErrUnknownRound) {
+		if err := w.db.OpenRound(w.nextRelease); err != nil {
+			return err
+		}
+	} else if err != nil {
+		return err
+	} else if e.Status != RoundOpen {
+		return fmt.Errorf("round %d is %s at resume", w.nextRelease, e.Status)
+	}
+	cp := Checkpoint{Round: w.nextRelease, Model: crashModel(w.nextRelease), Accountant: crashAccountant(w.nextRelease)}
+	counts := RoundCounts{Received: w.nextRelease + 3, Accepted: w.nextRelease + 1, Dummies: 1, Rejected: map[string]int64{"nan": 1, "range": 1}}
+	if err := w.db.ReleaseRound(cp, counts); err != nil {
+		return err
+	}
+	if err := w.send("A %d", w.nextRelease); err != nil {
+		return err
+	}
+	w.nextRelease++
+	return nil
 }
 
 // crashBatch is round's shuffled batch: its full set of reports' messages
@@ -473,6 +520,17 @@ func verifyCrash(path string, a *acked) error {
 	if err := db.sql.QueryRow("PRAGMA integrity_check").Scan(&ic); err != nil || ic != "ok" {
 		return fmt.Errorf("integrity_check: %q, %v", ic, err)
 	}
+	if err := verifyOutbox(db, a); err != nil {
+		return err
+	}
+	if err := verifyInbox(db, a); err != nil {
+		return err
+	}
+	return verifyRoundLog(db, a)
+}
+
+// verifyOutbox checks the clients' outbox and ledger.
+func verifyOutbox(db *DB, a *acked) error {
 	// Client outbox and ledger: every acknowledged report is present with
 	// its bytes; every charge has its report and vice versa (atomicity);
 	// the ledger total is never below what was released.
@@ -512,7 +570,12 @@ func verifyCrash(path string, a *acked) error {
 		ON l.client = o.client AND l.round = o.round WHERE l.seq IS NULL`).Scan(&orphans); err != nil || orphans != 0 {
 		return fmt.Errorf("%d reports without a charge (%v)", orphans, err)
 	}
-	// Shuffler inbox.
+	return nil
+}
+
+// verifyInbox checks the shuffler's inbox rounds and every acknowledged
+// step of the shuffler.
+func verifyInbox(db *DB, a *acked) error {
 	rounds, err := db.InboxRounds()
 	if err != nil {
 		return err
@@ -520,82 +583,8 @@ func verifyCrash(path string, a *acked) error {
 	status := map[int64]InboxStatus{}
 	for _, r := range rounds {
 		status[r.Round] = r.Status
-		// Retention: an open round's reports keep their sealed messages;
-		// a shuffled, forwarded or void round's have none (deleted with
-		// the status change), and only a shuffled round has its batch.
-		var kept int
-		if err := db.sql.QueryRow(`SELECT count(*) FROM inbox_report WHERE round = ? AND length(messages) > 0`, r.Round).Scan(&kept); err != nil {
+		if err := verifyInboxRound(db, r); err != nil {
 			return err
-		}
-		var chunks int
-		if err := db.sql.QueryRow(`SELECT count(*) FROM inbox_batch_chunk WHERE round = ?`, r.Round).Scan(&chunks); err != nil {
-			return err
-		}
-		if r.Status != InboxOpen {
-			if kept != 0 {
-				return fmt.Errorf("%s round %d keeps the sealed messages of %d reports", r.Status, r.Round, kept)
-			}
-			if _, err := db.RoundReports(r.Round); !errors.Is(err, ErrExpired) {
-				return fmt.Errorf("%s round %d: reports read back (%v)", r.Status, r.Round, err)
-			}
-			if r.Status != InboxShuffled && chunks != 0 {
-				return fmt.Errorf("%s round %d keeps %d batch chunks", r.Status, r.Round, chunks)
-			}
-		}
-		if r.Status == InboxOpen {
-			reps, err := db.RoundReports(r.Round)
-			if err != nil {
-				return err
-			}
-			seen := map[string]bool{}
-			for i, rep := range reps {
-				if seen[rep.Client] {
-					return fmt.Errorf("round %d: client %s stored twice", r.Round, rep.Client)
-				}
-				seen[rep.Client] = true
-				if rep.Client != fmt.Sprint("sc-", i) {
-					return fmt.Errorf("round %d: report %d is from %s", r.Round, i, rep.Client)
-				}
-				want := crashMessages(r.Round, rep.Client)
-				if len(want) != len(rep.Messages) {
-					return fmt.Errorf("round %d %s: %d messages, want %d", r.Round, rep.Client, len(rep.Messages), len(want))
-				}
-				for j := range want {
-					if want[j].Label != rep.Messages[j].Label || !bytes.Equal(want[j].Sealed, rep.Messages[j].Sealed) {
-						return fmt.Errorf("round %d %s: message %d differs", r.Round, rep.Client, j)
-					}
-				}
-			}
-		}
-		switch r.Status {
-		case InboxShuffled:
-			if r.Reports != crashPerRound {
-				return fmt.Errorf("shuffled round %d has %d reports", r.Round, r.Reports)
-			}
-			b, err := db.Batch(r.Round)
-			if err != nil {
-				return err
-			}
-			want := crashBatch(r.Round)
-			if len(b.Messages) != len(want) {
-				return fmt.Errorf("batch of round %d has %d messages, want %d", r.Round, len(b.Messages), len(want))
-			}
-			for i := range want {
-				if want[i].Label != b.Messages[i].Label || !bytes.Equal(want[i].Sealed, b.Messages[i].Sealed) {
-					return fmt.Errorf("batch of round %d is not the saved one (message %d)", r.Round, i)
-				}
-			}
-		case InboxForwarded:
-			if r.Reports != crashPerRound {
-				return fmt.Errorf("forwarded round %d has %d reports", r.Round, r.Reports)
-			}
-			if _, err := db.Batch(r.Round); !errors.Is(err, ErrExpired) {
-				return fmt.Errorf("forwarded round %d: batch read back (%v)", r.Round, err)
-			}
-		default:
-			if _, err := db.Batch(r.Round); !errors.Is(err, ErrNoBatch) {
-				return fmt.Errorf("round %d is %s but has a batch (%v)", r.Round, r.Status, err)
-			}
 		}
 	}
 	for k := range a.inbox {
@@ -622,7 +611,108 @@ func verifyCrash(path string, a *acked) error {
 			return fmt.Errorf("acknowledged forward of round %d: status %q", r, status[r])
 		}
 	}
-	// Analyzer: released rounds have their checkpoint, intact.
+	return nil
+}
+
+// verifyInboxRound checks one inbox round: what it retains, its reports
+// while open, its batch once shuffled.
+func verifyInboxRound(db *DB, r InboxRound) error {
+	// Retention: an open round's reports keep their sealed messages;
+	// a shuffled, forwarded or void round's have none (deleted with
+	// the status change), and only a shuffled round has its batch.
+	var kept int
+	if err := db.sql.QueryRow(`SELECT count(*) FROM inbox_report WHERE round = ? AND length(messages) > 0`, r.Round).Scan(&kept); err != nil {
+		return err
+	}
+	var chunks int
+	if err := db.sql.QueryRow(`SELECT count(*) FROM inbox_batch_chunk WHERE round = ?`, r.Round).Scan(&chunks); err != nil {
+		return err
+	}
+	if r.Status != InboxOpen {
+		if kept != 0 {
+			return fmt.Errorf("%s round %d keeps the sealed messages of %d reports", r.Status, r.Round, kept)
+		}
+		if _, err := db.RoundReports(r.Round); !errors.Is(err, ErrExpired) {
+			return fmt.Errorf("%s round %d: reports read back (%v)", r.Status, r.Round, err)
+		}
+		if r.Status != InboxShuffled && chunks != 0 {
+			return fmt.Errorf("%s round %d keeps %d batch chunks", r.Status, r.Round, chunks)
+		}
+	}
+	if r.Status == InboxOpen {
+		if err := verifyOpenReports(db, r); err != nil {
+			return err
+		}
+	}
+	return verifyRoundBatch(db, r)
+}
+
+// verifyOpenReports checks an open round's reports, in order, each once.
+func verifyOpenReports(db *DB, r InboxRound) error {
+	reps, err := db.RoundReports(r.Round)
+	if err != nil {
+		return err
+	}
+	seen := map[string]bool{}
+	for i, rep := range reps {
+		if seen[rep.Client] {
+			return fmt.Errorf("round %d: client %s stored twice", r.Round, rep.Client)
+		}
+		seen[rep.Client] = true
+		if rep.Client != fmt.Sprint("sc-", i) {
+			return fmt.Errorf("round %d: report %d is from %s", r.Round, i, rep.Client)
+		}
+		want := crashMessages(r.Round, rep.Client)
+		if len(want) != len(rep.Messages) {
+			return fmt.Errorf("round %d %s: %d messages, want %d", r.Round, rep.Client, len(rep.Messages), len(want))
+		}
+		for j := range want {
+			if want[j].Label != rep.Messages[j].Label || !bytes.Equal(want[j].Sealed, rep.Messages[j].Sealed) {
+				return fmt.Errorf("round %d %s: message %d differs", r.Round, rep.Client, j)
+			}
+		}
+	}
+	return nil
+}
+
+// verifyRoundBatch checks an inbox round's batch against its status.
+func verifyRoundBatch(db *DB, r InboxRound) error {
+	switch r.Status {
+	case InboxShuffled:
+		if r.Reports != crashPerRound {
+			return fmt.Errorf("shuffled round %d has %d reports", r.Round, r.Reports)
+		}
+		b, err := db.Batch(r.Round)
+		if err != nil {
+			return err
+		}
+		want := crashBatch(r.Round)
+		if len(b.Messages) != len(want) {
+			return fmt.Errorf("batch of round %d has %d messages, want %d", r.Round, len(b.Messages), len(want))
+		}
+		for i := range want {
+			if want[i].Label != b.Messages[i].Label || !bytes.Equal(want[i].Sealed, b.Messages[i].Sealed) {
+				return fmt.Errorf("batch of round %d is not the saved one (message %d)", r.Round, i)
+			}
+		}
+	case InboxForwarded:
+		if r.Reports != crashPerRound {
+			return fmt.Errorf("forwarded round %d has %d reports", r.Round, r.Reports)
+		}
+		if _, err := db.Batch(r.Round); !errors.Is(err, ErrExpired) {
+			return fmt.Errorf("forwarded round %d: batch read back (%v)", r.Round, err)
+		}
+	default:
+		if _, err := db.Batch(r.Round); !errors.Is(err, ErrNoBatch) {
+			return fmt.Errorf("round %d is %s but has a batch (%v)", r.Round, r.Status, err)
+		}
+	}
+	return nil
+}
+
+// verifyRoundLog checks the analyzer's round log: released rounds have
+// their checkpoint, intact.
+func verifyRoundLog(db *DB, a *acked) error {
 	log, err := db.RoundLog()
 	if err != nil {
 		return err

@@ -455,6 +455,13 @@ func TestInbox(t *testing.T) {
 	if err := db.Accept(testReport(0, "c", 6, "c")); !errors.Is(err, ErrRoundClosed) {
 		t.Errorf("report after forward: %v", err)
 	}
+	checkVoidInboxRound(t, db)
+}
+
+// checkVoidInboxRound voids inbox round 1 of TestInbox's db (round 0
+// forwarded) and checks what a void and an unknown round refuse.
+func checkVoidInboxRound(t *testing.T, db *DB) {
+	t.Helper()
 	if err := db.OpenInboxRound(1, nil); err != nil {
 		t.Fatal(err)
 	}

@@ -38,30 +38,39 @@ func TestSeedsValid(t *testing.T) {
 	}
 }
 
-// TestValidateRejects mutates valid messages one field at a time; each
-// must fail with a *FieldError naming the field and wrapping
-// checks.ErrInvalid (and ErrTooLarge for size violations).
-func TestValidateRejects(t *testing.T) {
-	nan := math.NaN()
-	badWeights := func() *Model {
+// rejectCase is a message Validate must refuse, the field it must name,
+// and whether the refusal is ErrTooLarge.
+type rejectCase struct {
+	name    string
+	m       Message
+	field   string
+	tooBig  bool
+	nilsafe bool
+}
+
+// rejectHelpers builds invalid messages: a model with an infinite
+// weight, an announcement and an auth changed by f.
+func rejectHelpers(t *testing.T) (badWeights func() *Model, ann func(func(*RoundAnnouncement)) Message, auth func(func(*RequestAuth)) *RequestAuth) {
+	badWeights = func() *Model {
 		m := mustModel(t, "m", []float64{1, 2})
 		binary.LittleEndian.PutUint64(m.Weights[8:], math.Float64bits(math.Inf(-1)))
 		return m
 	}
-	ann := func(f func(a *RoundAnnouncement)) Message {
+	ann = func(f func(a *RoundAnnouncement)) Message {
 		a := validAnnouncement(t)
 		f(a)
 		return a
 	}
-	auth := func(f func(a *RequestAuth)) *RequestAuth { a := validAuth(); f(a); return a }
+	auth = func(f func(a *RequestAuth)) *RequestAuth { a := validAuth(); f(a); return a }
+	return badWeights, ann, auth
+}
+
+// rejectedParts are invalid auths, parameters, models and announcements.
+func rejectedParts(t *testing.T) []rejectCase {
+	nan := math.NaN()
+	badWeights, ann, auth := rejectHelpers(t)
 	big := MaxModelBytes/8/2 + 1
-	for _, tc := range []struct {
-		name    string
-		m       Message
-		field   string
-		tooBig  bool
-		nilsafe bool
-	}{
+	return []rejectCase{
 		{"nil auth", (*RequestAuth)(nil), "(message)", false, true},
 		{"empty client id", auth(func(a *RequestAuth) { a.ClientId = "" }), "client_id", false, false},
 		{"client id with space", auth(func(a *RequestAuth) { a.ClientId = "a b" }), "client_id", false, false},
@@ -97,6 +106,13 @@ func TestValidateRejects(t *testing.T) {
 		{"sampling rate above 1", ann(func(a *RoundAnnouncement) { a.SamplingRate = 1.5 }), "sampling_rate", false, false},
 		{"no analyzer key", ann(func(a *RoundAnnouncement) { a.AnalyzerPublicKey = nil }), "analyzer_public_key", false, false},
 		{"no suite", ann(func(a *RoundAnnouncement) { a.HpkeSuite = "" }), "hpke_suite", false, false},
+	}
+}
+
+// rejectedRequests are invalid messages, requests, answers and batches.
+func rejectedRequests(t *testing.T) []rejectCase {
+	_, ann, auth := rejectHelpers(t)
+	return []rejectCase{
 		{"empty ciphertext", &SealedMessage{Label: 1}, "ciphertext", false, false},
 		{"huge ciphertext", &SealedMessage{Ciphertext: make([]byte, MaxCiphertextBytes+1)}, "ciphertext", true, false},
 		{"unknown reason", &ErrorDetail{Reason: 99}, "reason", false, false},
@@ -127,7 +143,15 @@ func TestValidateRejects(t *testing.T) {
 		{"empty chunk", &BatchChunk{}, "messages", false, false},
 		{"chunk bad header", &BatchChunk{Header: &BatchHeader{}}, "header.run_id", false, false},
 		{"response reason", &BatchResponse{Rejected: map[string]uint64{"a b": 1}}, `rejected["a b"]`, false, false},
-	} {
+	}
+}
+
+// TestValidateRejects mutates valid messages one field at a time; each
+// must fail with a *FieldError naming the field and wrapping
+// checks.ErrInvalid (and ErrTooLarge for size violations).
+func TestValidateRejects(t *testing.T) {
+	for _, tc := range append(rejectedParts(t), rejectedRequests(t)...) {
+
 		t.Run(tc.name, func(t *testing.T) {
 			err := tc.m.Validate()
 			var fe *FieldError

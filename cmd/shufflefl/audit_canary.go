@@ -38,11 +38,6 @@ Examples:
   shufflefl audit canary --protocols nonprivate,dp-central --target-epsilon 8 --canaries 500 --clients 1000 --rounds 5
 `
 
-type canaryReport struct {
-	Command string               `json:"command"`
-	Results []audit.OneRunResult `json:"results"`
-}
-
 func runAuditCanary(args []string, stdout, stderr io.Writer) int {
 	c := newAuditCmd("canary", auditCanaryUsage, stdout, stderr)
 	protos := c.fs.String("protocols", "nonprivate,dp-central,ldp-laplace,apes,ss-simple,ss-topk", "comma-separated protocols")
@@ -71,7 +66,7 @@ func runAuditCanary(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return c.fail(err)
 	}
-	rep := canaryReport{Command: commandLine("canary", args)}
+	rep := audit.CanaryReport{Command: commandLine("canary", args)}
 	for _, p := range strings.Split(*protos, ",") {
 		cfg := runtime.DefaultConfig()
 		cfg.Protocol, cfg.Model, cfg.Dataset, cfg.Out = strings.TrimSpace(p), *model, *dataset, ""
@@ -95,32 +90,5 @@ func runAuditCanary(args []string, stdout, stderr io.Writer) int {
 		}
 		rep.Results = append(rep.Results, res)
 	}
-	return c.emit(canaryMarkdown(rep), rep, nil)
-}
-
-func canaryMarkdown(rep canaryReport) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "# One-run canary audit\n\n`%s`\n\n", rep.Command)
-	b.WriteString("| protocol | eps_claimed (run) | delta | canaries (in) | guesses | correct | eps_lower | verdict | cos in (mean±sd) | cos out (mean±sd) | Gaussian-fit estimate | test acc |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n")
-	var warns []string
-	for _, r := range rep.Results {
-		claim := "none"
-		if r.EpsClaimed != nil {
-			claim = fmt.Sprintf("%.4g", *r.EpsClaimed)
-		}
-		verdict := verdictCell(r.Violation)
-		est := "unbounded"
-		if r.EpsGaussian != nil {
-			est = fmt.Sprintf("%.3g", *r.EpsGaussian)
-		}
-		fmt.Fprintf(&b, "| %s | %s | %.3g | %d (%d) | %d | %d | %.3f | %s | %.4f±%.4f | %.4f±%.4f | %s | %.3f |\n", r.Protocol, claim, r.Delta,
-			r.Canaries, r.Included, r.Guesses, r.Correct, r.EpsLower, verdict, r.MeanIn, r.SDIn, r.MeanOut, r.SDOut, est, r.TestAcc)
-		if r.Warning != "" {
-			warns = append(warns, fmt.Sprintf("- %s: %s", r.Protocol, r.Warning))
-		}
-	}
-	if len(warns) > 0 {
-		b.WriteString("\nWarnings:\n" + strings.Join(warns, "\n") + "\n")
-	}
-	return b.String()
+	return c.emit(rep.Markdown(), rep, nil)
 }

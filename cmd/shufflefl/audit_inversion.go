@@ -1,7 +1,6 @@
 package main
 
 import (
-	"fmt"
 	"io"
 	"strconv"
 	"strings"
@@ -38,14 +37,6 @@ Examples:
   shufflefl audit inversion --out out/inversion
   shufflefl audit inversion --model mlp --protocols nonprivate,ldp-laplace --epsilons 10,1e6 --nus 0,0.001,0.1,1 --out out/inversion-mlp
 `
-
-type inversionReport struct {
-	Command string               `json:"command"`
-	Model   string               `json:"model"`
-	Dataset string               `json:"dataset"`
-	Targets int                  `json:"targets"`
-	Rows    []audit.InversionRow `json:"rows"`
-}
 
 func parseFloats(name, s string) ([]float64, error) {
 	var out []float64
@@ -126,7 +117,7 @@ func runAuditInversion(args []string, stdout, stderr io.Writer) int {
 	m.Init(rng.Stream(c.common.seed, rng.LabelInit), w)
 	cfg := audit.InversionConfig{Model: m, W: w, Data: split.Train, Targets: *targets, LR: *lr, Clip: *clip, Delta: 1e-5,
 		Clients: *clients, DLG: audit.DLGConfig{Steps: *steps, LR: *dlgLR}, Seed: c.common.seed}
-	rep := inversionReport{Command: commandLine("inversion", args), Model: *model, Dataset: *dataset, Targets: *targets}
+	rep := audit.InversionReport{Command: commandLine("inversion", args), Model: *model, Dataset: *dataset, Targets: *targets}
 	images := map[string]func(io.Writer) error{}
 	for _, part := range []struct {
 		file string
@@ -141,40 +132,7 @@ func runAuditInversion(args []string, stdout, stderr io.Writer) int {
 			return c.fail(err)
 		}
 		rep.Rows = append(rep.Rows, rows...)
-		grid := [][][]float64{}
-		var truth [][]float64
-		for t := 0; t < *targets; t++ {
-			x := make([]float64, split.Train.Features)
-			for i, v := range split.Train.Row(t) {
-				x[i] = float64(v)
-			}
-			truth = append(truth, x)
-		}
-		grid = append(grid, append(append([][]float64{}, truth...), truth...))
-		for _, r := range rows {
-			if r.Skipped != "" {
-				continue
-			}
-			grid = append(grid, append(append([][]float64{}, r.AnalyticImages...), r.DLGImages...))
-		}
-		rr, cc := split.Train.Rows, split.Train.Cols
-		images[part.file] = func(w io.Writer) error { return audit.GridPNG(w, grid, rr, cc, 2) }
+		images[part.file] = audit.InversionGrid(rows, split.Train, *targets)
 	}
-	return c.emit(inversionMarkdown(rep), rep, images)
-}
-
-func inversionMarkdown(rep inversionReport) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "# Gradient inversion (%s on %s, %d targets)\n\n`%s`\n\n", rep.Model, rep.Dataset, rep.Targets, rep.Command)
-	b.WriteString("| release | attacker sees | analytic MSE | PSNR dB | SSIM | DLG MSE | PSNR dB | SSIM | label acc |\n|---|---|---|---|---|---|---|---|---|\n")
-	for _, r := range rep.Rows {
-		if r.Skipped != "" {
-			fmt.Fprintf(&b, "| %s | skipped: %s | | | | | | | |\n", r.Name, r.Skipped)
-			continue
-		}
-		fmt.Fprintf(&b, "| %s | %s | %.4g | %.1f | %.3f | %.4g | %.1f | %.3f | %.2f |\n", r.Name, r.View,
-			r.Analytic.MSE, r.Analytic.PSNR, r.Analytic.SSIM, r.DLG.MSE, r.DLG.PSNR, r.DLG.SSIM, r.LabelAcc)
-	}
-	b.WriteString("\nPSNR 999 means an exact reconstruction. Images: inversion-protocols.png and inversion-nu.png (row 1: truth; then one row per release in table order, skipped ones omitted; columns: analytic, then DLG).\n")
-	return b.String()
+	return c.emit(rep.Markdown(), rep, images)
 }

@@ -30,12 +30,6 @@ Examples:
   shufflefl audit mechanism --mechanism all --epsilon 2 --trials 1000000 --out out/audit-mech
 `
 
-// mechanismReport is the JSON report of `audit mechanism`.
-type mechanismReport struct {
-	Command string             `json:"command"`
-	Results []audit.GameResult `json:"results"`
-}
-
 func runAuditMechanism(args []string, stdout, stderr io.Writer) int {
 	c := newAuditCmd("mechanism", fmt.Sprintf(auditMechanismUsage, strings.Join(audit.MechanismNames(), ", ")), stdout, stderr)
 	name := c.fs.String("mechanism", "", "randomizer to audit (see above), or all")
@@ -56,7 +50,7 @@ func runAuditMechanism(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := c.context()
 	defer stop()
-	rep := mechanismReport{Command: commandLine("mechanism", args)}
+	rep := audit.MechanismReport{Command: commandLine("mechanism", args)}
 	for _, n := range names {
 		m, err := audit.MechanismFor(n, *eps, *delta, *mis)
 		if err != nil {
@@ -69,25 +63,5 @@ func runAuditMechanism(args []string, stdout, stderr io.Writer) int {
 		}
 		rep.Results = append(rep.Results, res)
 	}
-	return c.emit(mechanismMarkdown(rep), rep, nil)
-}
-
-func mechanismMarkdown(rep mechanismReport) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "# Mechanism audit\n\n`%s`\n\n", rep.Command)
-	b.WriteString("| mechanism | inputs | eps_claimed | delta | noise too small by | trials/input | test | TP/eval | FP/eval | TPR_lo | FPR_hi | eps_lower | verdict | seconds |\n")
-	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
-	for _, r := range rep.Results {
-		verdict := verdictCell(r.Violation)
-		op := ">="
-		if strings.HasPrefix(r.Test, "score <") {
-			op = "<"
-		}
-		fmt.Fprintf(&b, "| %s | %s | %.4g | %.3g | %.3g | %d | score %s %.4g | %d/%d | %d/%d | %.4f | %.4f | %.3f | %s | %.2f |\n",
-			r.Name, r.Inputs, r.EpsClaimed, r.Delta, r.Miscalibrate, r.Trials, op, r.Threshold, r.TP, r.Eval, r.FP, r.Eval, r.TPRLo, r.FPRHi, r.EpsLower, verdict, r.Seconds)
-	}
-	if len(rep.Results) > 0 {
-		fmt.Fprintf(&b, "\neps_lower = log((TPR_lo - delta)/FPR_hi) with Clopper-Pearson bounds at %.0f%% confidence; the test was chosen on a separate half of the trials.\n", 100*rep.Results[0].Confidence)
-	}
-	return b.String()
+	return c.emit(rep.Markdown(), rep, nil)
 }

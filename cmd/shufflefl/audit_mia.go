@@ -30,13 +30,6 @@ Examples:
   shufflefl audit mia --protocols nonprivate,dp-central,ss-simple --epsilon 100 --target-epsilon 8 --rounds 40 --out out/mia
 `
 
-type miaReport struct {
-	Command string            `json:"command"`
-	Model   string            `json:"model"`
-	Dataset string            `json:"dataset"`
-	Results []audit.MIAResult `json:"results"`
-}
-
 func runAuditMIA(args []string, stdout, stderr io.Writer) int {
 	c := newAuditCmd("mia", auditMIAUsage, stdout, stderr)
 	protos := c.fs.String("protocols", "nonprivate,dp-central,ldp-laplace,apes,ss-simple", "comma-separated protocols")
@@ -60,7 +53,7 @@ func runAuditMIA(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return c.fail(err)
 	}
-	rep := miaReport{Command: commandLine("mia", args), Model: *model, Dataset: *dataset}
+	rep := audit.MIAReport{Command: commandLine("mia", args), Model: *model, Dataset: *dataset}
 	for _, p := range strings.Split(*protos, ",") {
 		cfg := runtime.DefaultConfig()
 		cfg.Protocol, cfg.Dataset, cfg.Model = strings.TrimSpace(p), *dataset, *model
@@ -81,20 +74,5 @@ func runAuditMIA(args []string, stdout, stderr io.Writer) int {
 		}
 		rep.Results = append(rep.Results, res)
 	}
-	return c.emit(miaMarkdown(rep), rep, nil)
-}
-
-func miaMarkdown(rep miaReport) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "# Membership inference (%s on %s)\n\n`%s`\n\n", rep.Model, rep.Dataset, rep.Command)
-	b.WriteString("| protocol | eps_claimed (run) | AUC bound | train acc | test acc | loss AUC | TPR@1% | TPR@0.1% | calibrated AUC | TPR@1% | TPR@0.1% | members/non |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n")
-	for _, r := range rep.Results {
-		claim := "none"
-		if r.EpsClaimed != nil {
-			claim = fmt.Sprintf("%.4g", *r.EpsClaimed)
-		}
-		fmt.Fprintf(&b, "| %s | %s | %.3f | %.3f | %.3f | %.3f | %.3f | %.3f | %.3f | %.3f | %.3f | %d/%d |\n", r.Protocol, claim, r.AUCBound,
-			r.TrainAcc, r.TestAcc, r.Loss.AUC, r.Loss.TPR1, r.Loss.TPR01, r.Calibrated.AUC, r.Calibrated.TPR1, r.Calibrated.TPR01, r.Loss.Pos, r.Loss.Neg)
-	}
-	return b.String()
+	return c.emit(rep.Markdown(), rep, nil)
 }

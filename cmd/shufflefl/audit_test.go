@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"shufflefl/audit"
 	"strconv"
 	"strings"
 	"testing"
@@ -54,7 +55,7 @@ func TestAuditMechanismCLI(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
-	var rep mechanismReport
+	var rep audit.MechanismReport
 	if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
 		t.Fatalf("stdout is not the JSON report: %v\n%s", err, stdout)
 	}
@@ -109,14 +110,14 @@ func TestAuditHelp(t *testing.T) {
 // Laplace scale that the main game (n = 10) misses for the shuffled
 // protocols; without the fault it finds no violation.
 func TestAuditProtocolTightGame(t *testing.T) {
-	run := func(mis string) protocolAuditReport {
+	run := func(mis string) audit.ProtocolReport {
 		t.Helper()
 		code, stdout, stderr := runCLI("audit", "protocol", "--protocol", "all", "--trials", "3000", "--tight-trials", "16000",
 			"--miscalibrate", mis, "--json", "--quiet")
 		if code != 0 {
 			t.Fatalf("--miscalibrate %s: exit %d: %s", mis, code, stderr)
 		}
-		var rep protocolAuditReport
+		var rep audit.ProtocolReport
 		if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
 			t.Fatalf("stdout is not the JSON report: %v\n%s", err, stdout)
 		}
@@ -161,7 +162,7 @@ func TestAuditAccountantCLI(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("audit of a correct run: exit %d: %s", code, stderr)
 	}
-	var rep accountantAuditReport
+	var rep audit.AccountantReport
 	if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
 		t.Fatalf("stdout is not the JSON report: %v\n%s", err, stdout)
 	}

@@ -1,9 +1,7 @@
 package main
 
 import (
-	"fmt"
 	"io"
-	"strings"
 
 	"shufflefl/audit"
 	"shufflefl/data"
@@ -27,11 +25,6 @@ Examples:
   shufflefl audit topk --k 157 --nu 2 --rounds 5 --model mlp
 `
 
-type topkReport struct {
-	Command string             `json:"command"`
-	Results []audit.TopkResult `json:"results"`
-}
-
 func runAuditTopk(args []string, stdout, stderr io.Writer) int {
 	c := newAuditCmd("topk", auditTopkUsage, stdout, stderr)
 	model := c.fs.String("model", "logreg", "model")
@@ -54,7 +47,7 @@ func runAuditTopk(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return c.fail(err)
 	}
-	rep := topkReport{Command: commandLine("topk", args)}
+	rep := audit.TopkReport{Command: commandLine("topk", args)}
 	for _, nu := range nuList {
 		cfg := runtime.DefaultConfig()
 		cfg.Protocol, cfg.Model, cfg.Dataset, cfg.Out = "ss-topk", *model, *dataset, ""
@@ -67,18 +60,5 @@ func runAuditTopk(args []string, stdout, stderr io.Writer) int {
 		}
 		rep.Results = append(rep.Results, res)
 	}
-	return c.emit(topkMarkdown(rep), rep, nil)
-}
-
-func topkMarkdown(rep topkReport) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "# What the SS-Topk shuffler learns\n\n`%s`\n\n", rep.Command)
-	b.WriteString("| d | k | beta | l | nu | nu·beta (Def. 3) | 1/l | reports | uniform guess | 95% CI | popularity guess | 95% CI | popularity / (nu·beta) |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
-	for _, r := range rep.Results {
-		fmt.Fprintf(&b, "| %d | %d | %.4g | %d | %.4g | %.4g | %.4g | %d | %.4f | [%.4f, %.4f] | %.4f | [%.4f, %.4f] | %.2f |\n",
-			r.Dim, r.K, r.Beta, r.L, r.Nu, r.Bound, r.OneOverL, r.Reports, r.Uniform.Rate, r.Uniform.Lo, r.Uniform.Hi,
-			r.Popularity.Rate, r.Popularity.Lo, r.Popularity.Hi, r.Popularity.Rate/r.Bound)
-	}
-	b.WriteString("\nSuccess = fraction of guessed indexes that are true top-k. Definition 3 bounds the posterior relative to the prior beta; a shuffler whose prior is data-dependent (popularity) exceeds nu·beta in absolute terms.\n")
-	return b.String()
+	return c.emit(rep.Markdown(), rep, nil)
 }

@@ -17,12 +17,3 @@ func (m *multiFlag) String() string { return strings.Join(*m, ",") }
 
 // Set implements flag.Value.
 func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
-
-// verdictCell is an audit table's verdict cell: whether the empirical lower
-// bound refutes the claim.
-func verdictCell(violation bool) string {
-	if violation {
-		return "**VIOLATION**"
-	}
-	return "consistent"
-}

@@ -6,83 +6,14 @@ import (
 	"io"
 	"math"
 	"sort"
-	"strconv"
-	"strings"
 	"text/tabwriter"
 
-	"shufflefl/amplify"
+	"shufflefl/bound"
 )
 
-// boundOutput collects what a subcommand reports.
-type boundOutput struct {
-	result amplify.Bound
-	rows   []amplify.Candidate
-	extra  map[string]any
-	inputs map[string]any
-	text   []string
-	// after is printed below the result (text output only), e.g. the
-	// count-statistic lower bound that checks it.
-	after   []string
-	inverse bool
-	// noEpsDelta is set when the result is not an (epsilon, delta)
-	// statement (nu-index privacy): neither is printed.
-	noEpsDelta bool
-}
-
-// isLegacy reports whether b was computed with the flawed legacy Bennett
-// code (--legacy-flame-typo): such a number is not a privacy guarantee.
-func isLegacy(b amplify.Bound) bool { return strings.Contains(b.Name, "legacy") }
-
-// markLegacy labels every legacy result and row as not rigorous
-// (Approximation = true), so that it is never presented, selected or
-// serialized as a proven bound.
-func markLegacy(out *boundOutput) {
-	if isLegacy(out.result) {
-		out.result.Approximation = true
-	}
-	for i := range out.rows {
-		if isLegacy(out.rows[i].Bound) {
-			out.rows[i].Approximation = true
-		}
-	}
-}
-
-// fmtSig formats v with prec significant digits, rounded up (up) or down so
-// that the printed number is never on the optimistic side of v: an epsilon or
-// delta upper bound is printed rounded up, a "largest admissible" value rounded
-// down. Differences below 1e-12 relative (floating-point noise, far below the
-// accuracy of any bound here) are ignored, so 10 x 1e-6 prints as 1e-05.
-func fmtSig(v float64, prec int, up bool) string {
-	s := strconv.FormatFloat(v, 'g', prec, 64)
-	if !isFinite(v) || v == 0 {
-		return s
-	}
-	tol := 1e-12 * math.Abs(v)
-	ok := func(p float64) bool {
-		if up {
-			return p >= v-tol
-		}
-		return p <= v+tol
-	}
-	p, _ := strconv.ParseFloat(s, 64)
-	for i := 0; i < 4 && !ok(p); i++ {
-		unit := math.Pow(10, math.Floor(math.Log10(math.Abs(p)))-float64(prec-1))
-		if up {
-			p += unit
-		} else {
-			p -= unit
-		}
-		s = strconv.FormatFloat(p, 'g', prec, 64)
-		p, _ = strconv.ParseFloat(s, 64)
-	}
-	if !ok(p) {
-		return strconv.FormatFloat(v, 'g', -1, 64)
-	}
-	return s
-}
-
-func epsUp(v float64) string   { return fmtSig(v, 6, true) }
-func deltaUp(v float64) string { return fmtSig(v, 4, true) }
+func epsUp(v float64) string   { return bound.EpsUp(v) }
+func deltaUp(v float64) string { return bound.DeltaUp(v) }
+func isFinite(v float64) bool  { return !math.IsNaN(v) && !math.IsInf(v, 0) }
 
 // jsonSafe returns v with every non-finite float64 (in maps and slices, at
 // any depth) replaced by nil, so that encoding/json writes null instead of
@@ -117,24 +48,24 @@ func jsonSafe(v any) any {
 }
 
 // printBound writes the result as text or as one JSON object.
-func printBound(w io.Writer, o *boundOpts, out *boundOutput) error {
-	if o.jsonOut {
+func printBound(w io.Writer, jsonOut bool, out *bound.Result) error {
+	if jsonOut {
 		return printBoundJSON(w, out)
 	}
-	for _, t := range out.text {
+	for _, t := range out.Text {
 		fmt.Fprintln(w, t)
 	}
-	if out.rows != nil {
+	if out.Compare != nil {
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "BOUND\tEPSILON\tDELTA\tNOTE")
-		for _, r := range out.rows {
+		for _, r := range out.Compare {
 			if r.Err != "" {
 				fmt.Fprintf(tw, "%s\t-\t-\tnot applicable: %s\n", r.Name, r.Err)
 				continue
 			}
 			note := r.Note
 			switch {
-			case isLegacy(r.Bound):
+			case bound.IsLegacy(r.Bound):
 				note = "NOT RIGOROUS (flawed legacy code, understates delta): " + note
 			case r.Approximation:
 				note = "APPROXIMATION (not an upper bound): " + note
@@ -144,25 +75,25 @@ func printBound(w io.Writer, o *boundOpts, out *boundOutput) error {
 		if err := tw.Flush(); err != nil {
 			return err
 		}
-		fmt.Fprintf(w, "best (rigorous): %s epsilon = %s delta = %s", out.result.Name, epsUp(out.result.Epsilon), deltaUp(out.result.Delta))
-		if out.result.Assumption != "" {
-			fmt.Fprintf(w, " (only under %s)", out.result.Assumption)
+		fmt.Fprintf(w, "best (rigorous): %s epsilon = %s delta = %s", out.Bound.Name, epsUp(out.Bound.Epsilon), deltaUp(out.Bound.Delta))
+		if out.Bound.Assumption != "" {
+			fmt.Fprintf(w, " (only under %s)", out.Bound.Assumption)
 		}
 		fmt.Fprintln(w)
 		return nil
 	}
-	r := out.result
-	if out.noEpsDelta {
+	r := out.Bound
+	if out.NoEpsDelta {
 		fmt.Fprintf(w, "%s: no (epsilon, delta) statement\n", r.Name)
 	} else {
 		label := "epsilon"
-		if out.inverse {
+		if out.Inverse {
 			label = "central epsilon at that value"
 		}
 		fmt.Fprintf(w, "%s: %s = %s, delta = %s\n", r.Name, label, epsUp(r.Epsilon), deltaUp(r.Delta))
 	}
 	switch {
-	case isLegacy(r):
+	case bound.IsLegacy(r):
 		fmt.Fprintln(w, "WARNING: NOT RIGOROUS: computed with the flawed legacy Bennett code, which understates delta; not a privacy guarantee")
 	case r.Approximation:
 		fmt.Fprintln(w, "WARNING: this is an APPROXIMATION, not a proven upper bound (see the note)")
@@ -173,15 +104,15 @@ func printBound(w io.Writer, o *boundOpts, out *boundOutput) error {
 	if r.Note != "" {
 		fmt.Fprintf(w, "  (%s)\n", r.Note)
 	}
-	keys := make([]string, 0, len(out.extra))
-	for k := range out.extra {
+	keys := make([]string, 0, len(out.Extra))
+	for k := range out.Extra {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
-		fmt.Fprintf(w, "  %s = %v\n", k, out.extra[k])
+		fmt.Fprintf(w, "  %s = %v\n", k, out.Extra[k])
 	}
-	for _, t := range out.after {
+	for _, t := range out.After {
 		fmt.Fprintln(w, t)
 	}
 	return nil
@@ -192,31 +123,31 @@ func printBound(w io.Writer, o *boundOpts, out *boundOutput) error {
 // the extra modelling assumption a bound needs, if any; epsilon and delta
 // are omitted when the result is not an (epsilon, delta) statement, and any
 // non-finite number is written as null.
-func printBoundJSON(w io.Writer, out *boundOutput) error {
+func printBoundJSON(w io.Writer, out *bound.Result) error {
 	obj := map[string]any{
-		"bound":         out.result.Name,
-		"approximation": out.result.Approximation,
-		"rigorous":      !out.result.Approximation && !isLegacy(out.result),
-		"inputs":        out.inputs,
+		"bound":         out.Bound.Name,
+		"approximation": out.Bound.Approximation,
+		"rigorous":      !out.Bound.Approximation && !bound.IsLegacy(out.Bound),
+		"inputs":        out.Inputs,
 	}
-	if !out.noEpsDelta {
-		obj["epsilon"] = out.result.Epsilon
-		obj["delta"] = out.result.Delta
+	if !out.NoEpsDelta {
+		obj["epsilon"] = out.Bound.Epsilon
+		obj["delta"] = out.Bound.Delta
 	}
-	if out.result.Note != "" {
-		obj["note"] = out.result.Note
+	if out.Bound.Note != "" {
+		obj["note"] = out.Bound.Note
 	}
-	if out.result.Assumption != "" {
-		obj["assumption"] = out.result.Assumption
+	if out.Bound.Assumption != "" {
+		obj["assumption"] = out.Bound.Assumption
 	}
-	for k, v := range out.extra {
+	for k, v := range out.Extra {
 		obj[k] = v
 	}
-	if out.rows != nil {
-		rows := make([]map[string]any, 0, len(out.rows))
-		for _, r := range out.rows {
+	if out.Compare != nil {
+		rows := make([]map[string]any, 0, len(out.Compare))
+		for _, r := range out.Compare {
 			m := map[string]any{"bound": r.Name, "approximation": r.Approximation,
-				"rigorous": !r.Approximation && !isLegacy(r.Bound)}
+				"rigorous": !r.Approximation && !bound.IsLegacy(r.Bound)}
 			if r.Err != "" {
 				m["error"] = r.Err
 				m["epsilon"] = nil

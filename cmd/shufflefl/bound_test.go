@@ -15,6 +15,7 @@ import (
 
 	"shufflefl/account"
 	"shufflefl/amplify"
+	"shufflefl/bound"
 )
 
 func runB(args ...string) (int, string, string) {
@@ -129,14 +130,15 @@ func TestBoundCommands(t *testing.T) {
 }
 
 func TestBoundSubcommandHelp(t *testing.T) {
-	for name, cmd := range boundCmds {
+	for _, name := range bound.Commands() {
+		cmd, _ := bound.Lookup(name)
 		code, out, errs := runB(name, "--help")
 		if code != 0 || errs != "" {
 			t.Errorf("%s --help: exit %d, stderr %q", name, code, errs)
 		}
-		for _, f := range cmd.flags {
-			if fl := "  --" + boundFlags[f].name; !strings.Contains(out, fl+" ") && !strings.Contains(out, fl+"\n") {
-				t.Errorf("%s --help does not explain --%s:\n%s", name, boundFlags[f].name, out)
+		for _, f := range cmd.Params {
+			if fl := "  --" + bound.FlagName(f); !strings.Contains(out, fl+" ") && !strings.Contains(out, fl+"\n") {
+				t.Errorf("%s --help does not explain --%s:\n%s", name, bound.FlagName(f), out)
 			}
 		}
 	}
@@ -260,30 +262,6 @@ func TestBoundInverseMatchesForward(t *testing.T) {
 	}
 }
 
-// TestBoundFmtSig: printed bounds are rounded to the safe side.
-func TestBoundFmtSig(t *testing.T) {
-	tests := []struct {
-		v    float64
-		prec int
-		up   bool
-		want string
-	}{
-		{5.01e-6, 3, true, "5.01e-06"},
-		{5.0149e-6, 3, true, "5.02e-06"},
-		{5.0149e-6, 3, false, "5.01e-06"},
-		{10 * 1e-6, 3, true, "1e-05"},
-		{0.99999, 3, true, "1"},
-		{1.0390852019190788, 6, false, "1.03908"},
-		{1.0390852019190788, 6, true, "1.03909"},
-		{0, 3, true, "0"},
-	}
-	for _, tc := range tests {
-		if got := fmtSig(tc.v, tc.prec, tc.up); got != tc.want {
-			t.Errorf("fmtSig(%v, %d, %v) = %s, want %s", tc.v, tc.prec, tc.up, got, tc.want)
-		}
-	}
-}
-
 // TestBoundRejects: findings 2-8 and 12, each bad input exits 2 with one line
 // on stderr naming the problem, before any heavy work.
 func TestBoundRejects(t *testing.T) {
@@ -403,11 +381,12 @@ func TestBoundRejectsEveryNumericFlag(t *testing.T) {
 	}
 	// Conflicting combinations tested elsewhere.
 	skip := map[string]bool{"sapes/delta": true, "sapes/n": true, "sapes/seed": true}
-	for name, cmd := range boundCmds {
-		for _, key := range cmd.flags {
-			f := boundFlags[key].name
-			fs := flag.NewFlagSet("", flag.ContinueOnError)
-			boundFlags[key].register(fs, &boundOpts{})
+	for _, name := range bound.Commands() {
+		cmd, _ := bound.Lookup(name)
+		fs := flag.NewFlagSet("", flag.ContinueOnError)
+		bound.Register(fs, name, &bound.Params{})
+		for _, key := range cmd.Params {
+			f := bound.FlagName(key)
 			var probe any = fs.Lookup(f).Value.(flag.Getter).Get()
 			switch probe.(type) {
 			case float64, int:
@@ -441,14 +420,14 @@ func TestBoundRejectsEveryNumericFlag(t *testing.T) {
 // TestBoundNonFiniteJSON: finding 7. Non-finite numbers are written as null,
 // never as an encoding failure (exit 1 "unsupported value").
 func TestBoundNonFiniteJSON(t *testing.T) {
-	out := &boundOutput{
-		result: amplify.Bound{Name: "x", Epsilon: 1, Delta: 1e-6},
-		extra:  map[string]any{"eps_shuffle": math.Inf(1), "nested": map[string]any{"v": math.NaN()}},
-		inputs: map[string]any{"eps0": 1.0},
-		rows:   []amplify.Candidate{{Bound: amplify.Bound{Name: "y", Epsilon: math.Inf(1)}}},
+	out := &bound.Result{
+		Bound:   amplify.Bound{Name: "x", Epsilon: 1, Delta: 1e-6},
+		Extra:   map[string]any{"eps_shuffle": math.Inf(1), "nested": map[string]any{"v": math.NaN()}},
+		Inputs:  map[string]any{"eps0": 1.0},
+		Compare: []amplify.Candidate{{Bound: amplify.Bound{Name: "y", Epsilon: math.Inf(1)}}},
 	}
 	var b bytes.Buffer
-	if err := printBound(&b, &boundOpts{jsonOut: true}, out); err != nil {
+	if err := printBound(&b, true, out); err != nil {
 		t.Fatal(err)
 	}
 	var obj map[string]any
@@ -589,72 +568,6 @@ func TestBoundComposition(t *testing.T) {
 	}
 }
 
-// rrDelta returns the exact delta at eps of the k-fold composition of binary
-// randomized response with parameter eps0, the worst case of k eps0-DP
-// mechanisms (Kairouz, Oh and Viswanath 2015): the privacy loss is
-// (2j - k) eps0 with j ~ Bin(k, e^eps0/(1+e^eps0)).
-func rrDelta(eps0 float64, k int, eps float64) float64 {
-	lp := -math.Log1p(math.Exp(-eps0)) // log p
-	lq := lp - eps0                    // log(1-p)
-	lk, _ := math.Lgamma(float64(k + 1))
-	d := 0.0
-	for j := 0; j <= k; j++ {
-		if l := float64(2*j-k) * eps0; l > eps {
-			a, _ := math.Lgamma(float64(j + 1))
-			b, _ := math.Lgamma(float64(k - j + 1))
-			d += math.Exp(lk-a-b+float64(j)*lp+float64(k-j)*lq) * -math.Expm1(eps-l)
-		}
-	}
-	return d
-}
-
-// TestBoundComposeRigorous: every composition method returns an epsilon at which
-// the exact (optimal) delta of k-fold randomized response is at most the
-// slack; pld is also close to the exact optimum.
-func TestBoundComposeRigorous(t *testing.T) {
-	const slack = 1e-8
-	for _, tc := range []struct {
-		eps0 float64
-		k    int
-	}{{0.1, 100}, {0.0016821526841020193, 7850}, {1.3, 50}, {0.5, 1}, {3, 5}} {
-		for _, m := range []string{"basic", "advanced", "rdp", "pld", "best"} {
-			c, err := composeK(m, tc.eps0, 0, tc.k, slack)
-			if err != nil {
-				t.Errorf("%s eps0 = %v, k = %d: %v", m, tc.eps0, tc.k, err)
-				continue
-			}
-			if d := rrDelta(tc.eps0, tc.k, c.eps); d > slack {
-				t.Errorf("%s eps0 = %v, k = %d: epsilon %v has exact delta %v > %v", m, tc.eps0, tc.k, c.eps, d, slack)
-			}
-			if m == "pld" && c.eps < float64(tc.k)*tc.eps0 {
-				// Within 1% of the optimum: the exact delta at 0.99 eps is above the slack.
-				if d := rrDelta(tc.eps0, tc.k, 0.99*c.eps); d <= slack {
-					t.Errorf("pld eps0 = %v, k = %d: epsilon %v is loose (exact delta at 0.99x is %v)", tc.eps0, tc.k, c.eps, d)
-				}
-			}
-		}
-	}
-}
-
-// TestBoundPureDPRDP checks the RDP curve of eps-DP against its limits: the zCDP
-// bound alpha eps^2/2, eps itself, and KL = eps tanh(eps/2) as alpha -> 1.
-func TestBoundPureDPRDP(t *testing.T) {
-	for _, eps := range []float64{1e-4, 0.01, 0.1, 1, 5} {
-		for _, a := range []float64{1.01, 1.5, 2, 10, 512} {
-			r := pureDPRDP(eps, a)
-			if r > a*eps*eps/2*(1+1e-12) || r > eps || r <= 0 {
-				t.Errorf("pureDPRDP(%v, %v) = %v outside (0, min(eps, alpha eps^2/2)]", eps, a, r)
-			}
-		}
-		if eps >= 0.01 {
-			kl := eps * math.Tanh(eps/2)
-			if r := pureDPRDP(eps, 1+1e-6); math.Abs(r-kl) > 1e-4*kl {
-				t.Errorf("pureDPRDP(%v, 1+) = %v, want KL %v", eps, r, kl)
-			}
-		}
-	}
-}
-
 // TestBoundSGM: the sgm subcommand agrees with the account package and its
 // two directions are consistent.
 func TestBoundSGM(t *testing.T) {
@@ -691,34 +604,6 @@ func TestBoundSGM(t *testing.T) {
 	}
 }
 
-// TestBoundSetCompare: the best row of a comparison is never an
-// approximation or legacy, and needs no extra assumption unless nothing else
-// applies; the assumption is then printed.
-func TestBoundSetCompare(t *testing.T) {
-	rows := []amplify.Candidate{
-		{Bound: amplify.Bound{Name: "approx", Epsilon: 0.1, Approximation: true}},
-		{Bound: amplify.Bound{Name: "blanket-bennett-legacy-flame-typo-laplace", Epsilon: 0.2}},
-		{Bound: amplify.Bound{Name: "assumed", Epsilon: 0.3, Assumption: "some assumption"}},
-		{Bound: amplify.Bound{Name: "standard", Epsilon: 0.4}},
-		{Bound: amplify.Bound{Name: "broken"}, Err: "not applicable"},
-	}
-	out := &boundOutput{}
-	if err := setCompare(out, rows); err != nil || out.result.Name != "standard" {
-		t.Fatalf("best = %q, %v; want standard", out.result.Name, err)
-	}
-	if err := setCompare(out, rows[:3]); err != nil || out.result.Name != "assumed" {
-		t.Fatalf("best = %q, %v; want assumed", out.result.Name, err)
-	}
-	var b bytes.Buffer
-	printBound(&b, &boundOpts{}, out)
-	if !strings.Contains(b.String(), "best (rigorous): assumed epsilon = 0.3 delta = 0 (only under some assumption)") {
-		t.Errorf("output:\n%s", b.String())
-	}
-	if err := setCompare(out, rows[:2]); err == nil {
-		t.Fatalf("approximation or legacy chosen: %v", out.result)
-	}
-}
-
 // TestBoundSAPESInheritsAssumption: S-APES computed from EoN needs whatever
 // assumption EoN needs, and says so.
 func TestBoundSAPESInheritsAssumption(t *testing.T) {
@@ -735,7 +620,7 @@ func TestBoundSAPESInheritsAssumption(t *testing.T) {
 // TestBoundExamplesRun: every subcommand's help has examples, and each
 // example runs (status 0).
 func TestBoundExamplesRun(t *testing.T) {
-	for name := range boundCmds {
+	for _, name := range bound.Commands() {
 		exs := boundExamples[name]
 		if len(exs) == 0 {
 			t.Errorf("bound %s has no examples", name)
@@ -753,7 +638,7 @@ func TestBoundExamplesRun(t *testing.T) {
 		}
 	}
 	for name := range boundExamples {
-		if _, ok := boundCmds[name]; !ok {
+		if _, ok := bound.Lookup(name); !ok {
 			t.Errorf("examples for unknown subcommand %s", name)
 		}
 	}
@@ -851,5 +736,21 @@ func TestBoundSGMBestAndSmallDelta(t *testing.T) {
 	}
 	if back := runJSON(t, append(args, "--epsilon", strconv.FormatFloat(e, 'g', -1, 64), "--accountant", "pld")...); back["delta"].(float64) > 1e-14*(1+1e-6) {
 		t.Errorf("pld delta at the epsilon of delta 1e-14 is %v", back["delta"])
+	}
+}
+
+// TestBoundPrintAssumption: the best row of a comparison that needs an
+// assumption says so.
+func TestBoundPrintAssumption(t *testing.T) {
+	out := &bound.Result{
+		Bound:   amplify.Bound{Name: "assumed", Epsilon: 0.3, Assumption: "some assumption"},
+		Compare: []amplify.Candidate{{Bound: amplify.Bound{Name: "assumed", Epsilon: 0.3, Assumption: "some assumption"}}},
+	}
+	var b bytes.Buffer
+	if err := printBound(&b, false, out); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "best (rigorous): assumed epsilon = 0.3 delta = 0 (only under some assumption)") {
+		t.Errorf("output:\n%s", b.String())
 	}
 }

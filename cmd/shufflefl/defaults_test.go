@@ -10,6 +10,9 @@ import (
 	"strings"
 	"testing"
 
+	"shufflefl/bound"
+	"shufflefl/experiment"
+	"shufflefl/rundir"
 	"shufflefl/runtime"
 )
 
@@ -110,7 +113,7 @@ func TestRunDefaultsRerunExact(t *testing.T) {
 				t.Fatal(err)
 			}
 			cfg.Out = t.TempDir()
-			if err := writeConfigFile(cfg); err != nil {
+			if err := rundir.WriteConfig(cfg, versionString()); err != nil {
 				t.Fatal(err)
 			}
 			again, _, err := resolveRunConfig([]string{"--config", filepath.Join(cfg.Out, "config.yaml"), "--out", cfg.Out}, io.Discard)
@@ -123,7 +126,7 @@ func TestRunDefaultsRerunExact(t *testing.T) {
 			if !reflect.DeepEqual(cfg, again) {
 				t.Errorf("rerun of config.yaml resolves differently:\n%+v\n%+v", cfg, again)
 			}
-			if err := os.WriteFile(filepath.Join(cfg.Out, checkpointFile), []byte("{}"), 0o644); err != nil {
+			if err := os.WriteFile(filepath.Join(cfg.Out, rundir.CheckpointFile), []byte("{}"), 0o644); err != nil {
 				t.Fatal(err)
 			}
 			resumed, _, err := resolveResume([]string{"--resume", cfg.Out}, cfg.Out, io.Discard)
@@ -154,25 +157,15 @@ func TestOneRandomizerDefault(t *testing.T) {
 			t.Errorf("run --protocol %s: randomizer %v, want 1 (Laplace)", p, cfg.Options["randomizer"])
 		}
 	}
-	exp := experiments["flame"]
-	for _, tab := range exp.tables {
-		for _, r := range tab.runs {
-			cfg := runtime.DefaultConfig()
-			exp.base(&cfg, 60000)
-			r.mod(&cfg)
-			if strings.HasPrefix(cfg.Protocol, "ss-") && cfg.Options["randomizer"] != 1 {
-				t.Errorf("experiment flame %s: randomizer %v, want 1", r.label, cfg.Options["randomizer"])
-			}
+	flame, _ := experiment.LookupPaper("flame")
+	for _, r := range flame.Configs(experiment.TablesOptions{}, 60000) {
+		if strings.HasPrefix(r.Config.Protocol, "ss-") && r.Config.Options["randomizer"] != 1 {
+			t.Errorf("experiment flame %s: randomizer %v, want 1", r.Label, r.Config.Options["randomizer"])
 		}
 	}
 	for _, sub := range []string{"flame-simple", "flame-double", "blanket"} {
 		fs := flag.NewFlagSet(sub, flag.ContinueOnError)
-		var o boundOpts
-		for _, f := range boundCmds[sub].flags {
-			if f == "mech" {
-				boundFlags[f].register(fs, &o)
-			}
-		}
+		bound.Register(fs, sub, &bound.Params{})
 		if m := fs.Lookup("mech"); m == nil || m.DefValue != "laplace" {
 			t.Errorf("bound %s: --mech default is not laplace", sub)
 		}
@@ -203,7 +196,7 @@ func TestRunHelpShowsProtocolDefaults(t *testing.T) {
 func TestEveryHelpHasExamples(t *testing.T) {
 	cmds := [][]string{{"--help"}, {"run", "--help"}, {"experiment", "--help"}, {"experiment", "frontier", "--help"},
 		{"experiment", "flame", "--help"}, {"protocols", "--help"}, {"bound", "--help"}}
-	for name := range boundCmds {
+	for _, name := range bound.Commands() {
 		cmds = append(cmds, []string{"bound", name, "--help"})
 	}
 	for _, args := range cmds {

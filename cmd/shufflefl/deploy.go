@@ -22,11 +22,13 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"shufflefl/bound"
 	"shufflefl/checks"
 	"shufflefl/data"
 	"shufflefl/deploy"
 	"shufflefl/metrics"
 	"shufflefl/pki"
+	"shufflefl/rundir"
 	"shufflefl/runtime"
 	"shufflefl/seal"
 	"shufflefl/store"
@@ -166,7 +168,7 @@ func resolveDeploy(cmd string, args []string, stdout io.Writer) (runtime.Config,
 	if err := fs.Parse(dargs); err != nil {
 		return runtime.Config{}, runExtras{}, o, checks.Invalidf("%s", flagError(err))
 	}
-	cfg, ex, err := resolveRunConfig(rargs, stdout)
+	cfg, ex, err := resolveConfigFor(cmd, rargs, stdout)
 	if err != nil {
 		return cfg, ex, o, err
 	}
@@ -268,21 +270,8 @@ func runDeployLocal(args []string, stdout, stderr io.Writer) int {
 	if err := prepareOutDir(cfg.Out, ex.overwrite); err != nil {
 		return deployExit("deploy-local", stderr, err)
 	}
-	// A development PKI, as 'shufflefl certs' writes it.
-	pkiDir := filepath.Join(cfg.Out, "pki")
-	files, err := makeCerts(&certsOpts{clients: cfg.Clients, hosts: pki.DefaultHosts, suite: seal.DefaultSuite, validity: 24 * time.Hour}, time.Now())
-	if err == nil {
-		err = writeCerts(pkiDir, files, true)
-	}
+	creds, stateDir, err := localPKI(cfg)
 	if err != nil {
-		return deployExit("deploy-local", stderr, err)
-	}
-	creds, err := loadAllCredentials(pkiDir, cfg.Clients)
-	if err != nil {
-		return deployExit("deploy-local", stderr, err)
-	}
-	stateDir := filepath.Join(cfg.Out, "state")
-	if err := os.RemoveAll(stateDir); err != nil {
 		return deployExit("deploy-local", stderr, err)
 	}
 	var logBuf strings.Builder
@@ -334,18 +323,45 @@ func runDeployLocal(args []string, stdout, stderr io.Writer) int {
 	if err := writeRunOutputs(cfg, recs, res.Summary, logBuf.String()); err != nil {
 		return deployExit("deploy-local", stderr, err)
 	}
-	b, err := json.Marshal(modelRecord{Model: cfg.Model, Dataset: cfg.Dataset, Features: st.Train.Features, Classes: st.Model.Classes(), Dim: len(res.Model), Round: res.Summary.Rounds, Weights: res.Model})
+	b, err := json.Marshal(rundir.Model{Model: cfg.Model, Dataset: cfg.Dataset, Features: st.Train.Features, Classes: st.Model.Classes(), Dim: len(res.Model), Round: res.Summary.Rounds, Weights: res.Model})
 	if err == nil {
-		err = writeAtomic(filepath.Join(cfg.Out, modelFile), b)
+		err = rundir.WriteAtomic(filepath.Join(cfg.Out, rundir.ModelFile), b)
 	}
 	if err != nil {
 		return deployExit("deploy-local", stderr, err)
 	}
+	printLocalEnd(stdout, cfg, st, res, recs)
+	return 0
+}
+
+// localPKI writes a development PKI into DIR/pki, as 'shufflefl certs'
+// writes it, loads every role's credentials and clears the roles' state
+// directory DIR/state.
+func localPKI(cfg runtime.Config) (*deploy.Credentials, string, error) {
+	pkiDir := filepath.Join(cfg.Out, "pki")
+	files, err := makeCerts(&certsOpts{clients: cfg.Clients, hosts: pki.DefaultHosts, suite: seal.DefaultSuite, validity: 24 * time.Hour}, time.Now())
+	if err == nil {
+		err = writeCerts(pkiDir, files, true)
+	}
+	if err != nil {
+		return nil, "", err
+	}
+	creds, err := loadAllCredentials(pkiDir, cfg.Clients)
+	if err != nil {
+		return nil, "", err
+	}
+	stateDir := filepath.Join(cfg.Out, "state")
+	return creds, stateDir, os.RemoveAll(stateDir)
+}
+
+// printLocalEnd writes deploy-local's summary: the d-privacy statement if
+// any, the run and its traffic, and each round's latency.
+func printLocalEnd(stdout io.Writer, cfg runtime.Config, st *deploy.Setup, res *deploy.LocalResult, recs []metrics.Record) {
 	if n := len(recs); n > 0 && recs[n-1].DPrivacy != nil {
 		// The d-privacy statement (no (epsilon, delta) claim), as run
 		// prints it; the analyzer's figure bounds every client's ledger.
 		d := recs[n-1].DPrivacy
-		fmt.Fprintf(stdout, "deploy-local: d-privacy leakage %.4g per participation, at most %.4g composed for a client; no (epsilon, delta)-DP guarantee\n", d.Level, d.MaxCumulative)
+		fmt.Fprintf(stdout, "deploy-local: d-privacy leakage %s per participation, at most %s composed for a client; no (epsilon, delta)-DP guarantee\n", bound.Figure(d.Level, 4), bound.Figure(d.MaxCumulative, 4))
 	}
 	fmt.Fprintf(stdout, "deploy-local: %d rounds of %s with %d clients (d = %d): final test accuracy %.4f; analyzer opened %d messages (%d rejected); shuffler accepted %d reports, %d sealed bytes (%.0f per report); outputs in %s\n",
 		res.Summary.Rounds, cfg.Protocol, cfg.Clients, st.Dim(), res.Summary.FinalAccuracy, res.Opened.Accepted, res.Opened.Rejected(), res.Shuffler.Accepted, res.Shuffler.Bytes,
@@ -357,7 +373,6 @@ func runDeployLocal(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "  round %d: %d reports, latency %.2fs (analyzer's batch %.2fs), %.0f messages/s through the shuffler\n",
 			r.Round, r.Participants, r.Seconds, r.Timing.Analyze, perRound/math.Max(r.Seconds, 1e-9))
 	}
-	return 0
 }
 
 // loadAllCredentials reads every role's credentials from a certs directory
@@ -426,11 +441,11 @@ func runAnalyzer(args []string, stdout, stderr io.Writer) int {
 		RoundTimeout: o.roundTimeout, MinReports: o.minReports, Workers: cfg.Workers, Logf: lg.Printf,
 		Observe: func(r runtime.RoundResult) {
 			if d := r.DPrivacy; d != nil {
-				lg.Printf("analyzer: round %d: %d reports, test accuracy %.4f, d-privacy leakage %.4g per participation, at most %.4g composed for a client (no (epsilon, delta) guarantee)",
-					r.Round, r.Participants, r.TestAccuracy, d.Level, d.MaxCumulative)
+				lg.Printf("analyzer: round %d: %d reports, test accuracy %.4f, d-privacy leakage %s per participation, at most %s composed for a client (no (epsilon, delta) guarantee)",
+					r.Round, r.Participants, r.TestAccuracy, bound.Figure(d.Level, 4), bound.Figure(d.MaxCumulative, 4))
 				return
 			}
-			lg.Printf("analyzer: round %d: %d reports, test accuracy %.4f, cumulative epsilon %.4g", r.Round, r.Participants, r.TestAccuracy, r.Privacy.CumulativeEpsilon)
+			lg.Printf("analyzer: round %d: %d reports, test accuracy %.4f, cumulative epsilon %s", r.Round, r.Participants, r.TestAccuracy, bound.Figure(r.Privacy.CumulativeEpsilon, 4))
 		}})
 	if err != nil {
 		return deployExit("analyzer", stderr, err)
@@ -452,7 +467,7 @@ func runAnalyzer(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "analyzer: %d rounds, final test accuracy %.4f; %s\n", sum.Rounds, sum.FinalAccuracy, sum.Privacy.Bound)
 		return 0
 	}
-	fmt.Fprintf(stdout, "analyzer: %d rounds, final test accuracy %.4f, cumulative epsilon %.4g\n", sum.Rounds, sum.FinalAccuracy, sum.Privacy.CumulativeEpsilon)
+	fmt.Fprintf(stdout, "analyzer: %d rounds, final test accuracy %.4f, cumulative epsilon %s\n", sum.Rounds, sum.FinalAccuracy, bound.Figure(sum.Privacy.CumulativeEpsilon, 4))
 	return 0
 }
 

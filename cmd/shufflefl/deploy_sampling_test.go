@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"shufflefl/rundir"
 )
 
 // TestDeployLocalSampledMatchesRun: `deploy-local --seed S` with client
@@ -33,8 +35,8 @@ func TestDeployLocalSampledMatchesRun(t *testing.T) {
 			if code := realMain(append(append([]string{"run"}, flags...), "--out", rn, "--secure-noise", "--faithful"), &out, &errb); code != 0 {
 				t.Fatalf("run exit %d: %s", code, errb.String())
 			}
-			var a, b modelRecord
-			for p, m := range map[string]*modelRecord{dl: &a, rn: &b} {
+			var a, b rundir.Model
+			for p, m := range map[string]*rundir.Model{dl: &a, rn: &b} {
 				raw, err := os.ReadFile(filepath.Join(p, "model.json"))
 				if err != nil {
 					t.Fatal(err)

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"shufflefl/rundir"
 )
 
 // TestDeployLocalMatchesRun: deploy-local in test mode writes run's outputs,
@@ -46,12 +48,12 @@ func deployMatchesRun(t *testing.T, extra []string) {
 			t.Errorf("deploy-local did not write %s: %v", f, err)
 		}
 	}
-	read := func(p string) modelRecord {
+	read := func(p string) rundir.Model {
 		b, err := os.ReadFile(filepath.Join(p, "model.json"))
 		if err != nil {
 			t.Fatal(err)
 		}
-		var m modelRecord
+		var m rundir.Model
 		if err := json.Unmarshal(b, &m); err != nil {
 			t.Fatal(err)
 		}
@@ -150,12 +152,12 @@ func TestDeployLocalClusteredMatchesRun(t *testing.T) {
 			t.Errorf("round %d: test accuracy %v, run %v", i+1, a[i].Accuracy, b[i].Accuracy)
 		}
 	}
-	readModel := func(p string) modelRecord {
+	readModel := func(p string) rundir.Model {
 		b, err := os.ReadFile(filepath.Join(p, "model.json"))
 		if err != nil {
 			t.Fatal(err)
 		}
-		var m modelRecord
+		var m rundir.Model
 		if err := json.Unmarshal(b, &m); err != nil {
 			t.Fatal(err)
 		}

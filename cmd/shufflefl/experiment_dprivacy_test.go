@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"shufflefl/experiment"
 )
 
 func TestDPrivExperiments(t *testing.T) {
@@ -38,7 +40,7 @@ func TestDPrivExperiments(t *testing.T) {
 				t.Fatal(err)
 			}
 			var res struct {
-				Runs []dprivRun `json:"runs"`
+				Runs []experiment.DPrivacyRun `json:"runs"`
 			}
 			if err := json.Unmarshal(b, &res); err != nil {
 				t.Fatal(err)

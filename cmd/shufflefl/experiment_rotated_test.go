@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"shufflefl/experiment"
 )
 
 func TestDPrivRotated(t *testing.T) {
@@ -24,7 +26,7 @@ func TestDPrivRotated(t *testing.T) {
 	if !strings.Contains(stdout, "| 1 |") || !strings.Contains(stdout, "| 0 |") {
 		t.Errorf("table lacks the nu rows:\n%s", stdout)
 	}
-	var runs []rotatedRun
+	var runs []experiment.RotatedRun
 	b, err := os.ReadFile(filepath.Join(out, "results.json"))
 	if err != nil {
 		t.Fatal(err)
@@ -80,7 +82,7 @@ func TestDPrivRotatedEarlyStop(t *testing.T) {
 	if !strings.Contains(stdout, "Early stopping as in the paper") {
 		t.Errorf("results.md does not describe the early stopping:\n%s", stdout)
 	}
-	var runs []rotatedRun
+	var runs []experiment.RotatedRun
 	b, err := os.ReadFile(filepath.Join(out, "results.json"))
 	if err != nil {
 		t.Fatal(err)

@@ -1,6 +1,18 @@
 // Command shufflefl runs differentially private federated learning in the
-// shuffle model: simulations (`shufflefl run`), the papers' comparisons
-// (`shufflefl experiment`) and privacy accounting (`shufflefl bound`).
+// shuffle model. Its commands:
+//
+//   - run: train a model with simulated clients (package runtime);
+//   - experiment: the papers' comparisons and the privacy-utility frontier;
+//   - bound: privacy amplification and composition bounds (package bound);
+//   - protocols: the protocols, their options and run defaults;
+//   - audit: attacks and privacy audits against the claims (package audit);
+//   - certs: a development PKI for a deployment;
+//   - deploy-local, analyzer, shuffler, client: a deployment's roles as
+//     network services (package deploy);
+//   - help and version.
+//
+// The packages do the work; this command parses flags, prints and writes
+// files. 'shufflefl COMMAND --help' lists a command's flags.
 package main
 
 import (

@@ -5,6 +5,7 @@ import (
 	"io"
 	"strings"
 
+	"shufflefl/bound"
 	"shufflefl/protocol"
 	"shufflefl/runtime"
 )
@@ -105,8 +106,8 @@ func writeRunDefaults(w io.Writer, name string) {
 	d, ok := runtime.DefaultsFor(name)
 	if !ok || len(d.Settings) == 0 {
 		c := runtime.DefaultConfig()
-		base := fmt.Sprintf("--clients %d --rounds %d --local-epochs %d --lr %g --clip %g (the engine's base settings: this protocol has no defaults of its own)",
-			c.Clients, c.Rounds, c.LocalEpochs, c.LR, c.Clip)
+		base := fmt.Sprintf("--clients %d --rounds %d --local-epochs %d --lr %s --clip %s (the engine's base settings: this protocol has no defaults of its own)",
+			c.Clients, c.Rounds, c.LocalEpochs, bound.Figure(c.LR, -1), bound.Figure(c.Clip, -1))
 		fmt.Fprint(w, wrapText(base, "Run defaults: ", "    ", protocolsWidth))
 		if ok && d.Why != "" {
 			fmt.Fprint(w, wrapText(d.Why, "    ", "    ", protocolsWidth))
@@ -160,7 +161,7 @@ func writeProtocolOptions(w io.Writer, info protocol.Info) {
 		fmt.Fprint(w, wrapText(o.Meaning, "      ", "      ", protocolsWidth))
 		def := o.Default
 		if v, ok := runDefaultOption(info.Name, o.Name); ok {
-			def = fmt.Sprintf("%g in shufflefl run, experiment and bound (the run default above); %s for the protocol package used directly", v, o.Default)
+			def = fmt.Sprintf("%s in shufflefl run, experiment and bound (the run default above); %s for the protocol package used directly", bound.Figure(v, -1), o.Default)
 		}
 		fmt.Fprint(w, wrapText(def, "      default: ", "               ", protocolsWidth))
 		fmt.Fprint(w, wrapText(o.Range, "      valid:   ", "               ", protocolsWidth))

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"bufio"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -12,13 +10,8 @@ import (
 
 	"shufflefl/checks"
 	"shufflefl/metrics"
+	"shufflefl/rundir"
 	"shufflefl/runtime"
-)
-
-// Files of a run that make it resumable (see docs/OUTPUTS.md).
-const (
-	checkpointFile = "checkpoint.json"
-	modelFile      = "model.json"
 )
 
 // resumeFlags are the flags that may change when a run is resumed; every
@@ -42,8 +35,8 @@ func resolveResume(args []string, dir string, stdout io.Writer) (runtime.Config,
 		}
 		cfg.Options = parsed
 	}
-	if _, err := os.Stat(filepath.Join(dir, checkpointFile)); err != nil {
-		return cfg, fromFile, checks.Invalidf("resume %s: no %s there (only runs of this version write one)", dir, checkpointFile)
+	if _, err := os.Stat(filepath.Join(dir, rundir.CheckpointFile)); err != nil {
+		return cfg, fromFile, checks.Invalidf("resume %s: no %s there (only runs of this version write one)", dir, rundir.CheckpointFile)
 	}
 	ex := fromFile
 	fs := newRunFlags(&cfg, &ex, io.Discard)
@@ -64,117 +57,26 @@ func resolveResume(args []string, dir string, stdout io.Writer) (runtime.Config,
 	return cfg, ex, checkRunConfig(cfg)
 }
 
-// readRecords reads metrics.jsonl's records.
-func readRecords(path string) ([]metrics.Record, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("reading %s: %w", path, err)
-	}
-	defer f.Close()
-	var recs []metrics.Record
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<26)
-	for sc.Scan() {
-		var r metrics.Record
-		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
-			return nil, checks.Invalidf("%s line %d: %v", path, len(recs)+1, err)
-		}
-		recs = append(recs, r)
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("reading %s: %w", path, err)
-	}
-	return recs, nil
-}
-
-// restoreRun loads DIR's checkpoint into eng and returns the records of the
-// rounds already done, checked against the checkpoint.
-func restoreRun(eng *runtime.Engine, dir string) ([]metrics.Record, error) {
-	b, err := os.ReadFile(filepath.Join(dir, checkpointFile))
-	if err != nil {
-		return nil, fmt.Errorf("reading the checkpoint: %w", err)
-	}
-	var snap runtime.Snapshot
-	if err := json.Unmarshal(b, &snap); err != nil {
-		return nil, checks.Invalidf("%s: %v", checkpointFile, err)
-	}
-	if err := eng.Restore(snap); err != nil {
-		return nil, fmt.Errorf("resume: %w", err)
-	}
-	recs, err := readRecords(filepath.Join(dir, "metrics.jsonl"))
-	if err != nil {
-		return nil, err
-	}
-	// metrics.jsonl is written before the checkpoint: a crash between the
-	// two leaves one record more, which the resumed run rewrites.
-	if len(recs) < snap.Round {
-		return nil, checks.Invalidf("metrics.jsonl has %d rounds but the checkpoint %d", len(recs), snap.Round)
-	}
-	return recs[:snap.Round], nil
-}
-
-// writeAtomic writes b to path through a temporary file and a rename, so a
-// crash leaves the old or the new file, never a torn one.
-func writeAtomic(path string, b []byte) error {
-	tmp := path + ".tmp"
-	f, err := os.Create(tmp)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(b); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
-}
-
-// writeCheckpoint saves the engine's state after its last round.
-func writeCheckpoint(eng *runtime.Engine, dir string) error {
-	snap, err := eng.Snapshot()
-	if err != nil {
-		return err
-	}
-	b, err := json.Marshal(snap)
-	if err != nil {
-		return err
-	}
-	if err := writeAtomic(filepath.Join(dir, checkpointFile), b); err != nil {
-		return fmt.Errorf("writing %s: %w", checkpointFile, err)
-	}
-	return nil
-}
-
-// modelRecord is model.json: the global model's parameters, in the order of
-// package fl's layout for the model (docs/OUTPUTS.md).
-type modelRecord struct {
-	Model    string    `json:"model"`
-	Dataset  string    `json:"dataset"`
-	Features int       `json:"features"`
-	Classes  int       `json:"classes"`
-	Dim      int       `json:"dim"`
-	Round    int       `json:"round"`
-	Weights  []float64 `json:"weights"`
-}
-
-// writeModel saves the global model.
-func writeModel(eng *runtime.Engine, cfg runtime.Config, features, classes int) error {
-	w := eng.Weights()
-	b, err := json.Marshal(modelRecord{Model: cfg.Model, Dataset: cfg.Dataset, Features: features, Classes: classes, Dim: len(w), Round: eng.Round(), Weights: w})
-	if err != nil {
-		return err
-	}
-	if err := writeAtomic(filepath.Join(cfg.Out, modelFile), b); err != nil {
-		return fmt.Errorf("writing %s: %w", modelFile, err)
-	}
-	return nil
-}
-
 // errInterrupted reports a run stopped by SIGINT or SIGTERM.
 var errInterrupted = errors.New("interrupted")
+
+// runLogFile is the log a run (and an experiment) writes beside its outputs.
+const runLogFile = rundir.LogFile
+
+// checkOutDir refuses a used output directory (rundir.Check).
+func checkOutDir(dir string, overwrite bool) error { return rundir.Check(dir, overwrite) }
+
+// prepareOutDir creates the output directory (rundir.Prepare).
+func prepareOutDir(dir string, overwrite bool) error { return rundir.Prepare(dir, overwrite) }
+
+// writeRunOutputs writes every output of a finished run (rundir.WriteOutputs).
+func writeRunOutputs(cfg runtime.Config, recs []metrics.Record, sum runtime.Summary, logText string) error {
+	return rundir.WriteOutputs(cfg, recs, sum, logText, versionString())
+}
+
+// loadConfigFile reads a --config file or a run's config.yaml into cfg
+// (rundir.ReadConfig) and returns the command's own settings it holds.
+func loadConfigFile(path string, cfg *runtime.Config) (runExtras, map[string]bool, error) {
+	s, keys, err := rundir.ReadConfig(path, cfg)
+	return runExtras{options: s.Options, progress: s.Progress, overwrite: s.Overwrite, cpuprofile: s.CPUProfile}, keys, err
+}

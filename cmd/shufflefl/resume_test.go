@@ -6,6 +6,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"shufflefl/rundir"
 )
 
 // stripTimings removes the wall-clock fields of metrics.jsonl.
@@ -76,6 +78,29 @@ func TestResumeRejects(t *testing.T) {
 		code, _, errs := runCLI(tc.args...)
 		if code != 2 || !strings.Contains(errs, tc.want) || strings.Count(strings.TrimSpace(errs), "\n") != 0 {
 			t.Errorf("%v: exit %d, stderr %q (want 2 and %q on one line)", tc.args, code, errs, tc.want)
+		}
+	}
+	// A damaged checkpoint.json or metrics.jsonl is named, with what is
+	// wrong, and not reported as an invalid parameter.
+	for _, tc := range []struct {
+		file, content, want string
+	}{
+		{rundir.CheckpointFile, `{"round": 1, "weigh`, "checkpoint.json: not valid JSON"},
+		{rundir.CheckpointFile, `{"round": 1}`, "checkpoint.json: does not fit this run: checkpoint format 0"},
+		{"metrics.jsonl", `{"round": 1, "acc`, "metrics.jsonl: line 1 is not a whole JSON record"},
+		{"metrics.jsonl", "", "metrics.jsonl: has 0 rounds but checkpoint.json is after round 1: the file is truncated"},
+	} {
+		damaged := filepath.Join(dir, "damaged")
+		os.RemoveAll(damaged)
+		if err := os.CopyFS(damaged, os.DirFS(out)); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(damaged, tc.file), []byte(tc.content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		code, _, errs := runCLI("run", "--resume", damaged)
+		if code != 2 || !strings.Contains(errs, filepath.Join(damaged, tc.want)) || strings.Contains(errs, "invalid parameter") {
+			t.Errorf("%s %q: exit %d, stderr %q (want 2 and %q)", tc.file, tc.content, code, errs, tc.want)
 		}
 	}
 }

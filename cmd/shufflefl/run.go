@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -17,11 +16,13 @@ import (
 	"time"
 
 	"shufflefl/account"
+	"shufflefl/bound"
 	"shufflefl/checks"
 	"shufflefl/data"
 	"shufflefl/fl"
 	"shufflefl/metrics"
 	"shufflefl/protocol"
+	"shufflefl/rundir"
 	"shufflefl/runtime"
 )
 
@@ -40,14 +41,14 @@ cumulative central epsilon of 8 at delta 1e-6; it ends by printing the
 accuracy and the cumulative (epsilon, delta) reached. --protocol nonprivate
 is plain FedAvg (the ceiling).
 
-Settings come from the shared defaults, then --config FILE (YAML whose keys
-are the flag names below, e.g. "local-epochs: 2", "option: {k: 157}" or
-"option: [k=157]"; integer settings must be written as integers), then the
-flags given; every setting given in neither takes the protocol's own default
-('shufflefl protocols NAME' lists them; the defaults below are those of the
-protocol given before --help). The config.yaml a run writes gives every
-setting and omits --out, so rerunning it reproduces the run exactly and
-never writes over the original.
+Settings come from --config FILE (YAML whose keys are the flag names below,
+e.g. "local-epochs: 2", "option: {k: 157}" or "option: [k=157]"; integer
+settings must be written as integers), then the flags given; every setting
+given in neither takes the protocol's own default, or the engine's base
+setting where the protocol has none ('shufflefl protocols NAME' lists both;
+the defaults below are those of the protocol given before --help). The
+config.yaml a run writes gives every setting and omits --out, so rerunning
+it reproduces the run exactly and never writes over the original.
 
 Output (under --out): metrics.jsonl (one JSON object per round), summary.json,
 config.yaml (the resolved settings, headed by the shufflefl version and git
@@ -65,7 +66,6 @@ parent directory (bin/shufflefl finds the repository's datasets/), then
 Exit status: 0 success, 2 invalid input (flag, setting, data file or a used
 --out directory), 1 failure.
 
-Flags:
 `
 
 const runExamples = `
@@ -146,6 +146,17 @@ func newRunFlags(cfg *runtime.Config, ex *runExtras, stdout io.Writer) *flag.Fla
 	return fs
 }
 
+// runFlagGroups are the headings of 'shufflefl run --help'.
+var runFlagGroups = []flagGroup{
+	{"Data flags", []string{"dataset", "data-dir", "clients", "samples-per-client", "partition", "groups", "alpha", "holdout-clients"}},
+	{"Model and training flags", []string{"model", "rounds", "clients-per-round", "local-epochs", "local-steps", "batch", "lr", "server-lr", "mu", "mode",
+		"validate-every", "patience"}},
+	{"Protocol and privacy flags", []string{"protocol", "option", "epsilon", "target-epsilon", "delta", "clip", "eps-dist", "eps-file", "eps-scale",
+		"client-cap", "secure-noise"}},
+	{"Run flags", []string{"config", "seed", "workers", "faithful", "stop-after", "resume", "cpuprofile"}},
+	{"Output flags", []string{"out", "overwrite", "progress"}},
+}
+
 func protocolList() string {
 	return strings.Join(protocol.Names(), ", ")
 }
@@ -154,6 +165,12 @@ func protocolList() string {
 // and checks them (runtime's checks and checkRunConfig's). On --help it
 // prints the help to stdout and returns flag.ErrHelp.
 func resolveRunConfig(args []string, stdout io.Writer) (runtime.Config, runExtras, error) {
+	return resolveConfigFor("run", args, stdout)
+}
+
+// resolveConfigFor is resolveRunConfig for command cmd (run or a
+// deployment role), whose --help an unknown flag points to.
+func resolveConfigFor(cmd string, args []string, stdout io.Writer) (runtime.Config, runExtras, error) {
 	// First pass: find --config and --protocol (and reject bad flags early).
 	scratch := runtime.RunDefaults()
 	var ex runExtras
@@ -164,7 +181,7 @@ func resolveRunConfig(args []string, stdout io.Writer) (runtime.Config, runExtra
 			printRunHelp(stdout, fs, scratch.Protocol)
 			return scratch, ex, err
 		}
-		return scratch, ex, checks.Invalidf("%s (run 'shufflefl run --help' for the flags)", flagError(err))
+		return scratch, ex, checks.Invalidf("%s (run 'shufflefl %s --help' for the flags)", flagError(err), cmd)
 	}
 	if fs.NArg() > 0 {
 		return scratch, ex, checks.Invalidf("unexpected argument %q (flags start with --)", fs.Arg(0))
@@ -240,7 +257,7 @@ func printRunHelp(stdout io.Writer, parsed *flag.FlagSet, protocolName string) {
 	var ex runExtras
 	fs := newRunFlags(&d, &ex, stdout)
 	fmt.Fprint(stdout, runUsage)
-	printFlags(stdout, fs)
+	printFlagGroups(stdout, fs, runFlagGroups)
 	writeRunProtocolHelp(stdout, given["protocol"], protocolName)
 	fmt.Fprint(stdout, runExamples)
 }
@@ -324,72 +341,24 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 // directory is prepared, *log is set to run.log (the caller closes it), and
 // everything printed to stdout and stderr goes there too.
 func execute(cfg runtime.Config, ex runExtras, stdout, stderr io.Writer, log *io.Writer) (int, error) {
-	usageOr := func(err error) (int, error) {
-		if runtime.IsUsageError(err) {
-			return 2, err
-		}
-		return 1, err
-	}
-	var explicit []float64
-	if cfg.EpsFile != "" {
-		f, err := os.Open(cfg.EpsFile)
-		if err != nil {
-			return 2, checks.Invalidf("eps-file: %v", err)
-		}
-		explicit, err = account.ReadBudgets(f)
-		f.Close()
-		if err != nil {
-			return 2, fmt.Errorf("eps-file %s: %w", cfg.EpsFile, err)
-		}
-	}
-	budgets, err := runtime.Budgets(cfg, explicit)
+	eng, split, recs, err := openRun(cfg, ex)
 	if err != nil {
 		return usageOr(err)
 	}
-	split, err := data.Load(cfg.Dataset, data.Options{DataDir: cfg.DataDir, Seed: cfg.Seed})
+	lf, mf, err := openRunFiles(cfg, ex, recs, log)
+	if mf != nil {
+		defer mf.Close()
+	}
 	if err != nil {
 		return 2, err
 	}
-	eng, err := runtime.New(cfg, split, budgets)
-	if err != nil {
-		return usageOr(err)
-	}
-	var recs []metrics.Record
-	if ex.resume != "" {
-		if recs, err = restoreRun(eng, cfg.Out); err != nil {
-			return usageOr(err)
-		}
-	} else if err := prepareOutDir(cfg.Out, ex.overwrite); err != nil {
-		// Everything is checked: replace the previous outputs
-		// (--overwrite) and start writing.
-		return 2, err
-	}
-	logFlags := os.O_CREATE | os.O_WRONLY | os.O_TRUNC
-	if ex.resume != "" {
-		logFlags = os.O_CREATE | os.O_WRONLY | os.O_APPEND
-	}
-	lf, err := os.OpenFile(filepath.Join(cfg.Out, runLogFile), logFlags, 0o644)
-	if err != nil {
-		return 2, fmt.Errorf("writing %s: %w", runLogFile, err)
-	}
-	*log = lf
-	stdout, stderr = teeWriter{stdout, lf}, teeWriter{stderr, lf}
-	if err := writeConfigFile(cfg); err != nil {
-		return 2, err
-	}
-	// metrics.jsonl holds exactly the rounds done (a resumed run rewrites
-	// the restored ones, dropping a record written after the checkpoint).
-	mf, err := os.Create(filepath.Join(cfg.Out, "metrics.jsonl"))
-	if err != nil {
-		return 2, fmt.Errorf("writing metrics.jsonl: %w", err)
-	}
-	defer mf.Close()
 	jl := metrics.NewJSONL(mf)
 	for _, r := range recs {
 		if err := jl.Write(r); err != nil {
 			return 1, err
 		}
 	}
+	stdout, stderr = teeWriter{stdout, lf}, teeWriter{stderr, lf}
 	if ex.resume != "" {
 		fmt.Fprintf(stderr, "shufflefl: resuming %s after round %d of %d\n", cfg.Out, eng.Round(), cfg.Rounds)
 	}
@@ -407,23 +376,8 @@ func execute(cfg runtime.Config, ex runExtras, stdout, stderr io.Writer, log *io
 	}()
 	stopped := func() bool { return ex.stopAfter > 0 && eng.Round() >= ex.stopAfter }
 	eng.SetStop(func() bool { return interrupted.Load() || stopped() })
-
+	printRunStart(stderr, cfg, split, eng)
 	prog := newProgress(ex.progress, stderrOf(stderr), lf, cfg.Rounds)
-	fmt.Fprintf(stderr, "shufflefl: %s on %s (%d train / %d test), model %s (d=%d), %d clients, %d rounds, %d workers\n",
-		cfg.Protocol, cfg.Dataset, split.Train.Len(), split.Test.Len(), cfg.Model, eng.Model().Dim(), cfg.Clients, cfg.Rounds, eng.Workers())
-	if plan := eng.PrivacyPlan(); plan.Private {
-		how := ""
-		if cfg.TargetEpsilon > 0 && !runtime.CentralTarget(cfg.Protocol) {
-			how = fmt.Sprintf("; local budgets calibrated to the target %g (scale %.4g, largest local epsilon %.4g per round)", cfg.TargetEpsilon, plan.Scale, plan.LocalEpsilon)
-			if plan.Approximate {
-				how = fmt.Sprintf("; local budgets calibrated to the target %g by an approximate statement, so the target is met only approximately (scale %.4g, largest local epsilon %.4g per round)", cfg.TargetEpsilon, plan.Scale, plan.LocalEpsilon)
-			}
-		}
-		fmt.Fprintf(stderr, "privacy plan: %s\n", planLine(plan, how))
-	}
-	for _, w := range eng.Warnings() {
-		fmt.Fprintf(stderr, "warning: %s\n", w)
-	}
 	var werr error
 	ranNone := true
 	sum, err := eng.Run(func(r runtime.RoundResult) {
@@ -433,8 +387,8 @@ func execute(cfg runtime.Config, ex runExtras, stdout, stderr io.Writer, log *io
 		if e := jl.Write(rec); e != nil && werr == nil {
 			werr = e
 		}
-		// The checkpoint follows the round's record (see restoreRun).
-		if e := writeCheckpoint(eng, cfg.Out); e != nil && werr == nil {
+		// The checkpoint follows the round's record (see rundir.Restore).
+		if e := rundir.WriteCheckpoint(eng, cfg.Out); e != nil && werr == nil {
 			werr = e
 		}
 		prog.round(rec)
@@ -452,17 +406,140 @@ func execute(cfg runtime.Config, ex runExtras, stdout, stderr io.Writer, log *io
 	if err := mf.Close(); err != nil {
 		return 1, fmt.Errorf("writing metrics.jsonl: %w", err)
 	}
-	if err := writeModel(eng, cfg, split.Train.Features, split.Train.Classes); err != nil {
+	if err := rundir.WriteModel(eng, cfg, split.Train.Features, split.Train.Classes); err != nil {
 		return 1, err
 	}
-	// The summary covers every round of the run, resumed or not.
+	sum = runSummary(sum, eng, recs, ranNone)
+	halted := interrupted.Load() || stopped()
+	if ex.resume != "" || halted {
+		if err := rundir.WriteConfig(cfg, versionString()); err != nil {
+			return 2, err
+		}
+	}
+	if err := rundir.WriteSummaryAndPlots(cfg, recs, sum); err != nil {
+		return 1, err
+	}
+	if halted && eng.Round() < cfg.Rounds && sum.Halted == "" {
+		fmt.Fprintf(stderr, "shufflefl: stopped after round %d of %d; outputs so far are in %s; resume with: shufflefl run --resume %s\n", eng.Round(), cfg.Rounds, cfg.Out, cfg.Out)
+		if interrupted.Load() {
+			return 130, errInterrupted
+		}
+	}
+	printRunEnd(stdout, stderr, cfg, recs, sum)
+	return 0, nil
+}
+
+// usageOr returns exit status 2 for invalid input, 1 for any other error.
+func usageOr(err error) (int, error) {
+	if runtime.IsUsageError(err) {
+		return 2, err
+	}
+	return 1, err
+}
+
+// openRun reads the budgets and the data and builds the engine; a resumed
+// run is restored from its checkpoint (with the records of its rounds),
+// and a new one's output directory is prepared.
+func openRun(cfg runtime.Config, ex runExtras) (*runtime.Engine, data.Split, []metrics.Record, error) {
+	var explicit []float64
+	var split data.Split
+	if cfg.EpsFile != "" {
+		f, err := os.Open(cfg.EpsFile)
+		if err != nil {
+			return nil, split, nil, checks.Invalidf("eps-file: %v", err)
+		}
+		explicit, err = account.ReadBudgets(f)
+		f.Close()
+		if err != nil {
+			return nil, split, nil, usageErr(fmt.Errorf("eps-file %s: %w", cfg.EpsFile, err))
+		}
+	}
+	budgets, err := runtime.Budgets(cfg, explicit)
+	if err != nil {
+		return nil, split, nil, err
+	}
+	if split, err = data.Load(cfg.Dataset, data.Options{DataDir: cfg.DataDir, Seed: cfg.Seed}); err != nil {
+		return nil, split, nil, usageErr(err)
+	}
+	eng, err := runtime.New(cfg, split, budgets)
+	if err != nil {
+		return nil, split, nil, err
+	}
+	var recs []metrics.Record
+	if ex.resume != "" {
+		if recs, err = rundir.Restore(eng, cfg.Out); err != nil {
+			return nil, split, nil, err
+		}
+	} else if err := prepareOutDir(cfg.Out, ex.overwrite); err != nil {
+		// Everything is checked: replace the previous outputs
+		// (--overwrite) and start writing.
+		return nil, split, nil, usageErr(err)
+	}
+	return eng, split, recs, nil
+}
+
+// usageError marks an error as invalid input (exit status 2) whatever it
+// wraps, keeping its message.
+type usageError struct{ error }
+
+func (e usageError) Unwrap() error        { return e.error }
+func (e usageError) Is(target error) bool { return target == checks.ErrInvalid }
+
+func usageErr(err error) error { return usageError{err} }
+
+// openRunFiles opens run.log (appending on resume; *log is set to it) and
+// writes config.yaml, then creates metrics.jsonl, which holds exactly the
+// rounds done (a resumed run rewrites the restored ones, dropping a record
+// written after the checkpoint).
+func openRunFiles(cfg runtime.Config, ex runExtras, recs []metrics.Record, log *io.Writer) (*os.File, *os.File, error) {
+	logFlags := os.O_CREATE | os.O_WRONLY | os.O_TRUNC
+	if ex.resume != "" {
+		logFlags = os.O_CREATE | os.O_WRONLY | os.O_APPEND
+	}
+	lf, err := os.OpenFile(filepath.Join(cfg.Out, runLogFile), logFlags, 0o644)
+	if err != nil {
+		return nil, nil, fmt.Errorf("writing %s: %w", runLogFile, err)
+	}
+	*log = lf
+	if err := rundir.WriteConfig(cfg, versionString()); err != nil {
+		return lf, nil, err
+	}
+	mf, err := os.Create(filepath.Join(cfg.Out, "metrics.jsonl"))
+	if err != nil {
+		return lf, nil, fmt.Errorf("writing metrics.jsonl: %w", err)
+	}
+	return lf, mf, nil
+}
+
+// printRunStart writes the run's first lines: what runs, the privacy plan
+// and the engine's warnings.
+func printRunStart(stderr io.Writer, cfg runtime.Config, split data.Split, eng *runtime.Engine) {
+	fmt.Fprintf(stderr, "shufflefl: %s on %s (%d train / %d test), model %s (d=%d), %d clients, %d rounds, %d workers\n",
+		cfg.Protocol, cfg.Dataset, split.Train.Len(), split.Test.Len(), cfg.Model, eng.Model().Dim(), cfg.Clients, cfg.Rounds, eng.Workers())
+	if plan := eng.PrivacyPlan(); plan.Private {
+		how := ""
+		if cfg.TargetEpsilon > 0 && !runtime.CentralTarget(cfg.Protocol) {
+			how = fmt.Sprintf("; local budgets calibrated to the target %s (scale %s, largest local epsilon %s per round)", bound.Figure(cfg.TargetEpsilon, -1), bound.Figure(plan.Scale, 4), bound.Figure(plan.LocalEpsilon, 4))
+			if plan.Approximate {
+				how = fmt.Sprintf("; local budgets calibrated to the target %s by an approximate statement, so the target is met only approximately (scale %s, largest local epsilon %s per round)", bound.Figure(cfg.TargetEpsilon, -1), bound.Figure(plan.Scale, 4), bound.Figure(plan.LocalEpsilon, 4))
+			}
+		}
+		fmt.Fprintf(stderr, "privacy plan: %s\n", planLine(plan, how))
+	}
+	for _, w := range eng.Warnings() {
+		fmt.Fprintf(stderr, "warning: %s\n", w)
+	}
+}
+
+// runSummary completes the engine's summary to cover every round of the
+// run, resumed or not: a resumed run that stopped before (target, early
+// stop) runs no round, and its figures are those of its last record.
+func runSummary(sum runtime.Summary, eng *runtime.Engine, recs []metrics.Record, ranNone bool) runtime.Summary {
 	sum.Rounds = eng.Round()
 	for _, r := range recs {
 		sum.BestAccuracy = math.Max(sum.BestAccuracy, r.TestAccuracy)
 	}
 	if n := len(recs); n > 0 && ranNone {
-		// A resumed run that stopped before (target, early stop) runs no
-		// round: its figures are those of its last recorded round.
 		last := recs[n-1]
 		sum.FinalAccuracy, sum.FinalLoss = last.TestAccuracy, last.TestLoss
 		sum.Privacy = last.Privacy()
@@ -476,20 +553,12 @@ func execute(cfg runtime.Config, ex runExtras, stdout, stderr io.Writer, log *io
 			sum.MaxClientEpsilon = *last.MaxClientEpsilon
 		}
 	}
-	if ex.resume != "" || interrupted.Load() || stopped() {
-		if err := writeConfigFile(cfg); err != nil {
-			return 2, err
-		}
-	}
-	if err := writeSummaryAndPlots(cfg, recs, sum); err != nil {
-		return 1, err
-	}
-	if (interrupted.Load() || stopped()) && eng.Round() < cfg.Rounds && sum.Halted == "" {
-		fmt.Fprintf(stderr, "shufflefl: stopped after round %d of %d; outputs so far are in %s; resume with: shufflefl run --resume %s\n", eng.Round(), cfg.Rounds, cfg.Out, cfg.Out)
-		if interrupted.Load() {
-			return 130, errInterrupted
-		}
-	}
+	return sum
+}
+
+// printRunEnd writes the run's last lines: why it halted, the validation
+// and the final accuracy and privacy.
+func printRunEnd(stdout, stderr io.Writer, cfg runtime.Config, recs []metrics.Record, sum runtime.Summary) {
 	srec := metrics.NewSummary(cfg, sum)
 	if sum.Halted != "" {
 		fmt.Fprintf(stderr, "shufflefl: %s\n", sum.Halted)
@@ -497,15 +566,14 @@ func execute(cfg runtime.Config, ex runExtras, stdout, stderr io.Writer, log *io
 	eps := epsString(srec.CumulativeEpsilon, srec.CumulativeDelta, srec.Approximate)
 	if n := len(recs); n > 0 && recs[n-1].DPrivacy != nil {
 		d := recs[n-1].DPrivacy
-		eps += fmt.Sprintf("; d-privacy leakage %.4g per participation, at most %.4g composed for a client", d.Level, d.MaxCumulative)
+		eps += fmt.Sprintf("; d-privacy leakage %s per participation, at most %s composed for a client", bound.Figure(d.Level, 4), bound.Figure(d.MaxCumulative, 4))
 	}
 	if v := sum.Validation; v != nil {
-		fmt.Fprintf(stdout, "validation on %d held-out clients (not covered by the privacy statement, which covers the %d training clients): best loss %.4g at round %d, test accuracy %.4f there\n",
-			v.HoldoutClients, cfg.Clients, v.BestLoss, v.BestRound, v.TestAccuracyAtBest)
+		fmt.Fprintf(stdout, "validation on %d held-out clients (not covered by the privacy statement, which covers the %d training clients): best loss %s at round %d, test accuracy %.4f there\n",
+			v.HoldoutClients, cfg.Clients, bound.Figure(v.BestLoss, 4), v.BestRound, v.TestAccuracyAtBest)
 	}
 	fmt.Fprintf(stdout, "final test accuracy %.4f (best %.4f), loss %.4f after %d rounds in %.1fs; cumulative central epsilon %s; outputs in %s\n",
 		sum.FinalAccuracy, sum.BestAccuracy, sum.FinalLoss, sum.Rounds, sum.Seconds, eps, cfg.Out)
-	return 0, nil
 }
 
 // teeWriter writes to the terminal (stdout or stderr) and to run.log. A
@@ -527,67 +595,6 @@ func stderrOf(w io.Writer) io.Writer {
 	return w
 }
 
-// writeSummaryAndPlots writes summary.json, accuracy.png, validation.png
-// (runs with validation clients), leakage.png (d-privacy runs) and
-// privacy.png (only when some round has a finite cumulative epsilon).
-func writeSummaryAndPlots(cfg runtime.Config, recs []metrics.Record, sum runtime.Summary) error {
-	sb, err := json.MarshalIndent(metrics.NewSummary(cfg, sum), "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := os.WriteFile(filepath.Join(cfg.Out, "summary.json"), append(sb, '\n'), 0o644); err != nil {
-		return fmt.Errorf("writing summary.json: %w", err)
-	}
-	title := fmt.Sprintf("%s, %s, %s", cfg.Protocol, cfg.Dataset, cfg.Model)
-	if err := metrics.PlotAccuracy(filepath.Join(cfg.Out, "accuracy.png"), title, recs); err != nil {
-		return err
-	}
-	if metrics.HasValidation(recs) {
-		if err := metrics.PlotValidation(filepath.Join(cfg.Out, "validation.png"), title, recs); err != nil {
-			return err
-		}
-	}
-	if metrics.HasDPrivacy(recs) {
-		if err := metrics.PlotLeakage(filepath.Join(cfg.Out, "leakage.png"), title, recs); err != nil {
-			return err
-		}
-	}
-	if !metrics.HasCumulativeEpsilon(recs) {
-		return nil // non-private: no guarantee to plot
-	}
-	return metrics.PlotPrivacy(filepath.Join(cfg.Out, "privacy.png"), title, recs)
-}
-
-// writeRunOutputs writes every output of a finished run into cfg.Out (a
-// fresh directory): config.yaml, metrics.jsonl, summary.json, the plots and
-// run.log holding logText.
-func writeRunOutputs(cfg runtime.Config, recs []metrics.Record, sum runtime.Summary, logText string) error {
-	if err := os.MkdirAll(cfg.Out, 0o755); err != nil {
-		return fmt.Errorf("output directory: %w", err)
-	}
-	if err := writeConfigFile(cfg); err != nil {
-		return err
-	}
-	if err := os.WriteFile(filepath.Join(cfg.Out, runLogFile), []byte(logText), 0o644); err != nil {
-		return fmt.Errorf("writing %s: %w", runLogFile, err)
-	}
-	f, err := os.Create(filepath.Join(cfg.Out, "metrics.jsonl"))
-	if err != nil {
-		return fmt.Errorf("writing metrics.jsonl: %w", err)
-	}
-	jl := metrics.NewJSONL(f)
-	for _, r := range recs {
-		if err := jl.Write(r); err != nil {
-			f.Close()
-			return err
-		}
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("writing metrics.jsonl: %w", err)
-	}
-	return writeSummaryAndPlots(cfg, recs, sum)
-}
-
 // planLine is the privacy plan's line after "privacy plan: ". A resumed
 // run's plan composes the rounds done with those that remain, and says so;
 // an approximate plan (S-APES) says that first.
@@ -596,11 +603,11 @@ func planLine(plan runtime.Plan, how string) string {
 	if plan.Done > 0 {
 		rounds = fmt.Sprintf("%d rounds (the %d done, as they were accounted, and %d more)", plan.Rounds, plan.Done, plan.Rounds-plan.Done)
 	}
-	bound := "at most"
+	qual := "at most"
 	if plan.Approximate {
-		bound = "approximately (not a proven bound)"
+		qual = "approximately (not a proven bound)"
 	}
-	return fmt.Sprintf("%s spend %s epsilon %.4g at delta %.3g (%s)%s", rounds, bound, plan.Epsilon, plan.Delta, plan.Method, how)
+	return fmt.Sprintf("%s spend %s epsilon %s at delta %s (%s)%s", rounds, qual, bound.Figure(plan.Epsilon, 4), bound.Figure(plan.Delta, 3), plan.Method, how)
 }
 
 // epsString writes a cumulative guarantee; an approximate one (S-APES) is
@@ -610,9 +617,9 @@ func epsString(eps *float64, delta float64, approximate bool) string {
 		return "none (not private)"
 	}
 	if approximate {
-		return fmt.Sprintf("%.4g (delta %.3g), approximate: not a proven bound", *eps, delta)
+		return fmt.Sprintf("%s (delta %s), approximate: not a proven bound", bound.Figure(*eps, 4), bound.Figure(delta, 3))
 	}
-	return fmt.Sprintf("%.4g (delta %.3g)", *eps, delta)
+	return fmt.Sprintf("%s (delta %s)", bound.Figure(*eps, 4), bound.Figure(delta, 3))
 }
 
 // progress shows a bar on a terminal and log lines elsewhere, and writes
@@ -641,7 +648,7 @@ func newProgress(mode string, w, log io.Writer, total int) *progress {
 func (p *progress) round(r metrics.Record) {
 	eps := "-"
 	if r.CumulativeEpsilon != nil {
-		eps = fmt.Sprintf("%.3g", *r.CumulativeEpsilon)
+		eps = bound.Figure(*r.CumulativeEpsilon, 3)
 	}
 	line := fmt.Sprintf("round %d/%d  acc %.4f  loss %.4f  eps %s  %.2fs\n", r.Round, p.total, r.TestAccuracy, r.TestLoss, eps, r.Seconds)
 	fmt.Fprint(p.log, line)

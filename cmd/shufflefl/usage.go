@@ -13,7 +13,47 @@ import (
 //	--name TYPE
 //	      usage (default value)
 func printFlags(w io.Writer, fs *flag.FlagSet) {
+	fs.VisitAll(func(f *flag.Flag) { printFlag(w, f) })
+}
+
+// flagGroup is a heading of a command's help and the flags under it.
+type flagGroup struct {
+	title string
+	names []string
+}
+
+// printFlagGroups writes the flags of fs under the groups' headings, in
+// the groups' order; flags in no group follow under "Other".
+func printFlagGroups(w io.Writer, fs *flag.FlagSet, groups []flagGroup) {
+	seen := map[string]bool{}
+	for i, g := range groups {
+		if i > 0 {
+			fmt.Fprintln(w)
+		}
+		fmt.Fprintf(w, "%s:\n", g.title)
+		for _, n := range g.names {
+			if f := fs.Lookup(n); f != nil {
+				printFlag(w, f)
+				seen[n] = true
+			}
+		}
+	}
+	other := false
 	fs.VisitAll(func(f *flag.Flag) {
+		if seen[f.Name] {
+			return
+		}
+		if !other {
+			fmt.Fprintln(w, "\nOther:")
+			other = true
+		}
+		printFlag(w, f)
+	})
+}
+
+// printFlag writes one flag as printFlags does.
+func printFlag(w io.Writer, f *flag.Flag) {
+	{
 		typ, usage := flag.UnquoteUsage(f)
 		var b strings.Builder
 		fmt.Fprintf(&b, "  --%s", f.Name)
@@ -30,7 +70,7 @@ func printFlags(w io.Writer, fs *flag.FlagSet) {
 			}
 		}
 		fmt.Fprintln(w, b.String())
-	})
+	}
 }
 
 // isZeroDefault reports whether a flag's default is its type's zero value,

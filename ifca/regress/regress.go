@@ -1,6 +1,6 @@
 // Package regress holds the small regression models of the group-privacy
 // paper's experiments (Galli et al., Sections 5.1 and 5.2) and a client that
-// trains them, implementing ifca.Client: linear regression y = x^T θ (no
+// trains them, implementing ifcaref.Client: linear regression y = x^T θ (no
 // intercept, n = input dimension: the paper's n = 2 for the synthetic task)
 // and a fully connected 2-layer ReLU network (3 inputs, 2 hidden units, 1
 // output: 3·2 + 2 + 2 + 1 = 11 parameters, the paper's stated size).
@@ -124,7 +124,7 @@ func (m ReLUNet) AddGrad(grad, theta, x []float64, scale float64) float64 {
 }
 
 // Client holds one client's regression data and its SGD settings; it
-// implements ifca.Client.
+// implements ifcaref.Client.
 type Client struct {
 	Model Model
 	X     [][]float64 // inputs, each of length Model.Inputs()
@@ -167,7 +167,7 @@ func (c *Client) Dim() int { return c.Model.Dim() }
 
 // Loss returns the RMSE of Eq. (10): sqrt(mean (y − f(x, θ))²). A theta of
 // the wrong dimension gives +Inf... no: it panics, as a programming error
-// the caller (ifca.ClientRound) rules out by checking dimensions.
+// the caller (ifcaref.ClientRound) rules out by checking dimensions.
 func (c *Client) Loss(theta []float64) float64 {
 	return math.Sqrt(c.MSE(theta))
 }

@@ -2,47 +2,16 @@
 // randomizer of shufflefl (and by anything else that claims a DP guarantee
 // for a sampler it can run).
 //
-// The test. Draw Samples outputs of the mechanism on each of two inputs (the
-// extreme neighbours: the pair that should come closest to the claimed ε),
-// each stream from its own fixed seed, and map every output to one of a
-// finite set of bins (any deterministic binning is post-processing, so the
-// binned distributions P and Q must satisfy the same (ε, δ) bound). For every
-// bin j and each of the two distributions the test computes a one-sided
-// Chernoff (KL) confidence interval [lo, hi] for the bin's probability:
-//
-//	hi = max{q >= p̂ : N·KL(p̂ || q) <= L},  lo = min{q <= p̂ : N·KL(p̂ || q) <= L},
-//
-// where P(p > hi) <= e^-L and P(p < lo) <= e^-L by the Chernoff bound for
-// the binomial. With 4 bounds per bin and L = ln(4·bins/α), a union bound
-// makes all of them hold at once with probability at least 1 - α. On that
-// event, every true bin probability is inside its interval, so
-//
-//	Σ_j (loP_j - e^ε·hiQ_j)+  <=  Σ_j (P_j - e^ε·Q_j)+  <=  δ
-//
-// for a mechanism that really is (ε, δ)-DP (and the same with P and Q
-// swapped). The test rejects when the left side exceeds δ in either
-// direction, so a correct mechanism is rejected with probability at most α
-// (default 1e-6), whatever the binning and however many bins have little
-// mass: low-mass bins simply have wide intervals and cannot cause a
-// rejection. For δ = 0 the rule is: reject iff some bin has
-// ln(loP/hiQ) > ε, i.e. an empirical log-likelihood ratio above ε plus the
-// tolerance ln(p̂/q̂) - ln(lo/hi) of that bin.
-//
-// Power. A mechanism with twice the claimed privacy loss has bins whose true
-// log ratio is near 2ε; with 10^6 samples and a few hundred bins the
-// interval half-width on a bin of mass 1% is about 6% relative, so such a
-// mechanism is rejected reliably; every mechanism family in package
-// mechanism has a negative test that checks it.
-//
-// Large ε. Every bin's upper bound hiQ_j is at least about L/N (even with no
-// draws in the bin), and the rule multiplies it by e^ε, so at ε = 10
-// (e^ε = 22026) the test can only refute a claim through bins where the
-// other distribution has mass above δ + 22026·L/N: a uniform binning of a
-// Gaussian mechanism then has no power at all, and even the best binning
-// needs violations of δ by several hundredths with 10^7 draws. For
-// mechanisms whose loss is monotone in a scalar output, bin with Tails (one
-// bin per tail beyond the point of loss ε), which puts all of the
-// hockey-stick divergence into as few bins as possible.
+// Run draws Samples outputs of a mechanism on two neighbouring inputs, bins
+// them, and rejects the (ε, δ) claim when, with one-sided Chernoff confidence
+// intervals on every bin's probability and a union bound, the binned
+// hockey-stick divergence provably exceeds δ: a correct mechanism is
+// rejected with probability at most Alpha (default 1e-6), whatever the
+// binning. RequirePrivate and RequireReject (the negative control) wrap it
+// for tests; Tails bins a mechanism whose loss is monotone in a scalar
+// output, which keeps power at large ε. The derivation, the power analysis
+// and the limits at large ε are in docs/MECHANISMS.md ("The statistical
+// privacy test").
 package mechanismtest
 
 import (
@@ -51,6 +20,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"shufflefl/longtest"
 	"shufflefl/rng"
 )
 
@@ -59,8 +29,8 @@ import (
 type Sampler func(r *rand.Rand) int
 
 // Options configures a test run. The zero value means 10^6 samples per input
-// (10^5 under testing.Short when run through Require*), seed 1, α = 1e-6 and
-// pure DP.
+// (through Require*: 10^5 unless the long tests are on, SHUFFLEFL_LONG=1, see
+// package longtest), seed 1, α = 1e-6 and pure DP.
 type Options struct {
 	Samples int     // draws per input
 	Seed    uint64  // the two streams are rng.Stream(Seed, 0) and rng.Stream(Seed, 1)
@@ -105,6 +75,7 @@ type Report struct {
 	Reject      bool
 }
 
+// String summarises the report on one line.
 func (r Report) String() string {
 	return fmt.Sprintf("ε=%.4g δ=%.3g: %d bins × %d samples, max empirical |LLR| %.4f (bin %d, tolerance %.4f), lower bound %.4f, hockey-stick lower bound %.3g, α=%.0e, reject=%v",
 		r.Epsilon, r.Delta, r.Bins, r.Samples, r.MaxLogRatio, r.WorstBin, r.Tolerance, r.LowerLogRatio, r.HockeyStick, r.Alpha, r.Reject)
@@ -228,7 +199,7 @@ func kl(p, q float64) float64 {
 }
 
 func samplesFor(t testing.TB, opt Options) Options {
-	if opt.Samples == 0 && testing.Short() {
+	if opt.Samples == 0 && !longtest.Enabled() {
 		opt.Samples = 100_000
 	}
 	return opt

@@ -1,0 +1,117 @@
+package jetstream
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	js "github.com/nats-io/nats.go/jetstream"
+)
+
+// Conn is a connection to a JetStream server or cluster, from which queues
+// are opened. It is safe for concurrent use.
+type Conn struct {
+	nc       *nats.Conn
+	js       js.JetStream
+	replicas int
+}
+
+// ConnOption configures a [Conn].
+type ConnOption func(*connConfig) error
+
+type connConfig struct {
+	replicas int
+	name     string
+}
+
+// WithReplicas sets how many servers of a cluster store each stream this
+// connection creates (default 1; a queue's [QueueConfig.Replicas]
+// overrides it). A single server accepts only 1.
+func WithReplicas(n int) ConnOption {
+	return func(c *connConfig) error {
+		if n < 1 || n > 5 {
+			return fmt.Errorf("replicas %d is not in [1, 5]", n)
+		}
+		c.replicas = n
+		return nil
+	}
+}
+
+// WithName names the connection as the server's monitoring shows it.
+func WithName(name string) ConnOption {
+	return func(c *connConfig) error {
+		c.name = name
+		return nil
+	}
+}
+
+func connConfigOf(opts []ConnOption) (connConfig, error) {
+	cfg := connConfig{replicas: 1}
+	for _, o := range opts {
+		if err := o(&cfg); err != nil {
+			return cfg, err
+		}
+	}
+	return cfg, nil
+}
+
+func (c connConfig) natsOptions() []nats.Option {
+	o := []nats.Option{nats.MaxReconnects(-1), nats.ReconnectWait(250 * time.Millisecond)}
+	if c.name != "" {
+		o = append(o, nats.Name(c.name))
+	}
+	return o
+}
+
+// Connect connects to the NATS server or cluster at url (for a cluster, a
+// comma-separated list of nats:// URLs), which must have JetStream enabled.
+// The connection reconnects by itself after a server restart or failover.
+func Connect(url string, opts ...ConnOption) (*Conn, error) {
+	if url == "" {
+		return nil, errors.New("jetstream: connect: empty server URL")
+	}
+	cfg, err := connConfigOf(opts)
+	if err != nil {
+		return nil, fmt.Errorf("jetstream: connect to %s: %w", url, err)
+	}
+	nc, err := nats.Connect(url, cfg.natsOptions()...)
+	if err != nil {
+		return nil, fmt.Errorf("jetstream: connect to %s: %w", url, err)
+	}
+	c, err := newConn(nc, cfg)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := c.js.AccountInfo(ctx); err != nil {
+		nc.Close()
+		return nil, fmt.Errorf("jetstream: connect to %s: JetStream not available: %w", url, err)
+	}
+	return c, nil
+}
+
+func newConn(nc *nats.Conn, cfg connConfig) (*Conn, error) {
+	j, err := js.New(nc)
+	if err != nil {
+		nc.Close()
+		return nil, fmt.Errorf("jetstream: JetStream context: %w", err)
+	}
+	return &Conn{nc: nc, js: j, replicas: cfg.replicas}, nil
+}
+
+// MaxPayload returns the largest message, in bytes, the connected server
+// accepts.
+func (c *Conn) MaxPayload() int64 { return c.nc.MaxPayload() }
+
+// Close sends what is buffered (acknowledgements included, within a second)
+// and closes the connection. Messages delivered to it and not acknowledged
+// are delivered again after their AckWait.
+func (c *Conn) Close() {
+	if c.nc.IsConnected() {
+		_ = c.nc.FlushTimeout(time.Second) // best effort: it may go down meanwhile
+	}
+	c.nc.Close()
+}
