@@ -11,6 +11,7 @@ import (
 	"shufflefl/fl"
 	"shufflefl/ifca/ifcaref"
 	"shufflefl/rng"
+	"shufflefl/round"
 	"shufflefl/runtime"
 )
 
@@ -110,7 +111,7 @@ func TestEngineMatchesReference(t *testing.T) {
 				}
 				rounds = append(rounds, engineRound{res, cloneModels(eng.Models())})
 			}
-			part, err := runtime.PartitionData(cfg, split)
+			part, err := round.PartitionData(cfg, split)
 			if err != nil {
 				t.Fatal(err)
 			}
