@@ -56,7 +56,7 @@ func TestSplitMixFaithfulShuffle(t *testing.T) {
 			}
 		}
 		submitted = append(submitted, col)
-		if err := sh.Accept(fmt.Sprint("client", i), role.Messages(shares.Mode(), &rep, nil)); err != nil {
+		if _, err := sh.Accept(fmt.Sprint("client", i), role.Messages(shares.Mode(), &rep, nil)); err != nil {
 			t.Fatalf("client %d: %v", i, err)
 		}
 	}
@@ -136,10 +136,10 @@ func TestSplitMixShufflerLimit(t *testing.T) {
 		}
 		return out
 	}
-	if err := sh.Accept("a", msgs(m)); err != nil {
+	if _, err := sh.Accept("a", msgs(m)); err != nil {
 		t.Errorf("%d values of one coordinate: %v", m, err)
 	}
-	if err := sh.Accept("b", msgs(m+1)); err == nil {
+	if _, err := sh.Accept("b", msgs(m+1)); err == nil {
 		t.Errorf("%d values of one coordinate accepted", m+1)
 	}
 }
