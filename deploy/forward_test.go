@@ -71,20 +71,7 @@ func newForwardRig(t *testing.T, an *scriptedAnalyzer, msgs, size int, stall, re
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := grpc.NewServer(append(append(wire.ServerOptions(0), linkServerOptions()...),
-		grpc.Creds(credentials.NewTLS(pki.MutualServerConfig(creds.Analyzer, creds.Roots, pki.RoleShuffler))))...)
-	wire.RegisterAnalyzerServer(g, an)
-	l, err := Listen()
-	if err != nil {
-		t.Fatal(err)
-	}
-	go g.Serve(l)
-	t.Cleanup(g.Stop)
-	conn, err := DialAnalyzer(creds, l.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close() })
+	analyzer := serveAnalyzerLink(t, creds, an)
 	db, err := store.Open(filepath.Join(t.TempDir(), "shuffler.db"))
 	if err != nil {
 		t.Fatal(err)
@@ -117,7 +104,7 @@ func newForwardRig(t *testing.T, an *scriptedAnalyzer, msgs, size int, stall, re
 		logs = append(logs, fmt.Sprintf(f, a...))
 	}
 	st := &Setup{RunID: "forward-test"}
-	s := &Shuffler{cfg: ShufflerConfig{Setup: st, DB: db, Analyzer: wire.NewAnalyzerClient(conn), ForwardStall: stall, ForwardReply: reply},
+	s := &Shuffler{cfg: ShufflerConfig{Setup: st, DB: db, Analyzer: analyzer, ForwardStall: stall, ForwardReply: reply},
 		st: st, logf: logf, now: time.Now, registered: map[string]time.Time{}, stats: ShufflerStats{Rejected: map[string]int64{}}}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	t.Cleanup(func() { s.cancel(); s.bg.Wait() })
@@ -126,6 +113,28 @@ func newForwardRig(t *testing.T, an *scriptedAnalyzer, msgs, size int, stall, re
 		defer mu.Unlock()
 		return strings.Join(logs, "\n")
 	}}
+}
+
+// serveAnalyzerLink serves an on loopback with the analyzer's side of the
+// deployment's mutual TLS link and returns a client dialled to it as the
+// shuffler dials the analyzer.
+func serveAnalyzerLink(t testing.TB, creds *Credentials, an wire.AnalyzerServer) wire.AnalyzerClient {
+	t.Helper()
+	g := grpc.NewServer(append(append(wire.ServerOptions(0), linkServerOptions()...),
+		grpc.Creds(credentials.NewTLS(pki.MutualServerConfig(creds.Analyzer, creds.Roots, pki.RoleShuffler))))...)
+	wire.RegisterAnalyzerServer(g, an)
+	l, err := Listen()
+	if err != nil {
+		t.Fatal(err)
+	}
+	go g.Serve(l)
+	t.Cleanup(g.Stop)
+	conn, err := DialAnalyzer(creds, l.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	return wire.NewAnalyzerClient(conn)
 }
 
 // waitForwarded waits until the rig's round 1 is marked forwarded.

@@ -724,19 +724,21 @@ func (s *Shuffler) closeAndForward(sr *sround) {
 	t := sr.t
 	gen := streams{s.cfg.TestSeed}
 	pad, perm := gen.get(rng.LabelShuffle, uint64(t), 0), gen.get(rng.LabelShuffle, uint64(t), 1)
-	var dummies uint64
+	dum := newDummies(s.sealer, uint64(t))
 	dummy := func(j int, v float64) ([]byte, error) {
 		if s.st.Proto.Mode() != protocol.PerCoordinate {
 			return nil, errf("dummy reports of whole-report protocols are not supported")
 		}
-		dummies++
-		return s.sealer.Seal(uint64(t), seal.Coord(j), []float64{v})
+		return dum.add(j, v), nil
 	}
 	sr.mu.Lock()
 	senders := sr.live.Senders()
 	batch, err := sr.live.Close(pad, perm, dummy)
 	reporters := slices.Clone(sr.reporters)
 	sr.mu.Unlock()
+	if err == nil {
+		err = dum.seal(goMaxProcs())
+	}
 	h := &wire.BatchHeader{Round: t, RunId: s.st.RunID, Counts: &wire.BatchCounts{}}
 	var ms []*wire.SealedMessage
 	void := false
@@ -748,22 +750,8 @@ func (s *Shuffler) closeAndForward(sr *sround) {
 		s.logf("shuffler: round %d: closing: %v", t, err)
 		return
 	default:
-		add := func(p []byte) {
-			env, _ := seal.Parse(p) // parsed before: cannot fail
-			ms = append(ms, &wire.SealedMessage{Label: wireLabel(env.Label), Ciphertext: p})
-		}
-		for _, col := range batch.Columns {
-			for _, p := range col {
-				add(p)
-			}
-		}
-		for _, p := range batch.Reports {
-			add(p)
-		}
-		for _, p := range batch.Meta {
-			add(p)
-		}
-		h.Counts = &wire.BatchCounts{Reports: uint32(batch.Senders), Messages: uint64(len(ms)), Dummies: dummies}
+		ms = batchMessages(batch)
+		h.Counts = &wire.BatchCounts{Reports: uint32(batch.Senders), Messages: uint64(len(ms)), Dummies: uint64(dum.len())}
 		h.ReporterEpsilons, h.ReporterDeltas = s.reporterBudgets(reporters)
 	}
 	if sr.sample != nil {
@@ -784,6 +772,37 @@ func (s *Shuffler) closeAndForward(sr *sround) {
 		return
 	}
 	s.forwardLoop(h, ms, void)
+}
+
+// batchMessages lists a closed round's batch as the wire carries it:
+// the columns in coordinate order, then the whole reports, then the
+// metadata, each group in its permuted order. A payload's wire label is
+// its group's (the coordinate, or 0), which the shuffler checked against
+// the sealed header when it accepted the payload.
+func batchMessages(b *role.Batch[[]byte]) []*wire.SealedMessage {
+	n := len(b.Reports) + len(b.Meta)
+	for _, col := range b.Columns {
+		n += len(col)
+	}
+	ms := make([]*wire.SealedMessage, 0, n)
+	all := make([]wire.SealedMessage, n)
+	add := func(label uint32, p []byte) {
+		m := &all[len(ms)]
+		m.Label, m.Ciphertext = label, p
+		ms = append(ms, m)
+	}
+	for j, col := range b.Columns {
+		for _, p := range col {
+			add(uint32(j), p)
+		}
+	}
+	for _, p := range b.Reports {
+		add(0, p)
+	}
+	for _, p := range b.Meta {
+		add(0, p)
+	}
+	return ms
 }
 
 // reporterBudgets returns the budgets of a batch's reporters as the header
