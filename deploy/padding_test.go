@@ -1,6 +1,7 @@
 package deploy
 
 import (
+	"fmt"
 	"testing"
 
 	"shufflefl/seal"
@@ -44,5 +45,32 @@ func TestDummiesSealInPlace(t *testing.T) {
 				t.Fatalf("%d dummies, %d workers: slot %d opened to %v %v, want coordinate %d value %d", c.n, c.workers, i, l, v, i%dim, i)
 			}
 		}
+	}
+}
+
+// BenchmarkDummies seals a block of dummies with one worker and with one
+// per core, in one run: the padding step's speed-up from parallel sealing.
+func BenchmarkDummies(b *testing.B) {
+	key, err := seal.GenerateKey(seal.DefaultSuite)
+	if err != nil {
+		b.Fatal(err)
+	}
+	sealer, err := seal.NewSealer(key.Public(), "padding-bench")
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, workers := range []int{1, goMaxProcs()} {
+		b.Run(fmt.Sprintf("workers=%d", workers), func(b *testing.B) {
+			for range b.N {
+				d := newDummies(sealer, 1)
+				for i := range dummyBlock {
+					d.add(i, 0)
+				}
+				if err := d.seal(workers); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.N*dummyBlock)/b.Elapsed().Seconds(), "dummies/s")
+		})
 	}
 }
