@@ -339,9 +339,9 @@ func runDeployLocal(args []string, stdout, stderr io.Writer) int {
 // directory DIR/state.
 func localPKI(cfg runtime.Config) (*deploy.Credentials, string, error) {
 	pkiDir := filepath.Join(cfg.Out, "pki")
-	files, err := makeCerts(&certsOpts{clients: cfg.Clients, hosts: pki.DefaultHosts, suite: seal.DefaultSuite, validity: 24 * time.Hour}, time.Now())
+	files, err := pki.DevFiles(pki.DevOptions{Clients: cfg.Clients, Hosts: pki.DefaultHosts, Suite: seal.DefaultSuite, Validity: 24 * time.Hour}, time.Now())
 	if err == nil {
-		err = writeCerts(pkiDir, files, true)
+		err = pki.WriteDev(pkiDir, files, true)
 	}
 	if err != nil {
 		return nil, "", err
