@@ -79,12 +79,8 @@ func realMain(args []string, stdout, stderr io.Writer) int {
 		return runAudit(args[1:], stdout, stderr)
 	case "deploy-local":
 		return runDeployLocal(args[1:], stdout, stderr)
-	case "analyzer":
-		return runAnalyzer(args[1:], stdout, stderr)
-	case "shuffler":
-		return runShuffler(args[1:], stdout, stderr)
-	case "client":
-		return runClient(args[1:], stdout, stderr)
+	case "analyzer", "shuffler", "client":
+		return runService(args[0], args[1:], stdout, stderr)
 	case "version", "--version", "-version":
 		fmt.Fprintln(stdout, versionString())
 		return 0
