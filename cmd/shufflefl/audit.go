@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"shufflefl/checks"
+	"shufflefl/rundir"
 )
 
 const auditUsage = `Usage: shufflefl audit SUBCOMMAND [flags]
@@ -130,7 +131,7 @@ func (c *auditCmd) parse(args []string) (int, bool) {
 		return c.fail(checks.Invalidf("unexpected argument %q (see shufflefl audit %s --help)", c.fs.Arg(0), c.name)), false
 	}
 	if c.common.out != "" {
-		if err := checkOutDir(c.common.out, c.common.overwrite); err != nil {
+		if err := rundir.Check(c.common.out, c.common.overwrite); err != nil {
 			return c.fail(err), false
 		}
 	}
@@ -198,7 +199,7 @@ func (c *auditCmd) emit(md string, v any, images map[string]func(io.Writer) erro
 		return 0
 	}
 	dir := c.common.out
-	if err := prepareOutDir(dir, c.common.overwrite); err != nil {
+	if err := rundir.Prepare(dir, c.common.overwrite); err != nil {
 		return c.fail(err)
 	}
 	if c.common.overwrite {

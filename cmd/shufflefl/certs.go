@@ -10,6 +10,7 @@ import (
 
 	"shufflefl/checks"
 	"shufflefl/pki"
+	"shufflefl/rundir"
 	"shufflefl/seal"
 )
 
@@ -62,7 +63,7 @@ func runCerts(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(2, err)
 	}
-	if err := checkOutDir(o.out, o.overwrite); err != nil {
+	if err := rundir.Check(o.out, o.overwrite); err != nil {
 		return fail(2, err)
 	}
 	files, err := pki.DevFiles(o.DevOptions, time.Now())

@@ -240,7 +240,7 @@ func runDeployLocal(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return deployExit("deploy-local", stderr, err)
 	}
-	if err := checkOutDir(cfg.Out, ex.overwrite); err != nil {
+	if err := rundir.Check(cfg.Out, ex.overwrite); err != nil {
 		return deployExit("deploy-local", stderr, err)
 	}
 	cfg.SecureNoise, cfg.Faithful = true, true
@@ -248,7 +248,7 @@ func runDeployLocal(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return deployExit("deploy-local", stderr, err)
 	}
-	if err := prepareOutDir(cfg.Out, ex.overwrite); err != nil {
+	if err := rundir.Prepare(cfg.Out, ex.overwrite); err != nil {
 		return deployExit("deploy-local", stderr, err)
 	}
 	creds, err := deploy.WriteLocalPKI(filepath.Join(cfg.Out, "pki"), cfg.Clients)
@@ -271,13 +271,13 @@ func runDeployLocal(args []string, stdout, stderr io.Writer) int {
 		mu.Unlock()
 	}
 	var recs []metrics.Record
-	prog := newProgress(ex.progress, stderr, io.Discard, cfg.Rounds)
+	prog := rundir.NewProgress(ex.progress, stderr, io.Discard, cfg.Rounds)
 	lo := deploy.LocalOptions{Dir: stateDir, Creds: creds, RoundTimeout: o.RoundTimeout, MinReports: o.MinReports, Workers: cfg.Workers, Logf: logf,
 		Observe: func(r runtime.RoundResult) {
 			rec := metrics.FromResult(r)
 			recs = append(recs, rec)
 			if ex.progress != "none" {
-				prog.round(rec)
+				prog.Round(rec)
 			}
 		}}
 	if o.testSeed {
@@ -300,12 +300,12 @@ func runDeployLocal(args []string, stdout, stderr io.Writer) int {
 	defer cancel()
 	res, err := deploy.RunLocal(ctx, st, lo)
 	if ex.progress != "none" {
-		prog.done()
+		prog.Done()
 	}
 	if err != nil {
 		return deployExit("deploy-local", stderr, err)
 	}
-	if err := writeRunOutputs(cfg, recs, res.Summary, logBuf.String()); err != nil {
+	if err := rundir.WriteOutputs(cfg, recs, res.Summary, logBuf.String(), versionString()); err != nil {
 		return deployExit("deploy-local", stderr, err)
 	}
 	if err := rundir.WriteModelFile(cfg.Out, rundir.Model{Model: cfg.Model, Dataset: cfg.Dataset, Features: st.Train.Features, Classes: st.Model.Classes(), Dim: len(res.Model), Round: res.Summary.Rounds, Weights: res.Model}); err != nil {

@@ -14,6 +14,7 @@ import (
 	"shufflefl/experiment"
 	"shufflefl/fl"
 	"shufflefl/metrics"
+	"shufflefl/rundir"
 	"shufflefl/runtime"
 )
 
@@ -23,10 +24,10 @@ import (
 // runIO gives package experiment `shufflefl run`'s checks and outputs.
 type runIO struct{}
 
-func (runIO) Check(cfg runtime.Config) error    { return checkRunConfig(cfg) }
-func (runIO) PlanLine(plan runtime.Plan) string { return planLine(plan, "") }
+func (runIO) Check(cfg runtime.Config) error    { return rundir.CheckRun(cfg) }
+func (runIO) PlanLine(plan runtime.Plan) string { return rundir.PlanLine(plan, "") }
 func (runIO) Write(cfg runtime.Config, recs []metrics.Record, sum runtime.Summary, log string) error {
-	return writeRunOutputs(cfg, recs, sum, log)
+	return rundir.WriteOutputs(cfg, recs, sum, log, versionString())
 }
 
 // expCmd is one experiment command: its flags, the settings every engine
@@ -100,21 +101,21 @@ func (c *expCmd) checkCommon(dataset, name string) error {
 	if c.out == "" {
 		c.out = filepath.Join("out", "experiment-"+name+"-"+dataset)
 	}
-	return checkOutDir(c.out, c.overwrite)
+	return rundir.Check(c.out, c.overwrite)
 }
 
 // run prepares the output directory and run.log, runs the experiment with
 // every line tee'd to run.log, and prints its results.
 func (c *expCmd) run(args []string, run func(experiment.Output) (experiment.Result, error)) int {
-	if err := prepareOutDir(c.out, c.overwrite); err != nil {
+	if err := rundir.Prepare(c.out, c.overwrite); err != nil {
 		return c.fail(2, err)
 	}
-	lf, err := os.Create(filepath.Join(c.out, runLogFile))
+	lf, err := os.Create(filepath.Join(c.out, rundir.LogFile))
 	if err != nil {
-		return c.fail(1, fmt.Errorf("writing %s: %w", runLogFile, err))
+		return c.fail(1, fmt.Errorf("writing %s: %w", rundir.LogFile, err))
 	}
 	defer lf.Close()
-	c.log, c.stdout, c.stderr = lf, teeWriter{c.stdout, lf}, teeWriter{c.stderr, lf}
+	c.log, c.stdout, c.stderr = lf, rundir.Tee{Term: c.stdout, Log: lf}, rundir.Tee{Term: c.stderr, Log: lf}
 	start := time.Now()
 	res, err := run(experiment.Output{Dir: c.out, Log: c.stderr, Progress: c.progress == "log", Command: strings.Join(args, " "), Runs: runIO{}})
 	if err != nil {
@@ -124,7 +125,7 @@ func (c *expCmd) run(args []string, run func(experiment.Output) (experiment.Resu
 	fmt.Fprintf(c.stderr, "%s: done in %s\n", strings.TrimSpace("experiment "+c.name), time.Since(start).Round(time.Millisecond))
 	if err := lf.Close(); err != nil {
 		c.log = io.Discard
-		return c.fail(1, fmt.Errorf("writing %s: %w", runLogFile, err))
+		return c.fail(1, fmt.Errorf("writing %s: %w", rundir.LogFile, err))
 	}
 	return 0
 }
@@ -266,7 +267,7 @@ func runDPrivExperiment(name string, args []string, stdout, stderr io.Writer) in
 	var err error
 	if o.Nus, o.Ks, err = experiment.ParseGrid(nus, ks); err == nil {
 		if err = e.Check(o); err == nil {
-			err = checkOutDir(c.out, c.overwrite)
+			err = rundir.Check(c.out, c.overwrite)
 		}
 	}
 	if err != nil {
