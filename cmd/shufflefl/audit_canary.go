@@ -16,30 +16,8 @@ func init() {
 	auditCommands["one-run"] = runAuditCanary
 }
 
-const auditCanaryUsage = `Usage: shufflefl audit canary [--protocols LIST] [--canaries M] [flags]
-
-One-run audit with random canary clients (Steinke, Nasr and Jagielski 2023;
-Andrew et al.'s canary clients for FL). The first M clients are canaries:
-each gets a secret random sign direction and is included with probability
-1/2; an included canary's update is replaced (engine hook) by --scale times
-the largest update clipping lets through in its direction, in every round
-it takes part in; an excluded canary sends a zero update (a neighbour of the
-canary under replace-one and, with dp-central's fixed denominator, under
-add/remove). After the run each canary is scored by the cosine between
-its direction and the final model delta; the --guesses highest are guessed
-included and the --guesses lowest excluded. The number of correct guesses
-gives eps_lower at --confidence (Steinke et al.), compared with the run's
-cumulative central epsilon; Andrew et al.'s Gaussian-fit estimate is shown
-beside it (an estimate, not a bound). A canary that the protocol's
-clipping or sparsification would mostly erase is reported with a warning.
-
-Examples:
-  shufflefl audit canary --out out/canary
-  shufflefl audit canary --protocols nonprivate,dp-central --target-epsilon 8 --canaries 500 --clients 1000 --rounds 5
-`
-
 func runAuditCanary(args []string, stdout, stderr io.Writer) int {
-	c := newAuditCmd("canary", auditCanaryUsage, stdout, stderr)
+	c := newAuditCmd("canary", audit.CanaryHelp, stdout, stderr)
 	protos := c.fs.String("protocols", "nonprivate,dp-central,ldp-laplace,apes,ss-simple,ss-topk", "comma-separated protocols")
 	model := c.fs.String("model", "logreg", "model")
 	dataset := c.fs.String("dataset", "fashion-mnist-sample", "dataset")
@@ -66,7 +44,7 @@ func runAuditCanary(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return c.fail(err)
 	}
-	rep := audit.CanaryReport{Command: commandLine("canary", args)}
+	rep := audit.CanaryReport{Command: audit.CommandLine("canary", args)}
 	for _, p := range strings.Split(*protos, ",") {
 		cfg := runtime.DefaultConfig()
 		cfg.Protocol, cfg.Model, cfg.Dataset, cfg.Out = strings.TrimSpace(p), *model, *dataset, ""

@@ -15,29 +15,6 @@ import (
 
 func init() { auditCommands["inversion"] = runAuditInversion }
 
-const auditInversionUsage = `Usage: shufflefl audit inversion [--model logreg|mlp] [--protocols LIST] [--epsilons LIST] [--nus LIST] [flags]
-
-Gradient inversion of one client's report. Each target client holds one
-image and sends the model delta of one SGD step from the global model (the
-setting of DLG and of the group-privacy paper's Figure 5). Two attacks:
-the exact analytic reconstruction of the input of the first fully connected
-layer from its weight and bias gradients, and an optimisation attack (DLG /
-Inverting Gradients: match the observed update from a dummy input by cosine
-distance, label from the last bias gradient as in iDLG). Every protocol is
-attacked at every epsilon on what the attacker sees (LDP and whole-report
-shuffling: the client's own report; per-coordinate shuffling and dp-central:
-the released mean of a round of --clients clients), and the group-privacy
-per-layer Euclidean Laplace sanitizer at every noise multiplier nu.
-Quality: MSE, PSNR, SSIM (mean over --targets images).
-
-Writes inversion-protocols.png and inversion-nu.png (rows: truth, then one
-row per setting; columns: the analytic reconstructions, then DLG's).
-
-Examples:
-  shufflefl audit inversion --out out/inversion
-  shufflefl audit inversion --model mlp --protocols nonprivate,ldp-laplace --epsilons 10,1e6 --nus 0,0.001,0.1,1 --out out/inversion-mlp
-`
-
 func parseFloats(name, s string) ([]float64, error) {
 	var out []float64
 	for _, f := range strings.Split(s, ",") {
@@ -55,7 +32,7 @@ func parseFloats(name, s string) ([]float64, error) {
 }
 
 func runAuditInversion(args []string, stdout, stderr io.Writer) int {
-	c := newAuditCmd("inversion", auditInversionUsage, stdout, stderr)
+	c := newAuditCmd("inversion", audit.InversionHelp, stdout, stderr)
 	model := c.fs.String("model", "logreg", "model attacked: logreg or mlp (the analytic attack needs a fully connected layer on the input)")
 	dataset := c.fs.String("dataset", "fashion-mnist-sample", "image dataset")
 	dataDir := c.fs.String("data-dir", "", "directory of the data files")
@@ -117,7 +94,7 @@ func runAuditInversion(args []string, stdout, stderr io.Writer) int {
 	m.Init(rng.Stream(c.common.seed, rng.LabelInit), w)
 	cfg := audit.InversionConfig{Model: m, W: w, Data: split.Train, Targets: *targets, LR: *lr, Clip: *clip, Delta: 1e-5,
 		Clients: *clients, DLG: audit.DLGConfig{Steps: *steps, LR: *dlgLR}, Seed: c.common.seed}
-	rep := audit.InversionReport{Command: commandLine("inversion", args), Model: *model, Dataset: *dataset, Targets: *targets}
+	rep := audit.InversionReport{Command: audit.CommandLine("inversion", args), Model: *model, Dataset: *dataset, Targets: *targets}
 	images := map[string]func(io.Writer) error{}
 	for _, part := range []struct {
 		file string

@@ -10,28 +10,8 @@ import (
 
 func init() { auditCommands["mechanism"] = runAuditMechanism }
 
-const auditMechanismUsage = `Usage: shufflefl audit mechanism --mechanism NAME --epsilon E [--delta D] [--miscalibrate F] --trials T [flags]
-
-The distinguishing game of one local randomizer of package mechanism: T
-draws on each of two inputs at the mechanism's full sensitivity, the first
-half choosing a threshold test on the output, the second half measuring it;
-Clopper-Pearson bounds at --confidence give
-eps_lower = log((TPR_lo - delta)/FPR_hi). eps_lower above the claimed
-epsilon means the mechanism is NOT (epsilon, delta)-DP (exit status 0; the
-report says VIOLATION). --miscalibrate F builds the noise F times too small,
-a negative control the audit must catch. Trials run in parallel and stream
-into histograms: memory does not grow with T.
-
-Mechanisms: ` + "%s" + ` (or "all").
-
-Examples:
-  shufflefl audit mechanism --mechanism laplace --epsilon 1 --trials 1000000
-  shufflefl audit mechanism --mechanism gaussian --epsilon 1 --delta 1e-5 --miscalibrate 2 --trials 1000000 --json
-  shufflefl audit mechanism --mechanism all --epsilon 2 --trials 1000000 --out out/audit-mech
-`
-
 func runAuditMechanism(args []string, stdout, stderr io.Writer) int {
-	c := newAuditCmd("mechanism", fmt.Sprintf(auditMechanismUsage, strings.Join(audit.MechanismNames(), ", ")), stdout, stderr)
+	c := newAuditCmd("mechanism", fmt.Sprintf(audit.MechanismHelp, strings.Join(audit.MechanismNames(), ", ")), stdout, stderr)
 	name := c.fs.String("mechanism", "", "randomizer to audit (see above), or all")
 	eps := c.fs.Float64("epsilon", 0, "claimed epsilon of one release")
 	delta := c.fs.Float64("delta", 1e-5, "claimed delta (approximate mechanisms only)")
@@ -50,7 +30,7 @@ func runAuditMechanism(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := c.context()
 	defer stop()
-	rep := audit.MechanismReport{Command: commandLine("mechanism", args)}
+	rep := audit.MechanismReport{Command: audit.CommandLine("mechanism", args)}
 	for _, n := range names {
 		m, err := audit.MechanismFor(n, *eps, *delta, *mis)
 		if err != nil {

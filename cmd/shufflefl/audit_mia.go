@@ -12,26 +12,8 @@ import (
 
 func init() { auditCommands["mia"] = runAuditMIA }
 
-const auditMIAUsage = `Usage: shufflefl audit mia [--protocols LIST] [--epsilon E] [--target-epsilon E] [flags]
-
-Membership inference against the trained global model. For each protocol a
-model is trained with the engine on --clients x --samples-per-client
-members (a small set, so that a non-private model overfits); the same
-number of held-out test examples are the non-members. Attacks: the loss
-threshold (members have lower loss) and its per-example difficulty
-calibration (Watson et al. 2022: the loss minus the mean loss under
---references reference models trained the same way without the example).
-Reported: ROC AUC, TPR at 1% and 0.1% FPR (0.1% needs over 1,000
-non-members to be meaningful), and the largest AUC the run's claimed
-central epsilon allows.
-
-Examples:
-  shufflefl audit mia --out out/mia
-  shufflefl audit mia --protocols nonprivate,dp-central,ss-simple --epsilon 100 --target-epsilon 8 --rounds 40 --out out/mia
-`
-
 func runAuditMIA(args []string, stdout, stderr io.Writer) int {
-	c := newAuditCmd("mia", auditMIAUsage, stdout, stderr)
+	c := newAuditCmd("mia", audit.MIAHelp, stdout, stderr)
 	protos := c.fs.String("protocols", "nonprivate,dp-central,ldp-laplace,apes,ss-simple", "comma-separated protocols")
 	model := c.fs.String("model", "mlp", "model: logreg or mlp")
 	dataset := c.fs.String("dataset", "fashion-mnist-sample", "dataset (members from its training set, non-members from its test set)")
@@ -53,7 +35,7 @@ func runAuditMIA(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return c.fail(err)
 	}
-	rep := audit.MIAReport{Command: commandLine("mia", args), Model: *model, Dataset: *dataset}
+	rep := audit.MIAReport{Command: audit.CommandLine("mia", args), Model: *model, Dataset: *dataset}
 	for _, p := range strings.Split(*protos, ",") {
 		cfg := runtime.DefaultConfig()
 		cfg.Protocol, cfg.Dataset, cfg.Model = strings.TrimSpace(p), *dataset, *model

@@ -10,42 +10,8 @@ import (
 
 func init() { auditCommands["protocol"] = runAuditProtocol }
 
-const auditProtocolUsage = `Usage: shufflefl audit protocol --protocol NAME|all --epsilon E [flags]
-
-The distinguishing game through one whole round of a protocol: --clients
-clients with --dim-dimensional updates; client 0 holds -C·1 or +C·1 (the
-extreme neighbours of clipping to [-C, C]; dp-central: ±C/√d·1), every
-other client a fixed update. Each trial runs every client's Encode, the
-shuffler (padding, permutation) and the analyzer; the adversary scores what
-the analyzer sees (the estimate; without a shuffler, client 0's own report).
-eps_lower is compared with the round's central epsilon from the protocol's
-own accountant (Protocol.Account). --miscalibrate F encodes with F times the
-budget while claiming the budget (a negative control the audit must catch).
-
-With --protocol all a second table follows: the tight game, the same game
-at n = 2 clients and d = 1 coordinate (--tight-trials rounds per world; 0
-skips it), where client 0's whole budget sits on one value and one other
-client's noise blurs it: this is the game that catches a halved Laplace
-scale, which ten clients' noise hides. Several protocols' claims are exact
-there, and a 95% lower bound exceeds an exact claim 5% of the time, so the
-tight table is read at the joint confidence 1 - (1 - --confidence)/m over
-its m protocols (Bonferroni).
-
-Examples:
-  shufflefl audit protocol --protocol ldp-laplace --epsilon 2 --trials 20000
-  shufflefl audit protocol --protocol all --epsilon 2 --dim 2 --clients 10 --trials 20000 --out out/audit-protocols
-  shufflefl audit protocol --protocol dp-central --target-epsilon 4 --miscalibrate 2 --trials 20000
-  shufflefl audit protocol --engine --protocol dp-central --target-epsilon 2 --clients 10 --trials 4000
-
-With --engine the round is the engine's first round of a run on --dataset
-and --model (all --clients take part): the canary is one sampled client
-whose update is replaced through the engine's hooks, every trial rebuilds
-the engine with a fresh NoiseSalt (only the mechanisms' randomness changes),
-and the claim is the round's central epsilon from the engine's accountant.
-`
-
 func runAuditProtocol(args []string, stdout, stderr io.Writer) int {
-	c := newAuditCmd("protocol", auditProtocolUsage, stdout, stderr)
+	c := newAuditCmd("protocol", audit.ProtocolHelp, stdout, stderr)
 	name := c.fs.String("protocol", "", "protocol to audit, or all (every private protocol)")
 	eps := c.fs.Float64("epsilon", 2, "every client's local epsilon for its whole update (user level)")
 	target := c.fs.Float64("target-epsilon", 4, "dp-central: the central epsilon its noise is calibrated to")
@@ -89,6 +55,6 @@ func runAuditProtocol(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return c.fail(err)
 	}
-	rep.Command = commandLine("protocol", args)
+	rep.Command = audit.CommandLine("protocol", args)
 	return c.emit(rep.Markdown(), rep, nil)
 }

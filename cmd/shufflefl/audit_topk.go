@@ -10,23 +10,8 @@ import (
 
 func init() { auditCommands["topk"] = runAuditTopk }
 
-const auditTopkUsage = `Usage: shufflefl audit topk [--k K] [--nu NU] [flags]
-
-What the SS-Topk shuffler learns. The engine trains with protocol ss-topk;
-the shuffler sees each participant's l·k reported indexes (it needs them to
-shuffle per dimension) and guesses which k are the true top-k: uniformly at
-random (FLAME's adversary, expected success 1/l) and by popularity (the
-indexes reported most often so far). Success rates, with 95% intervals,
-are compared with nu·beta, FLAME Definition 3's cap on
-Pr[I_j = 1 | reported] for an adversary with the uniform prior beta = k/d.
-
-Examples:
-  shufflefl audit topk --out out/topk
-  shufflefl audit topk --k 157 --nu 2 --rounds 5 --model mlp
-`
-
 func runAuditTopk(args []string, stdout, stderr io.Writer) int {
-	c := newAuditCmd("topk", auditTopkUsage, stdout, stderr)
+	c := newAuditCmd("topk", audit.TopkHelp, stdout, stderr)
 	model := c.fs.String("model", "logreg", "model")
 	dataset := c.fs.String("dataset", "fashion-mnist-sample", "dataset")
 	dataDir := c.fs.String("data-dir", "", "directory of the data files")
@@ -47,7 +32,7 @@ func runAuditTopk(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return c.fail(err)
 	}
-	rep := audit.TopkReport{Command: commandLine("topk", args)}
+	rep := audit.TopkReport{Command: audit.CommandLine("topk", args)}
 	for _, nu := range nuList {
 		cfg := runtime.DefaultConfig()
 		cfg.Protocol, cfg.Model, cfg.Dataset, cfg.Out = "ss-topk", *model, *dataset, ""
