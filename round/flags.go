@@ -2,9 +2,12 @@ package round
 
 import (
 	"flag"
+	"fmt"
+	"io"
 	"strings"
 
 	"shufflefl/account"
+	"shufflefl/bound"
 	"shufflefl/data"
 	"shufflefl/fl"
 	"shufflefl/protocol"
@@ -48,4 +51,157 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.IntVar(&c.Workers, "workers", c.Workers, "worker goroutines for clients and evaluation; 0 means all cores")
 	fs.BoolVar(&c.Faithful, "faithful", c.Faithful, "materialise, pad and permute every report as a deployment does (memory n x d) instead of streaming them into the aggregate")
 	fs.StringVar(&c.Out, "out", c.Out, "output `directory`; it must be empty or absent unless --overwrite is given")
+}
+
+// The description of the protocols with their run defaults: `shufflefl
+// protocols [NAME]` and the end of 'shufflefl run --help'.
+
+// HelpWidth is the width the descriptions are wrapped to.
+const HelpWidth = 80
+
+// WriteProtocols writes every protocol's name, summary, paper, budgets
+// and option names (`shufflefl protocols`).
+func WriteProtocols(w io.Writer) {
+	fmt.Fprint(w, "Protocols of 'shufflefl run --protocol NAME'\n('shufflefl protocols NAME' explains a protocol's options):\n")
+	for _, name := range protocol.Names() {
+		info, err := protocol.Describe(name)
+		if err != nil { // cannot happen: name is registered
+			continue
+		}
+		opts := "none"
+		if len(info.Options) > 0 {
+			opts = strings.Join(info.OptionNames(), ", ")
+		}
+		fmt.Fprintf(w, "\n%s\n", name)
+		fmt.Fprint(w, wrapText(info.Summary, "    ", "    ", HelpWidth))
+		fmt.Fprint(w, wrapText(info.Paper, "    paper:   ", "             ", HelpWidth))
+		fmt.Fprint(w, wrapText(info.Budgets, "    budgets: ", "             ", HelpWidth))
+		fmt.Fprint(w, wrapText(opts, "    options: ", "             ", HelpWidth))
+	}
+}
+
+// WriteProtocol writes one protocol's description, budgets and options
+// (`shufflefl protocols NAME`).
+func WriteProtocol(w io.Writer, info protocol.Info) {
+	// The registry's summary is the longer description.
+	desc := protocol.Summary(info.Name)
+	if desc == "" {
+		desc = info.Summary
+	}
+	fmt.Fprintf(w, "%s\n", info.Name)
+	fmt.Fprint(w, wrapText(desc, "    ", "    ", HelpWidth))
+	fmt.Fprintln(w)
+	fmt.Fprint(w, wrapText(info.Paper, "Paper:   ", "         ", HelpWidth))
+	writeRunDefaults(w, info.Name)
+	writeOptions(w, info)
+}
+
+// writeRunDefaults writes the settings 'shufflefl run --protocol NAME' uses
+// when they are not given (DefaultsFor) and where they come from.
+func writeRunDefaults(w io.Writer, name string) {
+	d, ok := DefaultsFor(name)
+	if !ok || len(d.Settings) == 0 {
+		c := DefaultConfig()
+		base := fmt.Sprintf("--clients %d --rounds %d --local-epochs %d --lr %s --clip %s (the engine's base settings: this protocol has no defaults of its own)",
+			c.Clients, c.Rounds, c.LocalEpochs, bound.Figure(c.LR, -1), bound.Figure(c.Clip, -1))
+		fmt.Fprint(w, wrapText(base, "Run defaults: ", "    ", HelpWidth))
+		if ok && d.Why != "" {
+			fmt.Fprint(w, wrapText(d.Why, "    ", "    ", HelpWidth))
+		}
+		return
+	}
+	def := ""
+	if name == DefaultProtocol {
+		def = " (the protocol of 'shufflefl run' without --protocol)"
+	}
+	fmt.Fprintf(w, "Run defaults%s, for the settings not given:\n", def)
+	fmt.Fprint(w, wrapText(d.String(), "    ", "    ", HelpWidth))
+	for _, s := range d.Settings {
+		if len(s.Unless) > 0 {
+			unless := make([]string, len(s.Unless))
+			for i, k := range s.Unless {
+				unless[i] = FlagName(k)
+			}
+			fmt.Fprint(w, wrapText(fmt.Sprintf("(%s only when none of %s is given)", s.Flag(), strings.Join(unless, ", ")), "    ", "     ", HelpWidth))
+		}
+	}
+	fmt.Fprint(w, wrapText(d.Why, "    why: ", "         ", HelpWidth))
+}
+
+// DefaultOption returns the value a run gives option opt of protocol name
+// when it is not given, if the protocol's defaults (DefaultsFor) set it.
+func DefaultOption(name, opt string) (float64, bool) {
+	d, ok := DefaultsFor(name)
+	if !ok {
+		return 0, false
+	}
+	for _, s := range d.Settings {
+		if s.Key == "option "+opt {
+			return s.Value, true
+		}
+	}
+	return 0, false
+}
+
+// writeOptions writes a protocol's budgets and its options table:
+// every option's name, meaning, default and valid values.
+func writeOptions(w io.Writer, info protocol.Info) {
+	fmt.Fprint(w, wrapText(info.Budgets, "Budgets: ", "         ", HelpWidth))
+	if len(info.Options) == 0 {
+		fmt.Fprintf(w, "\nOptions: none (%s rejects every --option)\n", info.Name)
+		return
+	}
+	fmt.Fprintf(w, "\nOptions of %s (--option NAME=VALUE, repeatable):\n", info.Name)
+	for _, o := range info.Options {
+		fmt.Fprintf(w, "  %s\n", o.Name)
+		fmt.Fprint(w, wrapText(o.Meaning, "      ", "      ", HelpWidth))
+		def := o.Default
+		if v, ok := DefaultOption(info.Name, o.Name); ok {
+			def = fmt.Sprintf("%s in shufflefl run, experiment and bound (the run default above); %s for the protocol package used directly", bound.Figure(v, -1), o.Default)
+		}
+		fmt.Fprint(w, wrapText(def, "      default: ", "               ", HelpWidth))
+		fmt.Fprint(w, wrapText(o.Range, "      valid:   ", "               ", HelpWidth))
+	}
+}
+
+// WriteRunProtocolHelp writes the part of 'shufflefl run --help' after
+// the flags: with --protocol given before --help (protocolGiven), that
+// protocol's budgets, run defaults and options; otherwise where to find
+// them.
+func WriteRunProtocolHelp(w io.Writer, protocolGiven bool, name string) {
+	if !protocolGiven {
+		fmt.Fprint(w, "\nProtocol options (--option NAME=VALUE) are listed by 'shufflefl protocols NAME'\nand 'shufflefl run --protocol NAME --help'; 'shufflefl protocols' lists the\nprotocols.\n")
+		return
+	}
+	info, err := protocol.Describe(name)
+	if err != nil {
+		fmt.Fprintf(w, "\nProtocol %q: no such protocol (known: %s)\n", name, strings.Join(protocol.Names(), ", "))
+		return
+	}
+	fmt.Fprintf(w, "\nProtocol %s: %s\n", info.Name, info.Summary)
+	fmt.Fprint(w, wrapText(info.Paper, "Paper:   ", "         ", HelpWidth))
+	writeRunDefaults(w, info.Name)
+	writeOptions(w, info)
+}
+
+// wrapText word-wraps s to width columns: the first line starts with first,
+// the others with rest; every line ends with a newline. A word longer than
+// the width gets a line of its own.
+func wrapText(s, first, rest string, width int) string {
+	var b strings.Builder
+	line := first
+	empty := true
+	for _, word := range strings.Fields(s) {
+		if !empty && len(line)+1+len(word) > width {
+			b.WriteString(line + "\n")
+			line, empty = rest, true
+		}
+		if !empty {
+			line += " "
+		}
+		line += word
+		empty = false
+	}
+	b.WriteString(line + "\n")
+	return b.String()
 }

@@ -37,3 +37,22 @@ func TestRegisterFlags(t *testing.T) {
 		t.Errorf("parsed: rounds %d, protocol %q, secure-noise %v", c.Rounds, c.Protocol, c.SecureNoise)
 	}
 }
+
+// TestProtocolsWrapText: descriptions are word-wrapped with their prefixes.
+func TestProtocolsWrapText(t *testing.T) {
+	tests := []struct {
+		s, first, rest string
+		width          int
+		want           string
+	}{
+		{"", "  x: ", "     ", 20, "  x: \n"},
+		{"one two three", "", "", 80, "one two three\n"},
+		{"one two three four", "> ", "  ", 10, "> one two\n  three\n  four\n"},
+		{"averyveryverylongword b", "> ", "  ", 8, "> averyveryverylongword\n  b\n"},
+	}
+	for _, tt := range tests {
+		if got := wrapText(tt.s, tt.first, tt.rest, tt.width); got != tt.want {
+			t.Errorf("wrapText(%q, %q, %q, %d) = %q, want %q", tt.s, tt.first, tt.rest, tt.width, got, tt.want)
+		}
+	}
+}

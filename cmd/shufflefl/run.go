@@ -11,6 +11,7 @@ import (
 
 	"shufflefl/checks"
 	"shufflefl/protocol"
+	"shufflefl/round"
 	"shufflefl/rundir"
 	"shufflefl/runtime"
 )
@@ -214,7 +215,7 @@ func printRunHelp(stdout io.Writer, parsed *flag.FlagSet, protocolName string) {
 	fs := newRunFlags(&d, &ex, stdout)
 	fmt.Fprint(stdout, runUsage)
 	printFlagGroups(stdout, fs, runFlagGroups)
-	writeRunProtocolHelp(stdout, given["protocol"], protocolName)
+	round.WriteRunProtocolHelp(stdout, given["protocol"], protocolName)
 	fmt.Fprint(stdout, runExamples)
 }
 
