@@ -3,6 +3,7 @@ package deploy
 import (
 	"context"
 	"crypto/ed25519"
+	"flag"
 	"log"
 	"net"
 	"time"
@@ -35,6 +36,23 @@ type ServiceOptions struct {
 	MinReports   int
 	// Log receives the role's log lines.
 	Log *log.Logger
+}
+
+// RegisterFlags binds the options to the flags of fs named by their YAML
+// keys (`shufflefl analyzer|shuffler|client`'s flags, besides run's),
+// whose defaults are the current values.
+func (o *ServiceOptions) RegisterFlags(fs *flag.FlagSet) {
+	fs.StringVar(&o.Certs, "certs", o.Certs, "`directory` written by 'shufflefl certs'")
+	fs.StringVar(&o.Listen, "listen", o.Listen, "`address` to serve on (analyzer: for the shuffler; shuffler: for clients)")
+	fs.StringVar(&o.ControlListen, "control-listen", o.ControlListen, "shuffler: `address` to serve the analyzer on (mutual TLS)")
+	fs.StringVar(&o.Control, "shuffler-control", o.Control, "analyzer: the shuffler's control `address`")
+	fs.StringVar(&o.Analyzer, "analyzer", o.Analyzer, "shuffler: the analyzer's `address`")
+	fs.StringVar(&o.Shuffler, "shuffler", o.Shuffler, "client: the shuffler's `address`")
+	fs.StringVar(&o.DB, "db", o.DB, "SQLite `file` of the role's state (created if absent; resumed if present)")
+	fs.StringVar(&o.ID, "id", o.ID, "client: its `id` (client-NNNNNN, as 'shufflefl certs' names it)")
+	fs.StringVar(&o.RunID, "run-id", o.RunID, "the run's `id`, bound into every sealed message (all roles must agree)")
+	fs.DurationVar(&o.RoundTimeout, "round-timeout", o.RoundTimeout, "analyzer, deploy-local: time clients have to report in a round")
+	fs.IntVar(&o.MinReports, "min-reports", o.MinReports, "analyzer, deploy-local: minimum reports for a round to be released (below it the round is void)")
 }
 
 // LoadSetup loads cfg's dataset and builds the run's Setup.
@@ -213,3 +231,38 @@ func WriteLocalPKI(dir string, clients int) (*Credentials, error) {
 	}
 	return LoadAllCredentials(dir, clients)
 }
+
+// Help is the help of the deployment commands (`shufflefl deploy-local`,
+// analyzer, shuffler and client) before their flags.
+const Help = `Usage:
+  shufflefl deploy-local --clients N --rounds T --protocol P --out DIR [--seed S] [run flags]
+  shufflefl analyzer --certs DIR --listen ADDR --shuffler-control ADDR --db FILE [run flags]
+  shufflefl shuffler --certs DIR --listen ADDR --control-listen ADDR --analyzer ADDR --db FILE [run flags]
+  shufflefl client   --certs DIR --id client-NNNNNN --shuffler ADDR --db FILE [run flags]
+
+The roles of a deployment as network services (package deploy): clients talk
+only to the shuffler (TLS, signed requests); the shuffler and the analyzer talk
+over mutual TLS; every value is sealed to the analyzer with HPKE; the analyzer,
+the shuffler and each client keep their state in SQLite (--db) and resume it
+after a crash. Every role takes the run's settings (the flags of 'shufflefl
+run', or --config with their names as keys) and must be given the same ones.
+--certs is a directory written by 'shufflefl certs'. Addresses must be on
+127.0.0.1 or [::1] unless --allow-remote is given.
+
+deploy-local makes a development PKI in DIR/pki, starts the analyzer, the
+shuffler and N clients on 127.0.0.1 in this process (real gRPC over TLS),
+shows the rounds as they finish, and writes the outputs of 'shufflefl run'
+(metrics.jsonl, summary.json, config.yaml, model.json, plots, run.log) to DIR;
+the roles' databases are in DIR/state.
+
+Deployments draw every noise with the floating-point-safe samplers and every
+random number from crypto/rand. --seed (deploy-local only) is a TEST MODE: the
+clients' training and noise, the shuffler's padding and the analyzer's
+randomness then come from the simulation's streams for that seed, so the run
+reproduces 'shufflefl run --seed S --secure-noise --faithful' — and anyone who
+knows the seed can strip every client's noise. Never use --seed with real data.
+
+Exit status: 0 success, 2 bad arguments, 1 failure.
+
+Deployment flags:
+`

@@ -14,35 +14,6 @@ import (
 	"shufflefl/seal"
 )
 
-const certsUsage = `Usage: shufflefl certs --out DIR --clients N [flags]
-
-Makes the credentials of a local deployment (development only: the CA key is
-written next to the certificates it signs):
-
-  ca.crt, ca.key                 a development CA (ECDSA P-256)
-  shuffler.crt, shuffler.key     the shuffler's TLS certificate and key
-  analyzer.crt, analyzer.key     the analyzer's TLS certificate and key
-                                 (both for --hosts; mutual TLS between them)
-  analyzer-hpke.key, .pub        the analyzer's HPKE key pair: clients and the
-                                 shuffler seal values to the public key
-  clients/client-NNNNNN.key      each client's Ed25519 request-signing key
-  clients.json                   the registry of the clients' public keys,
-                                 read by the shuffler
-
-Private keys (*.key) are written with mode 0600. A non-empty --out is refused
-unless --overwrite is given, which replaces these files (and any old client
-keys) and keeps everything else.
-
-Exit status: 0 success, 2 bad arguments or a used --out, 1 internal failure.
-docs/DEPLOYMENT.md explains the design and the costs.
-
-Examples:
-  shufflefl certs --out creds --clients 1000
-  shufflefl certs --out creds --clients 50 --hosts localhost,10.0.0.5 --suite xwing --overwrite
-
-Flags:
-`
-
 // certsOpts are the flags of `shufflefl certs`.
 type certsOpts struct {
 	pki.DevOptions
@@ -98,7 +69,7 @@ func parseCertsFlags(args []string, stdout io.Writer) (*certsOpts, error) {
 	fs.BoolVar(&o.overwrite, "overwrite", false, "replace the credentials in a used --out directory")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprint(stdout, certsUsage)
+			fmt.Fprint(stdout, pki.DevHelp)
 			printFlags(stdout, fs)
 			return nil, err
 		}
