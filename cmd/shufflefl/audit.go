@@ -125,6 +125,16 @@ func (c *auditCmd) context() (context.Context, func()) {
 	return signal.NotifyContext(context.Background(), os.Interrupt)
 }
 
+// study returns the settings the studies share: the seed, the workers, and
+// stderr for their lines and warnings unless --quiet.
+func (c *auditCmd) study() audit.Common {
+	s := audit.Common{Seed: c.common.seed, Workers: c.common.workers, Warn: c.warn}
+	if !c.common.quiet {
+		s.Log = c.stderr
+	}
+	return s
+}
+
 // progress returns a throttled progress printer for stderr (nil when
 // --quiet).
 func (c *auditCmd) progress(what string) func(done, total int64) {

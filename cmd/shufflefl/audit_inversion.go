@@ -2,7 +2,6 @@ package main
 
 import (
 	"io"
-	"strconv"
 	"strings"
 
 	"shufflefl/audit"
@@ -14,22 +13,6 @@ import (
 )
 
 func init() { auditCommands["inversion"] = runAuditInversion }
-
-func parseFloats(name, s string) ([]float64, error) {
-	var out []float64
-	for _, f := range strings.Split(s, ",") {
-		f = strings.TrimSpace(f)
-		if f == "" {
-			continue
-		}
-		v, err := strconv.ParseFloat(f, 64)
-		if err != nil {
-			return nil, checks.Invalidf("%s: %q is not a number", name, f)
-		}
-		out = append(out, v)
-	}
-	return out, nil
-}
 
 func runAuditInversion(args []string, stdout, stderr io.Writer) int {
 	c := newAuditCmd("inversion", audit.InversionHelp, stdout, stderr)
@@ -62,11 +45,11 @@ func runAuditInversion(args []string, stdout, stderr io.Writer) int {
 	if _, err := audit.InputLayer(m); err != nil {
 		return c.fail(err)
 	}
-	epss, err := parseFloats("--epsilons", *epsList)
+	epss, err := audit.ParseFloats("--epsilons", *epsList)
 	if err != nil {
 		return c.fail(err)
 	}
-	nus, err := parseFloats("--nus", *nuList)
+	nus, err := audit.ParseFloats("--nus", *nuList)
 	if err != nil {
 		return c.fail(err)
 	}

@@ -1,0 +1,230 @@
+package audit
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+
+	"shufflefl/checks"
+	"shufflefl/data"
+	"shufflefl/runtime"
+)
+
+// The studies that train models with the engine, one per protocol or
+// setting, as `shufflefl audit mia|canary|topk` run them: their options,
+// bound to the subcommands' flags by RegisterFlags, and the loop that makes
+// the report.
+
+// Common are the settings every study shares.
+type Common struct {
+	Seed    uint64
+	Workers int
+	// Log receives a line as each training starts (nil: none).
+	Log io.Writer
+	// Warn reports a result's warning (nil: none).
+	Warn func(format string, a ...any)
+}
+
+// TrainOptions are the engine settings of a study's training runs.
+type TrainOptions struct {
+	Protocols string // comma-separated protocols, one run each
+	Model     string
+	Dataset   string
+	DataDir   string
+	Clients   int
+	PerRound  int
+	Samples   int // examples per client
+	Rounds    int
+	Epochs    int
+	LR, Clip  float64
+	Epsilon   float64 // every client's local epsilon per round (user level)
+	Target    float64 // dp-central: central epsilon of the whole run
+	Delta     float64
+}
+
+// config is the engine's configuration of the run of protocol p.
+func (o TrainOptions) config(p string, c Common) runtime.Config {
+	cfg := runtime.DefaultConfig()
+	cfg.Protocol, cfg.Dataset, cfg.Model, cfg.Out = strings.TrimSpace(p), o.Dataset, o.Model, ""
+	cfg.Clients, cfg.ClientsPerRound, cfg.SamplesPerClient, cfg.Rounds, cfg.LocalEpochs = o.Clients, o.PerRound, o.Samples, o.Rounds, o.Epochs
+	cfg.LR, cfg.Clip, cfg.Epsilon, cfg.Delta, cfg.Seed, cfg.Workers = o.LR, o.Clip, o.Epsilon, o.Delta, c.Seed, c.Workers
+	if AddRemove(cfg.Protocol) {
+		cfg.TargetEpsilon = o.Target
+	}
+	if cfg.Protocol == "ldp-min" {
+		cfg.Options = map[string]float64{"min-epsilon": o.Epsilon}
+	}
+	return cfg
+}
+
+// load loads the study's dataset.
+func (o TrainOptions) load(c Common) (data.Split, error) {
+	return data.Load(o.Dataset, data.Options{DataDir: o.DataDir, Seed: c.Seed})
+}
+
+// MIAOptions are the settings of `shufflefl audit mia`.
+type MIAOptions struct {
+	TrainOptions
+	References int // reference models of the calibrated attack
+}
+
+// RegisterFlags binds o to the flags of `shufflefl audit mia`.
+func (o *MIAOptions) RegisterFlags(fs *flag.FlagSet) {
+	fs.StringVar(&o.Protocols, "protocols", "nonprivate,dp-central,ldp-laplace,apes,ss-simple", "comma-separated protocols")
+	fs.StringVar(&o.Model, "model", "mlp", "model: logreg or mlp")
+	fs.StringVar(&o.Dataset, "dataset", "fashion-mnist-sample", "dataset (members from its training set, non-members from its test set)")
+	fs.StringVar(&o.DataDir, "data-dir", "", "directory of the data files")
+	fs.IntVar(&o.Clients, "clients", 20, "clients (all take part in every round)")
+	fs.IntVar(&o.Samples, "samples-per-client", 10, "examples per client")
+	fs.IntVar(&o.Rounds, "rounds", 40, "rounds")
+	fs.IntVar(&o.Epochs, "local-epochs", 5, "local epochs")
+	fs.Float64Var(&o.LR, "lr", 0.1, "client learning rate")
+	fs.Float64Var(&o.Clip, "clip", 0.1, "clipping bound C")
+	fs.Float64Var(&o.Epsilon, "epsilon", 1, "every client's local epsilon per round (user level)")
+	fs.Float64Var(&o.Target, "target-epsilon", 8, "dp-central: central epsilon of the whole run")
+	fs.Float64Var(&o.Delta, "delta", 1e-5, "central delta of the run")
+	fs.IntVar(&o.References, "references", 2, "reference models for the calibrated attack")
+}
+
+// Study runs MembershipInference for every protocol.
+func (o MIAOptions) Study(command string, c Common) (MIAReport, error) {
+	rep := MIAReport{Command: command, Model: o.Model, Dataset: o.Dataset}
+	split, err := o.load(c)
+	if err != nil {
+		return rep, err
+	}
+	for _, p := range strings.Split(o.Protocols, ",") {
+		cfg := o.config(p, c)
+		if c.Log != nil {
+			fmt.Fprintf(c.Log, "shufflefl audit mia: training %s (%d rounds, %d reference models)\n", cfg.Protocol, cfg.Rounds, o.References)
+		}
+		res, err := MembershipInference(MIAConfig{Train: cfg, Pool: split, References: o.References})
+		if err != nil {
+			return rep, fmt.Errorf("%s: %w", cfg.Protocol, err)
+		}
+		rep.Results = append(rep.Results, res)
+	}
+	return rep, nil
+}
+
+// CanaryOptions are the settings of `shufflefl audit canary`.
+type CanaryOptions struct {
+	TrainOptions
+	Canaries   int     // canary clients M
+	Guesses    int     // guesses on each side (0: M/4)
+	Scale      float64 // canary size relative to the clip bound
+	Confidence float64
+}
+
+// RegisterFlags binds o to the flags of `shufflefl audit canary`.
+func (o *CanaryOptions) RegisterFlags(fs *flag.FlagSet) {
+	fs.StringVar(&o.Protocols, "protocols", "nonprivate,dp-central,ldp-laplace,apes,ss-simple,ss-topk", "comma-separated protocols")
+	fs.StringVar(&o.Model, "model", "logreg", "model")
+	fs.StringVar(&o.Dataset, "dataset", "fashion-mnist-sample", "dataset")
+	fs.StringVar(&o.DataDir, "data-dir", "", "directory of the data files")
+	fs.IntVar(&o.Clients, "clients", 200, "clients (population)")
+	fs.IntVar(&o.PerRound, "clients-per-round", 0, "clients per round (0: all)")
+	fs.IntVar(&o.Samples, "samples-per-client", 10, "examples per client")
+	fs.IntVar(&o.Rounds, "rounds", 2, "rounds")
+	fs.Float64Var(&o.Epsilon, "epsilon", 1, "every client's local epsilon per round (user level)")
+	fs.Float64Var(&o.Target, "target-epsilon", 8, "dp-central: central epsilon of the whole run")
+	fs.Float64Var(&o.Delta, "delta", 1e-5, "central delta of the run")
+	fs.Float64Var(&o.Clip, "clip", 0.1, "clipping bound C")
+	fs.IntVar(&o.Canaries, "canaries", 100, "canary clients M")
+	fs.IntVar(&o.Guesses, "guesses", 0, "guesses on each side (0: M/4)")
+	fs.Float64Var(&o.Scale, "scale", 1, "canary size relative to the clip bound")
+	fs.Float64Var(&o.Confidence, "confidence", 0.95, "confidence of the lower bound")
+}
+
+// Study runs OneRun for every protocol.
+func (o CanaryOptions) Study(command string, c Common) (CanaryReport, error) {
+	rep := CanaryReport{Command: command}
+	if o.Canaries > o.Clients {
+		return rep, checks.Invalidf("%d canaries exceed the %d clients: raise --clients or lower --canaries", o.Canaries, o.Clients)
+	}
+	split, err := o.load(c)
+	if err != nil {
+		return rep, err
+	}
+	o.LR, o.Epochs = runtime.DefaultConfig().LR, 1
+	for _, p := range strings.Split(o.Protocols, ",") {
+		cfg := o.config(p, c)
+		if c.Log != nil {
+			fmt.Fprintf(c.Log, "shufflefl audit canary: training %s with %d canaries (%d rounds)\n", cfg.Protocol, o.Canaries, cfg.Rounds)
+		}
+		res, err := OneRun(OneRunConfig{Train: cfg, Split: split, Canaries: o.Canaries, Guesses: o.Guesses, Scale: o.Scale, Confidence: o.Confidence})
+		if err != nil {
+			return rep, fmt.Errorf("%s: %w", cfg.Protocol, err)
+		}
+		if res.Warning != "" && c.Warn != nil {
+			c.Warn("%s: %s", cfg.Protocol, res.Warning)
+		}
+		rep.Results = append(rep.Results, res)
+	}
+	return rep, nil
+}
+
+// TopkOptions are the settings of `shufflefl audit topk`.
+type TopkOptions struct {
+	TrainOptions
+	K   int    // top-k coordinates per report
+	Nus string // comma-separated nu-index privacy targets, one run each
+}
+
+// RegisterFlags binds o to the flags of `shufflefl audit topk`.
+func (o *TopkOptions) RegisterFlags(fs *flag.FlagSet) {
+	fs.StringVar(&o.Model, "model", "logreg", "model")
+	fs.StringVar(&o.Dataset, "dataset", "fashion-mnist-sample", "dataset")
+	fs.StringVar(&o.DataDir, "data-dir", "", "directory of the data files")
+	fs.IntVar(&o.Clients, "clients", 100, "clients")
+	fs.IntVar(&o.PerRound, "clients-per-round", 50, "clients per round")
+	fs.IntVar(&o.Rounds, "rounds", 5, "rounds")
+	fs.Float64Var(&o.Epsilon, "epsilon", 10, "local epsilon per round (user level)")
+	fs.IntVar(&o.K, "k", 50, "top-k coordinates per report")
+	fs.StringVar(&o.Nus, "nu", "1.5,4,16", "comma-separated nu-index privacy targets (one run each)")
+}
+
+// Study runs TopkShuffler at every nu.
+func (o TopkOptions) Study(command string, c Common) (TopkReport, error) {
+	rep := TopkReport{Command: command}
+	split, err := o.load(c)
+	if err != nil {
+		return rep, err
+	}
+	nus, err := ParseFloats("--nu", o.Nus)
+	if err != nil {
+		return rep, err
+	}
+	d := runtime.DefaultConfig()
+	o.Samples, o.Epochs, o.LR, o.Clip, o.Delta = d.SamplesPerClient, 1, d.LR, d.Clip, d.Delta
+	for _, nu := range nus {
+		cfg := o.config("ss-topk", c)
+		cfg.Options = map[string]float64{"k": float64(o.K), "nu": nu}
+		res, err := TopkShuffler(cfg, split)
+		if err != nil {
+			return rep, err
+		}
+		rep.Results = append(rep.Results, res)
+	}
+	return rep, nil
+}
+
+// ParseFloats parses the comma-separated numbers s of flag name; empty
+// items are skipped.
+func ParseFloats(name, s string) ([]float64, error) {
+	var out []float64
+	for _, f := range strings.Split(s, ",") {
+		f = strings.TrimSpace(f)
+		if f == "" {
+			continue
+		}
+		v, err := strconv.ParseFloat(f, 64)
+		if err != nil {
+			return nil, checks.Invalidf("%s: %q is not a number", name, f)
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
