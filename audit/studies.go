@@ -9,6 +9,9 @@ import (
 
 	"shufflefl/checks"
 	"shufflefl/data"
+	"shufflefl/fl"
+	"shufflefl/protocol"
+	"shufflefl/rng"
 	"shufflefl/runtime"
 )
 
@@ -227,4 +230,109 @@ func ParseFloats(name, s string) ([]float64, error) {
 		out = append(out, v)
 	}
 	return out, nil
+}
+
+// InversionOptions are the settings of `shufflefl audit inversion`.
+type InversionOptions struct {
+	Model, Dataset, DataDir string
+	Protocols               string // comma-separated protocols, or all
+	Epsilons, Nus           string // comma-separated user-level epsilons and noise multipliers
+	Targets, Clients        int
+	LR, Clip                float64
+	DLG                     DLGConfig
+}
+
+// RegisterFlags binds o to the flags of `shufflefl audit inversion`.
+func (o *InversionOptions) RegisterFlags(fs *flag.FlagSet) {
+	fs.StringVar(&o.Model, "model", "logreg", "model attacked: logreg or mlp (the analytic attack needs a fully connected layer on the input)")
+	fs.StringVar(&o.Dataset, "dataset", "fashion-mnist-sample", "image dataset")
+	fs.StringVar(&o.DataDir, "data-dir", "", "directory of the data files")
+	fs.StringVar(&o.Protocols, "protocols", "all", "comma-separated protocols, or all")
+	fs.StringVar(&o.Epsilons, "epsilons", "1,100,10000", "comma-separated user-level epsilons (dp-central: central)")
+	fs.StringVar(&o.Nus, "nus", "0,0.001,0.01,0.1,1,10", "comma-separated noise multipliers of the per-layer sanitizer")
+	fs.IntVar(&o.Targets, "targets", 4, "images attacked")
+	fs.IntVar(&o.Clients, "clients", 10, "clients of a round when the attacker sees only the round's mean")
+	fs.Float64Var(&o.LR, "lr", 0.1, "client SGD step size")
+	fs.Float64Var(&o.Clip, "clip", 0.1, "protocols' clipping bound C")
+	fs.IntVar(&o.DLG.Steps, "dlg-steps", 200, "Adam steps of the optimisation attack")
+	fs.Float64Var(&o.DLG.LR, "dlg-lr", 0.05, "Adam step size of the optimisation attack (the mlp does better with 0.01 and 1000 steps)")
+}
+
+// settings are the releases attacked: every protocol at every epsilon
+// (nonprivate once), and the sanitizer at every nu.
+func (o InversionOptions) settings() (protos, sanitized []Setting, err error) {
+	epss, err := ParseFloats("--epsilons", o.Epsilons)
+	if err != nil {
+		return nil, nil, err
+	}
+	nus, err := ParseFloats("--nus", o.Nus)
+	if err != nil {
+		return nil, nil, err
+	}
+	names := strings.Split(o.Protocols, ",")
+	if o.Protocols == "all" {
+		names = protocol.Names()
+	}
+	for _, n := range names {
+		if n == "nonprivate" {
+			protos = append(protos, Setting{Protocol: n})
+			continue
+		}
+		for _, e := range epss {
+			protos = append(protos, Setting{Protocol: n, Epsilon: e})
+		}
+	}
+	for _, nu := range nus {
+		if nu < 0 {
+			return nil, nil, checks.Invalidf("--nus: nu = %v must be >= 0", nu)
+		}
+		sanitized = append(sanitized, Setting{Nu: nu})
+	}
+	return protos, sanitized, nil
+}
+
+// Study attacks every setting (InversionStudy) from a model initialised
+// with the seed, and returns the report with its image grids (file name
+// -> PNG writer): inversion-protocols.png and inversion-nu.png.
+func (o InversionOptions) Study(command string, c Common) (InversionReport, map[string]func(io.Writer) error, error) {
+	rep := InversionReport{Command: command, Model: o.Model, Dataset: o.Dataset, Targets: o.Targets}
+	if o.DLG.Steps < 1 || !(o.DLG.LR > 0) {
+		return rep, nil, checks.Invalidf("--dlg-steps must be >= 1 and --dlg-lr > 0, got %d and %v", o.DLG.Steps, o.DLG.LR)
+	}
+	split, err := data.Load(o.Dataset, data.Options{DataDir: o.DataDir})
+	if err != nil {
+		return rep, nil, err
+	}
+	m, err := fl.NewModel(o.Model, split.Train.Features, max(2, split.Train.Classes))
+	if err != nil {
+		return rep, nil, err
+	}
+	if _, err := InputLayer(m); err != nil {
+		return rep, nil, err
+	}
+	psets, nsets, err := o.settings()
+	if err != nil {
+		return rep, nil, err
+	}
+	w := make([]float64, m.Dim())
+	m.Init(rng.Stream(c.Seed, rng.LabelInit), w)
+	cfg := InversionConfig{Model: m, W: w, Data: split.Train, Targets: o.Targets, LR: o.LR, Clip: o.Clip, Delta: 1e-5,
+		Clients: o.Clients, DLG: o.DLG, Seed: c.Seed}
+	images := map[string]func(io.Writer) error{}
+	for _, part := range []struct {
+		file string
+		sets []Setting
+	}{{"inversion-protocols.png", psets}, {"inversion-nu.png", nsets}} {
+		if len(part.sets) == 0 {
+			continue
+		}
+		cfg.Settings = part.sets
+		rows, err := InversionStudy(cfg)
+		if err != nil {
+			return rep, nil, err
+		}
+		rep.Rows = append(rep.Rows, rows...)
+		images[part.file] = InversionGrid(rows, split.Train, o.Targets)
+	}
+	return rep, images, nil
 }
