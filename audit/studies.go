@@ -336,3 +336,30 @@ func (o InversionOptions) Study(command string, c Common) (InversionReport, map[
 	}
 	return rep, images, nil
 }
+
+// RegisterFlags binds c to the flags of `shufflefl audit protocol`; the
+// values of the repeatable --option (NAME=VALUE) are collected in the list
+// returned, for runtime.ParseOptions.
+func (c *ProtocolAuditConfig) RegisterFlags(fs *flag.FlagSet) *[]string {
+	fs.StringVar(&c.Protocol, "protocol", "", "protocol to audit, or all (every private protocol)")
+	fs.Float64Var(&c.Epsilon, "epsilon", 2, "every client's local epsilon for its whole update (user level)")
+	fs.Float64Var(&c.TargetEpsilon, "target-epsilon", 4, "dp-central: the central epsilon its noise is calibrated to")
+	fs.Float64Var(&c.Delta, "delta", 1e-5, "target central delta")
+	fs.Float64Var(&c.Clip, "clip", 1, "clipping bound C")
+	fs.IntVar(&c.Dim, "dim", 2, "model dimension of the game")
+	fs.IntVar(&c.Clients, "clients", 10, "clients in the round")
+	fs.Float64Var(&c.Miscalibrate, "miscalibrate", 1, "encode with this many times the budget, claim the budget (negative control)")
+	fs.Int64Var(&c.Trials, "trials", 20000, "trials (rounds) per world")
+	fs.Int64Var(&c.TightTrials, "tight-trials", 40000, "with --protocol all: trials per world of the tight game (n = 2, d = 1); 0 skips it")
+	fs.Float64Var(&c.Confidence, "confidence", 0.95, "confidence of the lower bound")
+	fs.BoolVar(&c.Engine, "engine", false, "play the game through the engine (real data, sampling, training; a fresh NoiseSalt per trial) on --dataset/--model instead of the protocol API")
+	fs.StringVar(&c.Dataset, "dataset", "fashion-mnist-sample", "--engine: dataset")
+	fs.StringVar(&c.Model, "model", "logreg", "--engine: model")
+	fs.IntVar(&c.SamplesPerClient, "samples-per-client", 10, "--engine: examples per client")
+	var opts []string
+	fs.Func("option", "protocol option NAME=VALUE (repeatable; see shufflefl protocols NAME)", func(s string) error {
+		opts = append(opts, s)
+		return nil
+	})
+	return &opts
+}
