@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"io"
@@ -28,6 +29,8 @@ type Common struct {
 	Log io.Writer
 	// Warn reports a result's warning (nil: none).
 	Warn func(format string, a ...any)
+	// Progress returns a progress reporter for a game (nil: none).
+	Progress func(what string) func(done, total int64)
 }
 
 // TrainOptions are the engine settings of a study's training runs.
@@ -362,4 +365,76 @@ func (c *ProtocolAuditConfig) RegisterFlags(fs *flag.FlagSet) *[]string {
 		return nil
 	})
 	return &opts
+}
+
+// MechanismOptions are the settings of `shufflefl audit mechanism`.
+type MechanismOptions struct {
+	Mechanism    string // a name of MechanismNames, or all
+	Epsilon      float64
+	Delta        float64 // approximate mechanisms only
+	Miscalibrate float64 // noise this many times too small (negative control; 1: correct)
+	Trials       int64   // draws per input
+	Confidence   float64
+}
+
+// RegisterFlags binds o to the flags of `shufflefl audit mechanism`.
+func (o *MechanismOptions) RegisterFlags(fs *flag.FlagSet) {
+	fs.StringVar(&o.Mechanism, "mechanism", "", "randomizer to audit (see above), or all")
+	fs.Float64Var(&o.Epsilon, "epsilon", 0, "claimed epsilon of one release")
+	fs.Float64Var(&o.Delta, "delta", 1e-5, "claimed delta (approximate mechanisms only)")
+	fs.Float64Var(&o.Miscalibrate, "miscalibrate", 1, "make the noise this many times too small (negative control)")
+	fs.Int64Var(&o.Trials, "trials", 1_000_000, "draws per input (half choose the test, half measure it)")
+	fs.Float64Var(&o.Confidence, "confidence", 0.95, "confidence of the lower bound")
+}
+
+// Study plays MechanismGame for the mechanism, or every one.
+func (o MechanismOptions) Study(ctx context.Context, command string, c Common) (MechanismReport, error) {
+	rep := MechanismReport{Command: command}
+	if o.Mechanism == "" {
+		return rep, checks.Invalidf("--mechanism is required")
+	}
+	names := []string{o.Mechanism}
+	if o.Mechanism == "all" {
+		names = MechanismNames()
+	}
+	for _, n := range names {
+		m, err := MechanismFor(n, o.Epsilon, o.Delta, o.Miscalibrate)
+		if err != nil {
+			return rep, err
+		}
+		g := GameConfig{Trials: o.Trials, Confidence: o.Confidence, Seed: c.Seed, Workers: c.Workers}
+		if c.Progress != nil {
+			g.Progress = c.Progress(n + " trials")
+		}
+		res, err := MechanismGame(ctx, m, o.Miscalibrate, g)
+		if err != nil {
+			return rep, err
+		}
+		rep.Results = append(rep.Results, res)
+	}
+	return rep, nil
+}
+
+// AccountantStudy checks the statements of the finished run in dir
+// (ReadRun, CheckAccountant) and makes the report.
+func AccountantStudy(dir, command string) (AccountantReport, error) {
+	rep := AccountantReport{Command: command, Run: dir}
+	if dir == "" {
+		return rep, checks.Invalidf("--run is required")
+	}
+	facts, err := ReadRun(dir)
+	if err != nil {
+		return rep, err
+	}
+	cs, why, err := CheckAccountant(facts)
+	if err != nil {
+		return rep, err
+	}
+	rep.Protocol, rep.Dim, rep.Clients, rep.Rounds, rep.Checks, rep.NotChecked = facts.Protocol, facts.Dim, facts.Clients, len(facts.Rounds), cs, why
+	for _, ch := range cs {
+		if ch.Violation {
+			rep.Violations++
+		}
+	}
+	return rep, nil
 }

@@ -130,7 +130,7 @@ func (c *auditCmd) context() (context.Context, func()) {
 func (c *auditCmd) study() audit.Common {
 	s := audit.Common{Seed: c.common.seed, Workers: c.common.workers, Warn: c.warn}
 	if !c.common.quiet {
-		s.Log = c.stderr
+		s.Log, s.Progress = c.stderr, c.progress
 	}
 	return s
 }

@@ -20,28 +20,14 @@ func runAuditAccountant(args []string, stdout, stderr io.Writer) int {
 	if code, ok := c.parse(args); !ok {
 		return code
 	}
-	if *dir == "" {
-		return c.fail(errMissing("--run"))
-	}
-	facts, err := audit.ReadRun(*dir)
+	rep, err := audit.AccountantStudy(*dir, audit.CommandLine("accountant", args))
 	if err != nil {
 		return c.fail(err)
-	}
-	cs, why, err := audit.CheckAccountant(facts)
-	if err != nil {
-		return c.fail(err)
-	}
-	rep := audit.AccountantReport{Command: audit.CommandLine("accountant", args), Run: *dir, Protocol: facts.Protocol, Dim: facts.Dim,
-		Clients: facts.Clients, Rounds: len(facts.Rounds), Checks: cs, NotChecked: why}
-	for _, ch := range cs {
-		if ch.Violation {
-			rep.Violations++
-		}
 	}
 	if code := c.emit(rep.Markdown(), rep, nil); code != 0 {
 		return code
 	}
-	for _, ch := range cs {
+	for _, ch := range rep.Checks {
 		if ch.Error != "" {
 			c.warn("after round %d: %s not computed: %s", ch.Round, ch.Bound, ch.Error)
 		}
@@ -49,7 +35,7 @@ func runAuditAccountant(args []string, stdout, stderr io.Writer) int {
 	if rep.Violations == 0 {
 		return 0
 	}
-	for _, ch := range cs {
+	for _, ch := range rep.Checks {
 		if ch.Violation {
 			fmt.Fprintf(stderr, "shufflefl audit accountant: VIOLATION: after round %d the run states epsilon %s at delta %s, below the lower bound %s (%s)\n",
 				ch.Round, bound.Figure(ch.Claimed, 6), bound.Figure(ch.Delta, 3), bound.Figure(ch.Lower, 6), ch.Bound)

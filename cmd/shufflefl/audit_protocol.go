@@ -4,6 +4,7 @@ import (
 	"io"
 
 	"shufflefl/audit"
+	"shufflefl/checks"
 	"shufflefl/data"
 	"shufflefl/runtime"
 )
@@ -18,7 +19,7 @@ func runAuditProtocol(args []string, stdout, stderr io.Writer) int {
 		return code
 	}
 	if cfg.Protocol == "" {
-		return c.fail(errMissing("--protocol"))
+		return c.fail(checks.Invalidf("--protocol is required"))
 	}
 	var err error
 	if cfg.Options, err = runtime.ParseOptions(*opts); err != nil {
