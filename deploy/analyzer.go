@@ -200,7 +200,7 @@ func (a *Analyzer) Stats() seal.Stats {
 // Accountant returns the run's accountant (nil for non-private protocols).
 func (a *Analyzer) Accountant() *account.Accountant { return a.acct }
 
-// announcement builds round t's announcement.
+// announcement builds round t's announcement; the caller holds a.mu.
 func (a *Analyzer) announcement(t int64, deadline time.Time) (*wire.RoundAnnouncement, error) {
 	models, err := announcedModels(a.an.Models())
 	if err != nil {
@@ -251,10 +251,12 @@ func (a *Analyzer) Run(ctx context.Context) (round.Summary, error) {
 			a.pending = t
 			a.mu.Unlock()
 		}
+		// The models are read under the lock: a batch saved before a
+		// restart may be released while the round is re-announced.
 		a.mu.Lock()
 		a.announced = time.Now()
-		a.mu.Unlock()
 		ann, err := a.announcement(t, time.Now().Add(a.cfg.RoundTimeout))
+		a.mu.Unlock()
 		if err != nil {
 			return a.summary(start), err
 		}

@@ -13,6 +13,7 @@ import (
 
 	"google.golang.org/grpc"
 
+	"shufflefl/longtest"
 	"shufflefl/round"
 	"shufflefl/store"
 	"shufflefl/wire"
@@ -83,9 +84,7 @@ func startClusteredChild(t *testing.T, dir, analyzer, control string, clients, r
 // with the engine's k models, every round released once, and every
 // client's d-privacy ledger charged n/nu once per round.
 func TestClusteredAnalyzerCrash(t *testing.T) {
-	if testing.Short() {
-		t.Skip("re-executes the test binary; skipped with -short")
-	}
+	longtest.Skip(t) // re-executes the test binary
 	const clients, rounds = 20, 3
 	dir := t.TempDir()
 	writeDevCerts(t, filepath.Join(dir, "pki"), clients)

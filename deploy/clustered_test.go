@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"shufflefl/checks"
+	"shufflefl/longtest"
 	"shufflefl/round"
 	"shufflefl/seal"
 	"shufflefl/wire"
@@ -60,9 +61,7 @@ func modelsDiff(t *testing.T, got, want, init [][]float64) (worst float64, moved
 // power-of-two grid (mechanism.SanitizeOptions.Secure), so the cluster
 // sums are exact in any order.
 func TestLocalClusteredEqualsSimulation(t *testing.T) {
-	if testing.Short() {
-		t.Skip("50 clients × 3 rounds of d = 7,850 per protocol; skipped with -short")
-	}
+	longtest.Skip(t) // 50 clients × 3 rounds of d = 7,850 per protocol
 	for _, tc := range []struct {
 		name  string
 		proto string

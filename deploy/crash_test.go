@@ -17,6 +17,7 @@ import (
 
 	"google.golang.org/grpc"
 
+	"shufflefl/longtest"
 	"shufflefl/pki"
 	"shufflefl/seal"
 	"shufflefl/store"
@@ -234,9 +235,7 @@ func kill(t *testing.T, cmd *exec.Cmd) {
 // once, and every client's ledger charged for every round it reported in
 // (never below what was released).
 func TestCrashRestart(t *testing.T) {
-	if testing.Short() {
-		t.Skip("re-executes the test binary; skipped with -short")
-	}
+	longtest.Skip(t) // re-executes the test binary
 	for _, victim := range []string{"analyzer", "shuffler"} {
 		t.Run(victim, func(t *testing.T) { crashRun(t, victim) })
 	}

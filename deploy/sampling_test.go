@@ -10,6 +10,7 @@ import (
 	"google.golang.org/grpc/codes"
 
 	"shufflefl/checks"
+	"shufflefl/longtest"
 	"shufflefl/protocol"
 	"shufflefl/rng"
 	"shufflefl/round"
@@ -66,8 +67,8 @@ func TestLocalSampledEqualsSimulation(t *testing.T) {
 		{"apes personalized sampled", "apes", 60, 20, "uniform2", 20, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if testing.Short() && tc.name == "apes personalized" {
-				t.Skip("short: the sampled personalized case covers it")
+			if !longtest.Enabled() && tc.name == "apes personalized" {
+				t.Skip("without the long tests, the sampled personalized case covers it")
 			}
 			cfg := testConfig(tc.proto, tc.clients, 3)
 			cfg.ClientsPerRound, cfg.EpsDist, cfg.EpsScale = tc.per, tc.epsDist, tc.epsScale

@@ -4,6 +4,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+
+	"shufflefl/longtest"
 )
 
 // cnnParams counts the parameters of Table 5's network with square k×k
@@ -147,7 +149,7 @@ func TestCNNGradientFiniteDifferences(t *testing.T) {
 func TestCNNFastMatchesReference(t *testing.T) {
 	withKernels(t, func(t *testing.T) {
 		for _, tc := range []struct{ side, classes, n int }{{6, 2, 5}, {9, 4, 7}, {12, 10, 20}, {28, 10, 3}} {
-			if tc.side == 28 && testing.Short() {
+			if tc.side == 28 && !longtest.Enabled() {
 				continue
 			}
 			ex := synth(5, 30, tc.side*tc.side, tc.classes)

@@ -9,6 +9,7 @@ import (
 
 	"shufflefl/account"
 	"shufflefl/amplify"
+	"shufflefl/longtest"
 	"shufflefl/mechanism"
 	"shufflefl/rng"
 )
@@ -486,9 +487,7 @@ func TestAPESAnalyzerRejects(t *testing.T) {
 // EoN for the largest, public, budget (amplify.EoNWorstCase), which is
 // above the hidden-budget figure.
 func TestAPESTable3Accounting(t *testing.T) {
-	if testing.Short() {
-		t.Skip("n = 10,000 accounting")
-	}
+	longtest.Skip(t) // n = 10,000 accounting
 	const n, d = 10000, 7850
 	eps := apesEpsilons(t, "uniform2", n, 1)
 	budgets := apesBudgets(t, "uniform2", n, d, 1)
@@ -804,9 +803,7 @@ func mustNewB(b *testing.B, name string, p Params) Protocol {
 // the exact Eq. (1) calibrations agree to 1e-6·C over the whole range of
 // averages, far below the estimate's noise (about 1e-2·C at this n).
 func TestAPESBinnedCalibration(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds an exact calibrator over 10,000 distinct epsilons")
-	}
+	longtest.Skip(t) // an exact calibrator over 10,000 distinct epsilons
 	const clip = 0.1
 	eps := apesEpsilons(t, "uniform2", 10000, 1)
 	exact, err := mechanism.NewClipLaplaceCalibrator(eps, 2*clip, clip)

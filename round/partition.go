@@ -107,8 +107,8 @@ func rotateForGroups(split data.Split, shards [][]int, groups []int, k int) (fl.
 // ChooseHypothesis is a clustered-FL client's private choice: the model
 // with the lowest loss on its shard (ties to the lowest index; model 0 when
 // there is one model or the shard is empty), computed with the model's
-// evaluation kernels on a copy of the shard in sub (scratch, reused). A
-// NaN or +Inf loss is never chosen (ifca.ChooseHypothesis, the one rule).
+// evaluation kernels on a copy of the shard in sub (scratch, reused); the
+// argmin is ifca.ChooseHypothesis's (a NaN or +Inf loss is never chosen).
 // Simulation and deployment clients both choose with it.
 func ChooseHypothesis(model fl.Model, models [][]float64, train fl.Examples, shard []int, sub *fl.Examples) (int, error) {
 	if len(models) == 1 || len(shard) == 0 {

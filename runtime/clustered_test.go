@@ -8,6 +8,7 @@ import (
 
 	"shufflefl/checks"
 	"shufflefl/fl"
+	"shufflefl/longtest"
 	"shufflefl/round"
 )
 
@@ -26,9 +27,7 @@ func clusteredConfig() Config {
 // TestClusteredLearnsGroups: on two rotation groups, two hypotheses beat
 // the one-model ablation, and each specialises on one group.
 func TestClusteredLearnsGroups(t *testing.T) {
-	if testing.Short() {
-		t.Skip("trains 24 rounds; the race-detector run (-short) skips it")
-	}
+	longtest.Skip(t) // trains 24 rounds
 	split := loadSample(t)
 	cfg := clusteredConfig()
 	two := runAll(t, cfg, split)
@@ -257,9 +256,7 @@ func TestClusterAccuracy(t *testing.T) {
 // hypothesis (cluster accuracy near 1/2). It fails if the noise were far
 // smaller than ν·||δ_c|| (no collapse) or far larger (no flat part).
 func TestDPrivacyNoiseKnee(t *testing.T) {
-	if testing.Short() {
-		t.Skip("trains 30 rounds; the race-detector run (-short) skips it")
-	}
+	longtest.Skip(t) // trains 30 rounds
 	split := loadSample(t)
 	last := func(nu float64) RoundResult {
 		cfg := clusteredConfig()

@@ -7,6 +7,7 @@ import (
 
 	"shufflefl/data"
 
+	"shufflefl/longtest"
 	"shufflefl/protocol"
 )
 
@@ -37,8 +38,8 @@ var privateProtocols = []struct {
 func TestTargetEpsilonEveryProtocol(t *testing.T) {
 	split := loadSample(t)
 	for _, tc := range privateProtocols {
-		if testing.Short() && tc.name != "ldp-laplace" && tc.name != "ss-simple" && tc.name != "apes" && tc.name != "dp-central" {
-			continue // the race-detector run in CI covers one protocol per accounting path
+		if !longtest.Enabled() && tc.name != "ldp-laplace" && tc.name != "ss-simple" && tc.name != "apes" && tc.name != "dp-central" {
+			continue // without the long tests, one protocol per accounting path
 		}
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := smallConfig()

@@ -34,6 +34,8 @@ type (
 	ValidationSummary = round.ValidationSummary
 	// Plan is round.Plan.
 	Plan = round.Plan
+	// Partition is round.Partition.
+	Partition = round.Partition
 )
 
 // DefaultProtocol is round.DefaultProtocol.
@@ -60,4 +62,10 @@ var (
 	Budgets = round.Budgets
 	// CentralTarget is round.CentralTarget.
 	CentralTarget = round.CentralTarget
+	// PartitionData is round.PartitionData.
+	PartitionData = round.PartitionData
+	// ChooseHypothesis is round.ChooseHypothesis.
+	ChooseHypothesis = round.ChooseHypothesis
+	// SampleFixed is round.SampleFixed.
+	SampleFixed = round.SampleFixed
 )

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"math"
 	"testing"
+
+	"shufflefl/longtest"
 )
 
 // runResumed runs cfg for its rounds but stops after `after` rounds,
@@ -164,8 +166,8 @@ func TestExtendedResumeWithinPlan(t *testing.T) {
 		{"apes", 2000, nil},
 	} {
 		t.Run(tc.proto, func(t *testing.T) {
-			if testing.Short() && tc.proto != "ldp-gaussian" && tc.proto != "ss-simple" {
-				t.Skip("the short run covers one pure and one approximate local randomizer")
+			if !longtest.Enabled() && tc.proto != "ldp-gaussian" && tc.proto != "ss-simple" {
+				t.Skip("without the long tests: one pure and one approximate local randomizer")
 			}
 			cfg := smallConfig()
 			cfg.Protocol, cfg.Epsilon, cfg.Options = tc.proto, tc.epsilon, tc.options

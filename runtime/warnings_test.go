@@ -4,6 +4,8 @@ import (
 	"math"
 	"strings"
 	"testing"
+
+	"shufflefl/longtest"
 )
 
 // TestWarnings: each warning fires on the setting it describes and on no
@@ -76,7 +78,7 @@ func TestNoiseWarningPredictsChance(t *testing.T) {
 		{"ldp-laplace", 10000, false},
 		{"e-apes", 100, false},
 	} {
-		if testing.Short() && tc.proto != "ss-simple" {
+		if !longtest.Enabled() && tc.proto != "ss-simple" {
 			continue
 		}
 		cfg := smallConfig()

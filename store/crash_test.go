@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"shufflefl/account"
+	"shufflefl/longtest"
 )
 
 // The crash test re-executes the test binary as a child (TestCrashChild with
@@ -411,9 +412,9 @@ func TestCrashDetectsEarlyAck(t *testing.T) {
 }
 
 func TestCrashRecovery(t *testing.T) {
-	iters := 8
-	if testing.Short() {
-		iters = 3
+	iters := 3
+	if longtest.Enabled() {
+		iters = 8
 	}
 	if s := os.Getenv(crashItersEnv); s != "" {
 		n, err := strconv.Atoi(s)
