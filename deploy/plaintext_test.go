@@ -89,9 +89,9 @@ func TestShufflerSeesNoPlaintext(t *testing.T) {
 	split := testSplit(t, cfg)
 	var mu sync.Mutex
 	var vals []float64
-	sim := cfg
-	sim.Faithful = true
-	eng, err := runtime.New(sim, split, nil)
+	simCfg := cfg
+	simCfg.Faithful = true
+	eng, err := runtime.New(simCfg, split, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
