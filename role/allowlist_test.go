@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"shufflefl/protocol"
+	"github.com/shufflefl/shufflefl/protocol"
 )
 
 // batchFields is the allow-list of what a shuffled batch may carry to the

@@ -14,9 +14,9 @@ import (
 	"sync"
 	"time"
 
-	"shufflefl/audit"
-	"shufflefl/checks"
-	"shufflefl/rundir"
+	"github.com/shufflefl/shufflefl/checks"
+	"github.com/shufflefl/shufflefl/driver/rundir"
+	"github.com/shufflefl/shufflefl/research/audit"
 )
 
 // auditCommands maps a subcommand to its implementation.

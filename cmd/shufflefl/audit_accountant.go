@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"io"
 
-	"shufflefl/audit"
-	"shufflefl/bound"
+	"github.com/shufflefl/shufflefl/research/audit"
+	"github.com/shufflefl/shufflefl/research/bound"
 )
 
 func init() { auditCommands["accountant"] = runAuditAccountant }

@@ -3,7 +3,7 @@ package main
 import (
 	"io"
 
-	"shufflefl/audit"
+	"github.com/shufflefl/shufflefl/research/audit"
 )
 
 func init() { auditCommands["inversion"] = runAuditInversion }

@@ -5,7 +5,7 @@ import (
 	"io"
 	"strings"
 
-	"shufflefl/audit"
+	"github.com/shufflefl/shufflefl/research/audit"
 )
 
 func init() { auditCommands["mechanism"] = runAuditMechanism }

@@ -3,10 +3,10 @@ package main
 import (
 	"io"
 
-	"shufflefl/audit"
-	"shufflefl/checks"
-	"shufflefl/data"
-	"shufflefl/runtime"
+	"github.com/shufflefl/shufflefl/checks"
+	"github.com/shufflefl/shufflefl/driver/sim"
+	"github.com/shufflefl/shufflefl/learning/data"
+	"github.com/shufflefl/shufflefl/research/audit"
 )
 
 func init() { auditCommands["protocol"] = runAuditProtocol }
@@ -22,7 +22,7 @@ func runAuditProtocol(args []string, stdout, stderr io.Writer) int {
 		return c.fail(checks.Invalidf("--protocol is required"))
 	}
 	var err error
-	if cfg.Options, err = runtime.ParseOptions(*opts); err != nil {
+	if cfg.Options, err = sim.ParseOptions(*opts); err != nil {
 		return c.fail(err)
 	}
 	ctx, stop := c.context()

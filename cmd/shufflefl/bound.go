@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"io"
 
-	"shufflefl/bound"
-	"shufflefl/checks"
+	"github.com/shufflefl/shufflefl/checks"
+	"github.com/shufflefl/shufflefl/research/bound"
 )
 
 // runBound implements `shufflefl bound SUBCOMMAND [flags]`. It returns the

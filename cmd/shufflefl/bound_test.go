@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"shufflefl/account"
-	"shufflefl/bound"
+	"github.com/shufflefl/shufflefl/privacy/account"
+	"github.com/shufflefl/shufflefl/research/bound"
 )
 
 func runB(args ...string) (int, string, string) {

@@ -8,10 +8,10 @@ import (
 	"strings"
 	"time"
 
-	"shufflefl/checks"
-	"shufflefl/pki"
-	"shufflefl/rundir"
-	"shufflefl/seal"
+	"github.com/shufflefl/shufflefl/checks"
+	"github.com/shufflefl/shufflefl/driver/rundir"
+	"github.com/shufflefl/shufflefl/transport/pki"
+	"github.com/shufflefl/shufflefl/transport/seal"
 )
 
 // certsOpts are the flags of `shufflefl certs`.

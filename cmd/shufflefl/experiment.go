@@ -10,10 +10,10 @@ import (
 	"strings"
 	"time"
 
-	"shufflefl/data"
-	"shufflefl/experiment"
-	"shufflefl/rundir"
-	"shufflefl/runtime"
+	"github.com/shufflefl/shufflefl/driver/rundir"
+	"github.com/shufflefl/shufflefl/driver/sim"
+	"github.com/shufflefl/shufflefl/learning/data"
+	"github.com/shufflefl/shufflefl/research/experiment"
 )
 
 // `shufflefl experiment`: flags and printing; package experiment runs the
@@ -55,7 +55,7 @@ func (c *expCmd) fail(code int, err error) int {
 	msg := strings.TrimSpace("shufflefl experiment "+c.name) + ": " + oneLine(err) + "\n"
 	fmt.Fprint(c.stderr, msg)
 	fmt.Fprint(c.log, msg)
-	if runtime.IsUsageError(err) {
+	if sim.IsUsageError(err) {
 		return 2
 	}
 	return code

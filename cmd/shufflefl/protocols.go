@@ -5,8 +5,8 @@ import (
 	"io"
 	"strings"
 
-	"shufflefl/protocol"
-	"shufflefl/round"
+	"github.com/shufflefl/shufflefl/driver/round"
+	"github.com/shufflefl/shufflefl/protocol"
 )
 
 const protocolsUsage = `Usage: shufflefl protocols [NAME]

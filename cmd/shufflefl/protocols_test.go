@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"shufflefl/protocol"
-	"shufflefl/round"
+	"github.com/shufflefl/shufflefl/driver/round"
+	"github.com/shufflefl/shufflefl/protocol"
 )
 
 // flat joins the words of s with single spaces, so that a wrapped text can

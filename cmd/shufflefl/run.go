@@ -9,15 +9,15 @@ import (
 	"runtime/pprof"
 	"strings"
 
-	"shufflefl/checks"
-	"shufflefl/protocol"
-	"shufflefl/round"
-	"shufflefl/rundir"
-	"shufflefl/runtime"
+	"github.com/shufflefl/shufflefl/checks"
+	"github.com/shufflefl/shufflefl/driver/round"
+	"github.com/shufflefl/shufflefl/driver/rundir"
+	"github.com/shufflefl/shufflefl/driver/sim"
+	"github.com/shufflefl/shufflefl/protocol"
 )
 
 // runExtras are the settings of `shufflefl run` that are not fields of
-// runtime.Config: they steer the command, not the simulation.
+// sim.Config: they steer the command, not the simulation.
 type runExtras struct {
 	config     string
 	options    []string
@@ -30,7 +30,7 @@ type runExtras struct {
 
 // newRunFlags binds every setting of cfg and ex to a flag set whose defaults
 // are their current values (the progress mode defaults to auto).
-func newRunFlags(cfg *runtime.Config, ex *runExtras, stdout io.Writer) *flag.FlagSet {
+func newRunFlags(cfg *sim.Config, ex *runExtras, stdout io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	fs.SetOutput(io.Discard) // errors are reported on one line by the caller
 	fs.Usage = func() { printRunHelp(stdout, fs, cfg.Protocol) }
@@ -69,15 +69,15 @@ func protocolList() string {
 // resolveRunConfig computes the settings from defaults, --config and flags,
 // and checks them (runtime's checks and checkRunConfig's). On --help it
 // prints the help to stdout and returns flag.ErrHelp.
-func resolveRunConfig(args []string, stdout io.Writer) (runtime.Config, runExtras, error) {
+func resolveRunConfig(args []string, stdout io.Writer) (sim.Config, runExtras, error) {
 	return resolveConfigFor("run", args, stdout)
 }
 
 // resolveConfigFor is resolveRunConfig for command cmd (run or a
 // deployment role), whose --help an unknown flag points to.
-func resolveConfigFor(cmd string, args []string, stdout io.Writer) (runtime.Config, runExtras, error) {
+func resolveConfigFor(cmd string, args []string, stdout io.Writer) (sim.Config, runExtras, error) {
 	// First pass: find --config and --protocol (and reject bad flags early).
-	scratch := runtime.RunDefaults()
+	scratch := sim.RunDefaults()
 	var ex runExtras
 	fs := newRunFlags(&scratch, &ex, io.Discard)
 	fs.Usage = func() {}
@@ -91,8 +91,8 @@ func resolveConfigFor(cmd string, args []string, stdout io.Writer) (runtime.Conf
 	if fs.NArg() > 0 {
 		return scratch, ex, checks.Invalidf("unexpected argument %q (flags start with --)", fs.Arg(0))
 	}
-	cfg := runtime.DefaultConfig()
-	cfg.Protocol = runtime.DefaultProtocol
+	cfg := sim.DefaultConfig()
+	cfg.Protocol = sim.DefaultProtocol
 	var fromFile runExtras
 	var fileKeys map[string]bool
 	if ex.config != "" {
@@ -113,7 +113,7 @@ func resolveConfigFor(cmd string, args []string, stdout io.Writer) (runtime.Conf
 	opts = append(opts, ex2.options...)
 	flagOpts := map[string]float64{}
 	if len(opts) > 0 {
-		parsed, err := runtime.ParseOptions(opts)
+		parsed, err := sim.ParseOptions(opts)
 		if err != nil {
 			return cfg, ex2, err
 		}
@@ -123,7 +123,7 @@ func resolveConfigFor(cmd string, args []string, stdout io.Writer) (runtime.Conf
 		for k, v := range parsed {
 			cfg.Options[k] = v
 		}
-		if flagOpts, err = runtime.ParseOptions(ex2.options); err != nil {
+		if flagOpts, err = sim.ParseOptions(ex2.options); err != nil {
 			return cfg, ex2, err
 		}
 	}
@@ -138,7 +138,7 @@ func resolveConfigFor(cmd string, args []string, stdout io.Writer) (runtime.Conf
 		}
 		return flags[key] || fileKeys[key]
 	}
-	if err := runtime.ApplyDefaults(&cfg, given); err != nil {
+	if err := sim.ApplyDefaults(&cfg, given); err != nil {
 		return cfg, ex2, err
 	}
 	switch ex2.progress {
@@ -153,11 +153,11 @@ func resolveConfigFor(cmd string, args []string, stdout io.Writer) (runtime.Conf
 // the protocol given before --help (DefaultProtocol's without one), then
 // that protocol's options.
 func printRunHelp(stdout io.Writer, parsed *flag.FlagSet, protocolName string) {
-	d := runtime.DefaultConfig()
+	d := sim.DefaultConfig()
 	d.Protocol = protocolName
 	given := flagSet(parsed)
-	if err := runtime.ApplyDefaults(&d, func(k string) bool { return given[k] }); err != nil {
-		d = runtime.RunDefaults()
+	if err := sim.ApplyDefaults(&d, func(k string) bool { return given[k] }); err != nil {
+		d = sim.RunDefaults()
 	}
 	var ex runExtras
 	fs := newRunFlags(&d, &ex, stdout)
@@ -206,7 +206,7 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 	switch {
 	case errors.Is(err, rundir.ErrInterrupted):
 		code = 130
-	case runtime.IsUsageError(err):
+	case sim.IsUsageError(err):
 		code = 2
 	case err != nil:
 		code = 1
