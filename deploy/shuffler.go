@@ -430,8 +430,8 @@ func (s *Shuffler) Announce(_ context.Context, req *wire.AnnounceRequest) (*wire
 
 // Register implements wire.ShufflerServer: a client whose key is in the
 // registry proves it holds it.
-func (s *Shuffler) Register(_ context.Context, req *wire.RegisterRequest) (*wire.RegisterResponse, error) {
-	id, err := verify(s.ver, s.now(), wire.Shuffler_Register_FullMethodName, 0, req)
+func (s *Shuffler) Register(ctx context.Context, req *wire.RegisterRequest) (*wire.RegisterResponse, error) {
+	id, err := verify(ctx, s.ver, s.now(), wire.Shuffler_Register_FullMethodName, 0, req)
 	if err != nil {
 		return nil, s.reject(err)
 	}
@@ -473,8 +473,8 @@ func (s *Shuffler) Register(_ context.Context, req *wire.RegisterRequest) (*wire
 }
 
 // Heartbeat implements wire.ShufflerServer.
-func (s *Shuffler) Heartbeat(_ context.Context, req *wire.HeartbeatRequest) (*wire.HeartbeatResponse, error) {
-	id, err := verify(s.ver, s.now(), wire.Shuffler_Heartbeat_FullMethodName, 0, req)
+func (s *Shuffler) Heartbeat(ctx context.Context, req *wire.HeartbeatRequest) (*wire.HeartbeatResponse, error) {
+	id, err := verify(ctx, s.ver, s.now(), wire.Shuffler_Heartbeat_FullMethodName, 0, req)
 	if err != nil {
 		return nil, s.reject(err)
 	}
@@ -508,7 +508,7 @@ func (s *Shuffler) Alive() int {
 // the sample of the open round is told so (REASON_NOT_SAMPLED with the
 // round), so that it waits for the next round, or stops after the last.
 func (s *Shuffler) PullTask(ctx context.Context, req *wire.PullTaskRequest) (*wire.PullTaskResponse, error) {
-	id, err := verify(s.ver, s.now(), wire.Shuffler_PullTask_FullMethodName, 0, req)
+	id, err := verify(ctx, s.ver, s.now(), wire.Shuffler_PullTask_FullMethodName, 0, req)
 	if err != nil {
 		return nil, s.reject(err)
 	}
@@ -573,7 +573,7 @@ func (s *Shuffler) parse(t int64, ms []*wire.SealedMessage) ([]role.Message[[]by
 // An identical retry is acknowledged again with duplicate set.
 func (s *Shuffler) SubmitReport(ctx context.Context, req *wire.SubmitReportRequest) (*wire.SubmitReportResponse, error) {
 	t := req.Round
-	id, err := verify(s.ver, s.now(), wire.Shuffler_SubmitReport_FullMethodName, t, req)
+	id, err := verify(ctx, s.ver, s.now(), wire.Shuffler_SubmitReport_FullMethodName, t, req)
 	if err != nil {
 		return nil, s.reject(err)
 	}
