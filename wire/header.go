@@ -16,7 +16,7 @@ import (
 // AuthHeader is the gRPC metadata key of a client request's signed header:
 // pki.SignedRequest.MarshalBinary of the request's SignedRequest (method,
 // client id, round, timestamp, nonce, the SHA-256 of the body and the
-// signature; about 200 bytes). It travels in the HTTP/2 HEADERS frame, so
+// signature; 131 bytes plus the method and the id). It travels in the HTTP/2 HEADERS frame, so
 // a server can check it (CheckHeader) before it reads a byte of the body.
 // DialOptions' interceptor attaches it to every signed request.
 const AuthHeader = "shufflefl-auth-bin"
