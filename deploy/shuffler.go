@@ -146,6 +146,8 @@ type Shuffler struct {
 	// roundChanged is closed (and replaced) when a round is installed:
 	// it wakes the pulls held by PullTask.
 	roundChanged chan struct{}
+	// pruned is when report metadata was last pruned (Unix ns; metadata.go).
+	pruned atomic.Int64
 }
 
 // NewShuffler starts a shuffler service, resuming the open round of its
@@ -478,6 +480,7 @@ func (s *Shuffler) Heartbeat(ctx context.Context, req *wire.HeartbeatRequest) (*
 	if err != nil {
 		return nil, s.reject(err)
 	}
+	s.maybePrune()
 	s.mu.Lock()
 	s.registered[id] = s.now()
 	cur := int64(-1)
