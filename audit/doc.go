@@ -19,6 +19,7 @@
 // (Facts, from its files) against exact lower bounds.
 //
 // Each subcommand's result is a report (MechanismReport, ProtocolReport,
-// ...) that marshals to JSON and renders as markdown (Markdown); the CLI
-// writes the files.
+// ...) that marshals to JSON and renders as markdown (Markdown);
+// WriteReport writes its files. Each subcommand's help (MechanismHelp, ...)
+// is here too.
 package audit

@@ -9,7 +9,9 @@
 // command's parameters; Compute validates them and returns a Result: the
 // bound with its method's name and whether it is an approximation, the
 // comparison rows, the named figures behind it (Extra, e.g. the
-// count-statistic lower bound of flame-double) and lines to print. Every
+// count-statistic lower bound of flame-double) and lines to print, which
+// Result.WriteText and WriteJSON format as `shufflefl bound` prints them
+// (Help and Examples are the command's help). Every
 // figure is a proven upper bound unless its Bound is marked Approximation
 // (E-APES, FLAME's published theorems, the legacy Bennett code). The
 // computations are those of packages amplify and account; errors name a

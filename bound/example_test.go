@@ -3,6 +3,7 @@ package bound_test
 import (
 	"flag"
 	"fmt"
+	"os"
 
 	"shufflefl/bound"
 )
@@ -64,4 +65,24 @@ func ExampleDefaults() {
 func ExampleFigure() {
 	fmt.Println(bound.Figure(23549.7, 4), bound.Figure(1e-5, 3))
 	// Output: 23550 1e-05
+}
+
+// WriteText prints a result as `shufflefl bound` does; WriteJSON writes it
+// as one JSON object.
+func ExampleResult_WriteText() {
+	p, _ := bound.Defaults("compose")
+	p.Eps0, p.Rounds, p.DeltaPrime, p.Composition = 0.5, 100, 1e-6, "basic"
+	p.Given = map[string]bool{"composition": true}
+	r, err := bound.Compute("compose", &p)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	if err := r.WriteText(os.Stdout); err != nil {
+		fmt.Println(err)
+	}
+	// Output:
+	// compose-basic: epsilon = 50, delta = 0
+	//   (100 rounds, basic composition)
+	//   composition = basic
 }

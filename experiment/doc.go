@@ -21,7 +21,8 @@
 //     is checked against the engine round for round (ifcaref's
 //     engine_test.go).
 //
-// Engine runs are checked and written through Runs, which the command
-// implements with `shufflefl run`'s own code, so that every run of an
-// experiment is one `shufflefl run` could make.
+// Engine runs are checked and written through Runs; DirRuns implements it
+// with `shufflefl run`'s own code (package rundir), so that every run of an
+// experiment is one `shufflefl run` could make. The options bind to the
+// command's flags (RegisterFlags, EngineFlags).
 package experiment

@@ -27,6 +27,13 @@
 // Time is injected: the Verifier is pure logic, with no clock, network or
 // disk of its own.
 //
+// # Development PKI
+//
+// DevFiles makes every credential of a local deployment in memory (CA,
+// both roles' certificates, the analyzer's HPKE key, the client keys and
+// their registry) and WriteDev writes them, secrets with mode 0600: what
+// `shufflefl certs` does (DevHelp).
+//
 // Keys come from crypto/rand; nonces from the caller's *rand.Rand
 // (rng.NewCrypto in a deployment).
 package pki

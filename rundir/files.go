@@ -120,11 +120,16 @@ type Model struct {
 // WriteModel saves the global model.
 func WriteModel(eng *runtime.Engine, cfg runtime.Config, features, classes int) error {
 	w := eng.Weights()
-	b, err := json.Marshal(Model{Model: cfg.Model, Dataset: cfg.Dataset, Features: features, Classes: classes, Dim: len(w), Round: eng.Round(), Weights: w})
+	return WriteModelFile(cfg.Out, Model{Model: cfg.Model, Dataset: cfg.Dataset, Features: features, Classes: classes, Dim: len(w), Round: eng.Round(), Weights: w})
+}
+
+// WriteModelFile saves m as dir's model.json.
+func WriteModelFile(dir string, m Model) error {
+	b, err := json.Marshal(m)
 	if err != nil {
 		return err
 	}
-	if err := WriteAtomic(filepath.Join(cfg.Out, ModelFile), b); err != nil {
+	if err := WriteAtomic(filepath.Join(dir, ModelFile), b); err != nil {
 		return fmt.Errorf("writing %s: %w", ModelFile, err)
 	}
 	return nil

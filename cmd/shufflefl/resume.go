@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -9,7 +8,6 @@ import (
 	"path/filepath"
 
 	"shufflefl/checks"
-	"shufflefl/metrics"
 	"shufflefl/rundir"
 	"shufflefl/runtime"
 )
@@ -54,24 +52,7 @@ func resolveResume(args []string, dir string, stdout io.Writer) (runtime.Config,
 	}
 	cfg.Out = dir
 	ex.resume = dir
-	return cfg, ex, checkRunConfig(cfg)
-}
-
-// errInterrupted reports a run stopped by SIGINT or SIGTERM.
-var errInterrupted = errors.New("interrupted")
-
-// runLogFile is the log a run (and an experiment) writes beside its outputs.
-const runLogFile = rundir.LogFile
-
-// checkOutDir refuses a used output directory (rundir.Check).
-func checkOutDir(dir string, overwrite bool) error { return rundir.Check(dir, overwrite) }
-
-// prepareOutDir creates the output directory (rundir.Prepare).
-func prepareOutDir(dir string, overwrite bool) error { return rundir.Prepare(dir, overwrite) }
-
-// writeRunOutputs writes every output of a finished run (rundir.WriteOutputs).
-func writeRunOutputs(cfg runtime.Config, recs []metrics.Record, sum runtime.Summary, logText string) error {
-	return rundir.WriteOutputs(cfg, recs, sum, logText, versionString())
+	return cfg, ex, rundir.CheckRun(cfg)
 }
 
 // loadConfigFile reads a --config file or a run's config.yaml into cfg
