@@ -1,6 +1,7 @@
 package deploy
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -31,25 +32,37 @@ func sign(s *pki.Signer, r *rand.Rand, now time.Time, method string, round int64
 
 // verify checks req's signature for method with v at now, returning the
 // client id, or a status error naming the reason. round is the request's
-// round, reported in the error detail.
-func verify(v *pki.Verifier, now time.Time, method string, round int64, req wire.AuthRequest) (string, error) {
+// round, reported in the error detail. When ctx carries the signed header
+// the stream was admitted on (admission.admit), req must carry exactly
+// that auth (wire.SameRequest); the full check (body digest, nonce) is
+// v's either way.
+func verify(ctx context.Context, v *pki.Verifier, now time.Time, method string, round int64, req wire.AuthRequest) (string, error) {
 	if req.GetAuth() == nil {
-		return "", wire.Errorf(codes.Unauthenticated, wire.Reason_REASON_UNAUTHENTICATED, "auth", round, "no credentials")
+		return "", wire.Errorf(codes.Unauthenticated, wire.Reason_REASON_BAD_SIGNATURE, "auth", round, "no credentials")
+	}
+	if h, ok := ctx.Value(headerKey{}).(*pki.SignedRequest); ok && !wire.SameRequest(h, method, req) {
+		return "", wire.Errorf(codes.Unauthenticated, wire.Reason_REASON_BAD_SIGNATURE, "auth", round, "the request's auth is not the one its signed header announced")
 	}
 	id, err := wire.Verify(v, now, method, req)
 	if err == nil {
 		return id, nil
 	}
+	return "", authStatus(err, round)
+}
+
+// authStatus maps a signature check's error (pki.Verifier,
+// wire.CheckHeader, or an unreadable auth) to the documented status.
+func authStatus(err error, round int64) error {
 	r, ok := pki.ReasonOf(err)
 	if !ok {
 		if errors.Is(err, checks.ErrInvalid) {
-			return "", wire.Errorf(codes.Unauthenticated, wire.Reason_REASON_UNAUTHENTICATED, "auth", round, "%v", err)
+			return wire.Errorf(codes.Unauthenticated, wire.Reason_REASON_BAD_SIGNATURE, "auth", round, "%v", err)
 		}
-		return "", wire.StatusOf(err)
+		return wire.StatusOf(err)
 	}
 	reason := wire.Reason_REASON_UNAUTHENTICATED
 	switch r {
-	case pki.ReasonSignature, pki.ReasonPayload:
+	case pki.ReasonSignature, pki.ReasonPayload, pki.ReasonMalformed, pki.ReasonKind:
 		reason = wire.Reason_REASON_BAD_SIGNATURE
 	case pki.ReasonTime:
 		reason = wire.Reason_REASON_STALE_TIMESTAMP
@@ -58,7 +71,7 @@ func verify(v *pki.Verifier, now time.Time, method string, round int64, req wire
 	case pki.ReasonUnknownClient:
 		reason = wire.Reason_REASON_NOT_REGISTERED
 	}
-	return "", wire.Errorf(codes.Unauthenticated, reason, "auth", round, "%v", err)
+	return wire.Errorf(codes.Unauthenticated, reason, "auth", round, "%v", err)
 }
 
 // errf is fmt.Errorf, for brevity.

@@ -200,18 +200,20 @@ func AnalyzerServer(c *Credentials, a *Analyzer) *grpc.Server {
 	opts := append(wire.ServerOptions(0), linkServerOptions()...)
 	opts = append(opts, grpc.Creds(credentials.NewTLS(pki.MutualServerConfig(c.Analyzer, c.Roots, pki.RoleShuffler))))
 	g := grpc.NewServer(opts...)
-	wire.RegisterAnalyzerServer(g, a)
+	g.RegisterService(wire.Strict(&wire.Analyzer_ServiceDesc), a)
 	return g
 }
 
 // ShufflerServers returns the shuffler's two gRPC servers: the one for
-// clients (TLS; clients sign their requests) and the control one for the
+// clients (TLS; clients sign their requests, and a stream is admitted on
+// its signed header before its body is read: admission.go) and the control one for the
 // analyzer (mutual TLS: only the analyzer may connect).
 func ShufflerServers(c *Credentials, s *Shuffler) (public, control *grpc.Server) {
-	public = grpc.NewServer(append(wire.ServerOptions(0), grpc.Creds(credentials.NewTLS(pki.ServerConfig(c.Shuffler))))...)
-	wire.RegisterShufflerServer(public, s)
+	opts := append(wire.ServerOptions(0), publicServerOptions(s)...)
+	public = grpc.NewServer(append(opts, grpc.Creds(credentials.NewTLS(pki.ServerConfig(c.Shuffler))))...)
+	public.RegisterService(wire.Strict(&wire.Shuffler_ServiceDesc), s)
 	control = grpc.NewServer(append(wire.ServerOptions(0), grpc.Creds(credentials.NewTLS(pki.MutualServerConfig(c.Shuffler, c.Roots, pki.RoleAnalyzer))))...)
-	wire.RegisterShufflerControlServer(control, s)
+	control.RegisterService(wire.Strict(&wire.ShufflerControl_ServiceDesc), s)
 	return public, control
 }
 

@@ -23,7 +23,8 @@
 //     every message to the analyzer, stores the sealed
 //     report in its outbox in the same transaction as the ledger charge,
 //     and only then sends it. A retry resends the stored bytes.
-//  4. The shuffler authenticates the request (signature, timestamp, nonce),
+//  4. The shuffler authenticates the request (signature, timestamp, nonce;
+//     the signature first on a header sent before the body: admission.go),
 //     parses the sealed messages' public headers (never decrypting), checks
 //     the labels on the round's role.Shuffler, stores the report durably
 //     (the store judges duplicates and replays), counts it in the round

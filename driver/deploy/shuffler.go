@@ -146,6 +146,8 @@ type Shuffler struct {
 	// roundChanged is closed (and replaced) when a round is installed:
 	// it wakes the pulls held by PullTask.
 	roundChanged chan struct{}
+	// pruned is when report metadata was last pruned (Unix ns; metadata.go).
+	pruned atomic.Int64
 }
 
 // NewShuffler starts a shuffler service, resuming the open round of its
@@ -430,8 +432,8 @@ func (s *Shuffler) Announce(_ context.Context, req *wire.AnnounceRequest) (*wire
 
 // Register implements wire.ShufflerServer: a client whose key is in the
 // registry proves it holds it.
-func (s *Shuffler) Register(_ context.Context, req *wire.RegisterRequest) (*wire.RegisterResponse, error) {
-	id, err := verify(s.ver, s.now(), wire.Shuffler_Register_FullMethodName, 0, req)
+func (s *Shuffler) Register(ctx context.Context, req *wire.RegisterRequest) (*wire.RegisterResponse, error) {
+	id, err := verify(ctx, s.ver, s.now(), wire.Shuffler_Register_FullMethodName, 0, req)
 	if err != nil {
 		return nil, s.reject(err)
 	}
@@ -473,11 +475,12 @@ func (s *Shuffler) Register(_ context.Context, req *wire.RegisterRequest) (*wire
 }
 
 // Heartbeat implements wire.ShufflerServer.
-func (s *Shuffler) Heartbeat(_ context.Context, req *wire.HeartbeatRequest) (*wire.HeartbeatResponse, error) {
-	id, err := verify(s.ver, s.now(), wire.Shuffler_Heartbeat_FullMethodName, 0, req)
+func (s *Shuffler) Heartbeat(ctx context.Context, req *wire.HeartbeatRequest) (*wire.HeartbeatResponse, error) {
+	id, err := verify(ctx, s.ver, s.now(), wire.Shuffler_Heartbeat_FullMethodName, 0, req)
 	if err != nil {
 		return nil, s.reject(err)
 	}
+	s.maybePrune()
 	s.mu.Lock()
 	s.registered[id] = s.now()
 	cur := int64(-1)
@@ -508,7 +511,7 @@ func (s *Shuffler) Alive() int {
 // the sample of the open round is told so (REASON_NOT_SAMPLED with the
 // round), so that it waits for the next round, or stops after the last.
 func (s *Shuffler) PullTask(ctx context.Context, req *wire.PullTaskRequest) (*wire.PullTaskResponse, error) {
-	id, err := verify(s.ver, s.now(), wire.Shuffler_PullTask_FullMethodName, 0, req)
+	id, err := verify(ctx, s.ver, s.now(), wire.Shuffler_PullTask_FullMethodName, 0, req)
 	if err != nil {
 		return nil, s.reject(err)
 	}
@@ -573,7 +576,7 @@ func (s *Shuffler) parse(t int64, ms []*wire.SealedMessage) ([]role.Message[[]by
 // An identical retry is acknowledged again with duplicate set.
 func (s *Shuffler) SubmitReport(ctx context.Context, req *wire.SubmitReportRequest) (*wire.SubmitReportResponse, error) {
 	t := req.Round
-	id, err := verify(s.ver, s.now(), wire.Shuffler_SubmitReport_FullMethodName, t, req)
+	id, err := verify(ctx, s.ver, s.now(), wire.Shuffler_SubmitReport_FullMethodName, t, req)
 	if err != nil {
 		return nil, s.reject(err)
 	}

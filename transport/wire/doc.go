@@ -11,12 +11,16 @@
 //   - PackFloat64s and UnpackFloat64s for model weights.
 //   - Sign, Verify and SigningBytes: the one signed encoding of a client's
 //     request (pki.Request over the method, client, round, timestamp,
-//     nonce and the SHA-256 of RequestBody).
+//     nonce and the SHA-256 of RequestBody); Header, ParseHeader and
+//     CheckHeader: the same signed request as metadata (AuthHeader), which
+//     a server checks before it reads the body.
 //   - Errorf, StatusOf and DetailOf: gRPC statuses carrying an ErrorDetail
 //     with a Reason.
 //   - ServerOptions and DialOptions: message size limits and interceptors
 //     that validate every request a server receives and every reply a
-//     client receives.
+//     client receives, and send a signed request's header; Strict and
+//     Codec: the server decodes requests itself, so every refusal carries
+//     its documented status and detail.
 //   - BatchAssembler: the analyzer's checks on a SubmitBatch stream.
 //
 // The package does no I/O of its own and holds no keys: transport security

@@ -16,10 +16,11 @@ const DefaultMaxMessageBytes = 64 << 20
 
 // ServerOptions returns the options every shufflefl gRPC server uses:
 // receive and send limits of maxMessageBytes (DefaultMaxMessageBytes if
-// <= 0), keepalive enforcement, and interceptors that Validate every
-// request message (unary and streamed) before the handler sees it, answering
-// an invalid one with StatusOf's status. Add transport credentials
-// (grpc.Creds) yourself.
+// <= 0), keepalive enforcement, Codec, and interceptors that Validate every
+// request message before the handler sees it, answering an invalid one with
+// StatusOf's status; streamed requests are decoded by the server itself
+// (see Strict), and unary ones too when the service is registered through
+// Strict. Add transport credentials (grpc.Creds) yourself.
 func ServerOptions(maxMessageBytes int) []grpc.ServerOption {
 	if maxMessageBytes <= 0 {
 		maxMessageBytes = DefaultMaxMessageBytes
@@ -28,8 +29,9 @@ func ServerOptions(maxMessageBytes int) []grpc.ServerOption {
 		grpc.MaxRecvMsgSize(maxMessageBytes),
 		grpc.MaxSendMsgSize(maxMessageBytes),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 10 * time.Second, PermitWithoutStream: true}),
+		grpc.ForceServerCodecV2(Codec{}),
 		grpc.ChainUnaryInterceptor(validateUnaryServer),
-		grpc.ChainStreamInterceptor(validateStreamServer),
+		grpc.ChainStreamInterceptor(strictStreamServer),
 	}
 }
 
@@ -37,7 +39,7 @@ func ServerOptions(maxMessageBytes int) []grpc.ServerOption {
 // limits of maxMessageBytes (DefaultMaxMessageBytes if <= 0) and
 // interceptors that Validate every reply (unary and streamed) before the
 // caller sees it, so a misbehaving server cannot hand the caller a malformed
-// message. Add transport credentials (grpc.WithTransportCredentials)
+// message, and that send a signed request's header (AuthHeader) with it. Add transport credentials (grpc.WithTransportCredentials)
 // yourself.
 func DialOptions(maxMessageBytes int) []grpc.DialOption {
 	if maxMessageBytes <= 0 {
@@ -45,7 +47,7 @@ func DialOptions(maxMessageBytes int) []grpc.DialOption {
 	}
 	return []grpc.DialOption{
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxMessageBytes), grpc.MaxCallSendMsgSize(maxMessageBytes)),
-		grpc.WithChainUnaryInterceptor(validateUnaryClient),
+		grpc.WithChainUnaryInterceptor(attachHeader, validateUnaryClient),
 		grpc.WithChainStreamInterceptor(validateStreamClient),
 	}
 }
@@ -62,20 +64,6 @@ func validateUnaryServer(ctx context.Context, req any, _ *grpc.UnaryServerInfo, 
 		return nil, err
 	}
 	return h(ctx, req)
-}
-
-type validatingServerStream struct{ grpc.ServerStream }
-
-// RecvMsg receives and validates the next request message.
-func (s validatingServerStream) RecvMsg(m any) error {
-	if err := s.ServerStream.RecvMsg(m); err != nil {
-		return err
-	}
-	return validateAny(m)
-}
-
-func validateStreamServer(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, h grpc.StreamHandler) error {
-	return h(srv, validatingServerStream{ss})
 }
 
 func validateUnaryClient(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {

@@ -53,6 +53,7 @@ const (
 	Reason_REASON_CAP_EXCEEDED     Reason = 12 // a privacy cap refused the release
 	Reason_REASON_NOT_SAMPLED      Reason = 13 // the client is not in the round's sample
 	Reason_REASON_INTERNAL         Reason = 14
+	Reason_REASON_BUSY             Reason = 15 // the client has too many requests in flight
 )
 
 // Enum value maps for Reason.
@@ -73,6 +74,7 @@ var (
 		12: "REASON_CAP_EXCEEDED",
 		13: "REASON_NOT_SAMPLED",
 		14: "REASON_INTERNAL",
+		15: "REASON_BUSY",
 	}
 	Reason_value = map[string]int32{
 		"REASON_UNSPECIFIED":      0,
@@ -90,6 +92,7 @@ var (
 		"REASON_CAP_EXCEEDED":     12,
 		"REASON_NOT_SAMPLED":      13,
 		"REASON_INTERNAL":         14,
+		"REASON_BUSY":             15,
 	}
 )
 
@@ -1616,7 +1619,7 @@ const file_transport_wire_shufflefl_proto_rawDesc = "" +
 	"\x10already_released\x18\x04 \x01(\bR\x0falreadyReleased\x1a;\n" +
 	"\rRejectedEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\x04R\x05value:\x028\x01*\xff\x02\n" +
+	"\x05value\x18\x02 \x01(\x04R\x05value:\x028\x01*\x90\x03\n" +
 	"\x06Reason\x12\x16\n" +
 	"\x12REASON_UNSPECIFIED\x10\x00\x12\x14\n" +
 	"\x10REASON_MALFORMED\x10\x01\x12\x14\n" +
@@ -1633,7 +1636,8 @@ const file_transport_wire_shufflefl_proto_rawDesc = "" +
 	"\x17REASON_ALREADY_RELEASED\x10\v\x12\x17\n" +
 	"\x13REASON_CAP_EXCEEDED\x10\f\x12\x16\n" +
 	"\x12REASON_NOT_SAMPLED\x10\r\x12\x13\n" +
-	"\x0fREASON_INTERNAL\x10\x0e2\xed\x02\n" +
+	"\x0fREASON_INTERNAL\x10\x0e\x12\x0f\n" +
+	"\vREASON_BUSY\x10\x0f2\xed\x02\n" +
 	"\bShuffler\x12S\n" +
 	"\bRegister\x12\".shufflefl.wire.v1.RegisterRequest\x1a#.shufflefl.wire.v1.RegisterResponse\x12V\n" +
 	"\tHeartbeat\x12#.shufflefl.wire.v1.HeartbeatRequest\x1a$.shufflefl.wire.v1.HeartbeatResponse\x12S\n" +

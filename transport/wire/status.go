@@ -6,6 +6,8 @@ import (
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/shufflefl/shufflefl/checks"
 )
 
 // Errorf returns a gRPC status error with code and an ErrorDetail (reason,
@@ -29,9 +31,10 @@ func Errorf(code codes.Code, reason Reason, field string, round int64, format st
 
 // StatusOf converts a Validate or Unmarshal error into the status a server
 // returns: InvalidArgument with REASON_MALFORMED, or ResourceExhausted with
-// REASON_TOO_LARGE for size violations, naming the field. An error that
-// already is a status is returned unchanged; nil stays nil; anything else
-// becomes Internal with REASON_INTERNAL.
+// REASON_TOO_LARGE for size violations, naming the field (Unmarshal's
+// bytes that do not decode: InvalidArgument, REASON_MALFORMED, no field).
+// An error that already is a status is returned unchanged; nil stays nil;
+// anything else becomes Internal with REASON_INTERNAL.
 func StatusOf(err error) error {
 	if err == nil {
 		return nil
@@ -49,6 +52,9 @@ func StatusOf(err error) error {
 	}
 	if errors.Is(err, ErrTooLarge) {
 		return Errorf(codes.ResourceExhausted, Reason_REASON_TOO_LARGE, "", -1, "%v", err)
+	}
+	if errors.Is(err, checks.ErrInvalid) {
+		return Errorf(codes.InvalidArgument, Reason_REASON_MALFORMED, "", -1, "%v", err)
 	}
 	return Errorf(codes.Internal, Reason_REASON_INTERNAL, "", -1, "%v", err)
 }
