@@ -88,6 +88,9 @@ type runExtras struct {
 	overwrite  bool
 	resume     string // --resume DIR
 	stopAfter  int    // --stop-after N
+
+	// sim is --worker-procs and --nats (worker.go).
+	sim simFlags
 }
 
 // newRunFlags binds every setting of cfg and ex to a flag set whose defaults
@@ -143,6 +146,7 @@ func newRunFlags(cfg *runtime.Config, ex *runExtras, stdout io.Writer) *flag.Fla
 	fs.IntVar(&ex.stopAfter, "stop-after", ex.stopAfter, "stop after this round (checkpointed) to resume later with --resume; 0 runs every round")
 	fs.StringVar(&ex.resume, "resume", ex.resume, "continue the run in `directory` from its last checkpoint (its config.yaml gives the settings; --rounds may extend it, and the plan then composes the rounds done, as they were accounted, with those that remain: a different statement from a run planned that long from the start)")
 	fs.StringVar(&ex.cpuprofile, "cpuprofile", ex.cpuprofile, "write a CPU profile (pprof) to `file`")
+	ex.sim.register(fs)
 	return fs
 }
 
@@ -153,7 +157,7 @@ var runFlagGroups = []flagGroup{
 		"validate-every", "patience"}},
 	{"Protocol and privacy flags", []string{"protocol", "option", "epsilon", "target-epsilon", "delta", "clip", "eps-dist", "eps-file", "eps-scale",
 		"client-cap", "secure-noise"}},
-	{"Run flags", []string{"config", "seed", "workers", "faithful", "stop-after", "resume", "cpuprofile"}},
+	{"Run flags", []string{"config", "seed", "workers", "faithful", "stop-after", "resume", "cpuprofile", "worker-procs", "nats"}},
 	{"Output flags", []string{"out", "overwrite", "progress"}},
 }
 
@@ -345,6 +349,11 @@ func execute(cfg runtime.Config, ex runExtras, stdout, stderr io.Writer, log *io
 	if err != nil {
 		return usageOr(err)
 	}
+	stopWorkers, err := ex.sim.attach(eng, cfg, stderr)
+	if err != nil {
+		return usageOr(err)
+	}
+	defer stopWorkers()
 	lf, mf, err := openRunFiles(cfg, ex, recs, log)
 	if mf != nil {
 		defer mf.Close()
