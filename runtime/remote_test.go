@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -186,5 +187,43 @@ func TestBlockResultWire(t *testing.T) {
 	var back blockTask
 	if err := back.unmarshal(task.marshal()); err != nil || !slices.Equal(back.Clients, task.Clients) || back.Block != 5 {
 		t.Fatalf("task round trip: %+v, %v", back, err)
+	}
+}
+
+// TestRemoteWorkerOtherData has the worker load data that differs from the
+// coordinator's in one pixel: the round fails with the reason instead of
+// merging blocks trained on other data.
+func TestRemoteWorkerOtherData(t *testing.T) {
+	split := loadSample(t)
+	srv, err := jetstream.Embedded(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Shutdown()
+	other := split
+	x := *split.Train
+	x.X = slices.Clone(x.X)
+	x.X[len(x.X)/2] += 0.5
+	other.Train = &x
+	stop := startWorkers(t, srv, other, 1, 30*time.Second)
+	defer stop()
+	cfg := smallConfig()
+	cfg.Rounds = 1
+	e, err := New(cfg, split, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := srv.Connect()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	r, err := e.SetRemote(context.Background(), conn, RemoteOptions{Timeout: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if _, err := e.Run(nil); err == nil || !strings.Contains(err.Error(), "training data differ") {
+		t.Fatalf("Run with a worker on other data: %v, want the fingerprint's refusal", err)
 	}
 }

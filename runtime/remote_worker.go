@@ -118,7 +118,7 @@ func (sw *simWorker) loop(ctx context.Context) error {
 }
 
 // handle computes one task and publishes its result, telling the server it
-// is in progress meanwhile. Only a failure to talk to the server is an
+// is in progress meanwhile (a block begun is finished when ctx is done). Only a failure to talk to the server is an
 // error: a block that fails is reported to the coordinator.
 func (sw *simWorker) handle(ctx context.Context, m *jetstream.Msg, sl *slot) error {
 	var task blockTask
@@ -144,11 +144,14 @@ func (sw *simWorker) handle(ctx context.Context, m *jetstream.Msg, sl *slot) err
 	if gone {
 		return m.Term() // the run or the round is over
 	}
+	// A block begun is answered even if the worker is told to stop.
+	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
 	id := fmt.Sprintf("%s.%d.%d", task.Run, task.Round, task.Block)
-	if _, err := sw.results.Publish(ctx, resultQueue+"."+task.Run, id, res.marshal()); err != nil {
+	if _, err := sw.results.Publish(pctx, resultQueue+"."+task.Run, id, res.marshal()); err != nil {
 		return fmt.Errorf("worker: %w", err)
 	}
-	return m.AckSync(ctx)
+	return m.AckSync(pctx)
 }
 
 // compute returns the task's result; gone reports a task whose run or
@@ -228,7 +231,7 @@ func (sw *simWorker) build(ctx context.Context, run string) (*Engine, error) {
 		return nil, fmt.Errorf("building the run's engine: %w", err)
 	}
 	if e.fingerprint() != spec.Fingerprint {
-		return nil, errors.New("this worker's calibrated protocol and budgets differ from the coordinator's (another shufflefl version?)")
+		return nil, errors.New("this worker's calibrated protocol, budgets or training data differ from the coordinator's (another shufflefl version, or another copy of the dataset?)")
 	}
 	fmt.Fprintf(sw.o.Log, "worker: joined run %s (%s, %d clients, d = %d)\n", run, spec.Config.Protocol, spec.Config.Clients, e.model.Dim())
 	return e, nil

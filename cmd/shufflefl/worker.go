@@ -170,11 +170,14 @@ func startWorkerProcs(n int, url string, stderr io.Writer, stops *[]func()) erro
 	for range n {
 		cmd := exec.Command(exe, "worker", "--nats", url)
 		cmd.Stdout, cmd.Stderr = stderr, stderr
+		cmd.SysProcAttr = workerProcAttr()
 		if err := cmd.Start(); err != nil {
 			return fmt.Errorf("starting a worker: %w", err)
 		}
 		*stops = append(*stops, func() {
-			_ = cmd.Process.Signal(syscall.SIGTERM)
+			if cmd.Process.Signal(syscall.SIGTERM) != nil {
+				_ = cmd.Process.Kill()
+			}
 			_ = cmd.Wait()
 		})
 	}
