@@ -1,17 +1,15 @@
 package main
 
 import (
-	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 
-	"shufflefl/checks"
-	"shufflefl/metrics"
-	"shufflefl/rundir"
-	"shufflefl/runtime"
+	"github.com/shufflefl/shufflefl/checks"
+	"github.com/shufflefl/shufflefl/driver/rundir"
+	"github.com/shufflefl/shufflefl/driver/sim"
 )
 
 // resumeFlags are the flags that may change when a run is resumed; every
@@ -22,15 +20,15 @@ var resumeFlags = map[string]bool{"resume": true, "rounds": true, "workers": tru
 // resolveResume builds the settings of `shufflefl run --resume DIR`: DIR's
 // config.yaml, then the few flags a resumed run may change (--rounds to
 // extend it, --workers, --progress).
-func resolveResume(args []string, dir string, stdout io.Writer) (runtime.Config, runExtras, error) {
-	cfg := runtime.DefaultConfig()
+func resolveResume(args []string, dir string, stdout io.Writer) (sim.Config, runExtras, error) {
+	cfg := sim.DefaultConfig()
 	fromFile, _, err := loadConfigFile(filepath.Join(dir, "config.yaml"), &cfg)
 	if err != nil {
 		return cfg, fromFile, fmt.Errorf("resume %s: %w", dir, err)
 	}
 	if len(fromFile.options) > 0 {
 		// The file's option key holds the protocol options.
-		parsed, err := runtime.ParseOptions(fromFile.options)
+		parsed, err := sim.ParseOptions(fromFile.options)
 		if err != nil {
 			return cfg, fromFile, fmt.Errorf("resume %s: %w", dir, err)
 		}
@@ -55,29 +53,12 @@ func resolveResume(args []string, dir string, stdout io.Writer) (runtime.Config,
 	}
 	cfg.Out = dir
 	ex.resume = dir
-	return cfg, ex, checkRunConfig(cfg)
-}
-
-// errInterrupted reports a run stopped by SIGINT or SIGTERM.
-var errInterrupted = errors.New("interrupted")
-
-// runLogFile is the log a run (and an experiment) writes beside its outputs.
-const runLogFile = rundir.LogFile
-
-// checkOutDir refuses a used output directory (rundir.Check).
-func checkOutDir(dir string, overwrite bool) error { return rundir.Check(dir, overwrite) }
-
-// prepareOutDir creates the output directory (rundir.Prepare).
-func prepareOutDir(dir string, overwrite bool) error { return rundir.Prepare(dir, overwrite) }
-
-// writeRunOutputs writes every output of a finished run (rundir.WriteOutputs).
-func writeRunOutputs(cfg runtime.Config, recs []metrics.Record, sum runtime.Summary, logText string) error {
-	return rundir.WriteOutputs(cfg, recs, sum, logText, versionString())
+	return cfg, ex, rundir.CheckRun(cfg)
 }
 
 // loadConfigFile reads a --config file or a run's config.yaml into cfg
 // (rundir.ReadConfig) and returns the command's own settings it holds.
-func loadConfigFile(path string, cfg *runtime.Config) (runExtras, map[string]bool, error) {
+func loadConfigFile(path string, cfg *sim.Config) (runExtras, map[string]bool, error) {
 	s, keys, err := rundir.ReadConfig(path, cfg)
 	return runExtras{options: s.Options, progress: s.Progress, overwrite: s.Overwrite, cpuprofile: s.CPUProfile}, keys, err
 }

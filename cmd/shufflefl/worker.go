@@ -13,9 +13,9 @@ import (
 	"syscall"
 	"time"
 
-	"shufflefl/jetstream"
-	"shufflefl/protocol"
-	"shufflefl/runtime"
+	"github.com/shufflefl/shufflefl/driver/sim"
+	"github.com/shufflefl/shufflefl/protocol"
+	"github.com/shufflefl/shufflefl/transport/jetstream"
 )
 
 const workerUsage = `Usage: shufflefl worker --nats URL [flags]
@@ -67,7 +67,7 @@ func runWorker(args []string, stdout, stderr io.Writer) int {
 	defer conn.Close()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := runtime.ServeWorker(ctx, conn, runtime.WorkerOptions{Goroutines: *n, AckWait: *ackWait, Log: stderr}); err != nil {
+	if err := sim.ServeWorker(ctx, conn, sim.WorkerOptions{Goroutines: *n, AckWait: *ackWait, Log: stderr}); err != nil {
 		fmt.Fprintf(stderr, "shufflefl worker: %s\n", oneLine(err))
 		return 1
 	}
@@ -96,7 +96,7 @@ func (s *simFlags) register(fs *flag.FlagSet) {
 // attach connects eng to its remote workers, starting the embedded server
 // and the local worker processes it asks for; the returned function stops
 // them. Without either flag it does nothing.
-func (s *simFlags) attach(eng *runtime.Engine, cfg runtime.Config, stderr io.Writer) (func(), error) {
+func (s *simFlags) attach(eng *sim.Engine, cfg sim.Config, stderr io.Writer) (func(), error) {
 	if s.procs == 0 && s.nats == "" {
 		return func() {}, nil
 	}
@@ -114,8 +114,8 @@ func (s *simFlags) attach(eng *runtime.Engine, cfg runtime.Config, stderr io.Wri
 		err = startWorkerProcs(s.procs, url, stderr, &stops)
 	}
 	if err == nil {
-		var r *runtime.Remote
-		if r, err = eng.SetRemote(context.Background(), conn, runtime.RemoteOptions{}); err == nil {
+		var r *sim.Remote
+		if r, err = eng.SetRemote(context.Background(), conn, sim.RemoteOptions{}); err == nil {
 			stops = append(stops, func() {
 				if err := r.Close(); err != nil {
 					fmt.Fprintf(stderr, "shufflefl: remote workers: %s\n", oneLine(err))
