@@ -38,6 +38,7 @@ Usage:
   shufflefl audit SUBCOMMAND [flags]   attacks and privacy auditing: eps_lower vs the claim
   shufflefl deploy-local [flags]       run analyzer, shuffler and N clients on 127.0.0.1 (TLS, HPKE, SQLite)
   shufflefl analyzer|shuffler|client [flags]  one role of a deployment as a network service
+  shufflefl worker --nats URL          compute blocks of simulated clients for 'run --nats URL'
   shufflefl help  [COMMAND [SUBCOMMAND]]  show help for a command
   shufflefl version                    print the version and git commit (also --version)
 
@@ -82,6 +83,8 @@ func realMain(args []string, stdout, stderr io.Writer) int {
 		return runDeployLocal(args[1:], stdout, stderr)
 	case "analyzer", "shuffler", "client":
 		return runService(args[0], args[1:], stdout, stderr)
+	case "worker":
+		return runWorker(args[1:], stdout, stderr)
 	case "version", "--version", "-version":
 		fmt.Fprintln(stdout, versionString())
 		return 0

@@ -14,7 +14,8 @@ import (
 
 // resumeFlags are the flags that may change when a run is resumed; every
 // other setting comes from the run's config.yaml.
-var resumeFlags = map[string]bool{"resume": true, "rounds": true, "workers": true, "progress": true, "cpuprofile": true, "stop-after": true}
+var resumeFlags = map[string]bool{"resume": true, "rounds": true, "workers": true, "progress": true, "cpuprofile": true, "stop-after": true,
+	"worker-procs": true, "nats": true}
 
 // resolveResume builds the settings of `shufflefl run --resume DIR`: DIR's
 // config.yaml, then the few flags a resumed run may change (--rounds to
@@ -48,7 +49,7 @@ func resolveResume(args []string, dir string, stdout io.Writer) (sim.Config, run
 		}
 	})
 	if len(bad) > 0 {
-		return cfg, ex, checks.Invalidf("--resume continues the run with its own settings; only --rounds, --stop-after, --workers and --progress may be given (got %v)", bad)
+		return cfg, ex, checks.Invalidf("--resume continues the run with its own settings; only --rounds, --stop-after, --workers, --worker-procs, --nats and --progress may be given (got %v)", bad)
 	}
 	cfg.Out = dir
 	ex.resume = dir

@@ -26,6 +26,9 @@ type runExtras struct {
 	overwrite  bool
 	resume     string // --resume DIR
 	stopAfter  int    // --stop-after N
+
+	// remote is --worker-procs and --nats (worker.go).
+	remote simFlags
 }
 
 // newRunFlags binds every setting of cfg and ex to a flag set whose defaults
@@ -48,6 +51,7 @@ func newRunFlags(cfg *sim.Config, ex *runExtras, stdout io.Writer) *flag.FlagSet
 	fs.IntVar(&ex.stopAfter, "stop-after", ex.stopAfter, "stop after this round (checkpointed) to resume later with --resume; 0 runs every round")
 	fs.StringVar(&ex.resume, "resume", ex.resume, "continue the run in `directory` from its last checkpoint (its config.yaml gives the settings; --rounds may extend it, and the plan then composes the rounds done, as they were accounted, with those that remain: a different statement from a run planned that long from the start)")
 	fs.StringVar(&ex.cpuprofile, "cpuprofile", ex.cpuprofile, "write a CPU profile (pprof) to `file`")
+	ex.remote.register(fs)
 	return fs
 }
 
@@ -58,7 +62,7 @@ var runFlagGroups = []flagGroup{
 		"validate-every", "patience"}},
 	{"Protocol and privacy flags", []string{"protocol", "option", "epsilon", "target-epsilon", "delta", "clip", "eps-dist", "eps-file", "eps-scale",
 		"client-cap", "secure-noise"}},
-	{"Run flags", []string{"config", "seed", "workers", "faithful", "stop-after", "resume", "cpuprofile"}},
+	{"Run flags", []string{"config", "seed", "workers", "faithful", "stop-after", "resume", "cpuprofile", "worker-procs", "nats"}},
 	{"Output flags", []string{"out", "overwrite", "progress"}},
 }
 
@@ -202,7 +206,8 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 	var log io.Writer = io.Discard
 	code := 0
 	err = rundir.Execute(cfg, rundir.Options{Resume: ex.resume != "", Overwrite: ex.overwrite, StopAfter: ex.stopAfter, Progress: ex.progress,
-		Version: versionString(), Stdout: stdout, Stderr: stderr}, &log)
+		Version: versionString(), Stdout: stdout, Stderr: stderr,
+		Attach: func(eng *sim.Engine) (func(), error) { return ex.remote.attach(eng, cfg, stderr) }}, &log)
 	switch {
 	case errors.Is(err, rundir.ErrInterrupted):
 		code = 130

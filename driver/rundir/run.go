@@ -36,6 +36,11 @@ type Options struct {
 	Version string
 	// Stdout and Stderr receive the run's lines, which run.log gets too.
 	Stdout, Stderr io.Writer
+	// Attach, if set, is called with the engine once it is built (or
+	// restored), before the run's files are written; the function it
+	// returns is called when the run ends. `shufflefl run` attaches its
+	// remote workers (sim.Engine.SetRemote) this way.
+	Attach func(*sim.Engine) (func(), error)
 }
 
 // ErrInterrupted reports a run stopped by SIGINT or SIGTERM (after its
@@ -61,6 +66,13 @@ func Execute(cfg sim.Config, o Options, log *io.Writer) error {
 	eng, split, recs, err := open(cfg, o)
 	if err != nil {
 		return err
+	}
+	if o.Attach != nil {
+		detach, err := o.Attach(eng)
+		if err != nil {
+			return err
+		}
+		defer detach()
 	}
 	lf, mf, err := openFiles(cfg, o, log)
 	if mf != nil {

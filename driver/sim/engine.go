@@ -60,6 +60,11 @@ type Engine struct {
 	pool        sync.Pool
 	trainers    chan *worker
 	hooks       Hooks
+	// given are the budgets New was given (before calibration), and
+	// remote, when set, the worker processes that run the clients
+	// (SetRemote).
+	given  []protocol.Budget
+	remote *Remote
 	// an is the analyzer role: it holds the global model (w, shared) and
 	// the run's accountant.
 	an *role.Analyzer
@@ -122,7 +127,7 @@ func New(cfg Config, split data.Split, budgets []protocol.Budget) (*Engine, erro
 	if len(budgets) != cfg.Clients {
 		return nil, checks.Invalidf("%d budgets for %d clients", len(budgets), cfg.Clients)
 	}
-	e.budgets = budgets
+	e.budgets, e.given = budgets, budgets
 	if e.ledger, err = newLedger(cfg); err != nil {
 		return nil, err
 	}
@@ -488,8 +493,6 @@ func (e *Engine) client(c int) *role.Client {
 
 // clientReport runs one client's local update and encoding into w.report.
 func (e *Engine) clientReport(w *worker, t int, s protocol.Shape, slot, client int, cl *role.Client, trainNS, encodeNS *atomic.Int64) error {
-	t0 := time.Now()
-	rt := rng.Stream(e.cfg.Seed, rng.LabelTraining, uint64(t), uint64(client))
 	base := e.w
 	if e.clustered != nil {
 		// The client receives all k models and trains the one with the
@@ -500,6 +503,15 @@ func (e *Engine) clientReport(w *worker, t int, s protocol.Shape, slot, client i
 		}
 		e.chosen[slot], base = h, e.models[h]
 	}
+	return e.trainEncode(w, t, s, base, client, cl, trainNS, encodeNS)
+}
+
+// trainEncode trains client from base (the global model, or the model a
+// clustered client chose) and encodes its update into w.report: what a
+// remote worker computes for the client too.
+func (e *Engine) trainEncode(w *worker, t int, s protocol.Shape, base []float64, client int, cl *role.Client, trainNS, encodeNS *atomic.Int64) error {
+	t0 := time.Now()
+	rt := rng.Stream(e.cfg.Seed, rng.LabelTraining, uint64(t), uint64(client))
 	if _, err := w.trainer.LocalUpdate(w.update, rt, base, e.trainEx, e.shards[client], e.local); err != nil {
 		return fmt.Errorf("client %d: local update: %w", client, err)
 	}
@@ -627,23 +639,13 @@ func (e *Engine) runClients(t int, s protocol.Shape, parts []int, clients []*rol
 func (e *Engine) collectStreaming(t int, s protocol.Shape, parts []int, clients []*role.Client, tm *Timing) error {
 	start := time.Now()
 	var ct clientTimes
-	err := e.runClients(t, s, parts, clients, &ct,
-		func() any {
-			agg := e.pool.Get().(*protocol.Aggregate)
-			agg.Reset()
-			return agg
-		},
-		func(st any, w *worker, _ int) error {
-			t0 := time.Now()
-			err := st.(*protocol.Aggregate).AddReport(&w.report)
-			ct.aggregate.Add(int64(time.Since(t0)))
-			return err
-		},
-		func(st any) error {
-			agg := st.(*protocol.Aggregate)
-			defer e.pool.Put(agg)
-			return e.an.Absorb(role.PartInput(agg))
-		})
+	absorb := func(agg *protocol.Aggregate) error { return e.an.Absorb(role.PartInput(agg)) }
+	var err error
+	if e.remoteRound() {
+		err = e.remote.round(e, t, s, parts, &ct, absorb)
+	} else {
+		err = e.streamLocal(t, s, parts, clients, &ct, absorb)
+	}
 	if err != nil {
 		return err
 	}
@@ -670,6 +672,28 @@ func (e *Engine) collectStreaming(t int, s protocol.Shape, parts []int, clients 
 	}
 	tm.Shuffle = time.Since(t0).Seconds()
 	return nil
+}
+
+// streamLocal runs the clients on the engine's worker goroutines, folding
+// their reports into per-block aggregates that absorb takes in block order.
+func (e *Engine) streamLocal(t int, s protocol.Shape, parts []int, clients []*role.Client, ct *clientTimes, absorb func(*protocol.Aggregate) error) error {
+	return e.runClients(t, s, parts, clients, ct,
+		func() any {
+			agg := e.pool.Get().(*protocol.Aggregate)
+			agg.Reset()
+			return agg
+		},
+		func(st any, w *worker, _ int) error {
+			t0 := time.Now()
+			err := st.(*protocol.Aggregate).AddReport(&w.report)
+			ct.aggregate.Add(int64(time.Since(t0)))
+			return err
+		},
+		func(st any) error {
+			agg := st.(*protocol.Aggregate)
+			defer e.pool.Put(agg)
+			return absorb(agg)
+		})
 }
 
 // minReports is the shuffler's minimum number of reports for a round to be

@@ -7,7 +7,8 @@
 // external server or cluster instead. On either [Conn], a [Queue] is a
 // stream with work-queue retention (a message is removed once a consumer
 // acknowledges it) and de-duplication by message id, and a [Consumer] is a
-// durable pull-consumer group shared by any number of workers.
+// durable pull-consumer group shared by any number of workers; [Blobs] is
+// an object store for what every worker reads (settings, a model).
 //
 // Guarantees: [Queue.Publish] returns only after the server stored the
 // message (a crash of the publisher or of the embedded server's process after
