@@ -28,7 +28,7 @@ type runExtras struct {
 	stopAfter  int    // --stop-after N
 
 	// remote is --worker-procs and --nats (worker.go).
-	remote simFlags
+	remote rundir.Workers
 }
 
 // newRunFlags binds every setting of cfg and ex to a flag set whose defaults
@@ -51,7 +51,7 @@ func newRunFlags(cfg *sim.Config, ex *runExtras, stdout io.Writer) *flag.FlagSet
 	fs.IntVar(&ex.stopAfter, "stop-after", ex.stopAfter, "stop after this round (checkpointed) to resume later with --resume; 0 runs every round")
 	fs.StringVar(&ex.resume, "resume", ex.resume, "continue the run in `directory` from its last checkpoint (its config.yaml gives the settings; --rounds may extend it, and the plan then composes the rounds done, as they were accounted, with those that remain: a different statement from a run planned that long from the start)")
 	fs.StringVar(&ex.cpuprofile, "cpuprofile", ex.cpuprofile, "write a CPU profile (pprof) to `file`")
-	ex.remote.register(fs)
+	ex.remote.RegisterFlags(fs)
 	return fs
 }
 
@@ -207,7 +207,12 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 	code := 0
 	err = rundir.Execute(cfg, rundir.Options{Resume: ex.resume != "", Overwrite: ex.overwrite, StopAfter: ex.stopAfter, Progress: ex.progress,
 		Version: versionString(), Stdout: stdout, Stderr: stderr,
-		Attach: func(eng *sim.Engine) (func(), error) { return ex.remote.attach(eng, cfg, stderr) }}, &log)
+		Attach: func(eng *sim.Engine) (func(), error) {
+			if exe, err := os.Executable(); err == nil {
+				ex.remote.Command = []string{exe, "worker"}
+			}
+			return ex.remote.Attach(eng, cfg, stderr)
+		}}, &log)
 	switch {
 	case errors.Is(err, rundir.ErrInterrupted):
 		code = 130

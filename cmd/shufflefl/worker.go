@@ -7,14 +7,12 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"os/signal"
 	"strconv"
 	"syscall"
 	"time"
 
 	"github.com/shufflefl/shufflefl/driver/sim"
-	"github.com/shufflefl/shufflefl/protocol"
 	"github.com/shufflefl/shufflefl/transport/jetstream"
 )
 
@@ -72,114 +70,4 @@ func runWorker(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
-}
-
-// simFlags are run's flags for remote workers.
-type simFlags struct {
-	procs int
-	nats  string
-}
-
-// register binds the flags to fs.
-func (s *simFlags) register(fs *flag.FlagSet) {
-	fs.Func("worker-procs", "run the clients in `N` 'shufflefl worker' processes over an embedded NATS JetStream server (default 0: in this process); results are identical", func(v string) error {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 0 {
-			return fmt.Errorf("%q is not a count of processes (0 or more)", v)
-		}
-		s.procs = n
-		return nil
-	})
-	fs.StringVar(&s.nats, "nats", s.nats, "run the clients on the 'shufflefl worker --nats URL' processes of the JetStream server at `URL` (with --worker-procs, start those locally too)")
-}
-
-// attach connects eng to its remote workers, starting the embedded server
-// and the local worker processes it asks for; the returned function stops
-// them. Without either flag it does nothing.
-func (s *simFlags) attach(eng *sim.Engine, cfg sim.Config, stderr io.Writer) (func(), error) {
-	if s.procs == 0 && s.nats == "" {
-		return func() {}, nil
-	}
-	if _, ok := eng.Protocol().(protocol.Clustered); ok || cfg.Faithful {
-		fmt.Fprintln(stderr, "shufflefl: note: faithful and clustered rounds run in this process, not on the workers")
-	}
-	var stops []func()
-	stop := func() {
-		for i := len(stops) - 1; i >= 0; i-- {
-			stops[i]()
-		}
-	}
-	url, conn, err := s.connect(&stops)
-	if err == nil {
-		err = startWorkerProcs(s.procs, url, stderr, &stops)
-	}
-	if err == nil {
-		var r *sim.Remote
-		if r, err = eng.SetRemote(context.Background(), conn, sim.RemoteOptions{}); err == nil {
-			stops = append(stops, func() {
-				if err := r.Close(); err != nil {
-					fmt.Fprintf(stderr, "shufflefl: remote workers: %s\n", oneLine(err))
-				}
-			})
-		}
-	}
-	if err != nil {
-		stop()
-		return nil, err
-	}
-	return stop, nil
-}
-
-// connect joins the server at --nats or starts an embedded one on the
-// loopback interface (its store in a temporary directory), and returns its
-// URL and a connection.
-func (s *simFlags) connect(stops *[]func()) (string, *jetstream.Conn, error) {
-	if s.nats != "" {
-		conn, err := jetstream.Connect(s.nats, jetstream.WithName("shufflefl run"))
-		if err != nil {
-			return "", nil, err
-		}
-		*stops = append(*stops, conn.Close)
-		return s.nats, conn, nil
-	}
-	dir, err := os.MkdirTemp("", "shufflefl-nats-")
-	if err != nil {
-		return "", nil, fmt.Errorf("embedded JetStream: %w", err)
-	}
-	*stops = append(*stops, func() { os.RemoveAll(dir) })
-	srv, err := jetstream.Embedded(dir, jetstream.WithLoopbackPort(0))
-	if err != nil {
-		return "", nil, err
-	}
-	*stops = append(*stops, srv.Shutdown)
-	conn, err := srv.Connect()
-	if err != nil {
-		return "", nil, err
-	}
-	*stops = append(*stops, conn.Close)
-	return srv.URL(), conn, nil
-}
-
-// startWorkerProcs starts n 'shufflefl worker' processes on url, their
-// output to stderr; stopping them sends SIGTERM and waits.
-func startWorkerProcs(n int, url string, stderr io.Writer, stops *[]func()) error {
-	exe, err := os.Executable()
-	if err != nil {
-		return fmt.Errorf("starting workers: %w", err)
-	}
-	for range n {
-		cmd := exec.Command(exe, "worker", "--nats", url)
-		cmd.Stdout, cmd.Stderr = stderr, stderr
-		cmd.SysProcAttr = workerProcAttr()
-		if err := cmd.Start(); err != nil {
-			return fmt.Errorf("starting a worker: %w", err)
-		}
-		*stops = append(*stops, func() {
-			if cmd.Process.Signal(syscall.SIGTERM) != nil {
-				_ = cmd.Process.Kill()
-			}
-			_ = cmd.Wait()
-		})
-	}
-	return nil
 }
