@@ -4,7 +4,7 @@ import (
 	"io"
 
 	"github.com/shufflefl/shufflefl/checks"
-	"github.com/shufflefl/shufflefl/driver/sim"
+	"github.com/shufflefl/shufflefl/driver/round"
 	"github.com/shufflefl/shufflefl/learning/data"
 	"github.com/shufflefl/shufflefl/research/audit"
 )
@@ -22,7 +22,7 @@ func runAuditProtocol(args []string, stdout, stderr io.Writer) int {
 		return c.fail(checks.Invalidf("--protocol is required"))
 	}
 	var err error
-	if cfg.Options, err = sim.ParseOptions(*opts); err != nil {
+	if cfg.Options, err = round.ParseOptions(*opts); err != nil {
 		return c.fail(err)
 	}
 	ctx, stop := c.context()

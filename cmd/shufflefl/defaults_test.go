@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/shufflefl/shufflefl/driver/round"
 	"github.com/shufflefl/shufflefl/driver/rundir"
 	"github.com/shufflefl/shufflefl/driver/sim"
 	"github.com/shufflefl/shufflefl/research/bound"
@@ -30,8 +31,8 @@ func TestRunDefaultIsPrivate(t *testing.T) {
 	if cfg.TargetEpsilon <= 0 || cfg.TargetEpsilon > 8 || cfg.Delta > 1e-6 {
 		t.Errorf("default guarantee (%v, %v)", cfg.TargetEpsilon, cfg.Delta)
 	}
-	if !reflect.DeepEqual(cfg, sim.RunDefaults()) {
-		t.Errorf("resolved defaults differ from sim.RunDefaults:\n%+v\n%+v", cfg, sim.RunDefaults())
+	if !reflect.DeepEqual(cfg, round.RunDefaults()) {
+		t.Errorf("resolved defaults differ from sim.RunDefaults:\n%+v\n%+v", cfg, round.RunDefaults())
 	}
 }
 
@@ -43,46 +44,46 @@ func TestRunPerProtocolDefaults(t *testing.T) {
 	tests := []struct {
 		name  string
 		args  []string
-		check func(c sim.Config) error
+		check func(c round.Config) error
 	}{
-		{"nonprivate", []string{"--protocol", "nonprivate"}, func(c sim.Config) error {
+		{"nonprivate", []string{"--protocol", "nonprivate"}, func(c round.Config) error {
 			if c.Clients != 1000 || c.Rounds != 30 || c.TargetEpsilon != 0 || len(c.Options) != 0 {
 				return fmt.Errorf("clients %d rounds %d target %v options %v", c.Clients, c.Rounds, c.TargetEpsilon, c.Options)
 			}
 			return nil
 		}},
-		{"dp-central clips the L2 norm at 1", []string{"--protocol", "dp-central"}, func(c sim.Config) error {
+		{"dp-central clips the L2 norm at 1", []string{"--protocol", "dp-central"}, func(c round.Config) error {
 			if c.Clip != 1 || c.TargetEpsilon != 8 || c.ClientsPerRound == 0 {
 				return fmt.Errorf("clip %v target %v clients-per-round %d", c.Clip, c.TargetEpsilon, c.ClientsPerRound)
 			}
 			return nil
 		}},
-		{"dp-central with clients given samples all", []string{"--protocol", "dp-central", "--clients", "100"}, func(c sim.Config) error {
+		{"dp-central with clients given samples all", []string{"--protocol", "dp-central", "--clients", "100"}, func(c round.Config) error {
 			if c.Clients != 100 || c.ClientsPerRound != 0 {
 				return fmt.Errorf("clients %d per round %d", c.Clients, c.ClientsPerRound)
 			}
 			return nil
 		}},
-		{"epsilon given: no target", []string{"--epsilon", "50"}, func(c sim.Config) error {
+		{"epsilon given: no target", []string{"--epsilon", "50"}, func(c round.Config) error {
 			if c.TargetEpsilon != 0 || c.Epsilon != 50 {
 				return fmt.Errorf("target %v epsilon %v", c.TargetEpsilon, c.Epsilon)
 			}
 			return nil
 		}},
-		{"flag beats default", []string{"--clip", "0.3", "--lr", "0.05"}, func(c sim.Config) error {
+		{"flag beats default", []string{"--clip", "0.3", "--lr", "0.05"}, func(c round.Config) error {
 			if c.Clip != 0.3 || c.LR != 0.05 {
 				return fmt.Errorf("clip %v lr %v", c.Clip, c.LR)
 			}
 			return nil
 		}},
-		{"file beats default", []string{"--config", file}, func(c sim.Config) error {
-			d := sim.RunDefaults()
+		{"file beats default", []string{"--config", file}, func(c round.Config) error {
+			d := round.RunDefaults()
 			if c.Rounds != 3 || c.Clients != d.Clients {
 				return fmt.Errorf("rounds %d clients %d", c.Rounds, c.Clients)
 			}
 			return nil
 		}},
-		{"levels keeps R_{gamma,b}", []string{"--option", "levels=4"}, func(c sim.Config) error {
+		{"levels keeps R_{gamma,b}", []string{"--option", "levels=4"}, func(c round.Config) error {
 			if _, ok := c.Options["randomizer"]; ok || c.Options["levels"] != 4 {
 				return fmt.Errorf("options %v", c.Options)
 			}
@@ -175,7 +176,7 @@ func TestOneRandomizerDefault(t *testing.T) {
 // TestRunHelpShowsProtocolDefaults: the defaults printed by run --help are
 // those of the protocol given before --help.
 func TestRunHelpShowsProtocolDefaults(t *testing.T) {
-	d := sim.RunDefaults()
+	d := round.RunDefaults()
 	_, out, _ := runCLI("run", "--help")
 	want := fmt.Sprintf("  --clients int\n      number of clients N (the population) (default %d)\n", d.Clients)
 	if !strings.Contains(out, want) || !strings.Contains(out, fmt.Sprintf("(default %q)", sim.DefaultProtocol)) {

@@ -21,6 +21,7 @@ import (
 
 	"github.com/shufflefl/shufflefl/checks"
 	"github.com/shufflefl/shufflefl/driver/deploy"
+	"github.com/shufflefl/shufflefl/driver/round"
 	"github.com/shufflefl/shufflefl/driver/rundir"
 	"github.com/shufflefl/shufflefl/driver/sim"
 	"github.com/shufflefl/shufflefl/driver/sim/metrics"
@@ -76,14 +77,14 @@ var deployKeys = []string{"certs", "listen", "control-listen", "shuffler-control
 
 // resolveDeploy computes the run settings and the deployment options from
 // flags and --config (one YAML file holding both, keyed by flag names).
-func resolveDeploy(cmd string, args []string, stdout io.Writer) (sim.Config, runExtras, deployOpts, error) {
+func resolveDeploy(cmd string, args []string, stdout io.Writer) (round.Config, runExtras, deployOpts, error) {
 	o := deployOpts{ServiceOptions: deploy.ServiceOptions{RoundTimeout: time.Minute, MinReports: 1, RunID: "shufflefl-run"}}
 	for _, a := range args {
 		if a == "-h" || a == "--help" || a == "-help" {
 			fmt.Fprint(stdout, deploy.Help)
 			printFlags(stdout, newDeployFlags(&o))
 			fmt.Fprintln(stdout, "\nRun flags: those of 'shufflefl run --help'.")
-			return sim.Config{}, runExtras{}, o, flag.ErrHelp
+			return round.Config{}, runExtras{}, o, flag.ErrHelp
 		}
 	}
 	dargs, rargs := splitDeployArgs(args, &o)
@@ -101,7 +102,7 @@ func resolveDeploy(cmd string, args []string, stdout io.Writer) (sim.Config, run
 		}
 		rest, extra, err := splitDeployYAML(path, &o)
 		if err != nil {
-			return sim.Config{}, runExtras{}, o, err
+			return round.Config{}, runExtras{}, o, err
 		}
 		dargs = append(extra, dargs...) // flags override the file
 		if strings.HasPrefix(a, "--config=") {
@@ -113,7 +114,7 @@ func resolveDeploy(cmd string, args []string, stdout io.Writer) (sim.Config, run
 	}
 	fs := newDeployFlags(&o)
 	if err := fs.Parse(dargs); err != nil {
-		return sim.Config{}, runExtras{}, o, checks.Invalidf("%s", flagError(err))
+		return round.Config{}, runExtras{}, o, checks.Invalidf("%s", flagError(err))
 	}
 	cfg, ex, err := resolveConfigFor(cmd, rargs, stdout)
 	if err != nil {
@@ -230,7 +231,7 @@ func runDeployLocal(args []string, stdout, stderr io.Writer) int {
 	var recs []metrics.Record
 	prog := rundir.NewProgress(ex.progress, stderr, io.Discard, cfg.Rounds)
 	lo := deploy.LocalOptions{Dir: stateDir, Creds: creds, RoundTimeout: o.RoundTimeout, MinReports: o.MinReports, Workers: cfg.Workers, Logf: logf,
-		Observe: func(r sim.RoundResult) {
+		Observe: func(r round.RoundResult) {
 			rec := metrics.FromResult(r)
 			recs = append(recs, rec)
 			if ex.progress != "none" {
@@ -274,7 +275,7 @@ func runDeployLocal(args []string, stdout, stderr io.Writer) int {
 
 // printLocalEnd writes deploy-local's summary: the d-privacy statement if
 // any, the run and its traffic, and each round's latency.
-func printLocalEnd(stdout io.Writer, cfg sim.Config, st *deploy.Setup, res *deploy.LocalResult, recs []metrics.Record) {
+func printLocalEnd(stdout io.Writer, cfg round.Config, st *deploy.Setup, res *deploy.LocalResult, recs []metrics.Record) {
 	if n := len(recs); n > 0 && recs[n-1].DPrivacy != nil {
 		// The d-privacy statement (no (epsilon, delta) claim), as run
 		// prints it; the analyzer's figure bounds every client's ledger.

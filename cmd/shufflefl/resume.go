@@ -8,8 +8,8 @@ import (
 	"path/filepath"
 
 	"github.com/shufflefl/shufflefl/checks"
+	"github.com/shufflefl/shufflefl/driver/round"
 	"github.com/shufflefl/shufflefl/driver/rundir"
-	"github.com/shufflefl/shufflefl/driver/sim"
 )
 
 // resumeFlags are the flags that may change when a run is resumed; every
@@ -20,15 +20,15 @@ var resumeFlags = map[string]bool{"resume": true, "rounds": true, "workers": tru
 // resolveResume builds the settings of `shufflefl run --resume DIR`: DIR's
 // config.yaml, then the few flags a resumed run may change (--rounds to
 // extend it, --workers, --progress).
-func resolveResume(args []string, dir string, stdout io.Writer) (sim.Config, runExtras, error) {
-	cfg := sim.DefaultConfig()
+func resolveResume(args []string, dir string, stdout io.Writer) (round.Config, runExtras, error) {
+	cfg := round.DefaultConfig()
 	fromFile, _, err := loadConfigFile(filepath.Join(dir, "config.yaml"), &cfg)
 	if err != nil {
 		return cfg, fromFile, fmt.Errorf("resume %s: %w", dir, err)
 	}
 	if len(fromFile.options) > 0 {
 		// The file's option key holds the protocol options.
-		parsed, err := sim.ParseOptions(fromFile.options)
+		parsed, err := round.ParseOptions(fromFile.options)
 		if err != nil {
 			return cfg, fromFile, fmt.Errorf("resume %s: %w", dir, err)
 		}
@@ -58,7 +58,7 @@ func resolveResume(args []string, dir string, stdout io.Writer) (sim.Config, run
 
 // loadConfigFile reads a --config file or a run's config.yaml into cfg
 // (rundir.ReadConfig) and returns the command's own settings it holds.
-func loadConfigFile(path string, cfg *sim.Config) (runExtras, map[string]bool, error) {
+func loadConfigFile(path string, cfg *round.Config) (runExtras, map[string]bool, error) {
 	s, keys, err := rundir.ReadConfig(path, cfg)
 	return runExtras{options: s.Options, progress: s.Progress, overwrite: s.Overwrite, cpuprofile: s.CPUProfile}, keys, err
 }

@@ -17,7 +17,7 @@ import (
 )
 
 // runExtras are the settings of `shufflefl run` that are not fields of
-// sim.Config: they steer the command, not the simulation.
+// round.Config: they steer the command, not the simulation.
 type runExtras struct {
 	config     string
 	options    []string
@@ -33,7 +33,7 @@ type runExtras struct {
 
 // newRunFlags binds every setting of cfg and ex to a flag set whose defaults
 // are their current values (the progress mode defaults to auto).
-func newRunFlags(cfg *sim.Config, ex *runExtras, stdout io.Writer) *flag.FlagSet {
+func newRunFlags(cfg *round.Config, ex *runExtras, stdout io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	fs.SetOutput(io.Discard) // errors are reported on one line by the caller
 	fs.Usage = func() { printRunHelp(stdout, fs, cfg.Protocol) }
@@ -73,15 +73,15 @@ func protocolList() string {
 // resolveRunConfig computes the settings from defaults, --config and flags,
 // and checks them (runtime's checks and checkRunConfig's). On --help it
 // prints the help to stdout and returns flag.ErrHelp.
-func resolveRunConfig(args []string, stdout io.Writer) (sim.Config, runExtras, error) {
+func resolveRunConfig(args []string, stdout io.Writer) (round.Config, runExtras, error) {
 	return resolveConfigFor("run", args, stdout)
 }
 
 // resolveConfigFor is resolveRunConfig for command cmd (run or a
 // deployment role), whose --help an unknown flag points to.
-func resolveConfigFor(cmd string, args []string, stdout io.Writer) (sim.Config, runExtras, error) {
+func resolveConfigFor(cmd string, args []string, stdout io.Writer) (round.Config, runExtras, error) {
 	// First pass: find --config and --protocol (and reject bad flags early).
-	scratch := sim.RunDefaults()
+	scratch := round.RunDefaults()
 	var ex runExtras
 	fs := newRunFlags(&scratch, &ex, io.Discard)
 	fs.Usage = func() {}
@@ -95,7 +95,7 @@ func resolveConfigFor(cmd string, args []string, stdout io.Writer) (sim.Config, 
 	if fs.NArg() > 0 {
 		return scratch, ex, checks.Invalidf("unexpected argument %q (flags start with --)", fs.Arg(0))
 	}
-	cfg := sim.DefaultConfig()
+	cfg := round.DefaultConfig()
 	cfg.Protocol = sim.DefaultProtocol
 	var fromFile runExtras
 	var fileKeys map[string]bool
@@ -117,7 +117,7 @@ func resolveConfigFor(cmd string, args []string, stdout io.Writer) (sim.Config, 
 	opts = append(opts, ex2.options...)
 	flagOpts := map[string]float64{}
 	if len(opts) > 0 {
-		parsed, err := sim.ParseOptions(opts)
+		parsed, err := round.ParseOptions(opts)
 		if err != nil {
 			return cfg, ex2, err
 		}
@@ -127,7 +127,7 @@ func resolveConfigFor(cmd string, args []string, stdout io.Writer) (sim.Config, 
 		for k, v := range parsed {
 			cfg.Options[k] = v
 		}
-		if flagOpts, err = sim.ParseOptions(ex2.options); err != nil {
+		if flagOpts, err = round.ParseOptions(ex2.options); err != nil {
 			return cfg, ex2, err
 		}
 	}
@@ -142,7 +142,7 @@ func resolveConfigFor(cmd string, args []string, stdout io.Writer) (sim.Config, 
 		}
 		return flags[key] || fileKeys[key]
 	}
-	if err := sim.ApplyDefaults(&cfg, given); err != nil {
+	if err := round.ApplyDefaults(&cfg, given); err != nil {
 		return cfg, ex2, err
 	}
 	switch ex2.progress {
@@ -157,11 +157,11 @@ func resolveConfigFor(cmd string, args []string, stdout io.Writer) (sim.Config, 
 // the protocol given before --help (DefaultProtocol's without one), then
 // that protocol's options.
 func printRunHelp(stdout io.Writer, parsed *flag.FlagSet, protocolName string) {
-	d := sim.DefaultConfig()
+	d := round.DefaultConfig()
 	d.Protocol = protocolName
 	given := flagSet(parsed)
-	if err := sim.ApplyDefaults(&d, func(k string) bool { return given[k] }); err != nil {
-		d = sim.RunDefaults()
+	if err := round.ApplyDefaults(&d, func(k string) bool { return given[k] }); err != nil {
+		d = round.RunDefaults()
 	}
 	var ex runExtras
 	fs := newRunFlags(&d, &ex, stdout)

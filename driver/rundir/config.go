@@ -14,20 +14,20 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/shufflefl/shufflefl/checks"
-	"github.com/shufflefl/shufflefl/driver/sim"
+	"github.com/shufflefl/shufflefl/driver/round"
 )
 
 // runFile is the schema of a --config file: its keys are the flag names of
-// `shufflefl run`. The settings of the simulation are sim.Config's
+// `shufflefl run`. The settings of the simulation are round.Config's
 // fields (inline); option, progress, overwrite and cpuprofile are the
-// command's own (Settings). "options", the key of sim.Config that
+// command's own (Settings). "options", the key of round.Config that
 // config.yaml files written before version 0.3 hold, is still accepted.
 type runFile struct {
-	sim.Config `yaml:",inline"`
-	Option     optionList `yaml:"option"`
-	Progress   string     `yaml:"progress"`
-	Overwrite  bool       `yaml:"overwrite"`
-	CPUProfile string     `yaml:"cpuprofile"`
+	round.Config `yaml:",inline"`
+	Option       optionList `yaml:"option"`
+	Progress     string     `yaml:"progress"`
+	Overwrite    bool       `yaml:"overwrite"`
+	CPUProfile   string     `yaml:"cpuprofile"`
 }
 
 // optionList is the value of the option key: a mapping of name: value
@@ -78,7 +78,7 @@ type Settings struct {
 // fill only the others). Unknown keys, keys without a value and non-integer
 // values of integer settings are errors wrapping checks.ErrInvalid (yaml.v3
 // would silently truncate "clients: 500.7").
-func ReadConfig(path string, cfg *sim.Config) (Settings, map[string]bool, error) {
+func ReadConfig(path string, cfg *round.Config) (Settings, map[string]bool, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return Settings{}, nil, checks.Invalidf("config file: %v", err)
@@ -166,7 +166,7 @@ func intKeys(t reflect.Type) map[string]bool {
 // the protocol options are under option, the flag's name. Every key is
 // written, option too when empty ("option: {}"), so that no per-protocol
 // default changes a rerun.
-func WriteConfig(cfg sim.Config, version string) error {
+func WriteConfig(cfg round.Config, version string) error {
 	var n yaml.Node
 	if err := n.Encode(cfg); err != nil {
 		return fmt.Errorf("config.yaml: %w", err)

@@ -6,8 +6,8 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/shufflefl/shufflefl/driver/round"
 	"github.com/shufflefl/shufflefl/driver/rundir"
-	"github.com/shufflefl/shufflefl/driver/sim"
 )
 
 // Execute runs the engine into a directory: here one round of the default
@@ -19,7 +19,7 @@ func ExampleExecute() {
 		return
 	}
 	defer os.RemoveAll(dir)
-	cfg := sim.RunDefaults()
+	cfg := round.RunDefaults()
 	cfg.Dataset, cfg.Clients, cfg.Rounds, cfg.Workers = "fashion-mnist-sample", 10, 1, 1
 	cfg.Out = filepath.Join(dir, "run")
 	if err := rundir.CheckRun(cfg); err != nil {

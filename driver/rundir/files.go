@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/shufflefl/shufflefl/checks"
+	"github.com/shufflefl/shufflefl/driver/round"
 	"github.com/shufflefl/shufflefl/driver/sim"
 	"github.com/shufflefl/shufflefl/driver/sim/metrics"
 )
@@ -118,7 +119,7 @@ type Model struct {
 }
 
 // WriteModel saves the global model.
-func WriteModel(eng *sim.Engine, cfg sim.Config, features, classes int) error {
+func WriteModel(eng *sim.Engine, cfg round.Config, features, classes int) error {
 	w := eng.Weights()
 	return WriteModelFile(cfg.Out, Model{Model: cfg.Model, Dataset: cfg.Dataset, Features: features, Classes: classes, Dim: len(w), Round: eng.Round(), Weights: w})
 }
@@ -152,7 +153,7 @@ func BadFile(path string, err error) error { return fileError{path, err} }
 // WriteSummaryAndPlots writes summary.json, accuracy.png, validation.png
 // (runs with validation clients), leakage.png (d-privacy runs) and
 // privacy.png (only when some round has a finite cumulative epsilon).
-func WriteSummaryAndPlots(cfg sim.Config, recs []metrics.Record, sum sim.Summary) error {
+func WriteSummaryAndPlots(cfg round.Config, recs []metrics.Record, sum round.Summary) error {
 	sb, err := json.MarshalIndent(metrics.NewSummary(cfg, sum), "", "  ")
 	if err != nil {
 		return err
@@ -183,7 +184,7 @@ func WriteSummaryAndPlots(cfg sim.Config, recs []metrics.Record, sum sim.Summary
 // WriteOutputs writes every output of a finished run into cfg.Out (a
 // fresh directory): config.yaml, metrics.jsonl, summary.json, the plots and
 // run.log holding logText.
-func WriteOutputs(cfg sim.Config, recs []metrics.Record, sum sim.Summary, logText, version string) error {
+func WriteOutputs(cfg round.Config, recs []metrics.Record, sum round.Summary, logText, version string) error {
 	if err := os.MkdirAll(cfg.Out, 0o755); err != nil {
 		return fmt.Errorf("output directory: %w", err)
 	}

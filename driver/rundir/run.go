@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/shufflefl/shufflefl/checks"
+	"github.com/shufflefl/shufflefl/driver/round"
 	"github.com/shufflefl/shufflefl/driver/sim"
 	"github.com/shufflefl/shufflefl/driver/sim/metrics"
 	"github.com/shufflefl/shufflefl/learning/data"
@@ -62,7 +63,7 @@ func (e invalid) Is(target error) bool { return target == checks.ErrInvalid }
 // run.log (the caller closes it), which gets every line. An error that
 // wraps checks.ErrInvalid is the input's fault; ErrInterrupted reports a
 // run stopped by a signal (its outputs so far are written).
-func Execute(cfg sim.Config, o Options, log *io.Writer) error {
+func Execute(cfg round.Config, o Options, log *io.Writer) error {
 	eng, split, recs, err := open(cfg, o)
 	if err != nil {
 		return err
@@ -107,7 +108,7 @@ func Execute(cfg sim.Config, o Options, log *io.Writer) error {
 	prog := NewProgress(o.Progress, o.Stderr, lf, cfg.Rounds)
 	var werr error
 	ranNone := true
-	sum, err := eng.Run(func(r sim.RoundResult) {
+	sum, err := eng.Run(func(r round.RoundResult) {
 		ranNone = false
 		rec := metrics.FromResult(r)
 		recs = append(recs, rec)
@@ -159,7 +160,7 @@ func Execute(cfg sim.Config, o Options, log *io.Writer) error {
 // open reads the budgets and the data and builds the engine; a resumed
 // run is restored from its checkpoint (with the records of its rounds),
 // and a new one's output directory is prepared.
-func open(cfg sim.Config, o Options) (*sim.Engine, data.Split, []metrics.Record, error) {
+func open(cfg round.Config, o Options) (*sim.Engine, data.Split, []metrics.Record, error) {
 	var explicit []float64
 	var split data.Split
 	if cfg.EpsFile != "" {
@@ -173,7 +174,7 @@ func open(cfg sim.Config, o Options) (*sim.Engine, data.Split, []metrics.Record,
 			return nil, split, nil, invalid{fmt.Errorf("eps-file %s: %w", cfg.EpsFile, err)}
 		}
 	}
-	budgets, err := sim.Budgets(cfg, explicit)
+	budgets, err := round.Budgets(cfg, explicit)
 	if err != nil {
 		return nil, split, nil, err
 	}
@@ -201,7 +202,7 @@ func open(cfg sim.Config, o Options) (*sim.Engine, data.Split, []metrics.Record,
 // writes config.yaml, then creates metrics.jsonl, which holds exactly the
 // rounds done (a resumed run rewrites the restored ones, dropping a record
 // written after the checkpoint).
-func openFiles(cfg sim.Config, o Options, log *io.Writer) (*os.File, *os.File, error) {
+func openFiles(cfg round.Config, o Options, log *io.Writer) (*os.File, *os.File, error) {
 	logFlags := os.O_CREATE | os.O_WRONLY | os.O_TRUNC
 	if o.Resume {
 		logFlags = os.O_CREATE | os.O_WRONLY | os.O_APPEND
@@ -223,12 +224,12 @@ func openFiles(cfg sim.Config, o Options, log *io.Writer) (*os.File, *os.File, e
 
 // printStart writes the run's first lines: what runs, the privacy plan
 // and the engine's warnings.
-func printStart(stderr io.Writer, cfg sim.Config, split data.Split, eng *sim.Engine) {
+func printStart(stderr io.Writer, cfg round.Config, split data.Split, eng *sim.Engine) {
 	fmt.Fprintf(stderr, "shufflefl: %s on %s (%d train / %d test), model %s (d=%d), %d clients, %d rounds, %d workers\n",
 		cfg.Protocol, cfg.Dataset, split.Train.Len(), split.Test.Len(), cfg.Model, eng.Model().Dim(), cfg.Clients, cfg.Rounds, eng.Workers())
 	if plan := eng.PrivacyPlan(); plan.Private {
 		how := ""
-		if cfg.TargetEpsilon > 0 && !sim.CentralTarget(cfg.Protocol) {
+		if cfg.TargetEpsilon > 0 && !round.CentralTarget(cfg.Protocol) {
 			how = fmt.Sprintf("; local budgets calibrated to the target %s (scale %s, largest local epsilon %s per round)", bound.Figure(cfg.TargetEpsilon, -1), bound.Figure(plan.Scale, 4), bound.Figure(plan.LocalEpsilon, 4))
 			if plan.Approximate {
 				how = fmt.Sprintf("; local budgets calibrated to the target %s by an approximate statement, so the target is met only approximately (scale %s, largest local epsilon %s per round)", bound.Figure(cfg.TargetEpsilon, -1), bound.Figure(plan.Scale, 4), bound.Figure(plan.LocalEpsilon, 4))
@@ -244,7 +245,7 @@ func printStart(stderr io.Writer, cfg sim.Config, split data.Split, eng *sim.Eng
 // complete completes the engine's summary to cover every round of the
 // run, resumed or not: a resumed run that stopped before (target, early
 // stop) runs no round, and its figures are those of its last record.
-func complete(sum sim.Summary, eng *sim.Engine, recs []metrics.Record, ranNone bool) sim.Summary {
+func complete(sum round.Summary, eng *sim.Engine, recs []metrics.Record, ranNone bool) round.Summary {
 	sum.Rounds = eng.Round()
 	for _, r := range recs {
 		sum.BestAccuracy = math.Max(sum.BestAccuracy, r.TestAccuracy)
@@ -253,7 +254,7 @@ func complete(sum sim.Summary, eng *sim.Engine, recs []metrics.Record, ranNone b
 		last := recs[n-1]
 		sum.FinalAccuracy, sum.FinalLoss = last.TestAccuracy, last.TestLoss
 		sum.Privacy = last.Privacy()
-		sum.Alone = sim.AloneRound{Epsilon: math.Inf(1), Delta: last.RoundAloneDelta}
+		sum.Alone = round.AloneRound{Epsilon: math.Inf(1), Delta: last.RoundAloneDelta}
 		if last.RoundAloneEpsilon != nil {
 			sum.Alone.Epsilon, sum.Alone.Method = *last.RoundAloneEpsilon, "as recorded in metrics.jsonl"
 		}
@@ -268,7 +269,7 @@ func complete(sum sim.Summary, eng *sim.Engine, recs []metrics.Record, ranNone b
 
 // printEnd writes the run's last lines: why it halted, the validation and
 // the final accuracy and privacy.
-func printEnd(stdout, stderr io.Writer, cfg sim.Config, recs []metrics.Record, sum sim.Summary) {
+func printEnd(stdout, stderr io.Writer, cfg round.Config, recs []metrics.Record, sum round.Summary) {
 	srec := metrics.NewSummary(cfg, sum)
 	if sum.Halted != "" {
 		fmt.Fprintf(stderr, "shufflefl: %s\n", sum.Halted)
@@ -299,7 +300,7 @@ func (t Tee) Write(p []byte) (int, error) {
 // PlanLine is the privacy plan's line after "privacy plan: ", how being
 // appended. A resumed run's plan composes the rounds done with those that
 // remain, and says so; an approximate plan (S-APES) says that first.
-func PlanLine(plan sim.Plan, how string) string {
+func PlanLine(plan round.Plan, how string) string {
 	rounds := fmt.Sprintf("%d rounds", plan.Rounds)
 	if plan.Done > 0 {
 		rounds = fmt.Sprintf("%d rounds (the %d done, as they were accounted, and %d more)", plan.Rounds, plan.Done, plan.Rounds-plan.Done)
@@ -381,7 +382,7 @@ func (p *Progress) Done() {
 // CheckRun is cfg.Validate plus the checks of `shufflefl run` that the
 // engine does not make: a setting that would be silently ignored is an
 // error, and so is a dataset a run cannot train on.
-func CheckRun(cfg sim.Config) error {
+func CheckRun(cfg round.Config) error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}

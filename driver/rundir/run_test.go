@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/shufflefl/shufflefl/driver/sim"
+	"github.com/shufflefl/shufflefl/driver/round"
 	"github.com/shufflefl/shufflefl/driver/sim/metrics"
 )
 
@@ -34,7 +34,7 @@ func TestProgress(t *testing.T) {
 // TestPlanLine: a resumed plan says which rounds are done, an approximate
 // one that it is not a proven bound.
 func TestPlanLine(t *testing.T) {
-	p := sim.Plan{Rounds: 3, Epsilon: 8, Delta: 1e-6, Method: "PLD"}
+	p := round.Plan{Rounds: 3, Epsilon: 8, Delta: 1e-6, Method: "PLD"}
 	if got, want := PlanLine(p, ""), "3 rounds spend at most epsilon 8 at delta 1e-06 (PLD)"; got != want {
 		t.Errorf("PlanLine = %q, want %q", got, want)
 	}

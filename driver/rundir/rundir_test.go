@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/shufflefl/shufflefl/checks"
-	"github.com/shufflefl/shufflefl/driver/sim"
+	"github.com/shufflefl/shufflefl/driver/round"
 )
 
 // TestCheckPrepare: a used directory is refused without overwrite; with
@@ -46,13 +46,13 @@ func TestCheckPrepare(t *testing.T) {
 // TestConfigRoundTrip: config.yaml written by WriteConfig reads back into
 // the same settings, every key given.
 func TestConfigRoundTrip(t *testing.T) {
-	cfg := sim.RunDefaults()
+	cfg := round.RunDefaults()
 	cfg.Out = t.TempDir()
 	cfg.Options = map[string]float64{"k": 3}
 	if err := WriteConfig(cfg, "shufflefl test"); err != nil {
 		t.Fatal(err)
 	}
-	got := sim.DefaultConfig()
+	got := round.DefaultConfig()
 	s, keys, err := ReadConfig(filepath.Join(cfg.Out, "config.yaml"), &got)
 	if err != nil {
 		t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/shufflefl/shufflefl/driver/round"
 	"github.com/shufflefl/shufflefl/driver/sim"
 	"github.com/shufflefl/shufflefl/protocol"
 	"github.com/shufflefl/shufflefl/transport/jetstream"
@@ -45,7 +46,7 @@ func (s *Workers) RegisterFlags(fs *flag.FlagSet) {
 // Attach connects eng to its remote workers, starting the embedded server
 // and the local worker processes it asks for; the returned function stops
 // them. Without either flag it does nothing.
-func (s *Workers) Attach(eng *sim.Engine, cfg sim.Config, stderr io.Writer) (func(), error) {
+func (s *Workers) Attach(eng *sim.Engine, cfg round.Config, stderr io.Writer) (func(), error) {
 	if s.Procs == 0 && s.NATS == "" {
 		return func() {}, nil
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/shufflefl/shufflefl/checks"
+	"github.com/shufflefl/shufflefl/driver/round"
 	"github.com/shufflefl/shufflefl/driver/sim"
 	"github.com/shufflefl/shufflefl/learning/data"
 )
@@ -25,7 +26,7 @@ import (
 // noise) is redrawn while sampling, partition and training stay fixed; the
 // adversary scores the sum of the released global model. Each engine runs
 // with one worker; the game's workers run engines in parallel.
-func EngineGame(ctx context.Context, cfg sim.Config, split data.Split, g GameConfig) (ProtocolResult, error) {
+func EngineGame(ctx context.Context, cfg round.Config, split data.Split, g GameConfig) (ProtocolResult, error) {
 	if g.Chunk == 0 {
 		g.Chunk = 16 // a trial builds and runs an engine
 	}

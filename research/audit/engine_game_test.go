@@ -4,14 +4,14 @@ import (
 	"context"
 	"testing"
 
-	"github.com/shufflefl/shufflefl/driver/sim"
+	"github.com/shufflefl/shufflefl/driver/round"
 )
 
 // TestEngineGame runs the game through the engine (fresh NoiseSalt per
 // trial) for ldp-laplace with a small model dimension budget: the bound
 // must stay below the claim (5% false-reject rate at most).
 func TestEngineGame(t *testing.T) {
-	c := sim.DefaultConfig()
+	c := round.DefaultConfig()
 	c.Dataset, c.Protocol, c.Out = "fashion-mnist-sample", "ldp-laplace", ""
 	c.Clients, c.SamplesPerClient, c.LocalEpochs, c.Epsilon = 5, 10, 1, 3
 	trials := int64(600)

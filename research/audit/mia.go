@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/shufflefl/shufflefl/checks"
+	"github.com/shufflefl/shufflefl/driver/round"
 	"github.com/shufflefl/shufflefl/driver/sim"
 	"github.com/shufflefl/shufflefl/internal/rng"
 	"github.com/shufflefl/shufflefl/learning/data"
@@ -19,7 +20,7 @@ import (
 // References reference models is trained the same way on a disjoint set of
 // other Pool.Train examples (never the audited ones).
 type MIAConfig struct {
-	Train      sim.Config
+	Train      round.Config
 	Pool       data.Split
 	References int
 	// Hooks, if set, are installed on the target run's engine.
@@ -70,10 +71,10 @@ func MembershipInference(cfg MIAConfig) (MIAResult, error) {
 	members := cfg.Pool.Train.Subset(perm[:n])
 	nonIdx := rng.Stream(tc.Seed, 0x313b).Perm(cfg.Pool.Test.Len())[:n]
 	non := cfg.Pool.Test.Subset(nonIdx)
-	train := func(c sim.Config, set *data.Dataset, hooks *sim.Hooks) (fl.Model, []float64, sim.Summary, error) {
+	train := func(c round.Config, set *data.Dataset, hooks *sim.Hooks) (fl.Model, []float64, round.Summary, error) {
 		e, err := sim.New(c, data.Split{Train: set, Test: non}, nil)
 		if err != nil {
-			return nil, nil, sim.Summary{}, err
+			return nil, nil, round.Summary{}, err
 		}
 		if hooks != nil {
 			e.SetHooks(*hooks)

@@ -5,11 +5,11 @@ import (
 	"os"
 	"testing"
 
-	"github.com/shufflefl/shufflefl/driver/sim"
+	"github.com/shufflefl/shufflefl/driver/round"
 )
 
 func miaConfig(t testing.TB, protocol string) MIAConfig {
-	c := sim.DefaultConfig()
+	c := round.DefaultConfig()
 	c.Dataset = "fashion-mnist-sample"
 	c.Model = "mlp"
 	c.Protocol = protocol

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/shufflefl/shufflefl/checks"
+	"github.com/shufflefl/shufflefl/driver/round"
 	"github.com/shufflefl/shufflefl/driver/sim"
 	"github.com/shufflefl/shufflefl/internal/rng"
 	"github.com/shufflefl/shufflefl/learning/data"
@@ -18,7 +19,7 @@ import (
 
 // OneRunConfig configures the one-run canary audit.
 type OneRunConfig struct {
-	Train sim.Config
+	Train round.Config
 	Split data.Split
 	// Canaries is m, the number of canary clients (the first m clients of
 	// the population); each is included with probability 1/2.

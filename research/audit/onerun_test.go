@@ -4,11 +4,11 @@ import (
 	"math"
 	"testing"
 
-	"github.com/shufflefl/shufflefl/driver/sim"
+	"github.com/shufflefl/shufflefl/driver/round"
 )
 
 func oneRunConfig(t testing.TB, proto string) OneRunConfig {
-	c := sim.DefaultConfig()
+	c := round.DefaultConfig()
 	c.Dataset, c.Protocol, c.Out = "fashion-mnist-sample", proto, ""
 	c.Clients, c.ClientsPerRound, c.SamplesPerClient, c.Rounds, c.LocalEpochs = 200, 0, 10, 2, 1
 	c.Epsilon = 1

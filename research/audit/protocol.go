@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/shufflefl/shufflefl/checks"
-	"github.com/shufflefl/shufflefl/driver/sim"
+	"github.com/shufflefl/shufflefl/driver/round"
 	"github.com/shufflefl/shufflefl/internal/rng"
 	"github.com/shufflefl/shufflefl/privacy/account"
 	"github.com/shufflefl/shufflefl/protocol"
@@ -285,7 +285,7 @@ func sum(v []float64) float64 {
 // add/remove-one-client neighbouring with noise calibrated to a target
 // central epsilon (dp-central, split-mix: sim.CentralTarget), rather
 // than a local budget under replace-one.
-func AddRemove(name string) bool { return sim.CentralTarget(name) }
+func AddRemove(name string) bool { return round.CentralTarget(name) }
 
 // protocolAt builds the protocol and the clients' budgets with every
 // epsilon multiplied by f.

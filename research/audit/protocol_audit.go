@@ -5,7 +5,7 @@ import (
 	"errors"
 
 	"github.com/shufflefl/shufflefl/checks"
-	"github.com/shufflefl/shufflefl/driver/sim"
+	"github.com/shufflefl/shufflefl/driver/round"
 	"github.com/shufflefl/shufflefl/learning/data"
 	"github.com/shufflefl/shufflefl/protocol"
 )
@@ -114,7 +114,7 @@ func (cfg ProtocolAuditConfig) game(ctx context.Context, n string, game GameConf
 	if cfg.Miscalibrate != 1 {
 		return ProtocolResult{}, checks.Invalidf("--miscalibrate is not available with --engine (the engine's claim and noise come from the same budget)")
 	}
-	rc := sim.DefaultConfig()
+	rc := round.DefaultConfig()
 	rc.Protocol, rc.Dataset, rc.Model, rc.Clients, rc.SamplesPerClient, rc.LocalEpochs = n, cfg.Dataset, cfg.Model, cfg.Clients, cfg.SamplesPerClient, 1
 	rc.Clip, rc.Delta, rc.Epsilon, rc.Seed, rc.Options = cfg.Clip, cfg.Delta, cfg.Epsilon, cfg.Seed, cfg.Options
 	if AddRemove(n) {

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/shufflefl/shufflefl/checks"
-	"github.com/shufflefl/shufflefl/driver/sim"
+	"github.com/shufflefl/shufflefl/driver/round"
 	"github.com/shufflefl/shufflefl/driver/sim/metrics"
 )
 
@@ -44,7 +44,7 @@ func TestFacts(t *testing.T) {
 	e1, e2, final := 1.0, 2.0, 1.5
 	recs := []metrics.Record{{Round: 1, Participants: 10, CumulativeEpsilon: &e1, CumulativeDelta: 1e-6},
 		{Round: 2, Participants: 10, CumulativeEpsilon: &e2, CumulativeDelta: 2e-6}}
-	cfg := sim.DefaultConfig()
+	cfg := round.DefaultConfig()
 	cfg.Protocol = "ldp-laplace"
 	f, err := Facts(cfg, RunSummary{Dim: 5, Clients: 10, CumulativeEpsilon: &final, CumulativeDelta: 2e-6}, recs)
 	if err != nil {

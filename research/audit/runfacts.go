@@ -10,8 +10,8 @@ import (
 	"strings"
 
 	"github.com/shufflefl/shufflefl/checks"
+	"github.com/shufflefl/shufflefl/driver/round"
 	"github.com/shufflefl/shufflefl/driver/rundir"
-	"github.com/shufflefl/shufflefl/driver/sim"
 	"github.com/shufflefl/shufflefl/driver/sim/metrics"
 	"github.com/shufflefl/shufflefl/privacy/amplify"
 	"github.com/shufflefl/shufflefl/protocol"
@@ -37,7 +37,7 @@ func deref(p *float64) float64 {
 // (nil for the other protocols): randomizer=1 is Laplace on [0, 1], 0 (the
 // default) R_{gamma,b} with option levels b (default from the protocol's
 // documentation).
-func flameRandomizer(cfg sim.Config) (*amplify.Randomizer, error) {
+func flameRandomizer(cfg round.Config) (*amplify.Randomizer, error) {
 	switch cfg.Protocol {
 	case "ss-simple", "ss-double", "ss-topk":
 	default:
@@ -70,7 +70,7 @@ func flameRandomizer(cfg sim.Config) (*amplify.Randomizer, error) {
 
 // sparsePlan fills in a sparse FLAME round's k and n_p as the run's
 // protocol resolves them for the round's shape (options or defaults).
-func sparsePlan(cfg sim.Config, dim int, r *RunRound) error {
+func sparsePlan(cfg round.Config, dim int, r *RunRound) error {
 	if cfg.Protocol != "ss-double" && cfg.Protocol != "ss-topk" {
 		return nil
 	}
@@ -95,7 +95,7 @@ func sparsePlan(cfg sim.Config, dim int, r *RunRound) error {
 // records) into the facts CheckAccountant needs: each round's cumulative
 // statement (the summary's final one if smaller) and, for the FLAME
 // protocols, the randomizer and the sparse rounds' k and n_p.
-func Facts(cfg sim.Config, sum RunSummary, recs []metrics.Record) (RunFacts, error) {
+func Facts(cfg round.Config, sum RunSummary, recs []metrics.Record) (RunFacts, error) {
 	f := RunFacts{Protocol: cfg.Protocol, Dim: sum.Dim, Clients: sum.Clients,
 		Sampled: cfg.ClientsPerRound > 0 && cfg.ClientsPerRound < cfg.Clients}
 	var err error
@@ -126,13 +126,13 @@ func Facts(cfg sim.Config, sum RunSummary, recs []metrics.Record) (RunFacts, err
 // and metrics.jsonl; package rundir) into the facts CheckAccountant needs.
 func ReadRun(dir string) (RunFacts, error) {
 	var f RunFacts
-	cfg := sim.DefaultConfig()
+	cfg := round.DefaultConfig()
 	own, _, err := rundir.ReadConfig(filepath.Join(dir, "config.yaml"), &cfg)
 	if err != nil {
 		return f, fmt.Errorf("run %s: %w", dir, err)
 	}
 	if len(own.Options) > 0 {
-		if cfg.Options, err = sim.ParseOptions(own.Options); err != nil {
+		if cfg.Options, err = round.ParseOptions(own.Options); err != nil {
 			return f, fmt.Errorf("run %s: %w", dir, err)
 		}
 	}

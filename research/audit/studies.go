@@ -9,7 +9,7 @@ import (
 	"strings"
 
 	"github.com/shufflefl/shufflefl/checks"
-	"github.com/shufflefl/shufflefl/driver/sim"
+	"github.com/shufflefl/shufflefl/driver/round"
 	"github.com/shufflefl/shufflefl/internal/rng"
 	"github.com/shufflefl/shufflefl/learning/data"
 	"github.com/shufflefl/shufflefl/learning/fl"
@@ -51,8 +51,8 @@ type TrainOptions struct {
 }
 
 // config is the engine's configuration of the run of protocol p.
-func (o TrainOptions) config(p string, c Common) sim.Config {
-	cfg := sim.DefaultConfig()
+func (o TrainOptions) config(p string, c Common) round.Config {
+	cfg := round.DefaultConfig()
 	cfg.Protocol, cfg.Dataset, cfg.Model, cfg.Out = strings.TrimSpace(p), o.Dataset, o.Model, ""
 	cfg.Clients, cfg.ClientsPerRound, cfg.SamplesPerClient, cfg.Rounds, cfg.LocalEpochs = o.Clients, o.PerRound, o.Samples, o.Rounds, o.Epochs
 	cfg.LR, cfg.Clip, cfg.Epsilon, cfg.Delta, cfg.Seed, cfg.Workers = o.LR, o.Clip, o.Epsilon, o.Delta, c.Seed, c.Workers
@@ -154,7 +154,7 @@ func (o CanaryOptions) Study(command string, c Common) (CanaryReport, error) {
 	if err != nil {
 		return rep, err
 	}
-	o.LR, o.Epochs = sim.DefaultConfig().LR, 1
+	o.LR, o.Epochs = round.DefaultConfig().LR, 1
 	for _, p := range strings.Split(o.Protocols, ",") {
 		cfg := o.config(p, c)
 		if c.Log != nil {
@@ -203,7 +203,7 @@ func (o TopkOptions) Study(command string, c Common) (TopkReport, error) {
 	if err != nil {
 		return rep, err
 	}
-	d := sim.DefaultConfig()
+	d := round.DefaultConfig()
 	o.Samples, o.Epochs, o.LR, o.Clip, o.Delta = d.SamplesPerClient, 1, d.LR, d.Clip, d.Delta
 	for _, nu := range nus {
 		cfg := o.config("ss-topk", c)

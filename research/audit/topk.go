@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/shufflefl/shufflefl/checks"
+	"github.com/shufflefl/shufflefl/driver/round"
 	"github.com/shufflefl/shufflefl/driver/sim"
 	"github.com/shufflefl/shufflefl/internal/rng"
 	"github.com/shufflefl/shufflefl/learning/data"
@@ -72,7 +73,7 @@ func newRate(h, n int64) Rate {
 // (TestTopkShuffler; docs/AUDIT.md). The definition holds only relative
 // to the adversary's prior, which the paper's figure nu·beta does not
 // state.
-func TopkShuffler(cfg sim.Config, split data.Split) (TopkResult, error) {
+func TopkShuffler(cfg round.Config, split data.Split) (TopkResult, error) {
 	if cfg.Protocol != "ss-topk" {
 		return TopkResult{}, checks.Invalidf("the shuffler's index attack applies to ss-topk only (protocol %s does not report top-k indexes)", cfg.Protocol)
 	}

@@ -3,7 +3,7 @@ package audit
 import (
 	"testing"
 
-	"github.com/shufflefl/shufflefl/driver/sim"
+	"github.com/shufflefl/shufflefl/driver/round"
 )
 
 // TestTopkShuffler: the uniform guesser's success must match FLAME's 1/l
@@ -11,7 +11,7 @@ import (
 // right), and the popularity guesser, which uses the data-dependence of
 // top-k indexes that Definition 3's uniform prior ignores, must do better.
 func TestTopkShuffler(t *testing.T) {
-	c := sim.DefaultConfig()
+	c := round.DefaultConfig()
 	c.Dataset, c.Protocol, c.Out = "fashion-mnist-sample", "ss-topk", ""
 	c.Clients, c.ClientsPerRound, c.Rounds, c.LocalEpochs = 40, 20, 3, 1
 	c.Epsilon = 10

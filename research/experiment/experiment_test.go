@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/shufflefl/shufflefl/checks"
-	"github.com/shufflefl/shufflefl/driver/sim"
+	"github.com/shufflefl/shufflefl/driver/round"
 	"github.com/shufflefl/shufflefl/driver/sim/metrics"
 	"github.com/shufflefl/shufflefl/learning/data"
 )
@@ -18,9 +18,9 @@ import (
 // written, so that the package runs without the command line.
 type fakeRuns struct{ written []string }
 
-func (f *fakeRuns) Check(cfg sim.Config) error    { return cfg.Validate() }
-func (f *fakeRuns) PlanLine(plan sim.Plan) string { return "plan" }
-func (f *fakeRuns) Write(cfg sim.Config, recs []metrics.Record, _ sim.Summary, log string) error {
+func (f *fakeRuns) Check(cfg round.Config) error    { return cfg.Validate() }
+func (f *fakeRuns) PlanLine(plan round.Plan) string { return "plan" }
+func (f *fakeRuns) Write(cfg round.Config, recs []metrics.Record, _ round.Summary, log string) error {
 	if len(recs) != cfg.Rounds || !strings.Contains(log, "round 1/") {
 		return errors.New("a run without its rounds")
 	}

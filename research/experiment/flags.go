@@ -4,8 +4,8 @@ import (
 	"flag"
 	"strings"
 
+	"github.com/shufflefl/shufflefl/driver/round"
 	"github.com/shufflefl/shufflefl/driver/rundir"
-	"github.com/shufflefl/shufflefl/driver/sim"
 	"github.com/shufflefl/shufflefl/driver/sim/metrics"
 	"github.com/shufflefl/shufflefl/learning/data"
 	"github.com/shufflefl/shufflefl/learning/fl"
@@ -17,13 +17,13 @@ import (
 type DirRuns struct{ Version string }
 
 // Check implements Runs.
-func (DirRuns) Check(cfg sim.Config) error { return rundir.CheckRun(cfg) }
+func (DirRuns) Check(cfg round.Config) error { return rundir.CheckRun(cfg) }
 
 // PlanLine implements Runs.
-func (DirRuns) PlanLine(plan sim.Plan) string { return rundir.PlanLine(plan, "") }
+func (DirRuns) PlanLine(plan round.Plan) string { return rundir.PlanLine(plan, "") }
 
 // Write implements Runs.
-func (r DirRuns) Write(cfg sim.Config, recs []metrics.Record, sum sim.Summary, log string) error {
+func (r DirRuns) Write(cfg round.Config, recs []metrics.Record, sum round.Summary, log string) error {
 	return rundir.WriteOutputs(cfg, recs, sum, log, r.Version)
 }
 

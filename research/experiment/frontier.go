@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/shufflefl/shufflefl/checks"
+	"github.com/shufflefl/shufflefl/driver/round"
 	"github.com/shufflefl/shufflefl/driver/sim"
 	"github.com/shufflefl/shufflefl/driver/sim/metrics"
 	"github.com/shufflefl/shufflefl/learning/data"
@@ -17,7 +18,7 @@ import (
 
 // The frontier: test accuracy against the cumulative central epsilon of the
 // whole run, for every private protocol, each point a run whose local
-// budgets are calibrated to a target (sim.Config.TargetEpsilon), with
+// budgets are calibrated to a target (round.Config.TargetEpsilon), with
 // dp-central (noise added by a trusted analyzer) as the reference and
 // non-private FedAvg as the ceiling. Every protocol runs with its own
 // defaults (sim.DefaultsFor) unless an option overrides them, so the
@@ -66,12 +67,12 @@ type FrontierOptions struct {
 type frontierPoint struct {
 	proto  string
 	target float64 // 0 for the non-private ceiling
-	cfg    sim.Config
+	cfg    round.Config
 	// skip says why the run cannot be made (its engine refused the
 	// settings); the point is then a row of the table only.
 	skip string
 	recs []metrics.Record
-	sum  sim.Summary
+	sum  round.Summary
 	done bool // the run has finished
 }
 
@@ -83,8 +84,8 @@ type Frontier struct {
 
 // pointConfig is the settings of one point: the protocol's defaults for
 // what the options do not give, then the target.
-func (o FrontierOptions) pointConfig(p string, target float64) (sim.Config, error) {
-	cfg := sim.DefaultConfig()
+func (o FrontierOptions) pointConfig(p string, target float64) (round.Config, error) {
+	cfg := round.DefaultConfig()
 	cfg.Protocol = p
 	cfg.Dataset, cfg.DataDir, cfg.Seed, cfg.Workers = o.Dataset, o.DataDir, o.Seed, o.Workers
 	given := map[string]bool{}
@@ -104,7 +105,7 @@ func (o FrontierOptions) pointConfig(p string, target float64) (sim.Config, erro
 		cfg.Delta, cfg.TargetEpsilon = o.Delta, target
 		given["delta"], given["target-epsilon"] = true, true
 	}
-	if err := sim.ApplyDefaults(&cfg, func(k string) bool { return given[k] }); err != nil {
+	if err := round.ApplyDefaults(&cfg, func(k string) bool { return given[k] }); err != nil {
 		return cfg, err
 	}
 	if p == "nonprivate" {
@@ -308,7 +309,7 @@ func (f *Frontier) markdown(command string) string {
 			settings += fmt.Sprintf(", n = %d per round", pt.cfg.ClientsPerRound)
 		}
 		if len(pt.cfg.Options) > 0 {
-			settings += ", " + sim.OptionString(pt.cfg.Options)
+			settings += ", " + round.OptionString(pt.cfg.Options)
 		}
 		if pt.skip != "" {
 			fmt.Fprintf(&b, "| %s | %s | not run: %s | | | | %s |\n", pt.proto, target, strings.ReplaceAll(pt.skip, "|", "/"), settings)
@@ -337,7 +338,7 @@ func (f *Frontier) markdown(command string) string {
 func approximate(r metrics.Record) bool { return r.CumulativeApproximate || r.Approximate }
 
 // localWork describes a run's local training: "E = 10, lr 0.2".
-func localWork(c sim.Config) string {
+func localWork(c round.Config) string {
 	if c.LocalSteps > 0 {
 		return fmt.Sprintf("%d local steps, lr %g", c.LocalSteps, c.LR)
 	}

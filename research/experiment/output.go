@@ -11,19 +11,20 @@ import (
 	"strings"
 	"time"
 
+	"github.com/shufflefl/shufflefl/driver/round"
 	"github.com/shufflefl/shufflefl/driver/sim"
 	"github.com/shufflefl/shufflefl/driver/sim/metrics"
 	"github.com/shufflefl/shufflefl/learning/data"
 )
 
 // Runs is what the engine experiments need of `shufflefl run`: its checks
-// of a run's settings beyond sim.Config.Validate, the line that states
+// of a run's settings beyond round.Config.Validate, the line that states
 // a privacy plan, and the writing of a finished run's outputs into
 // cfg.Out.
 type Runs interface {
-	Check(cfg sim.Config) error
-	PlanLine(plan sim.Plan) string
-	Write(cfg sim.Config, recs []metrics.Record, sum sim.Summary, log string) error
+	Check(cfg round.Config) error
+	PlanLine(plan round.Plan) string
+	Write(cfg round.Config, recs []metrics.Record, sum round.Summary, log string) error
 }
 
 // Result is what an experiment computed: the results.md it wrote and the
@@ -45,9 +46,9 @@ type EngineRun struct {
 	Table   int    // paper tables: index of the run's table
 	Label   string // paper tables: the row's label; frontier: the protocol
 	Target  float64
-	Config  sim.Config
+	Config  round.Config
 	Records []metrics.Record // one per round
-	Summary sim.Summary
+	Summary round.Summary
 	// Skipped, for a frontier point, says why the run could not be made
 	// (Records is then empty).
 	Skipped string
@@ -82,11 +83,11 @@ func (o Output) writeFile(name, text string) error {
 // buildRun checks one run's settings as `shufflefl run` does and builds its
 // engine, whose pre-flight validates the protocol against the first round
 // (FLAME's k <= d, say) and plans the privacy of every round.
-func buildRun(runs Runs, cfg sim.Config, split data.Split) (*sim.Engine, error) {
+func buildRun(runs Runs, cfg round.Config, split data.Split) (*sim.Engine, error) {
 	if err := runs.Check(cfg); err != nil {
 		return nil, err
 	}
-	budgets, err := sim.Budgets(cfg, nil)
+	budgets, err := round.Budgets(cfg, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -95,7 +96,7 @@ func buildRun(runs Runs, cfg sim.Config, split data.Split) (*sim.Engine, error) 
 
 // runOne runs one built configuration and writes its outputs like
 // `shufflefl run` into cfg.Out.
-func (o Output) runOne(cfg sim.Config, eng *sim.Engine) ([]metrics.Record, sim.Summary, error) {
+func (o Output) runOne(cfg round.Config, eng *sim.Engine) ([]metrics.Record, round.Summary, error) {
 	var log strings.Builder
 	fmt.Fprintf(&log, "shufflefl: %s on %s, model %s (d=%d), %d clients, %d rounds, %d workers\n",
 		cfg.Protocol, cfg.Dataset, cfg.Model, eng.Model().Dim(), cfg.Clients, cfg.Rounds, eng.Workers())
@@ -106,7 +107,7 @@ func (o Output) runOne(cfg sim.Config, eng *sim.Engine) ([]metrics.Record, sim.S
 		fmt.Fprintf(&log, "warning: %s\n", w)
 	}
 	var recs []metrics.Record
-	sum, err := eng.Run(func(r sim.RoundResult) {
+	sum, err := eng.Run(func(r round.RoundResult) {
 		recs = append(recs, metrics.FromResult(r))
 		line := fmt.Sprintf("round %d/%d  acc %.4f  loss %.4f  %.2fs\n", r.Round, cfg.Rounds, r.TestAccuracy, r.TestLoss, r.Seconds)
 		log.WriteString(line)

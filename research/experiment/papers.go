@@ -6,7 +6,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/shufflefl/shufflefl/driver/sim"
+	"github.com/shufflefl/shufflefl/driver/round"
 	"github.com/shufflefl/shufflefl/privacy/account"
 	"github.com/shufflefl/shufflefl/protocol"
 )
@@ -29,7 +29,7 @@ func flamePaper() Paper {
 	// account.RoundDelta is the paper's delta_c), the Laplace randomizer for
 	// SS-*, k = d/50 (beta = 1/50, the reading that gives the paper's
 	// nu = 3.125, l = 16), n/n_p = 3 for SS-Double.
-	flameBase := func(c *sim.Config, trainLen int) {
+	flameBase := func(c *round.Config, trainLen int) {
 		c.Model = "logreg"
 		c.Clients = min(1000, trainLen)
 		c.ClientsPerRound = 0
@@ -44,8 +44,8 @@ func flamePaper() Paper {
 	// dpMatching makes dp-central spend, over the whole run, the cumulative
 	// central epsilon that protocol name's accountant states after the same
 	// rounds (planned with account.Accountant, every client reporting).
-	dpMatching := func(name string, opts map[string]float64) func(c *sim.Config) {
-		return func(c *sim.Config) {
+	dpMatching := func(name string, opts map[string]float64) func(c *round.Config) {
+		return func(c *round.Config) {
 			eps := c.Epsilon
 			p, err := protocol.New(name, protocol.Params{Clip: c.Clip, Delta: c.Delta, Epsilon: c.Epsilon, Rounds: c.Rounds, SampleRate: 1, Extra: opts})
 			acct, aerr := account.NewAccountant(c.Delta)
@@ -78,12 +78,12 @@ func flamePaper() Paper {
 		tables: []table{{
 			title: "FLAME protocols at eps_l = 78.5, n = {n}, d = {d}",
 			runs: []run{
-				{"NP-FL", func(c *sim.Config) { c.Protocol = "nonprivate" }},
+				{"NP-FL", func(c *round.Config) { c.Protocol = "nonprivate" }},
 				{"DP-FL (= SS-Double's cumulative eps)", dpMatching("ss-double", double)},
-				{"LDP-FL (Laplace)", func(c *sim.Config) { c.Protocol = "ldp-laplace" }},
-				{"SS-Simple", func(c *sim.Config) { c.Protocol = "ss-simple"; c.Options = laplace }},
-				{"SS-Double", func(c *sim.Config) { c.Protocol = "ss-double"; c.Options = double }},
-				{"SS-Topk", func(c *sim.Config) { c.Protocol = "ss-topk"; c.Options = topk }},
+				{"LDP-FL (Laplace)", func(c *round.Config) { c.Protocol = "ldp-laplace" }},
+				{"SS-Simple", func(c *round.Config) { c.Protocol = "ss-simple"; c.Options = laplace }},
+				{"SS-Double", func(c *round.Config) { c.Protocol = "ss-double"; c.Options = double }},
+				{"SS-Topk", func(c *round.Config) { c.Protocol = "ss-topk"; c.Options = topk }},
 			},
 		}},
 	}
@@ -102,7 +102,7 @@ func apesPaper() Paper {
 	// rounds' d·delta_s + delta' = 7.85e-5 each: 1e-3 over 10 rounds. Clip
 	// bound, local schedule and rounds are not stated: C = 0.05, 5 local
 	// epochs of batch 10 at lr 0.1, mu = 0.01, 10 rounds.
-	apesBase := func(c *sim.Config, trainLen int) {
+	apesBase := func(c *round.Config, trainLen int) {
 		c.Model = "logreg"
 		c.Clients = min(10000, trainLen/6)
 		c.ClientsPerRound = 0
@@ -121,7 +121,7 @@ func apesPaper() Paper {
 	var fig2b []run
 	for _, dist := range []string{"uniform1", "uniform2", "gauss1", "gauss2", "mixgauss1", "mixgauss2"} {
 		for _, p := range []string{"apes", "unis"} {
-			fig2b = append(fig2b, run{p + "-" + dist, func(c *sim.Config) { proto(p)(c); c.EpsDist = dist }})
+			fig2b = append(fig2b, run{p + "-" + dist, func(c *round.Config) { proto(p)(c); c.EpsDist = dist }})
 		}
 	}
 	return Paper{
@@ -137,7 +137,7 @@ func apesPaper() Paper {
 					{"PLDP", proto("pldp")},
 					{"UniS", proto("unis")},
 					{"APES", proto("apes")},
-					{"S-APES", func(c *sim.Config) {
+					{"S-APES", func(c *round.Config) {
 						c.Protocol = "s-apes"
 						c.Options = apesOpts(map[string]float64{"b": 1570, "hidden-budget": 1})
 					}},
@@ -159,8 +159,8 @@ func apesOpts(extra map[string]float64) map[string]float64 {
 }
 
 // apesProtocol sets protocol name with APES's options.
-func apesProtocol(name string) func(c *sim.Config) {
-	return func(c *sim.Config) {
+func apesProtocol(name string) func(c *round.Config) {
+	return func(c *round.Config) {
 		c.Protocol = name
 		switch name {
 		case "nonprivate":
@@ -180,7 +180,7 @@ func eapesPaper() Paper {
 	// (eps_i, delta_i) Gaussian noise, on an MLP, budgets from E-APES Table 3.
 	// n = 1,000 clients (the MLP has d = 101,770), FedSGD-style single local
 	// step is replaced by one local epoch of batch 10 at lr 0.1; L2 clip 1.
-	eapesBase := func(c *sim.Config, trainLen int) {
+	eapesBase := func(c *round.Config, trainLen int) {
 		c.Model = "mlp"
 		c.Clients = min(1000, trainLen/6)
 		c.ClientsPerRound = 0
@@ -193,9 +193,9 @@ func eapesPaper() Paper {
 	}
 	eapesRuns := []run{{"Non-Private", apesProtocol("nonprivate")}}
 	for _, dist := range []string{"eapes-uniform1", "eapes-uniform2", "eapes-gauss1", "eapes-gauss2", "eapes-gauss3"} {
-		eapesRuns = append(eapesRuns, run{"E-APES-" + strings.TrimPrefix(dist, "eapes-"), func(c *sim.Config) { c.Protocol = "e-apes"; c.EpsDist = dist }})
+		eapesRuns = append(eapesRuns, run{"E-APES-" + strings.TrimPrefix(dist, "eapes-"), func(c *round.Config) { c.Protocol = "e-apes"; c.EpsDist = dist }})
 	}
-	eapesRuns = append(eapesRuns, run{"E-APES-eps100", func(c *sim.Config) {
+	eapesRuns = append(eapesRuns, run{"E-APES-eps100", func(c *round.Config) {
 		c.Protocol = "e-apes"
 		c.EpsDist = ""
 		c.Epsilon = 100
@@ -216,7 +216,7 @@ type Paper struct {
 	// base sets the paper's shared settings on top of the defaults;
 	// trainLen is the size of the training set (to fit the number of
 	// clients to it).
-	base   func(c *sim.Config, trainLen int)
+	base   func(c *round.Config, trainLen int)
 	tables []table
 }
 
@@ -231,7 +231,7 @@ type table struct {
 // run is one row: a label and its changes to the paper's base settings.
 type run struct {
 	label string
-	mod   func(c *sim.Config)
+	mod   func(c *round.Config)
 }
 
 var papers = map[string]Paper{}

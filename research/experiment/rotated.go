@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/shufflefl/shufflefl/checks"
+	"github.com/shufflefl/shufflefl/driver/round"
 	"github.com/shufflefl/shufflefl/driver/sim"
 	"github.com/shufflefl/shufflefl/learning/data"
 	"github.com/shufflefl/shufflefl/learning/fl"
@@ -31,7 +32,7 @@ type RotatedOptions struct {
 	PerRound, Rounds        int
 	Samples, Epochs         int
 	LR                      float64
-	// Early stopping on held-out clients (sim.Config's fields of the
+	// Early stopping on held-out clients (round.Config's fields of the
 	// same names); Every = 0 runs exactly Rounds rounds.
 	Holdout, Every, Patience int
 }
@@ -129,8 +130,8 @@ func runRotated(o DPrivacyOptions, out Output) (Result, error) {
 
 // rotatedConfig is the engine's configuration of one run: ifca-dp, or
 // ifca (no sanitization) for nu = 0.
-func rotatedConfig(ro RotatedOptions, k int, nu float64, seed uint64, workers int) sim.Config {
-	cfg := sim.DefaultConfig()
+func rotatedConfig(ro RotatedOptions, k int, nu float64, seed uint64, workers int) round.Config {
+	cfg := round.DefaultConfig()
 	cfg.Dataset, cfg.DataDir, cfg.Model = ro.Dataset, ro.DataDir, ro.Model
 	cfg.Protocol = "ifca-dp"
 	cfg.Options = map[string]float64{"k": float64(k), "nu": nu}
@@ -156,9 +157,9 @@ func rotatedRun(ro RotatedOptions, split data.Split, k int, nu float64, seed uin
 		return RotatedRun{}, fmt.Errorf("k = %d, nu = %g: %w", k, nu, err)
 	}
 	start := time.Now()
-	var last, atBest sim.RoundResult
+	var last, atBest round.RoundResult
 	best := 0.0
-	sum, err := eng.Run(func(r sim.RoundResult) {
+	sum, err := eng.Run(func(r round.RoundResult) {
 		last = r
 		best = math.Max(best, r.TestAccuracy)
 		if r.Validation != nil && r.Validation.Improved {
@@ -175,7 +176,7 @@ func rotatedRun(ro RotatedOptions, split data.Split, k int, nu float64, seed uin
 		run.FinalAccuracy, run.BestValidationRound, run.Stopped = v.TestAccuracyAtBest, v.BestRound, v.Stopped
 		at = atBest
 	}
-	for g, best := range sim.BestPerGroup(at.Hypotheses) {
+	for g, best := range round.BestPerGroup(at.Hypotheses) {
 		run.GroupAccuracy = append(run.GroupAccuracy, at.Hypotheses[best].Accuracy[g])
 	}
 	for _, h := range last.Hypotheses {

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/shufflefl/shufflefl/checks"
-	"github.com/shufflefl/shufflefl/driver/sim"
+	"github.com/shufflefl/shufflefl/driver/round"
 	"github.com/shufflefl/shufflefl/driver/sim/metrics"
 	"github.com/shufflefl/shufflefl/learning/data"
 )
@@ -30,7 +30,7 @@ type TablesOptions struct {
 type RunConfig struct {
 	Table  int // index of its table
 	Label  string
-	Config sim.Config
+	Config round.Config
 }
 
 // Configs returns the paper's runs (those o.Only keeps) for a training set
@@ -46,7 +46,7 @@ func (p Paper) Configs(o TablesOptions, trainLen int) []RunConfig {
 			if len(keep) > 0 && !keep[r.label] {
 				continue
 			}
-			cfg := sim.DefaultConfig()
+			cfg := round.DefaultConfig()
 			cfg.Dataset, cfg.DataDir, cfg.Seed, cfg.Workers = o.Dataset, o.DataDir, o.Seed, o.Workers
 			p.base(&cfg, trainLen)
 			if o.Rounds > 0 {
@@ -172,10 +172,10 @@ func (p *TablesPlan) Run(out Output) (Result, error) {
 	return res, out.writeFile("results.md", res.Markdown)
 }
 
-func (p *TablesPlan) runOne(r RunConfig, out Output) ([]metrics.Record, sim.Summary, error) {
+func (p *TablesPlan) runOne(r RunConfig, out Output) ([]metrics.Record, round.Summary, error) {
 	eng, err := buildRun(out.Runs, r.Config, p.split)
 	if err != nil {
-		return nil, sim.Summary{}, err
+		return nil, round.Summary{}, err
 	}
 	return out.runOne(r.Config, eng)
 }
@@ -202,7 +202,7 @@ func fmtRange(lo, hi *float64) string {
 }
 
 // tableRow is one run's row of results.md.
-func tableRow(label string, cfg sim.Config, recs []metrics.Record, sum sim.Summary) string {
+func tableRow(label string, cfg round.Config, recs []metrics.Record, sum round.Summary) string {
 	last := recs[len(recs)-1]
 	delta := func(d float64) string {
 		if d == 0 {

@@ -14,7 +14,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/shufflefl/shufflefl/driver/deploy"
-	"github.com/shufflefl/shufflefl/driver/sim"
+	"github.com/shufflefl/shufflefl/driver/round"
 	"github.com/shufflefl/shufflefl/learning/data"
 	"github.com/shufflefl/shufflefl/transport/seal"
 	"github.com/shufflefl/shufflefl/transport/store"
@@ -49,12 +49,12 @@ type world struct {
 	players map[string]*player
 
 	mu      sync.Mutex
-	results map[int]sim.RoundResult
+	results map[int]round.RoundResult
 }
 
 // newWorld returns an empty world; the script's run command builds it.
 func newWorld(drv Driver, dir string) *world {
-	return &world{drv: drv, dir: dir, players: map[string]*player{}, results: map[int]sim.RoundResult{}}
+	return &world{drv: drv, dir: dir, players: map[string]*player{}, results: map[int]round.RoundResult{}}
 }
 
 // runCmd builds the run (run proto=P clients=N rounds=R [min=M]
@@ -64,7 +64,7 @@ func (w *world) runCmd(s Step) (string, error) {
 	if w.st != nil {
 		return "", errors.New("the run is already started")
 	}
-	cfg := sim.DefaultConfig()
+	cfg := round.DefaultConfig()
 	cfg.Dataset, cfg.LocalEpochs, cfg.Workers, cfg.Clip, cfg.SecureNoise = "blobs", 1, 1, 0.5, true
 	cfg.Protocol = s.Key("proto", "ss-double")
 	var err error
@@ -145,7 +145,7 @@ func (w *world) startAnalyzer() error {
 	if err != nil {
 		return err
 	}
-	observe := func(r sim.RoundResult) {
+	observe := func(r round.RoundResult) {
 		w.mu.Lock()
 		w.results[r.Round] = r
 		w.mu.Unlock()

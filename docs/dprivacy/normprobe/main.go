@@ -26,6 +26,7 @@ import (
 	"os"
 	"sync"
 
+	"github.com/shufflefl/shufflefl/driver/round"
 	"github.com/shufflefl/shufflefl/driver/sim"
 	"github.com/shufflefl/shufflefl/learning/data"
 	"github.com/shufflefl/shufflefl/protocol"
@@ -85,8 +86,8 @@ func parse(args []string, stderr io.Writer) (o options, ok bool) {
 }
 
 // config is the engine's configuration for the probe's options.
-func (o options) config() sim.Config {
-	cfg := sim.DefaultConfig()
+func (o options) config() round.Config {
+	cfg := round.DefaultConfig()
 	cfg.Dataset, cfg.Model, cfg.Partition, cfg.Groups = "fashion-mnist", o.model, "rotated", 2
 	cfg.Clients, cfg.ClientsPerRound, cfg.SamplesPerClient, cfg.Rounds = o.clients, o.perRound, o.spc, o.rounds
 	cfg.LocalEpochs, cfg.LR, cfg.Batch, cfg.Workers, cfg.Seed, cfg.Out = o.epochs, o.lr, 10, 1, o.seed, ""
@@ -183,7 +184,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 }
 
 // report prints one round's line.
-func report(stdout io.Writer, res sim.RoundResult, per map[int]*client, groups []int, ngroups int, models [][]float64) {
+func report(stdout io.Writer, res round.RoundResult, per map[int]*client, groups []int, ngroups int, models [][]float64) {
 	var upd2, noise2 float64
 	sum := make([][]float64, ngroups)
 	cnt := make([]int, ngroups)

@@ -59,7 +59,7 @@ func (c flClient) Train(r *rand.Rand, theta []float64, epochs int) error {
 
 // engineRound is what the test keeps of one engine round.
 type engineRound struct {
-	res    sim.RoundResult
+	res    round.RoundResult
 	models [][]float64
 }
 
@@ -145,8 +145,8 @@ func TestEngineMatchesReference(t *testing.T) {
 }
 
 // clusteredConfig is a small rotated-partition run of protocol name.
-func clusteredConfig(name string, k int, nu float64) sim.Config {
-	cfg := sim.DefaultConfig()
+func clusteredConfig(name string, k int, nu float64) round.Config {
+	cfg := round.DefaultConfig()
 	cfg.Dataset, cfg.Model, cfg.Protocol = "fashion-mnist-sample", "logreg", name
 	cfg.Options = map[string]float64{"k": float64(k)}
 	if nu > 0 {
