@@ -12,7 +12,6 @@ import (
 
 	"github.com/shufflefl/shufflefl/driver/round"
 	"github.com/shufflefl/shufflefl/driver/rundir"
-	"github.com/shufflefl/shufflefl/driver/sim"
 	"github.com/shufflefl/shufflefl/research/bound"
 	"github.com/shufflefl/shufflefl/research/experiment"
 )
@@ -25,14 +24,14 @@ func TestRunDefaultIsPrivate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.Protocol != sim.DefaultProtocol || !strings.HasPrefix(cfg.Protocol, "ss-") {
+	if cfg.Protocol != round.DefaultProtocol || !strings.HasPrefix(cfg.Protocol, "ss-") {
 		t.Errorf("default protocol %q", cfg.Protocol)
 	}
 	if cfg.TargetEpsilon <= 0 || cfg.TargetEpsilon > 8 || cfg.Delta > 1e-6 {
 		t.Errorf("default guarantee (%v, %v)", cfg.TargetEpsilon, cfg.Delta)
 	}
 	if !reflect.DeepEqual(cfg, round.RunDefaults()) {
-		t.Errorf("resolved defaults differ from sim.RunDefaults:\n%+v\n%+v", cfg, round.RunDefaults())
+		t.Errorf("resolved defaults differ from round.RunDefaults:\n%+v\n%+v", cfg, round.RunDefaults())
 	}
 }
 
@@ -179,16 +178,16 @@ func TestRunHelpShowsProtocolDefaults(t *testing.T) {
 	d := round.RunDefaults()
 	_, out, _ := runCLI("run", "--help")
 	want := fmt.Sprintf("  --clients int\n      number of clients N (the population) (default %d)\n", d.Clients)
-	if !strings.Contains(out, want) || !strings.Contains(out, fmt.Sprintf("(default %q)", sim.DefaultProtocol)) {
+	if !strings.Contains(out, want) || !strings.Contains(out, fmt.Sprintf("(default %q)", round.DefaultProtocol)) {
 		t.Errorf("run --help does not show the default protocol's defaults (%q):\n%s", want, out)
 	}
 	_, out, _ = runCLI("run", "--protocol", "nonprivate", "--help")
 	if !strings.Contains(out, "  --clients int\n      number of clients N (the population) (default 1000)\n") {
 		t.Errorf("run --protocol nonprivate --help does not show nonprivate's defaults:\n%s", out)
 	}
-	_, out, _ = runCLI("protocols", sim.DefaultProtocol)
+	_, out, _ = runCLI("protocols", round.DefaultProtocol)
 	if !strings.Contains(out, "Run defaults (the protocol of 'shufflefl run' without --protocol)") {
-		t.Errorf("protocols %s does not show its run defaults:\n%s", sim.DefaultProtocol, out)
+		t.Errorf("protocols %s does not show its run defaults:\n%s", round.DefaultProtocol, out)
 	}
 }
 

@@ -96,7 +96,7 @@ func resolveConfigFor(cmd string, args []string, stdout io.Writer) (round.Config
 		return scratch, ex, checks.Invalidf("unexpected argument %q (flags start with --)", fs.Arg(0))
 	}
 	cfg := round.DefaultConfig()
-	cfg.Protocol = sim.DefaultProtocol
+	cfg.Protocol = round.DefaultProtocol
 	var fromFile runExtras
 	var fileKeys map[string]bool
 	if ex.config != "" {

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/shufflefl/shufflefl/driver/round"
 	"github.com/shufflefl/shufflefl/privacy/account"
 	"github.com/shufflefl/shufflefl/protocol"
 )
@@ -48,8 +49,8 @@ func TestAPESFamilyLearns(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var res []RoundResult
-			if _, err := e.Run(func(r RoundResult) { res = append(res, r) }); err != nil {
+			var res []round.RoundResult
+			if _, err := e.Run(func(r round.RoundResult) { res = append(res, r) }); err != nil {
 				t.Fatal(err)
 			}
 			last := res[len(res)-1]
@@ -122,7 +123,7 @@ func BenchmarkAPESRound(b *testing.B) {
 	}{{"apes", nil}, {"s-apes", nil}, {"unis", nil}} {
 		b.Run(tc.proto+"/clients=10000,m=6,d=7850", func(b *testing.B) {
 			split := fashion(b)
-			cfg := DefaultConfig()
+			cfg := round.DefaultConfig()
 			cfg.Protocol = tc.proto
 			cfg.Options = tc.options
 			cfg.Clients = 10000
@@ -135,7 +136,7 @@ func BenchmarkAPESRound(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			var tm Timing
+			var tm round.Timing
 			var total float64
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/shufflefl/shufflefl/driver/round"
 	"github.com/shufflefl/shufflefl/learning/data"
 )
 
@@ -44,7 +45,7 @@ func BenchmarkRound(b *testing.B) {
 	for _, c := range cases {
 		b.Run(fmt.Sprintf("%s/clients=%d,m=%d,d=7850", c.proto, c.clients, c.m), func(b *testing.B) {
 			split := fashion(b)
-			cfg := DefaultConfig()
+			cfg := round.DefaultConfig()
 			cfg.Protocol = c.proto
 			cfg.Clients = c.clients
 			cfg.SamplesPerClient = c.m

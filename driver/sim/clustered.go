@@ -16,9 +16,9 @@ func (e *Engine) chooseHypothesis(w *worker, shard []int) (int, error) {
 
 // recordClusters charges the round's d-privacy leakage to its participants
 // and fills the round's per-hypothesis sizes, choices and leakage.
-func (e *Engine) recordClusters(res *RoundResult, parts []int) {
+func (e *Engine) recordClusters(res *round.RoundResult, parts []int) {
 	sizes := e.an.ClusterSizes()
-	res.Hypotheses = make([]Hypothesis, len(e.models))
+	res.Hypotheses = make([]round.Hypothesis, len(e.models))
 	for h := range res.Hypotheses {
 		if h < len(sizes) {
 			res.Hypotheses[h].Size = sizes[h]
@@ -42,7 +42,7 @@ func (e *Engine) recordClusters(res *RoundResult, parts []int) {
 // clusterAccuracy scores the round's choices (e.chosen, one per
 // participant in parts) against the participants' rotation groups; nil
 // when the clients have no known group.
-func (e *Engine) clusterAccuracy(parts []int) (*ClusterAccuracy, error) {
+func (e *Engine) clusterAccuracy(parts []int) (*round.ClusterAccuracy, error) {
 	if e.groups == nil || len(e.chosen) != len(parts) {
 		return nil, nil
 	}
@@ -54,13 +54,13 @@ func (e *Engine) clusterAccuracy(parts []int) (*ClusterAccuracy, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &ClusterAccuracy{Accuracy: a.Accuracy, Matched: a.Matched, Participants: a.Clients, Relabel: a.Relabel}, nil
+	return &round.ClusterAccuracy{Accuracy: a.Accuracy, Matched: a.Matched, Participants: a.Clients, Relabel: a.Relabel}, nil
 }
 
 // dprivacyRound summarises every client's cumulative d-privacy leakage.
-func (e *Engine) dprivacyRound() *DPrivacyRound {
+func (e *Engine) dprivacyRound() *round.DPrivacyRound {
 	s := protocol.Summarize(e.dleak)
-	return &DPrivacyRound{Level: e.dlevel, MaxCumulative: s.Max, MedianCumulative: s.Median}
+	return &round.DPrivacyRound{Level: e.dlevel, MaxCumulative: s.Max, MedianCumulative: s.Median}
 }
 
 // testGroups splits the test set into its groups: one copy per rotation
@@ -83,10 +83,10 @@ func (e *Engine) testGroups() []fl.Examples {
 // a group's clients use the model with the lowest loss on their data: the
 // round's test accuracy and loss average, over groups, those of the
 // group's best model.
-func (e *Engine) evaluateClustered(res *RoundResult) error {
+func (e *Engine) evaluateClustered(res *round.RoundResult) error {
 	groups := e.testGroups()
 	if res.Hypotheses == nil {
-		res.Hypotheses = make([]Hypothesis, len(e.models))
+		res.Hypotheses = make([]round.Hypothesis, len(e.models))
 	}
 	for h, w := range e.models {
 		hy := &res.Hypotheses[h]
@@ -101,7 +101,7 @@ func (e *Engine) evaluateClustered(res *RoundResult) error {
 		}
 	}
 	res.TestAccuracy, res.TestLoss = 0, 0
-	for g, best := range BestPerGroup(res.Hypotheses) {
+	for g, best := range round.BestPerGroup(res.Hypotheses) {
 		res.TestAccuracy += res.Hypotheses[best].Accuracy[g] / float64(len(groups))
 		res.TestLoss += res.Hypotheses[best].Loss[g] / float64(len(groups))
 	}

@@ -12,7 +12,7 @@ import (
 	"github.com/shufflefl/shufflefl/learning/fl"
 )
 
-func clusteredConfig() Config {
+func clusteredConfig() round.Config {
 	c := smallConfig()
 	c.Protocol = "ifca"
 	c.Partition = "rotated"
@@ -60,7 +60,7 @@ func TestClusteredReproducibleAndFaithful(t *testing.T) {
 	three := runAll(t, cfg, split)
 	sameTrajectory(t, one, three)
 	for i := range one {
-		if !slices.EqualFunc(one[i].Hypotheses, three[i].Hypotheses, func(a, b Hypothesis) bool {
+		if !slices.EqualFunc(one[i].Hypotheses, three[i].Hypotheses, func(a, b round.Hypothesis) bool {
 			return a.Size == b.Size && a.Chosen == b.Chosen && slices.Equal(a.Accuracy, b.Accuracy)
 		}) {
 			t.Fatalf("round %d: hypotheses differ across workers", i+1)
@@ -116,13 +116,13 @@ func TestClusteredBadInput(t *testing.T) {
 	split := loadSample(t)
 	for _, tc := range []struct {
 		name string
-		set  func(*Config)
+		set  func(*round.Config)
 	}{
-		{"k larger than the clients per round", func(c *Config) { c.Options = map[string]float64{"k": 25} }},
-		{"k zero", func(c *Config) { c.Options = map[string]float64{"k": 0} }},
-		{"nu zero", func(c *Config) { c.Protocol = "ifca-dp"; c.Options = map[string]float64{"nu": 0} }},
-		{"nu negative", func(c *Config) { c.Protocol = "ifca-dp"; c.Options = map[string]float64{"nu": -1} }},
-		{"too large for memory", func(c *Config) { c.Model = "mlp" }}, // 20 × 101,770 × 8 B = 15.5 MiB > the 10 MiB set below
+		{"k larger than the clients per round", func(c *round.Config) { c.Options = map[string]float64{"k": 25} }},
+		{"k zero", func(c *round.Config) { c.Options = map[string]float64{"k": 0} }},
+		{"nu zero", func(c *round.Config) { c.Protocol = "ifca-dp"; c.Options = map[string]float64{"nu": 0} }},
+		{"nu negative", func(c *round.Config) { c.Protocol = "ifca-dp"; c.Options = map[string]float64{"nu": -1} }},
+		{"too large for memory", func(c *round.Config) { c.Model = "mlp" }}, // 20 × 101,770 × 8 B = 15.5 MiB > the 10 MiB set below
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := clusteredConfig()
@@ -158,8 +158,8 @@ func TestClusteredResume(t *testing.T) {
 	if err := e2.Restore(snap); err != nil {
 		t.Fatal(err)
 	}
-	var rest []RoundResult
-	if _, err := e2.Run(func(r RoundResult) { rest = append(rest, r) }); err != nil {
+	var rest []round.RoundResult
+	if _, err := e2.Run(func(r round.RoundResult) { rest = append(rest, r) }); err != nil {
 		t.Fatal(err)
 	}
 	sameTrajectory(t, full[2:], rest)
@@ -184,7 +184,7 @@ func TestClusterAccuracy(t *testing.T) {
 			t.Fatal(err)
 		}
 		var sub fl.Examples
-		var last *ClusterAccuracy
+		var last *round.ClusterAccuracy
 		for e.Round() < cfg.Rounds {
 			var before [][]float64
 			for _, w := range e.Models() {
@@ -258,7 +258,7 @@ func TestClusterAccuracy(t *testing.T) {
 func TestDPrivacyNoiseKnee(t *testing.T) {
 	longtest.Skip(t) // trains 30 rounds
 	split := loadSample(t)
-	last := func(nu float64) RoundResult {
+	last := func(nu float64) round.RoundResult {
 		cfg := clusteredConfig()
 		cfg.Model, cfg.Rounds, cfg.LocalEpochs, cfg.LR = "logreg", 10, 1, 0.05
 		cfg.Options = map[string]float64{"k": 2}

@@ -30,7 +30,7 @@ const blockSize = 16
 // Engine runs a federated training simulation. It is not safe for concurrent
 // use; Step runs one round using all configured workers.
 type Engine struct {
-	cfg     Config
+	cfg     round.Config
 	pre     *round.Prepared // the run as the pre-flight built it
 	proto   protocol.Protocol
 	model   fl.Model
@@ -43,7 +43,7 @@ type Engine struct {
 	budgets []protocol.Budget
 	ledger  *account.Ledger
 	acct    *account.Accountant // nil for non-private protocols
-	plan    Plan
+	plan    round.Plan
 	halted  string // why the run stopped before its planned rounds
 	charges bool
 	// approxLocal: the local randomizer spends the budgets' deltas.
@@ -105,7 +105,7 @@ type worker struct {
 
 // New builds an engine for cfg on the given data. budgets may be nil (they
 // are then resolved by Budgets(cfg, nil)).
-func New(cfg Config, split data.Split, budgets []protocol.Budget) (*Engine, error) {
+func New(cfg round.Config, split data.Split, budgets []protocol.Budget) (*Engine, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -120,7 +120,7 @@ func New(cfg Config, split data.Split, budgets []protocol.Budget) (*Engine, erro
 	e.trainEx = fl.Examples{X: split.Train.X, Y: split.Train.Y, Features: split.Train.Features}
 	e.testEx = fl.Examples{X: split.Test.X, Y: split.Test.Y, Features: split.Test.Features}
 	if budgets == nil {
-		if budgets, err = Budgets(cfg, nil); err != nil {
+		if budgets, err = round.Budgets(cfg, nil); err != nil {
 			return nil, err
 		}
 	}
@@ -265,12 +265,12 @@ func (e *Engine) Sample(t int) []int { return e.pre.Sample(t) }
 // clients, lets their ledgers refuse the round, hands the facts to the
 // analyzer machine (which decides release or void), charges and runs the
 // clients that report, and evaluates the model.
-func (e *Engine) Step() (RoundResult, error) {
+func (e *Engine) Step() (round.RoundResult, error) {
 	start := time.Now()
 	t := e.round + 1
 	s := e.shape(t)
 	parts := e.Sample(t)
-	res := RoundResult{Round: t}
+	res := round.RoundResult{Round: t}
 	sampled := len(parts)
 	if !e.poisson {
 		s.Sampled = sampled
@@ -332,7 +332,7 @@ func (e *Engine) Step() (RoundResult, error) {
 // for d-privacy, take its cumulative leakage past the cap: the paper
 // decides right before releasing) is refused and the client sits the round
 // out (res.Refused counts them).
-func (e *Engine) admit(t int, parts []int, res *RoundResult) ([]int, []*role.Client, error) {
+func (e *Engine) admit(t int, parts []int, res *round.RoundResult) ([]int, []*role.Client, error) {
 	kept := parts[:0:0]
 	var clients []*role.Client
 	for _, c := range parts {
@@ -380,7 +380,7 @@ func (e *Engine) charge(t int, parts []int, clients []*role.Client) error {
 // release runs the accepted round's clients, collects their reports into
 // the analyzer and closes the round. An estimate the analyzer refused
 // stops the run.
-func (e *Engine) release(t int, s protocol.Shape, parts []int, clients []*role.Client, res *RoundResult) (role.Ready, error) {
+func (e *Engine) release(t int, s protocol.Shape, parts []int, clients []*role.Client, res *round.RoundResult) (role.Ready, error) {
 	if e.clustered != nil {
 		e.chosen = make([]int, len(parts))
 	}
@@ -418,7 +418,7 @@ func (e *Engine) release(t int, s protocol.Shape, parts []int, clients []*role.C
 // voided records a round the analyzer voided at Open: the clients' local
 // figures stay, the central ones go, and a round past the run's target
 // halts the run.
-func (e *Engine) voided(rd role.Ready, res *RoundResult) {
+func (e *Engine) voided(rd role.Ready, res *round.RoundResult) {
 	loc := res.Privacy
 	res.Privacy = protocol.Privacy{Private: loc.Private, LocalEpsilon: loc.LocalEpsilon, LocalCoordEpsilon: loc.LocalCoordEpsilon}
 	res.Privacy.Bound = "no release (every sampled client refused: cap reached)"
@@ -431,8 +431,8 @@ func (e *Engine) voided(rd role.Ready, res *RoundResult) {
 
 // statePrivacy fills the round's cumulative figures from the accountant
 // and the round alone at the run's delta.
-func (e *Engine) statePrivacy(rd role.Ready, res *RoundResult) error {
-	res.Alone = AloneRound{Epsilon: math.Inf(1)}
+func (e *Engine) statePrivacy(rd role.Ready, res *round.RoundResult) error {
+	res.Alone = round.AloneRound{Epsilon: math.Inf(1)}
 	if e.acct == nil {
 		res.Privacy.CumulativeEpsilon = math.Inf(1)
 		return nil
@@ -451,7 +451,7 @@ func (e *Engine) statePrivacy(rd role.Ready, res *RoundResult) error {
 
 // evaluate evaluates the model(s) on the test set and, when due, on the
 // validation clients, and completes the round's client figures.
-func (e *Engine) evaluate(t int, res *RoundResult) error {
+func (e *Engine) evaluate(t int, res *round.RoundResult) error {
 	if e.dlevel > 0 {
 		res.DPrivacy = e.dprivacyRound()
 	}
@@ -540,7 +540,7 @@ type clientTimes struct {
 	train, encode, aggregate atomic.Int64
 }
 
-func (c *clientTimes) into(tm *Timing) {
+func (c *clientTimes) into(tm *round.Timing) {
 	tm.Train = float64(c.train.Load()) / 1e9
 	tm.Encode = float64(c.encode.Load()) / 1e9
 	tm.Aggregate = float64(c.aggregate.Load()) / 1e9
@@ -636,7 +636,7 @@ func (e *Engine) runClients(t int, s protocol.Shape, parts []int, clients []*rol
 // pad from the per-coordinate counts. The shuffler's permutation is
 // skipped: the analyzer's aggregate does not depend on the order of
 // reports. Memory is O(workers·d), not O(n·d).
-func (e *Engine) collectStreaming(t int, s protocol.Shape, parts []int, clients []*role.Client, tm *Timing) error {
+func (e *Engine) collectStreaming(t int, s protocol.Shape, parts []int, clients []*role.Client, tm *round.Timing) error {
 	start := time.Now()
 	var ct clientTimes
 	absorb := func(agg *protocol.Aggregate) error { return e.an.Absorb(role.PartInput(agg)) }
@@ -711,7 +711,7 @@ func (e *Engine) minReports() int {
 // order), which pads and permutes them, and the analyzer role absorbs the
 // shuffled batch — the data flow of a deployment, in the clear. Memory is
 // O(n·d).
-func (e *Engine) collectFaithful(t int, s protocol.Shape, parts []int, clients []*role.Client, tm *Timing) error {
+func (e *Engine) collectFaithful(t int, s protocol.Shape, parts []int, clients []*role.Client, tm *round.Timing) error {
 	start := time.Now()
 	reports := make([]protocol.Report, len(parts))
 	var ct clientTimes
@@ -763,9 +763,9 @@ func (e *Engine) collectFaithful(t int, s protocol.Shape, parts []int, clients [
 
 // Run executes the remaining rounds, calling observe after each (observe may
 // be nil). It stops at the first error.
-func (e *Engine) Run(observe func(RoundResult)) (Summary, error) {
+func (e *Engine) Run(observe func(round.RoundResult)) (round.Summary, error) {
 	start := time.Now()
-	sum := Summary{Dim: e.model.Dim(), Workers: e.workers, TrainSamples: e.train.Len(), TestSamples: e.test.Len()}
+	sum := round.Summary{Dim: e.model.Dim(), Workers: e.workers, TrainSamples: e.train.Len(), TestSamples: e.test.Len()}
 	for e.round < e.cfg.Rounds && e.halted == "" {
 		if e.stop != nil && e.stop() {
 			break

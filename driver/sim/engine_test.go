@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/shufflefl/shufflefl/driver/round"
 	"github.com/shufflefl/shufflefl/learning/data"
 )
 
@@ -19,8 +20,8 @@ func loadSample(t testing.TB) data.Split {
 	return split
 }
 
-func smallConfig() Config {
-	c := DefaultConfig()
+func smallConfig() round.Config {
+	c := round.DefaultConfig()
 	c.Dataset = "fashion-mnist-sample"
 	c.Clients = 50
 	c.ClientsPerRound = 20
@@ -30,21 +31,21 @@ func smallConfig() Config {
 }
 
 // runAll runs cfg to completion and returns every round's results.
-func runAll(t testing.TB, cfg Config, split data.Split) []RoundResult {
+func runAll(t testing.TB, cfg round.Config, split data.Split) []round.RoundResult {
 	t.Helper()
 	e, err := New(cfg, split, nil)
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
-	var out []RoundResult
-	if _, err := e.Run(func(r RoundResult) { out = append(out, r) }); err != nil {
+	var out []round.RoundResult
+	if _, err := e.Run(func(r round.RoundResult) { out = append(out, r) }); err != nil {
 		t.Fatalf("Run: %v", err)
 	}
 	return out
 }
 
 // runSnapshot runs cfg to its end and returns the engine's snapshot.
-func runSnapshot(t testing.TB, cfg Config, split data.Split) Snapshot {
+func runSnapshot(t testing.TB, cfg round.Config, split data.Split) Snapshot {
 	t.Helper()
 	e, err := New(cfg, split, nil)
 	if err != nil {
@@ -61,7 +62,7 @@ func runSnapshot(t testing.TB, cfg Config, split data.Split) Snapshot {
 }
 
 // sameTrajectory compares everything but timings bit for bit.
-func sameTrajectory(t *testing.T, a, b []RoundResult) {
+func sameTrajectory(t *testing.T, a, b []round.RoundResult) {
 	t.Helper()
 	if len(a) != len(b) {
 		t.Fatalf("%d rounds vs %d", len(a), len(b))
@@ -69,7 +70,7 @@ func sameTrajectory(t *testing.T, a, b []RoundResult) {
 	for i := range a {
 		x, y := a[i], b[i]
 		x.Seconds, y.Seconds = 0, 0
-		x.Timing, y.Timing = Timing{}, Timing{}
+		x.Timing, y.Timing = round.Timing{}, round.Timing{}
 		if math.Float64bits(x.TestAccuracy) != math.Float64bits(y.TestAccuracy) ||
 			math.Float64bits(x.TestLoss) != math.Float64bits(y.TestLoss) ||
 			x.Participants != y.Participants || x.Reports != y.Reports || x.Dummies != y.Dummies ||
@@ -134,7 +135,7 @@ func TestStreamingMatchesFaithful(t *testing.T) {
 // streamingMatchesFaithful runs cfg with the streaming aggregation and with
 // the faithful shuffler, compares the models parameter by parameter, and
 // returns both runs' round results (streaming first) for further checks.
-func streamingMatchesFaithful(t *testing.T, cfg Config, split data.Split) (streaming, faithful []RoundResult) {
+func streamingMatchesFaithful(t *testing.T, cfg round.Config, split data.Split) (streaming, faithful []round.RoundResult) {
 	t.Helper()
 	cfg.Faithful = false
 	e1, err := New(cfg, split, nil)
@@ -253,23 +254,23 @@ func TestConfigErrors(t *testing.T) {
 	split := loadSample(t)
 	tests := []struct {
 		name string
-		mod  func(*Config)
+		mod  func(*round.Config)
 		want string
 	}{
-		{"unknown protocol", func(c *Config) { c.Protocol = "nope" }, `unknown protocol "nope"`},
-		{"unknown model", func(c *Config) { c.Model = "resnet" }, `unknown model "resnet"`},
-		{"too many clients", func(c *Config) { c.Clients = 1_000_000; c.ClientsPerRound = 0 }, "more clients"},
-		{"eps zero", func(c *Config) { c.Epsilon = 0 }, "epsilon must be > 0"},
-		{"eps nan", func(c *Config) { c.Epsilon = math.NaN() }, "epsilon must be a finite number"},
-		{"eps inf", func(c *Config) { c.Epsilon = math.Inf(1) }, "epsilon must be a finite number"},
-		{"lr nan", func(c *Config) { c.LR = math.NaN() }, "lr must be a finite number"},
-		{"delta", func(c *Config) { c.Delta = 1 }, "delta must be in (0, 1)"},
-		{"per round", func(c *Config) { c.ClientsPerRound = c.Clients + 1 }, "clients-per-round"},
-		{"partition", func(c *Config) { c.Partition = "zipf" }, `unknown partition "zipf"`},
-		{"mode", func(c *Config) { c.Mode = "fedx" }, `unknown mode "fedx"`},
-		{"both local", func(c *Config) { c.LocalSteps = 3 }, "only one of local-epochs"},
-		{"protocol option", func(c *Config) { c.Options = map[string]float64{"k": 3} }, `option "k" is not used`},
-		{"clip", func(c *Config) { c.Clip = -1 }, "clip must be > 0"},
+		{"unknown protocol", func(c *round.Config) { c.Protocol = "nope" }, `unknown protocol "nope"`},
+		{"unknown model", func(c *round.Config) { c.Model = "resnet" }, `unknown model "resnet"`},
+		{"too many clients", func(c *round.Config) { c.Clients = 1_000_000; c.ClientsPerRound = 0 }, "more clients"},
+		{"eps zero", func(c *round.Config) { c.Epsilon = 0 }, "epsilon must be > 0"},
+		{"eps nan", func(c *round.Config) { c.Epsilon = math.NaN() }, "epsilon must be a finite number"},
+		{"eps inf", func(c *round.Config) { c.Epsilon = math.Inf(1) }, "epsilon must be a finite number"},
+		{"lr nan", func(c *round.Config) { c.LR = math.NaN() }, "lr must be a finite number"},
+		{"delta", func(c *round.Config) { c.Delta = 1 }, "delta must be in (0, 1)"},
+		{"per round", func(c *round.Config) { c.ClientsPerRound = c.Clients + 1 }, "clients-per-round"},
+		{"partition", func(c *round.Config) { c.Partition = "zipf" }, `unknown partition "zipf"`},
+		{"mode", func(c *round.Config) { c.Mode = "fedx" }, `unknown mode "fedx"`},
+		{"both local", func(c *round.Config) { c.LocalSteps = 3 }, "only one of local-epochs"},
+		{"protocol option", func(c *round.Config) { c.Options = map[string]float64{"k": 3} }, `option "k" is not used`},
+		{"clip", func(c *round.Config) { c.Clip = -1 }, "clip must be > 0"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -292,7 +293,7 @@ func TestConfigErrors(t *testing.T) {
 func TestBudgetsPersonalized(t *testing.T) {
 	cfg := smallConfig()
 	cfg.EpsDist = "uniform2"
-	b, err := Budgets(cfg, nil)
+	b, err := round.Budgets(cfg, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -303,10 +304,10 @@ func TestBudgetsPersonalized(t *testing.T) {
 	if len(distinct) < 2 {
 		t.Fatalf("uniform2 budgets are all equal: %v", b[:5])
 	}
-	if _, err := Budgets(cfg, []float64{1, 2}); err == nil {
+	if _, err := round.Budgets(cfg, []float64{1, 2}); err == nil {
 		t.Fatal("a budget list of the wrong length was accepted")
 	}
-	if _, err := Budgets(Config{Clients: 2, Delta: 1e-5}, []float64{1, math.NaN()}); err == nil {
+	if _, err := round.Budgets(round.Config{Clients: 2, Delta: 1e-5}, []float64{1, math.NaN()}); err == nil {
 		t.Fatal("a NaN budget was accepted")
 	}
 }

@@ -5,19 +5,20 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/shufflefl/shufflefl/driver/round"
 	"github.com/shufflefl/shufflefl/protocol"
 )
 
 // runHooked runs cfg with hooks h and returns the rounds and final weights.
-func runHooked(t *testing.T, cfg Config, h Hooks) ([]RoundResult, []float64) {
+func runHooked(t *testing.T, cfg round.Config, h Hooks) ([]round.RoundResult, []float64) {
 	t.Helper()
 	e, err := New(cfg, loadSample(t), nil)
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
 	e.SetHooks(h)
-	var out []RoundResult
-	if _, err := e.Run(func(r RoundResult) { out = append(out, r) }); err != nil {
+	var out []round.RoundResult
+	if _, err := e.Run(func(r round.RoundResult) { out = append(out, r) }); err != nil {
 		t.Fatalf("Run: %v", err)
 	}
 	return out, slices.Clone(e.Weights())

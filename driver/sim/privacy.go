@@ -1,11 +1,12 @@
 package sim
 
 import (
+	"github.com/shufflefl/shufflefl/driver/round"
 	"github.com/shufflefl/shufflefl/privacy/account"
 )
 
 // PrivacyPlan returns the run's pre-flight privacy statement.
-func (e *Engine) PrivacyPlan() Plan { return e.plan }
+func (e *Engine) PrivacyPlan() round.Plan { return e.plan }
 
 // Accountant returns the run's stateful accountant (nil for non-private
 // protocols): every round that happened, composed.

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/shufflefl/shufflefl/driver/round"
 	"github.com/shufflefl/shufflefl/learning/data"
 
 	"github.com/shufflefl/shufflefl/internal/longtest"
@@ -233,7 +234,7 @@ func BenchmarkCalibrateTarget(b *testing.B) {
 	if err != nil {
 		b.Skipf("Fashion-MNIST is not installed: %v", err)
 	}
-	cfg := DefaultConfig()
+	cfg := round.DefaultConfig()
 	cfg.Protocol = "apes"
 	cfg.Clients = 10000
 	cfg.EpsDist = "uniform2"

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shufflefl/shufflefl/driver/round"
 	"github.com/shufflefl/shufflefl/learning/data"
 	"github.com/shufflefl/shufflefl/protocol"
 	"github.com/shufflefl/shufflefl/transport/jetstream"
@@ -27,7 +28,7 @@ func startWorkers(t *testing.T, srv *jetstream.Server, split data.Split, n int, 
 		}
 		wg.Go(func() {
 			defer conn.Close()
-			o := WorkerOptions{AckWait: ackWait, Load: func(Config) (data.Split, error) { return split, nil }}
+			o := WorkerOptions{AckWait: ackWait, Load: func(round.Config) (data.Split, error) { return split, nil }}
 			if err := ServeWorker(ctx, conn, o); err != nil {
 				t.Errorf("worker: %v", err)
 			}
@@ -38,7 +39,7 @@ func startWorkers(t *testing.T, srv *jetstream.Server, split data.Split, n int, 
 
 // runRemote runs cfg with its clients on the workers of srv (in process
 // when srv is nil) and returns the rounds and the final model.
-func runRemote(t *testing.T, cfg Config, split data.Split, srv *jetstream.Server) ([]RoundResult, []float64) {
+func runRemote(t *testing.T, cfg round.Config, split data.Split, srv *jetstream.Server) ([]round.RoundResult, []float64) {
 	t.Helper()
 	e, err := New(cfg, split, nil)
 	if err != nil {
@@ -63,8 +64,8 @@ func runRemote(t *testing.T, cfg Config, split data.Split, srv *jetstream.Server
 			}
 		}()
 	}
-	var out []RoundResult
-	if _, err := e.Run(func(r RoundResult) { out = append(out, r) }); err != nil {
+	var out []round.RoundResult
+	if _, err := e.Run(func(r round.RoundResult) { out = append(out, r) }); err != nil {
 		t.Fatalf("Run: %v", err)
 	}
 	return out, slices.Clone(e.Weights())
@@ -92,7 +93,7 @@ func TestRemoteWorkersMatchInProcess(t *testing.T) {
 			cfg.Protocol = proto
 			cfg.Rounds = 2
 			cfg.ClientsPerRound = 40 // three blocks, the last one short
-			if err := ApplyDefaults(&cfg, func(k string) bool { return k != "epsilon" && k != "target-epsilon" && k != "delta" }); err != nil {
+			if err := round.ApplyDefaults(&cfg, func(k string) bool { return k != "epsilon" && k != "target-epsilon" && k != "delta" }); err != nil {
 				t.Fatal(err)
 			}
 			want, wantW := runRemote(t, cfg, split, nil)

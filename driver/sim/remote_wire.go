@@ -9,6 +9,7 @@ import (
 	"hash/crc64"
 	"math"
 
+	"github.com/shufflefl/shufflefl/driver/round"
 	"github.com/shufflefl/shufflefl/protocol"
 )
 
@@ -25,7 +26,7 @@ const wireVersion = 1
 // settings and the budgets the coordinator's engine was built from, and a
 // fingerprint of the calibrated engine that the worker's must match.
 type runSpec struct {
-	Config      Config
+	Config      round.Config
 	Budgets     []protocol.Budget
 	Fingerprint uint64
 }

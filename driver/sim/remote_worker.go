@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/shufflefl/shufflefl/driver/round"
 	"github.com/shufflefl/shufflefl/learning/data"
 	"github.com/shufflefl/shufflefl/learning/fl"
 	"github.com/shufflefl/shufflefl/protocol"
@@ -23,7 +24,7 @@ type WorkerOptions struct {
 	Goroutines int
 	// Load loads a run's dataset (default: data.Load of the run's
 	// dataset, data directory and seed, as `shufflefl run` does).
-	Load func(Config) (data.Split, error)
+	Load func(round.Config) (data.Split, error)
 	// Log, if set, gets a line when the worker joins a run and for each
 	// block it fails.
 	Log io.Writer
@@ -49,7 +50,7 @@ func ServeWorker(ctx context.Context, conn *jetstream.Conn, o WorkerOptions) err
 		o.AckWait = 30 * time.Second
 	}
 	if o.Load == nil {
-		o.Load = func(cfg Config) (data.Split, error) {
+		o.Load = func(cfg round.Config) (data.Split, error) {
 			return data.Load(cfg.Dataset, data.Options{DataDir: cfg.DataDir, Seed: cfg.Seed})
 		}
 	}

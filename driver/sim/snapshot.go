@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/shufflefl/shufflefl/checks"
+	"github.com/shufflefl/shufflefl/driver/round"
 	"github.com/shufflefl/shufflefl/privacy/account"
 )
 
@@ -196,7 +197,7 @@ func (e *Engine) Restore(snap Snapshot) error {
 
 // newLedger returns an empty per-client ledger with every client's cap set
 // to cfg.ClientCap (none when 0).
-func newLedger(cfg Config) (*account.Ledger, error) {
+func newLedger(cfg round.Config) (*account.Ledger, error) {
 	l := account.NewLedger(account.NewMemoryStore())
 	capEps := cfg.ClientCap
 	if capEps == 0 {
@@ -237,22 +238,22 @@ func (e *Engine) restoreLedger(snap Snapshot) (*account.Ledger, float64, error) 
 // restoreAccountant restores a checkpoint's accountant (nil for a run
 // without a guarantee) and the plan of the resumed run: what the rounds
 // done really spent composed with the rounds that remain.
-func (e *Engine) restoreAccountant(snap Snapshot) (*account.Accountant, Plan, error) {
+func (e *Engine) restoreAccountant(snap Snapshot) (*account.Accountant, round.Plan, error) {
 	var acct *account.Accountant
 	plan := e.plan
 	if e.acct != nil {
 		if len(snap.Accountant) == 0 {
-			return nil, Plan{}, checks.Invalidf("checkpoint of a private run has no accountant state")
+			return nil, round.Plan{}, checks.Invalidf("checkpoint of a private run has no accountant state")
 		}
 		a, err := account.RestoreAccountant(snap.Accountant)
 		if err != nil {
-			return nil, Plan{}, fmt.Errorf("restore: %w", err)
+			return nil, round.Plan{}, fmt.Errorf("restore: %w", err)
 		}
 		if a.TargetDelta() != e.cfg.Delta {
-			return nil, Plan{}, checks.Invalidf("checkpoint's run targets delta %g, the run %g", a.TargetDelta(), e.cfg.Delta)
+			return nil, round.Plan{}, checks.Invalidf("checkpoint's run targets delta %g, the run %g", a.TargetDelta(), e.cfg.Delta)
 		}
 		if a.Rounds() != snap.Round {
-			return nil, Plan{}, checks.Invalidf("checkpoint's accountant has %d rounds, the checkpoint %d", a.Rounds(), snap.Round)
+			return nil, round.Plan{}, checks.Invalidf("checkpoint's accountant has %d rounds, the checkpoint %d", a.Rounds(), snap.Round)
 		}
 		// The plan is what the rounds done really spent (their recorded
 		// statements, made under the plan of the run that ran them) composed
@@ -262,10 +263,10 @@ func (e *Engine) restoreAccountant(snap Snapshot) (*account.Accountant, Plan, er
 		sp := a.Spent()
 		if more := e.cfg.Rounds - snap.Round; snap.Halted == "" && more > 0 {
 			if sp, _, err = e.pre.PlanFrom(a, snap.Round+1, e.proto, e.budgets, true, false); err != nil {
-				return nil, Plan{}, err
+				return nil, round.Plan{}, err
 			}
 			if sp.Delta > e.cfg.Delta*(1+1e-12) || math.IsInf(sp.Epsilon, 1) || math.IsNaN(sp.Epsilon) || e.cfg.TargetEpsilon > 0 && sp.Epsilon > e.cfg.TargetEpsilon*(1+1e-9) {
-				return nil, Plan{}, checks.Invalidf("the %d remaining rounds do not fit the run's privacy budget on top of the %d done (they would reach epsilon %.4g at delta %.3g)",
+				return nil, round.Plan{}, checks.Invalidf("the %d remaining rounds do not fit the run's privacy budget on top of the %d done (they would reach epsilon %.4g at delta %.3g)",
 					more, snap.Round, sp.Epsilon, sp.Delta)
 			}
 		}
@@ -274,7 +275,7 @@ func (e *Engine) restoreAccountant(snap Snapshot) (*account.Accountant, Plan, er
 		}
 		acct = a
 	} else if len(snap.Accountant) != 0 {
-		return nil, Plan{}, checks.Invalidf("checkpoint has accountant state but %s is not private", e.cfg.Protocol)
+		return nil, round.Plan{}, checks.Invalidf("checkpoint has accountant state but %s is not private", e.cfg.Protocol)
 	}
 	return acct, plan, nil
 }

@@ -5,6 +5,7 @@ import (
 	"math"
 	"testing"
 
+	"github.com/shufflefl/shufflefl/driver/round"
 	"github.com/shufflefl/shufflefl/internal/longtest"
 )
 
@@ -12,7 +13,7 @@ import (
 // snapshots the engine through JSON, restores the snapshot into a new
 // engine built from resumeCfg, and runs that one to completion. It returns
 // every round's results and the final weights.
-func runResumed(t *testing.T, cfg, resumeCfg Config, after int) ([]RoundResult, []float64) {
+func runResumed(t *testing.T, cfg, resumeCfg round.Config, after int) ([]round.RoundResult, []float64) {
 	t.Helper()
 	split := loadSample(t)
 	e, err := New(cfg, split, nil)
@@ -20,8 +21,8 @@ func runResumed(t *testing.T, cfg, resumeCfg Config, after int) ([]RoundResult, 
 		t.Fatal(err)
 	}
 	e.SetStop(func() bool { return e.Round() >= after })
-	var out []RoundResult
-	if _, err := e.Run(func(r RoundResult) { out = append(out, r) }); err != nil {
+	var out []round.RoundResult
+	if _, err := e.Run(func(r round.RoundResult) { out = append(out, r) }); err != nil {
 		t.Fatal(err)
 	}
 	if e.Round() != after {
@@ -46,7 +47,7 @@ func runResumed(t *testing.T, cfg, resumeCfg Config, after int) ([]RoundResult, 
 	if err := f.Restore(back); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.Run(func(r RoundResult) { out = append(out, r) }); err != nil {
+	if _, err := f.Run(func(r round.RoundResult) { out = append(out, r) }); err != nil {
 		t.Fatal(err)
 	}
 	return out, f.Weights()
@@ -81,8 +82,8 @@ func TestResumeIsExact(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var want []RoundResult
-			if _, err := whole.Run(func(r RoundResult) { want = append(want, r) }); err != nil {
+			var want []round.RoundResult
+			if _, err := whole.Run(func(r round.RoundResult) { want = append(want, r) }); err != nil {
 				t.Fatal(err)
 			}
 			first := cfg
@@ -118,7 +119,7 @@ func TestRestoreRejects(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fresh := func(c Config) *Engine {
+	fresh := func(c round.Config) *Engine {
 		f, err := New(c, split, nil)
 		if err != nil {
 			t.Fatal(err)

@@ -3,6 +3,8 @@ package sim
 import (
 	"math"
 	"testing"
+
+	"github.com/shufflefl/shufflefl/driver/round"
 )
 
 // TestSplitMixEnginePaths: split-mix through the engine releases the same
@@ -11,7 +13,7 @@ import (
 // through the faithful shuffler), and each round spends what the plan says.
 func TestSplitMixEnginePaths(t *testing.T) {
 	split := loadSample(t)
-	run := func(fast float64, faithful bool) ([]RoundResult, []float64) {
+	run := func(fast float64, faithful bool) ([]round.RoundResult, []float64) {
 		cfg := smallConfig()
 		cfg.Protocol = "split-mix"
 		cfg.Clip = 1
@@ -24,7 +26,7 @@ func TestSplitMixEnginePaths(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var out []RoundResult
+		var out []round.RoundResult
 		for range cfg.Rounds {
 			r, err := e.Step()
 			if err != nil {

@@ -5,11 +5,13 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/shufflefl/shufflefl/driver/round"
 )
 
 // extremeConfig is smallConfig for one round of protocol proto with one
 // setting pushed to an extreme value.
-func extremeConfig(proto string, opts map[string]float64, key string, v float64) Config {
+func extremeConfig(proto string, opts map[string]float64, key string, v float64) round.Config {
 	cfg := smallConfig()
 	cfg.Protocol, cfg.Options, cfg.Rounds, cfg.LocalEpochs = proto, opts, 1, 1
 	if proto == "dp-central" {

@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/shufflefl/shufflefl/checks"
+	"github.com/shufflefl/shufflefl/driver/round"
 	"github.com/shufflefl/shufflefl/learning/fl"
 )
 
@@ -76,7 +77,7 @@ func (e *Engine) splitHoldout() error {
 
 // validate runs round t's validation if it is due and updates the
 // early-stopping state; it sets e.halted when the run should stop.
-func (e *Engine) validate(t int, res *RoundResult) error {
+func (e *Engine) validate(t int, res *round.RoundResult) error {
 	v := e.val
 	if v == nil || !v.state.Stop.Due(t) {
 		return nil
@@ -115,7 +116,7 @@ func (e *Engine) validate(t int, res *RoundResult) error {
 	}
 	close(next)
 	wg.Wait()
-	vr := &ValidationRound{Clients: len(v.clients)}
+	vr := &round.ValidationRound{Clients: len(v.clients)}
 	for c, o := range outs {
 		if o.err != nil {
 			return fmt.Errorf("validation client %d: %w", c, o.err)
@@ -145,12 +146,12 @@ func (e *Engine) validate(t int, res *RoundResult) error {
 
 // validationSummary returns the run's early-stopping outcome (nil without
 // validation clients).
-func (e *Engine) validationSummary() *ValidationSummary {
+func (e *Engine) validationSummary() *round.ValidationSummary {
 	if e.val == nil {
 		return nil
 	}
 	st := e.val.state
-	return &ValidationSummary{HoldoutClients: len(e.val.clients), Every: st.Stop.Every, Patience: st.Stop.Patience,
+	return &round.ValidationSummary{HoldoutClients: len(e.val.clients), Every: st.Stop.Every, Patience: st.Stop.Patience,
 		BestRound: st.Stop.BestRound, BestLoss: st.Stop.BestLoss, TestAccuracyAtBest: st.TestAccuracyAtBest, Stopped: st.Stopped}
 }
 

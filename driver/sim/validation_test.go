@@ -7,12 +7,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/shufflefl/shufflefl/driver/round"
 	"github.com/shufflefl/shufflefl/internal/rng"
 	"github.com/shufflefl/shufflefl/learning/data"
 	"github.com/shufflefl/shufflefl/learning/fl"
 )
 
-func validationConfig() Config {
+func validationConfig() round.Config {
 	c := smallConfig()
 	c.HoldoutClients, c.ValidateEvery, c.Patience, c.Rounds, c.LocalEpochs = 10, 1, 2, 30, 1
 	return c
@@ -53,7 +54,7 @@ func TestValidationConfigErrors(t *testing.T) {
 // holdoutData rebuilds the validation clients' examples independently of
 // the engine: the partition of Clients+HoldoutClients shards, the last
 // HoldoutClients of them (no rotation: partition iid).
-func holdoutData(t *testing.T, cfg Config, split data.Split) (train [][]int, val fl.Examples) {
+func holdoutData(t *testing.T, cfg round.Config, split data.Split) (train [][]int, val fl.Examples) {
 	t.Helper()
 	shards, err := data.PartitionIID(rng.Stream(cfg.Seed, rng.LabelPartition), split.Train.Len(), cfg.Clients+cfg.HoldoutClients, cfg.SamplesPerClient)
 	if err != nil {
@@ -89,7 +90,7 @@ func TestEarlyStopEngine(t *testing.T) {
 	if !slices.EqualFunc(e.shards, train, slices.Equal) {
 		t.Fatal("the training clients' shards are not the first Clients shards of the Clients+HoldoutClients partition")
 	}
-	var got []RoundResult
+	var got []round.RoundResult
 	for e.Round() < cfg.Rounds && e.Halted() == "" {
 		r, err := e.Step()
 		if err != nil {

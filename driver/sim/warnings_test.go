@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/shufflefl/shufflefl/driver/round"
 	"github.com/shufflefl/shufflefl/internal/longtest"
 )
 
@@ -17,16 +18,18 @@ func TestWarnings(t *testing.T) {
 	split := loadSample(t)
 	for _, tc := range []struct {
 		name  string
-		edit  func(*Config)
+		edit  func(*round.Config)
 		wants []string
 	}{
-		{"sensible ss-simple", func(c *Config) { c.Epsilon = 2000 }, nil},
-		{"delta above 1/N", func(c *Config) { c.Epsilon, c.Delta = 2000, 0.05 }, []string{"delta 0.05 is larger than 1/N = 0.005"}},
-		{"ss-simple, 5 clients", func(c *Config) { c.Epsilon, c.Clients, c.SamplesPerClient = 2000, 5, 40 }, []string{"shuffle of 5 reports per round barely amplifies", "per coordinate"}},
-		{"apes, 5 clients", func(c *Config) { c.Protocol, c.Epsilon, c.Clients, c.SamplesPerClient = "apes", 3925, 5, 40 }, []string{"shuffle of 5 reports per round barely amplifies"}},
-		{"e-apes, 5 clients", func(c *Config) { c.Protocol, c.Epsilon, c.Clients, c.SamplesPerClient = "e-apes", 200, 5, 40 }, []string{"barely amplifies", "for a client's whole update"}},
-		{"ldp-laplace does not shuffle", func(c *Config) { c.Protocol, c.Epsilon, c.Clients, c.SamplesPerClient = "ldp-laplace", 5000, 5, 40 }, nil},
-		{"nonprivate, delta irrelevant", func(c *Config) { c.Protocol, c.Delta = "nonprivate", 0.5 }, nil},
+		{"sensible ss-simple", func(c *round.Config) { c.Epsilon = 2000 }, nil},
+		{"delta above 1/N", func(c *round.Config) { c.Epsilon, c.Delta = 2000, 0.05 }, []string{"delta 0.05 is larger than 1/N = 0.005"}},
+		{"ss-simple, 5 clients", func(c *round.Config) { c.Epsilon, c.Clients, c.SamplesPerClient = 2000, 5, 40 }, []string{"shuffle of 5 reports per round barely amplifies", "per coordinate"}},
+		{"apes, 5 clients", func(c *round.Config) { c.Protocol, c.Epsilon, c.Clients, c.SamplesPerClient = "apes", 3925, 5, 40 }, []string{"shuffle of 5 reports per round barely amplifies"}},
+		{"e-apes, 5 clients", func(c *round.Config) { c.Protocol, c.Epsilon, c.Clients, c.SamplesPerClient = "e-apes", 200, 5, 40 }, []string{"barely amplifies", "for a client's whole update"}},
+		{"ldp-laplace does not shuffle", func(c *round.Config) {
+			c.Protocol, c.Epsilon, c.Clients, c.SamplesPerClient = "ldp-laplace", 5000, 5, 40
+		}, nil},
+		{"nonprivate, delta irrelevant", func(c *round.Config) { c.Protocol, c.Delta = "nonprivate", 0.5 }, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := smallConfig()

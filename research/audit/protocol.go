@@ -283,7 +283,7 @@ func sum(v []float64) float64 {
 
 // AddRemove reports whether protocol name states central DP under
 // add/remove-one-client neighbouring with noise calibrated to a target
-// central epsilon (dp-central, split-mix: sim.CentralTarget), rather
+// central epsilon (dp-central, split-mix: round.CentralTarget), rather
 // than a local budget under replace-one.
 func AddRemove(name string) bool { return round.CentralTarget(name) }
 

@@ -21,7 +21,7 @@ import (
 // budgets are calibrated to a target (round.Config.TargetEpsilon), with
 // dp-central (noise added by a trusted analyzer) as the reference and
 // non-private FedAvg as the ceiling. Every protocol runs with its own
-// defaults (sim.DefaultsFor) unless an option overrides them, so the
+// defaults (round.DefaultsFor) unless an option overrides them, so the
 // frontier is also the evidence for those defaults.
 
 // FrontierSummary describes the frontier in the list of experiments.

@@ -10,7 +10,7 @@ import (
 	"io"
 	"math"
 
-	"github.com/shufflefl/shufflefl/driver/sim"
+	"github.com/shufflefl/shufflefl/driver/round"
 	"github.com/shufflefl/shufflefl/protocol"
 )
 
@@ -44,30 +44,30 @@ type Record struct {
 	CumulativeDelta   float64  `json:"cumulative_delta"`
 	CumulativeMethod  string   `json:"cumulative_method"`
 	// CumulativeApproximate: some composed round is an approximation.
-	CumulativeApproximate bool       `json:"cumulative_approximate"`
-	MaxClientEpsilon      *float64   `json:"max_client_epsilon"`
-	Bound                 string     `json:"bound"`
-	Approximate           bool       `json:"approximate"`
-	Reports               int64      `json:"reports"`
-	Dummies               int64      `json:"dummies"`
-	Seconds               float64    `json:"seconds"`
-	Timing                sim.Timing `json:"timing"`
+	CumulativeApproximate bool         `json:"cumulative_approximate"`
+	MaxClientEpsilon      *float64     `json:"max_client_epsilon"`
+	Bound                 string       `json:"bound"`
+	Approximate           bool         `json:"approximate"`
+	Reports               int64        `json:"reports"`
+	Dummies               int64        `json:"dummies"`
+	Seconds               float64      `json:"seconds"`
+	Timing                round.Timing `json:"timing"`
 	// DPrivacy: for protocols whose guarantee is d-privacy (ifca-dp), the
 	// leakage of one participation (n/nu) and the clients' cumulative
 	// leakage (Theorem 1 of the group-privacy paper); absent otherwise.
-	DPrivacy *sim.DPrivacyRound `json:"d_privacy,omitempty"`
+	DPrivacy *round.DPrivacyRound `json:"d_privacy,omitempty"`
 	// Hypotheses: for clustered protocols (ifca, ifca-dp), each model's
 	// cluster size, the participants that chose it, its test accuracy and
 	// loss per test group, and the largest cumulative leakage of the
 	// clients that chose it; absent otherwise.
-	Hypotheses []sim.Hypothesis `json:"hypotheses,omitempty"`
+	Hypotheses []round.Hypothesis `json:"hypotheses,omitempty"`
 	// Validation: the round's validation on the held-out clients (runs
 	// with --validate-every, on due rounds only); absent otherwise.
 	Validation *Validation `json:"validation,omitempty"`
 	// ClusterAccuracy: for clustered protocols on the rotated partition,
 	// the fraction of participants whose chosen hypothesis matches their
 	// true group under the best relabelling; absent otherwise.
-	ClusterAccuracy *sim.ClusterAccuracy `json:"cluster_accuracy,omitempty"`
+	ClusterAccuracy *round.ClusterAccuracy `json:"cluster_accuracy,omitempty"`
 }
 
 // Validation is a round's validation on the held-out clients
@@ -83,7 +83,7 @@ type Validation struct {
 }
 
 // validation converts v (nil stays nil).
-func validation(v *sim.ValidationRound) *Validation {
+func validation(v *round.ValidationRound) *Validation {
 	if v == nil {
 		return nil
 	}
@@ -122,7 +122,7 @@ func finite(v float64) *float64 {
 // alone returns a round's figure at the run's delta, or nil (JSON null)
 // when none was stated: no release, no guarantee, or no accountant's
 // method (a result not made by the engine's accountant).
-func alone(a sim.AloneRound) *float64 {
+func alone(a round.AloneRound) *float64 {
 	if a.Method == "" {
 		return nil
 	}
@@ -130,7 +130,7 @@ func alone(a sim.AloneRound) *float64 {
 }
 
 // FromResult converts a round result to its record.
-func FromResult(r sim.RoundResult) Record {
+func FromResult(r round.RoundResult) Record {
 	p := r.Privacy
 	return Record{
 		Round:                    r.Round,
@@ -225,15 +225,15 @@ type SummaryRecord struct {
 	Seconds      float64 `json:"seconds"`
 	// Validation is the early-stopping outcome of runs with held-out
 	// validation clients; absent otherwise.
-	Validation *sim.ValidationSummary `json:"validation,omitempty"`
+	Validation *round.ValidationSummary `json:"validation,omitempty"`
 	// ClusterAccuracy is the cluster-assignment accuracy of the last round
 	// that has one (clustered protocols on the rotated partition); absent
 	// otherwise.
-	ClusterAccuracy *sim.ClusterAccuracy `json:"cluster_accuracy,omitempty"`
+	ClusterAccuracy *round.ClusterAccuracy `json:"cluster_accuracy,omitempty"`
 }
 
 // NewSummary builds summary.json's content.
-func NewSummary(cfg sim.Config, s sim.Summary) SummaryRecord {
+func NewSummary(cfg round.Config, s round.Summary) SummaryRecord {
 	p := s.Privacy
 	var target *float64
 	if cfg.TargetEpsilon > 0 {

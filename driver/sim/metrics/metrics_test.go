@@ -10,12 +10,12 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/shufflefl/shufflefl/driver/sim"
+	"github.com/shufflefl/shufflefl/driver/round"
 	"github.com/shufflefl/shufflefl/protocol"
 )
 
 func TestInfiniteEpsilonIsNull(t *testing.T) {
-	r := sim.RoundResult{Round: 1, TestAccuracy: 0.5, Privacy: protocol.NonPrivate(), MaxClientEpsilon: math.Inf(1)}
+	r := round.RoundResult{Round: 1, TestAccuracy: 0.5, Privacy: protocol.NonPrivate(), MaxClientEpsilon: math.Inf(1)}
 	var buf bytes.Buffer
 	if err := NewJSONL(&buf).Write(FromResult(r)); err != nil {
 		t.Fatal(err)
@@ -36,7 +36,7 @@ func TestInfiniteEpsilonIsNull(t *testing.T) {
 
 func TestFiniteValuesKept(t *testing.T) {
 	p := protocol.Privacy{Private: true, LocalEpsilon: protocol.Stats{Min: 1, Median: 2, Max: 3}, CentralEpsilon: 0.5, CentralDelta: 1e-6, CumulativeEpsilon: 1.5}
-	rec := FromResult(sim.RoundResult{Round: 2, Privacy: p, MaxClientEpsilon: 6})
+	rec := FromResult(round.RoundResult{Round: 2, Privacy: p, MaxClientEpsilon: 6})
 	if *rec.LocalEpsilonMin != 1 || *rec.LocalEpsilonMedian != 2 || *rec.LocalEpsilonMax != 3 || *rec.RoundCentralEpsilon != 0.5 ||
 		rec.RoundCentralDelta != 1e-6 || *rec.CumulativeEpsilon != 1.5 || *rec.MaxClientEpsilon != 6 {
 		t.Fatalf("%+v", rec)
@@ -80,7 +80,7 @@ func TestRecordPrivacyRoundTrip(t *testing.T) {
 		CumulativeEpsilon: 2.5, CumulativeDelta: 1e-6, CumulativeMethod: "PLD", CumulativeApproximate: true,
 		Bound: "flame", Approximate: true}
 	for _, p := range []protocol.Privacy{private, protocol.NonPrivate()} {
-		rec := FromResult(sim.RoundResult{Round: 3, Privacy: p})
+		rec := FromResult(round.RoundResult{Round: 3, Privacy: p})
 		b, err := json.Marshal(rec)
 		if err != nil {
 			t.Fatal(err)
@@ -99,20 +99,20 @@ func TestRecordPrivacyRoundTrip(t *testing.T) {
 // cumulative figure is: a proven upper bound, approximate (S-APES, whose
 // statement is flagged approximate), or none.
 func TestSummaryGuaranteeInWords(t *testing.T) {
-	cfg := sim.DefaultConfig()
+	cfg := round.DefaultConfig()
 	for _, tc := range []struct {
 		name string
 		p    protocol.Privacy
-		plan sim.Plan
+		plan round.Plan
 		want string
 	}{
-		{"bound", protocol.Privacy{Private: true, CumulativeEpsilon: 2}, sim.Plan{}, GuaranteeBound},
-		{"approximate round", protocol.Privacy{Private: true, CumulativeEpsilon: 2, Approximate: true}, sim.Plan{}, GuaranteeApproximate},
-		{"approximate composition", protocol.Privacy{Private: true, CumulativeEpsilon: 2, CumulativeApproximate: true}, sim.Plan{}, GuaranteeApproximate},
-		{"approximate plan", protocol.Privacy{Private: true, CumulativeEpsilon: 2}, sim.Plan{Approximate: true}, GuaranteeApproximate},
-		{"none", protocol.NonPrivate(), sim.Plan{}, GuaranteeNone},
+		{"bound", protocol.Privacy{Private: true, CumulativeEpsilon: 2}, round.Plan{}, GuaranteeBound},
+		{"approximate round", protocol.Privacy{Private: true, CumulativeEpsilon: 2, Approximate: true}, round.Plan{}, GuaranteeApproximate},
+		{"approximate composition", protocol.Privacy{Private: true, CumulativeEpsilon: 2, CumulativeApproximate: true}, round.Plan{}, GuaranteeApproximate},
+		{"approximate plan", protocol.Privacy{Private: true, CumulativeEpsilon: 2}, round.Plan{Approximate: true}, GuaranteeApproximate},
+		{"none", protocol.NonPrivate(), round.Plan{}, GuaranteeNone},
 	} {
-		s := NewSummary(cfg, sim.Summary{Privacy: tc.p, Plan: tc.plan})
+		s := NewSummary(cfg, round.Summary{Privacy: tc.p, Plan: tc.plan})
 		if s.Guarantee != tc.want {
 			t.Errorf("%s: guarantee %q, want %q", tc.name, s.Guarantee, tc.want)
 		}
@@ -123,18 +123,18 @@ func TestSummaryGuaranteeInWords(t *testing.T) {
 // accuracy reaches metrics.jsonl and summary.json under cluster_accuracy,
 // and is absent for runs without one.
 func TestClusterAccuracyRecorded(t *testing.T) {
-	ca := &sim.ClusterAccuracy{Accuracy: 0.75, Matched: 15, Participants: 20, Relabel: []int{1, 0}}
+	ca := &round.ClusterAccuracy{Accuracy: 0.75, Matched: 15, Participants: 20, Relabel: []int{1, 0}}
 	for _, tc := range []struct {
 		name string
-		ca   *sim.ClusterAccuracy
+		ca   *round.ClusterAccuracy
 	}{{"clustered", ca}, {"none", nil}} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := sim.RoundResult{Round: 3, Privacy: protocol.NonPrivate(), ClusterAccuracy: tc.ca}
+			r := round.RoundResult{Round: 3, Privacy: protocol.NonPrivate(), ClusterAccuracy: tc.ca}
 			var buf bytes.Buffer
 			if err := NewJSONL(&buf).Write(FromResult(r)); err != nil {
 				t.Fatal(err)
 			}
-			sb, err := json.Marshal(NewSummary(sim.DefaultConfig(), sim.Summary{Rounds: 3, ClusterAccuracy: tc.ca}))
+			sb, err := json.Marshal(NewSummary(round.DefaultConfig(), round.Summary{Rounds: 3, ClusterAccuracy: tc.ca}))
 			if err != nil {
 				t.Fatal(err)
 			}

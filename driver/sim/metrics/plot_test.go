@@ -11,10 +11,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/shufflefl/shufflefl/driver/round"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
-
-	"github.com/shufflefl/shufflefl/driver/sim"
 )
 
 // testRecords are rounds 1..n with accuracies from lo to hi and growing
@@ -372,7 +371,7 @@ func TestPlotValidation(t *testing.T) {
 			if r == 9 {
 				loss = math.NaN()
 			}
-			rec.Validation = validation(&sim.ValidationRound{Loss: loss, Improved: r != 9, BestRound: r, BestLoss: loss, Clients: 4, Examples: 40})
+			rec.Validation = validation(&round.ValidationRound{Loss: loss, Improved: r != 9, BestRound: r, BestLoss: loss, Clients: 4, Examples: 40})
 		}
 		recs = append(recs, rec)
 	}
@@ -402,8 +401,8 @@ func TestPlotLeakage(t *testing.T) {
 		var recs []Record
 		for r := 1; r <= 6; r++ {
 			lv := growth * float64(r)
-			recs = append(recs, Record{Round: r, DPrivacy: &sim.DPrivacyRound{Level: 1, MaxCumulative: lv, MedianCumulative: lv / 2},
-				Hypotheses: []sim.Hypothesis{{Chosen: 3, MaxLeakage: lv}, {Chosen: r % 2, MaxLeakage: lv / 3}}})
+			recs = append(recs, Record{Round: r, DPrivacy: &round.DPrivacyRound{Level: 1, MaxCumulative: lv, MedianCumulative: lv / 2},
+				Hypotheses: []round.Hypothesis{{Chosen: 3, MaxLeakage: lv}, {Chosen: r % 2, MaxLeakage: lv / 3}}})
 		}
 		if !HasDPrivacy(recs) {
 			t.Fatal("HasDPrivacy false")
