@@ -1,4 +1,4 @@
-module shufflefl
+module github.com/shufflefl/shufflefl
 
 go 1.26.8
 

@@ -3,7 +3,7 @@ package protocol
 import (
 	"math"
 
-	"shufflefl/checks"
+	"github.com/shufflefl/shufflefl/checks"
 )
 
 // Aggregate is everything an analyzer learns from a round: per-coordinate sums

@@ -7,11 +7,11 @@ import (
 	"strings"
 	"testing"
 
-	"shufflefl/account"
-	"shufflefl/amplify"
-	"shufflefl/longtest"
-	"shufflefl/mechanism"
-	"shufflefl/rng"
+	"github.com/shufflefl/shufflefl/internal/longtest"
+	"github.com/shufflefl/shufflefl/internal/rng"
+	"github.com/shufflefl/shufflefl/privacy/account"
+	"github.com/shufflefl/shufflefl/privacy/amplify"
+	"github.com/shufflefl/shufflefl/privacy/mechanism"
 )
 
 // apesEpsilons draws n per-dimension budgets eps_i^l from an APES Table 2

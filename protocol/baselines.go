@@ -3,12 +3,12 @@ package protocol
 import (
 	"fmt"
 
+	"github.com/shufflefl/shufflefl/privacy/account"
 	"math/rand/v2"
-	"shufflefl/account"
 
-	"shufflefl/amplify"
-	"shufflefl/checks"
-	"shufflefl/mechanism"
+	"github.com/shufflefl/shufflefl/checks"
+	"github.com/shufflefl/shufflefl/privacy/amplify"
+	"github.com/shufflefl/shufflefl/privacy/mechanism"
 )
 
 func init() {

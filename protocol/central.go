@@ -5,9 +5,9 @@ import (
 	"math"
 	"math/rand/v2"
 
-	"shufflefl/account"
-	"shufflefl/checks"
-	"shufflefl/mechanism"
+	"github.com/shufflefl/shufflefl/checks"
+	"github.com/shufflefl/shufflefl/privacy/account"
+	"github.com/shufflefl/shufflefl/privacy/mechanism"
 )
 
 func init() {

@@ -6,10 +6,10 @@ import (
 	"math/rand/v2"
 	"sync"
 
-	"shufflefl/account"
-	"shufflefl/amplify"
-	"shufflefl/checks"
-	"shufflefl/mechanism"
+	"github.com/shufflefl/shufflefl/checks"
+	"github.com/shufflefl/shufflefl/privacy/account"
+	"github.com/shufflefl/shufflefl/privacy/amplify"
+	"github.com/shufflefl/shufflefl/privacy/mechanism"
 )
 
 func init() {

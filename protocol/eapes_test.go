@@ -6,9 +6,9 @@ import (
 	"strings"
 	"testing"
 
-	"shufflefl/account"
-	"shufflefl/amplify"
-	"shufflefl/rng"
+	"github.com/shufflefl/shufflefl/internal/rng"
+	"github.com/shufflefl/shufflefl/privacy/account"
+	"github.com/shufflefl/shufflefl/privacy/amplify"
 )
 
 // TestEAPESNoise: the analyzer's estimate is unbiased for the mean clipped

@@ -5,10 +5,10 @@ import (
 	"math"
 	"math/rand/v2"
 
-	"shufflefl/account"
-	"shufflefl/amplify"
-	"shufflefl/checks"
-	"shufflefl/mechanism"
+	"github.com/shufflefl/shufflefl/checks"
+	"github.com/shufflefl/shufflefl/privacy/account"
+	"github.com/shufflefl/shufflefl/privacy/amplify"
+	"github.com/shufflefl/shufflefl/privacy/mechanism"
 )
 
 // This file holds the FLAME framework (Liu et al., "FLAME: Differentially

@@ -6,8 +6,8 @@ import (
 	"math/rand/v2"
 	"sync"
 
-	"shufflefl/amplify"
-	"shufflefl/checks"
+	"github.com/shufflefl/shufflefl/checks"
+	"github.com/shufflefl/shufflefl/privacy/amplify"
 )
 
 func init() {

@@ -8,9 +8,9 @@ import (
 	"strings"
 	"testing"
 
-	"shufflefl/account"
-	"shufflefl/amplify"
-	"shufflefl/rng"
+	"github.com/shufflefl/shufflefl/internal/rng"
+	"github.com/shufflefl/shufflefl/privacy/account"
+	"github.com/shufflefl/shufflefl/privacy/amplify"
 )
 
 // flamePopulation returns n updates of dimension d with values spread over

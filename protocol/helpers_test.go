@@ -4,8 +4,8 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"shufflefl/account"
-	"shufflefl/mechanism"
+	"github.com/shufflefl/shufflefl/privacy/account"
+	"github.com/shufflefl/shufflefl/privacy/mechanism"
 )
 
 type randRand = rand.Rand

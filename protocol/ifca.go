@@ -5,9 +5,9 @@ import (
 	"math"
 	"math/rand/v2"
 
-	"shufflefl/checks"
-	"shufflefl/cluster"
-	"shufflefl/mechanism"
+	"github.com/shufflefl/shufflefl/checks"
+	"github.com/shufflefl/shufflefl/learning/cluster"
+	"github.com/shufflefl/shufflefl/privacy/mechanism"
 )
 
 func init() {

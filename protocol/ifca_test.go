@@ -6,9 +6,9 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"shufflefl/checks"
-	mt "shufflefl/mechanism/mechanismtest"
-	"shufflefl/rng"
+	"github.com/shufflefl/shufflefl/checks"
+	"github.com/shufflefl/shufflefl/internal/rng"
+	mt "github.com/shufflefl/shufflefl/privacy/mechanism/mechanismtest"
 )
 
 func ifcaProto(t *testing.T, name string, extra map[string]float64) Clustered {

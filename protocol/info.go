@@ -5,7 +5,7 @@ import (
 	"slices"
 	"strings"
 
-	"shufflefl/checks"
+	"github.com/shufflefl/shufflefl/checks"
 )
 
 // OptionSpec documents one protocol-specific option (a key of Params.Extra,

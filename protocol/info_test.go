@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"shufflefl/checks"
+	"github.com/shufflefl/shufflefl/checks"
 )
 
 // optionValues are a valid and an invalid value of one option; the invalid

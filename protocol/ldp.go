@@ -6,8 +6,8 @@ import (
 	"math/rand/v2"
 	"sync"
 
-	"shufflefl/checks"
-	"shufflefl/mechanism"
+	"github.com/shufflefl/shufflefl/checks"
+	"github.com/shufflefl/shufflefl/privacy/mechanism"
 )
 
 func init() {

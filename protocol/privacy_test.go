@@ -8,9 +8,9 @@ import (
 	"strings"
 	"testing"
 
-	"shufflefl/longtest"
-	mt "shufflefl/mechanism/mechanismtest"
-	"shufflefl/rng"
+	"github.com/shufflefl/shufflefl/internal/longtest"
+	"github.com/shufflefl/shufflefl/internal/rng"
+	mt "github.com/shufflefl/shufflefl/privacy/mechanism/mechanismtest"
 )
 
 // Protocol-level statistical privacy tests. Every registered private

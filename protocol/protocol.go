@@ -37,8 +37,8 @@ import (
 	"sort"
 	"strings"
 
-	"shufflefl/account"
-	"shufflefl/checks"
+	"github.com/shufflefl/shufflefl/checks"
+	"github.com/shufflefl/shufflefl/privacy/account"
 )
 
 // Budget is one client's privacy parameters for the release of one local

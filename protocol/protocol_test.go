@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"shufflefl/account"
-	"shufflefl/rng"
+	"github.com/shufflefl/shufflefl/internal/rng"
+	"github.com/shufflefl/shufflefl/privacy/account"
 )
 
 func shape(n, d int) Shape { return Shape{Round: 1, Dim: d, Population: n, Participants: n} }

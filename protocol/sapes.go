@@ -8,8 +8,8 @@ import (
 	"sort"
 	"sync"
 
-	"shufflefl/account"
-	"shufflefl/checks"
+	"github.com/shufflefl/shufflefl/checks"
+	"github.com/shufflefl/shufflefl/privacy/account"
 )
 
 func init() {

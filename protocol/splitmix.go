@@ -6,9 +6,9 @@ import (
 	"math/rand/v2"
 	"strings"
 
-	"shufflefl/account"
-	"shufflefl/checks"
-	"shufflefl/mechanism"
+	"github.com/shufflefl/shufflefl/checks"
+	"github.com/shufflefl/shufflefl/privacy/account"
+	"github.com/shufflefl/shufflefl/privacy/mechanism"
 )
 
 // Options of split-mix (Params.Extra).

@@ -7,9 +7,9 @@ import (
 	"slices"
 	"testing"
 
-	"shufflefl/protocol"
-	"shufflefl/rng"
-	"shufflefl/role"
+	"github.com/shufflefl/shufflefl/internal/rng"
+	"github.com/shufflefl/shufflefl/protocol"
+	"github.com/shufflefl/shufflefl/role"
 )
 
 // TestSplitMixFaithfulShuffle: real shares through the shuffler role

@@ -8,10 +8,10 @@ import (
 	"strings"
 	"testing"
 
-	"shufflefl/account"
-	"shufflefl/longtest"
-	"shufflefl/mechanism"
-	"shufflefl/rng"
+	"github.com/shufflefl/shufflefl/internal/longtest"
+	"github.com/shufflefl/shufflefl/internal/rng"
+	"github.com/shufflefl/shufflefl/privacy/account"
+	"github.com/shufflefl/shufflefl/privacy/mechanism"
 )
 
 // smParams are small split-mix parameters: dimension d, K = slots reporter

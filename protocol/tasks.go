@@ -5,9 +5,9 @@ import (
 	"math"
 	"math/rand/v2"
 
-	"shufflefl/amplify"
-	"shufflefl/checks"
-	"shufflefl/mechanism"
+	"github.com/shufflefl/shufflefl/checks"
+	"github.com/shufflefl/shufflefl/privacy/amplify"
+	"github.com/shufflefl/shufflefl/privacy/mechanism"
 )
 
 // This file holds the two small tasks of E-APES Section 4.2 as complete

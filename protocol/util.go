@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"math"
 
-	"shufflefl/checks"
+	"github.com/shufflefl/shufflefl/checks"
 )
 
 // checkUpdate rejects a local update of the wrong dimension or with a

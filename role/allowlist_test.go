@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"shufflefl/protocol"
+	"github.com/shufflefl/shufflefl/protocol"
 )
 
 // batchFields is the allow-list of what a shuffled batch may carry to the
@@ -20,7 +20,7 @@ import (
 var batchFields = map[string][]string{
 	// Batch: the round, the protocol's mode and dimension, the number of
 	// real senders (the accountant's reporters), and the three groups.
-	"role.Batch[shufflefl/role.Plain]": {"Round int", "Mode protocol.ShuffleMode", "Dim int", "Senders int",
+	"role.Batch[github.com/shufflefl/shufflefl/role.Plain]": {"Round int", "Mode protocol.ShuffleMode", "Dim int", "Senders int",
 		"Columns [][]role.Plain", "Reports []role.Plain", "Meta []role.Plain"},
 	"role.Batch[[]uint8]": {"Round int", "Mode protocol.ShuffleMode", "Dim int", "Senders int",
 		"Columns [][][]uint8", "Reports [][]uint8", "Meta [][]uint8"},
@@ -50,7 +50,7 @@ func structFields(roots ...reflect.Type) map[string][]string {
 		default:
 			return
 		}
-		if !strings.HasPrefix(t.PkgPath(), "shufflefl/") {
+		if !strings.HasPrefix(t.PkgPath(), "github.com/shufflefl/shufflefl/") {
 			return
 		}
 		if _, done := out[t.String()]; done {

@@ -4,9 +4,9 @@ import (
 	"fmt"
 	"math"
 
-	"shufflefl/account"
-	"shufflefl/checks"
-	"shufflefl/protocol"
+	"github.com/shufflefl/shufflefl/checks"
+	"github.com/shufflefl/shufflefl/privacy/account"
+	"github.com/shufflefl/shufflefl/protocol"
 )
 
 // Analyzer is the analyzer's side of a run, a machine that decides each

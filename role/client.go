@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 
-	"shufflefl/account"
-	"shufflefl/protocol"
+	"github.com/shufflefl/shufflefl/privacy/account"
+	"github.com/shufflefl/shufflefl/protocol"
 )
 
 // Client is one client's side of a round: it consults its ledger, charges

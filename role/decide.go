@@ -5,9 +5,9 @@ import (
 	"math"
 	"math/rand/v2"
 
-	"shufflefl/account"
-	"shufflefl/checks"
-	"shufflefl/protocol"
+	"github.com/shufflefl/shufflefl/checks"
+	"github.com/shufflefl/shufflefl/privacy/account"
+	"github.com/shufflefl/shufflefl/protocol"
 )
 
 // Facts are what a driver observed of a round before any report reaches

@@ -4,10 +4,10 @@ import (
 	"fmt"
 	"strconv"
 
-	"shufflefl/account"
-	"shufflefl/protocol"
-	"shufflefl/rng"
-	"shufflefl/role"
+	"github.com/shufflefl/shufflefl/internal/rng"
+	"github.com/shufflefl/shufflefl/privacy/account"
+	"github.com/shufflefl/shufflefl/protocol"
+	"github.com/shufflefl/shufflefl/role"
 )
 
 // One round of SS-Simple driven by hand: every client charges its ledger

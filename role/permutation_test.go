@@ -10,8 +10,8 @@ import (
 
 	"gonum.org/v1/gonum/stat/distuv"
 
-	"shufflefl/protocol"
-	"shufflefl/rng"
+	"github.com/shufflefl/shufflefl/internal/rng"
+	"github.com/shufflefl/shufflefl/protocol"
 )
 
 // Permutation property tests: every group a shuffler forwards (each

@@ -8,10 +8,10 @@ import (
 	"strings"
 	"testing"
 
-	"shufflefl/account"
-	"shufflefl/checks"
-	"shufflefl/protocol"
-	"shufflefl/rng"
+	"github.com/shufflefl/shufflefl/checks"
+	"github.com/shufflefl/shufflefl/internal/rng"
+	"github.com/shufflefl/shufflefl/privacy/account"
+	"github.com/shufflefl/shufflefl/protocol"
 )
 
 func newProto(t *testing.T, name string, extra map[string]float64) protocol.Protocol {

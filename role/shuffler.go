@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 
-	"shufflefl/checks"
-	"shufflefl/protocol"
+	"github.com/shufflefl/shufflefl/checks"
+	"github.com/shufflefl/shufflefl/protocol"
 )
 
 // Public labels of messages that do not belong to one coordinate.

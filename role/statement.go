@@ -1,8 +1,8 @@
 package role
 
 import (
-	"shufflefl/account"
-	"shufflefl/protocol"
+	"github.com/shufflefl/shufflefl/privacy/account"
+	"github.com/shufflefl/shufflefl/protocol"
 )
 
 // Statement turns a round's Privacy into the accountant's record: round

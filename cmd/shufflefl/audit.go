@@ -9,46 +9,15 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
 	"time"
 
-	"shufflefl/checks"
+	"github.com/shufflefl/shufflefl/checks"
+	"github.com/shufflefl/shufflefl/driver/rundir"
+	"github.com/shufflefl/shufflefl/research/audit"
 )
-
-const auditUsage = `Usage: shufflefl audit SUBCOMMAND [flags]
-
-Attacks and privacy auditing: what each mechanism and protocol actually
-leaks, measured against its accountant's claim.
-
-Subcommands:
-  mechanism   distinguishing game of one local randomizer: eps_lower vs eps_claimed
-  protocol    the same game through a whole shuffled round of a protocol
-  canary      one-run audit with random canary clients (Steinke et al. 2023; Andrew et al.)
-  inversion   gradient inversion of one client's report (analytic and DLG), image grid
-  mia         membership inference against the trained global model (loss, calibrated)
-  topk        what the SS-Topk shuffler learns about the top-k indexes (FLAME Def. 3)
-  accountant  a finished run's statements against independent lower bounds (exit 3 if below)
-
-Every subcommand prints a markdown report (--json: JSON) and, with --out
-DIR, writes audit.md, audit.json and any images into DIR (refusing a
-non-empty DIR unless --overwrite). Run 'shufflefl audit SUBCOMMAND --help'
-for its flags. docs/AUDIT.md explains the methods and shows the results.
-
-Exit status: 0 success, 1 internal failure, 2 bad arguments (an attack
-asked of a model it does not apply to, too few trials for the requested
-confidence, ...), with one line on stderr; 3 (audit accountant) a stated
-figure below a lower bound.
-
-Examples:
-  shufflefl audit mechanism --mechanism laplace --epsilon 1 --trials 1000000
-  shufflefl audit mechanism --mechanism laplace --epsilon 1 --miscalibrate 2 --trials 1000000 --json
-  shufflefl audit protocol --protocol apes --epsilon 50 --trials 20000 --out out/audit-apes
-  shufflefl audit inversion --model logreg --out out/inversion
-  shufflefl audit accountant --run out/my-run
-`
 
 // auditCommands maps a subcommand to its implementation.
 var auditCommands = map[string]func(args []string, stdout, stderr io.Writer) int{}
@@ -56,12 +25,12 @@ var auditCommands = map[string]func(args []string, stdout, stderr io.Writer) int
 // runAudit implements `shufflefl audit SUBCOMMAND`.
 func runAudit(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
-		fmt.Fprint(stderr, auditUsage)
+		fmt.Fprint(stderr, audit.Help)
 		return 2
 	}
 	switch args[0] {
 	case "-h", "-help", "--help", "help":
-		fmt.Fprint(stdout, auditUsage)
+		fmt.Fprint(stdout, audit.Help)
 		return 0
 	}
 	cmd, ok := auditCommands[args[0]]
@@ -130,7 +99,7 @@ func (c *auditCmd) parse(args []string) (int, bool) {
 		return c.fail(checks.Invalidf("unexpected argument %q (see shufflefl audit %s --help)", c.fs.Arg(0), c.name)), false
 	}
 	if c.common.out != "" {
-		if err := checkOutDir(c.common.out, c.common.overwrite); err != nil {
+		if err := rundir.Check(c.common.out, c.common.overwrite); err != nil {
 			return c.fail(err), false
 		}
 	}
@@ -156,6 +125,16 @@ func (c *auditCmd) context() (context.Context, func()) {
 	return signal.NotifyContext(context.Background(), os.Interrupt)
 }
 
+// study returns the settings the studies share: the seed, the workers, and
+// stderr for their lines and warnings unless --quiet.
+func (c *auditCmd) study() audit.Common {
+	s := audit.Common{Seed: c.common.seed, Workers: c.common.workers, Warn: c.warn}
+	if !c.common.quiet {
+		s.Log, s.Progress = c.stderr, c.progress
+	}
+	return s
+}
+
 // progress returns a throttled progress printer for stderr (nil when
 // --quiet).
 func (c *auditCmd) progress(what string) func(done, total int64) {
@@ -177,12 +156,8 @@ func (c *auditCmd) progress(what string) func(done, total int64) {
 	}
 }
 
-// auditOutputs are the files the audits write; --overwrite removes them
-// (and nothing else) before writing.
-var auditOutputs = []string{"audit.md", "audit.json", "inversion-protocols.png", "inversion-nu.png"}
-
-// emit prints the report (markdown or JSON) and, with --out, writes
-// audit.md, audit.json and the images (name -> PNG bytes writer).
+// emit prints the report (markdown, or JSON with --json) and, with --out,
+// writes it (audit.WriteReport).
 func (c *auditCmd) emit(md string, v any, images map[string]func(io.Writer) error) int {
 	js, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
@@ -197,47 +172,8 @@ func (c *auditCmd) emit(md string, v any, images map[string]func(io.Writer) erro
 	if c.common.out == "" {
 		return 0
 	}
-	dir := c.common.out
-	if err := prepareOutDir(dir, c.common.overwrite); err != nil {
+	if err := audit.WriteReport(c.common.out, c.common.overwrite, md, js, images); err != nil {
 		return c.fail(err)
-	}
-	if c.common.overwrite {
-		for _, n := range auditOutputs {
-			if err := os.Remove(filepath.Join(dir, n)); err != nil && !errors.Is(err, os.ErrNotExist) {
-				return c.fail(fmt.Errorf("--overwrite: %w", err))
-			}
-		}
-	}
-	if err := os.WriteFile(filepath.Join(dir, "audit.md"), []byte(md), 0o644); err != nil {
-		return c.fail(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "audit.json"), js, 0o644); err != nil {
-		return c.fail(err)
-	}
-	for name, write := range images {
-		f, err := os.Create(filepath.Join(dir, name))
-		if err != nil {
-			return c.fail(err)
-		}
-		werr := write(f)
-		if cerr := f.Close(); werr == nil {
-			werr = cerr
-		}
-		if werr != nil {
-			return c.fail(fmt.Errorf("writing %s: %w", name, werr))
-		}
 	}
 	return 0
-}
-
-// commandLine is the command that produced a report, for the report.
-func commandLine(name string, args []string) string {
-	q := make([]string, 0, len(args))
-	for _, a := range args {
-		if strings.ContainsAny(a, " \t'\"") {
-			a = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
-		}
-		q = append(q, a)
-	}
-	return strings.TrimSpace("shufflefl audit " + name + " " + strings.Join(q, " "))
 }

@@ -1,14 +1,9 @@
 package main
 
 import (
-	"fmt"
 	"io"
-	"strings"
 
-	"shufflefl/audit"
-	"shufflefl/checks"
-	"shufflefl/data"
-	"shufflefl/runtime"
+	"github.com/shufflefl/shufflefl/research/audit"
 )
 
 func init() {
@@ -16,79 +11,16 @@ func init() {
 	auditCommands["one-run"] = runAuditCanary
 }
 
-const auditCanaryUsage = `Usage: shufflefl audit canary [--protocols LIST] [--canaries M] [flags]
-
-One-run audit with random canary clients (Steinke, Nasr and Jagielski 2023;
-Andrew et al.'s canary clients for FL). The first M clients are canaries:
-each gets a secret random sign direction and is included with probability
-1/2; an included canary's update is replaced (engine hook) by --scale times
-the largest update clipping lets through in its direction, in every round
-it takes part in; an excluded canary sends a zero update (a neighbour of the
-canary under replace-one and, with dp-central's fixed denominator, under
-add/remove). After the run each canary is scored by the cosine between
-its direction and the final model delta; the --guesses highest are guessed
-included and the --guesses lowest excluded. The number of correct guesses
-gives eps_lower at --confidence (Steinke et al.), compared with the run's
-cumulative central epsilon; Andrew et al.'s Gaussian-fit estimate is shown
-beside it (an estimate, not a bound). A canary that the protocol's
-clipping or sparsification would mostly erase is reported with a warning.
-
-Examples:
-  shufflefl audit canary --out out/canary
-  shufflefl audit canary --protocols nonprivate,dp-central --target-epsilon 8 --canaries 500 --clients 1000 --rounds 5
-`
-
 func runAuditCanary(args []string, stdout, stderr io.Writer) int {
-	c := newAuditCmd("canary", auditCanaryUsage, stdout, stderr)
-	protos := c.fs.String("protocols", "nonprivate,dp-central,ldp-laplace,apes,ss-simple,ss-topk", "comma-separated protocols")
-	model := c.fs.String("model", "logreg", "model")
-	dataset := c.fs.String("dataset", "fashion-mnist-sample", "dataset")
-	dataDir := c.fs.String("data-dir", "", "directory of the data files")
-	clients := c.fs.Int("clients", 200, "clients (population)")
-	perRound := c.fs.Int("clients-per-round", 0, "clients per round (0: all)")
-	spc := c.fs.Int("samples-per-client", 10, "examples per client")
-	rounds := c.fs.Int("rounds", 2, "rounds")
-	eps := c.fs.Float64("epsilon", 1, "every client's local epsilon per round (user level)")
-	target := c.fs.Float64("target-epsilon", 8, "dp-central: central epsilon of the whole run")
-	delta := c.fs.Float64("delta", 1e-5, "central delta of the run")
-	clip := c.fs.Float64("clip", 0.1, "clipping bound C")
-	m := c.fs.Int("canaries", 100, "canary clients M")
-	guesses := c.fs.Int("guesses", 0, "guesses on each side (0: M/4)")
-	scale := c.fs.Float64("scale", 1, "canary size relative to the clip bound")
-	conf := c.fs.Float64("confidence", 0.95, "confidence of the lower bound")
+	c := newAuditCmd("canary", audit.CanaryHelp, stdout, stderr)
+	var o audit.CanaryOptions
+	o.RegisterFlags(c.fs)
 	if code, ok := c.parse(args); !ok {
 		return code
 	}
-	if *m > *clients {
-		return c.fail(checks.Invalidf("%d canaries exceed the %d clients: raise --clients or lower --canaries", *m, *clients))
-	}
-	split, err := data.Load(*dataset, data.Options{DataDir: *dataDir, Seed: c.common.seed})
+	rep, err := o.Study(audit.CommandLine("canary", args), c.study())
 	if err != nil {
 		return c.fail(err)
-	}
-	rep := audit.CanaryReport{Command: commandLine("canary", args)}
-	for _, p := range strings.Split(*protos, ",") {
-		cfg := runtime.DefaultConfig()
-		cfg.Protocol, cfg.Model, cfg.Dataset, cfg.Out = strings.TrimSpace(p), *model, *dataset, ""
-		cfg.Clients, cfg.ClientsPerRound, cfg.SamplesPerClient, cfg.Rounds, cfg.LocalEpochs = *clients, *perRound, *spc, *rounds, 1
-		cfg.Epsilon, cfg.Delta, cfg.Clip, cfg.Seed, cfg.Workers = *eps, *delta, *clip, c.common.seed, c.common.workers
-		if audit.AddRemove(cfg.Protocol) {
-			cfg.TargetEpsilon = *target
-		}
-		if cfg.Protocol == "ldp-min" {
-			cfg.Options = map[string]float64{"min-epsilon": *eps}
-		}
-		if !c.common.quiet {
-			fmt.Fprintf(stderr, "shufflefl audit canary: training %s with %d canaries (%d rounds)\n", cfg.Protocol, *m, cfg.Rounds)
-		}
-		res, err := audit.OneRun(audit.OneRunConfig{Train: cfg, Split: split, Canaries: *m, Guesses: *guesses, Scale: *scale, Confidence: *conf})
-		if err != nil {
-			return c.fail(fmt.Errorf("%s: %w", cfg.Protocol, err))
-		}
-		if res.Warning != "" {
-			c.warn("%s: %s", cfg.Protocol, res.Warning)
-		}
-		rep.Results = append(rep.Results, res)
 	}
 	return c.emit(rep.Markdown(), rep, nil)
 }

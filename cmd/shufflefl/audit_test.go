@@ -2,9 +2,9 @@ package main
 
 import (
 	"encoding/json"
+	"github.com/shufflefl/shufflefl/research/audit"
 	"os"
 	"path/filepath"
-	"shufflefl/audit"
 	"strconv"
 	"strings"
 	"testing"

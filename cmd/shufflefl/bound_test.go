@@ -13,9 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"shufflefl/account"
-	"shufflefl/amplify"
-	"shufflefl/bound"
+	"github.com/shufflefl/shufflefl/privacy/account"
+	"github.com/shufflefl/shufflefl/research/bound"
 )
 
 func runB(args ...string) (int, string, string) {
@@ -417,34 +416,6 @@ func TestBoundRejectsEveryNumericFlag(t *testing.T) {
 	}
 }
 
-// TestBoundNonFiniteJSON: finding 7. Non-finite numbers are written as null,
-// never as an encoding failure (exit 1 "unsupported value").
-func TestBoundNonFiniteJSON(t *testing.T) {
-	out := &bound.Result{
-		Bound:   amplify.Bound{Name: "x", Epsilon: 1, Delta: 1e-6},
-		Extra:   map[string]any{"eps_shuffle": math.Inf(1), "nested": map[string]any{"v": math.NaN()}},
-		Inputs:  map[string]any{"eps0": 1.0},
-		Compare: []amplify.Candidate{{Bound: amplify.Bound{Name: "y", Epsilon: math.Inf(1)}}},
-	}
-	var b bytes.Buffer
-	if err := printBound(&b, true, out); err != nil {
-		t.Fatal(err)
-	}
-	var obj map[string]any
-	if err := json.Unmarshal(b.Bytes(), &obj); err != nil {
-		t.Fatalf("invalid JSON: %v\n%s", err, b.String())
-	}
-	if v, ok := obj["eps_shuffle"]; !ok || v != nil {
-		t.Errorf("eps_shuffle = %v, want null", v)
-	}
-	if obj["nested"].(map[string]any)["v"] != nil {
-		t.Errorf("nested NaN not null: %v", obj["nested"])
-	}
-	if obj["compare"].([]any)[0].(map[string]any)["epsilon"] != nil {
-		t.Errorf("row epsilon not null: %v", obj["compare"])
-	}
-}
-
 // TestBoundEpsFileFormats: finding 8, through the CLI. A CSV with a header
 // naming an epsilon column reads that column only; comments are allowed.
 func TestBoundEpsFileFormats(t *testing.T) {
@@ -621,7 +592,7 @@ func TestBoundSAPESInheritsAssumption(t *testing.T) {
 // example runs (status 0).
 func TestBoundExamplesRun(t *testing.T) {
 	for _, name := range bound.Commands() {
-		exs := boundExamples[name]
+		exs := bound.Examples[name]
 		if len(exs) == 0 {
 			t.Errorf("bound %s has no examples", name)
 		}
@@ -637,7 +608,7 @@ func TestBoundExamplesRun(t *testing.T) {
 			})
 		}
 	}
-	for name := range boundExamples {
+	for name := range bound.Examples {
 		if _, ok := bound.Lookup(name); !ok {
 			t.Errorf("examples for unknown subcommand %s", name)
 		}
@@ -736,21 +707,5 @@ func TestBoundSGMBestAndSmallDelta(t *testing.T) {
 	}
 	if back := runJSON(t, append(args, "--epsilon", strconv.FormatFloat(e, 'g', -1, 64), "--accountant", "pld")...); back["delta"].(float64) > 1e-14*(1+1e-6) {
 		t.Errorf("pld delta at the epsilon of delta 1e-14 is %v", back["delta"])
-	}
-}
-
-// TestBoundPrintAssumption: the best row of a comparison that needs an
-// assumption says so.
-func TestBoundPrintAssumption(t *testing.T) {
-	out := &bound.Result{
-		Bound:   amplify.Bound{Name: "assumed", Epsilon: 0.3, Assumption: "some assumption"},
-		Compare: []amplify.Candidate{{Bound: amplify.Bound{Name: "assumed", Epsilon: 0.3, Assumption: "some assumption"}}},
-	}
-	var b bytes.Buffer
-	if err := printBound(&b, false, out); err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(b.String(), "best (rigorous): assumed epsilon = 0.3 delta = 0 (only under some assumption)") {
-		t.Errorf("output:\n%s", b.String())
 	}
 }

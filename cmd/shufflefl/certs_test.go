@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"shufflefl/pki"
-	"shufflefl/seal"
+	"github.com/shufflefl/shufflefl/transport/pki"
+	"github.com/shufflefl/shufflefl/transport/seal"
 )
 
 // runCertsCmd runs `shufflefl certs args...` and returns the exit status,

@@ -10,10 +10,10 @@ import (
 	"strings"
 	"testing"
 
-	"shufflefl/bound"
-	"shufflefl/experiment"
-	"shufflefl/rundir"
-	"shufflefl/runtime"
+	"github.com/shufflefl/shufflefl/driver/round"
+	"github.com/shufflefl/shufflefl/driver/rundir"
+	"github.com/shufflefl/shufflefl/research/bound"
+	"github.com/shufflefl/shufflefl/research/experiment"
 )
 
 // TestRunDefaultIsPrivate: `shufflefl run` without flags runs the default
@@ -24,14 +24,14 @@ func TestRunDefaultIsPrivate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.Protocol != runtime.DefaultProtocol || !strings.HasPrefix(cfg.Protocol, "ss-") {
+	if cfg.Protocol != round.DefaultProtocol || !strings.HasPrefix(cfg.Protocol, "ss-") {
 		t.Errorf("default protocol %q", cfg.Protocol)
 	}
 	if cfg.TargetEpsilon <= 0 || cfg.TargetEpsilon > 8 || cfg.Delta > 1e-6 {
 		t.Errorf("default guarantee (%v, %v)", cfg.TargetEpsilon, cfg.Delta)
 	}
-	if !reflect.DeepEqual(cfg, runtime.RunDefaults()) {
-		t.Errorf("resolved defaults differ from runtime.RunDefaults:\n%+v\n%+v", cfg, runtime.RunDefaults())
+	if !reflect.DeepEqual(cfg, round.RunDefaults()) {
+		t.Errorf("resolved defaults differ from round.RunDefaults:\n%+v\n%+v", cfg, round.RunDefaults())
 	}
 }
 
@@ -43,46 +43,46 @@ func TestRunPerProtocolDefaults(t *testing.T) {
 	tests := []struct {
 		name  string
 		args  []string
-		check func(c runtime.Config) error
+		check func(c round.Config) error
 	}{
-		{"nonprivate", []string{"--protocol", "nonprivate"}, func(c runtime.Config) error {
+		{"nonprivate", []string{"--protocol", "nonprivate"}, func(c round.Config) error {
 			if c.Clients != 1000 || c.Rounds != 30 || c.TargetEpsilon != 0 || len(c.Options) != 0 {
 				return fmt.Errorf("clients %d rounds %d target %v options %v", c.Clients, c.Rounds, c.TargetEpsilon, c.Options)
 			}
 			return nil
 		}},
-		{"dp-central clips the L2 norm at 1", []string{"--protocol", "dp-central"}, func(c runtime.Config) error {
+		{"dp-central clips the L2 norm at 1", []string{"--protocol", "dp-central"}, func(c round.Config) error {
 			if c.Clip != 1 || c.TargetEpsilon != 8 || c.ClientsPerRound == 0 {
 				return fmt.Errorf("clip %v target %v clients-per-round %d", c.Clip, c.TargetEpsilon, c.ClientsPerRound)
 			}
 			return nil
 		}},
-		{"dp-central with clients given samples all", []string{"--protocol", "dp-central", "--clients", "100"}, func(c runtime.Config) error {
+		{"dp-central with clients given samples all", []string{"--protocol", "dp-central", "--clients", "100"}, func(c round.Config) error {
 			if c.Clients != 100 || c.ClientsPerRound != 0 {
 				return fmt.Errorf("clients %d per round %d", c.Clients, c.ClientsPerRound)
 			}
 			return nil
 		}},
-		{"epsilon given: no target", []string{"--epsilon", "50"}, func(c runtime.Config) error {
+		{"epsilon given: no target", []string{"--epsilon", "50"}, func(c round.Config) error {
 			if c.TargetEpsilon != 0 || c.Epsilon != 50 {
 				return fmt.Errorf("target %v epsilon %v", c.TargetEpsilon, c.Epsilon)
 			}
 			return nil
 		}},
-		{"flag beats default", []string{"--clip", "0.3", "--lr", "0.05"}, func(c runtime.Config) error {
+		{"flag beats default", []string{"--clip", "0.3", "--lr", "0.05"}, func(c round.Config) error {
 			if c.Clip != 0.3 || c.LR != 0.05 {
 				return fmt.Errorf("clip %v lr %v", c.Clip, c.LR)
 			}
 			return nil
 		}},
-		{"file beats default", []string{"--config", file}, func(c runtime.Config) error {
-			d := runtime.RunDefaults()
+		{"file beats default", []string{"--config", file}, func(c round.Config) error {
+			d := round.RunDefaults()
 			if c.Rounds != 3 || c.Clients != d.Clients {
 				return fmt.Errorf("rounds %d clients %d", c.Rounds, c.Clients)
 			}
 			return nil
 		}},
-		{"levels keeps R_{gamma,b}", []string{"--option", "levels=4"}, func(c runtime.Config) error {
+		{"levels keeps R_{gamma,b}", []string{"--option", "levels=4"}, func(c round.Config) error {
 			if _, ok := c.Options["randomizer"]; ok || c.Options["levels"] != 4 {
 				return fmt.Errorf("options %v", c.Options)
 			}
@@ -175,19 +175,19 @@ func TestOneRandomizerDefault(t *testing.T) {
 // TestRunHelpShowsProtocolDefaults: the defaults printed by run --help are
 // those of the protocol given before --help.
 func TestRunHelpShowsProtocolDefaults(t *testing.T) {
-	d := runtime.RunDefaults()
+	d := round.RunDefaults()
 	_, out, _ := runCLI("run", "--help")
 	want := fmt.Sprintf("  --clients int\n      number of clients N (the population) (default %d)\n", d.Clients)
-	if !strings.Contains(out, want) || !strings.Contains(out, fmt.Sprintf("(default %q)", runtime.DefaultProtocol)) {
+	if !strings.Contains(out, want) || !strings.Contains(out, fmt.Sprintf("(default %q)", round.DefaultProtocol)) {
 		t.Errorf("run --help does not show the default protocol's defaults (%q):\n%s", want, out)
 	}
 	_, out, _ = runCLI("run", "--protocol", "nonprivate", "--help")
 	if !strings.Contains(out, "  --clients int\n      number of clients N (the population) (default 1000)\n") {
 		t.Errorf("run --protocol nonprivate --help does not show nonprivate's defaults:\n%s", out)
 	}
-	_, out, _ = runCLI("protocols", runtime.DefaultProtocol)
+	_, out, _ = runCLI("protocols", round.DefaultProtocol)
 	if !strings.Contains(out, "Run defaults (the protocol of 'shufflefl run' without --protocol)") {
-		t.Errorf("protocols %s does not show its run defaults:\n%s", runtime.DefaultProtocol, out)
+		t.Errorf("protocols %s does not show its run defaults:\n%s", round.DefaultProtocol, out)
 	}
 }
 

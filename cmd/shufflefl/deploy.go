@@ -2,15 +2,12 @@ package main
 
 import (
 	"context"
-	"crypto/ed25519"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log"
 	"math"
-	"net"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -22,76 +19,27 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"shufflefl/bound"
-	"shufflefl/checks"
-	"shufflefl/data"
-	"shufflefl/deploy"
-	"shufflefl/metrics"
-	"shufflefl/pki"
-	"shufflefl/rundir"
-	"shufflefl/runtime"
-	"shufflefl/seal"
-	"shufflefl/store"
-	"shufflefl/wire"
+	"github.com/shufflefl/shufflefl/checks"
+	"github.com/shufflefl/shufflefl/driver/deploy"
+	"github.com/shufflefl/shufflefl/driver/round"
+	"github.com/shufflefl/shufflefl/driver/rundir"
+	"github.com/shufflefl/shufflefl/driver/sim"
+	"github.com/shufflefl/shufflefl/driver/sim/metrics"
+	"github.com/shufflefl/shufflefl/research/bound"
 )
-
-const deployUsage = `Usage:
-  shufflefl deploy-local --clients N --rounds T --protocol P --out DIR [--seed S] [run flags]
-  shufflefl analyzer --certs DIR --listen ADDR --shuffler-control ADDR --db FILE [run flags]
-  shufflefl shuffler --certs DIR --listen ADDR --control-listen ADDR --analyzer ADDR --db FILE [run flags]
-  shufflefl client   --certs DIR --id client-NNNNNN --shuffler ADDR --db FILE [run flags]
-
-The roles of a deployment as network services (package deploy): clients talk
-only to the shuffler (TLS, signed requests); the shuffler and the analyzer talk
-over mutual TLS; every value is sealed to the analyzer with HPKE; the analyzer,
-the shuffler and each client keep their state in SQLite (--db) and resume it
-after a crash. Every role takes the run's settings (the flags of 'shufflefl
-run', or --config with their names as keys) and must be given the same ones.
---certs is a directory written by 'shufflefl certs'. Addresses must be on
-127.0.0.1 or [::1] unless --allow-remote is given.
-
-deploy-local makes a development PKI in DIR/pki, starts the analyzer, the
-shuffler and N clients on 127.0.0.1 in this process (real gRPC over TLS),
-shows the rounds as they finish, and writes the outputs of 'shufflefl run'
-(metrics.jsonl, summary.json, config.yaml, model.json, plots, run.log) to DIR;
-the roles' databases are in DIR/state.
-
-Deployments draw every noise with the floating-point-safe samplers and every
-random number from crypto/rand. --seed (deploy-local only) is a TEST MODE: the
-clients' training and noise, the shuffler's padding and the analyzer's
-randomness then come from the simulation's streams for that seed, so the run
-reproduces 'shufflefl run --seed S --secure-noise --faithful' — and anyone who
-knows the seed can strip every client's noise. Never use --seed with real data.
-
-Exit status: 0 success, 2 bad arguments, 1 failure.
-
-Deployment flags:
-`
 
 // deployOpts are the flags of the deployment commands that 'run' does not
 // have.
 type deployOpts struct {
-	certs, listen, control, controlListen, analyzer, shuffler, db, id, runID string
-	roundTimeout                                                             time.Duration
-	minReports                                                               int
-	allowRemote                                                              bool
-	testSeed                                                                 bool
+	deploy.ServiceOptions
+	allowRemote bool
+	testSeed    bool
 }
 
 func newDeployFlags(o *deployOpts) *flag.FlagSet {
 	fs := flag.NewFlagSet("deploy", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	fs.StringVar(&o.certs, "certs", o.certs, "`directory` written by 'shufflefl certs'")
-	fs.StringVar(&o.listen, "listen", o.listen, "`address` to serve on (analyzer: for the shuffler; shuffler: for clients)")
-	fs.StringVar(&o.controlListen, "control-listen", o.controlListen, "shuffler: `address` to serve the analyzer on (mutual TLS)")
-	fs.StringVar(&o.control, "shuffler-control", o.control, "analyzer: the shuffler's control `address`")
-	fs.StringVar(&o.analyzer, "analyzer", o.analyzer, "shuffler: the analyzer's `address`")
-	fs.StringVar(&o.shuffler, "shuffler", o.shuffler, "client: the shuffler's `address`")
-	fs.StringVar(&o.db, "db", o.db, "SQLite `file` of the role's state (created if absent; resumed if present)")
-	fs.StringVar(&o.id, "id", o.id, "client: its `id` (client-NNNNNN, as 'shufflefl certs' names it)")
-	fs.StringVar(&o.runID, "run-id", o.runID, "the run's `id`, bound into every sealed message (all roles must agree)")
-	fs.DurationVar(&o.roundTimeout, "round-timeout", o.roundTimeout, "analyzer, deploy-local: time clients have to report in a round")
-	fs.IntVar(&o.minReports, "min-reports", o.minReports, "analyzer, deploy-local: minimum reports for a round to be released (below it the round is void)")
+	o.RegisterFlags(fs)
 	fs.BoolVar(&o.allowRemote, "allow-remote", o.allowRemote, "allow addresses other than 127.0.0.1 and [::1]")
 	return fs
 }
@@ -129,14 +77,14 @@ var deployKeys = []string{"certs", "listen", "control-listen", "shuffler-control
 
 // resolveDeploy computes the run settings and the deployment options from
 // flags and --config (one YAML file holding both, keyed by flag names).
-func resolveDeploy(cmd string, args []string, stdout io.Writer) (runtime.Config, runExtras, deployOpts, error) {
-	o := deployOpts{roundTimeout: time.Minute, minReports: 1, runID: "shufflefl-run"}
+func resolveDeploy(cmd string, args []string, stdout io.Writer) (round.Config, runExtras, deployOpts, error) {
+	o := deployOpts{ServiceOptions: deploy.ServiceOptions{RoundTimeout: time.Minute, MinReports: 1, RunID: "shufflefl-run"}}
 	for _, a := range args {
 		if a == "-h" || a == "--help" || a == "-help" {
-			fmt.Fprint(stdout, deployUsage)
+			fmt.Fprint(stdout, deploy.Help)
 			printFlags(stdout, newDeployFlags(&o))
 			fmt.Fprintln(stdout, "\nRun flags: those of 'shufflefl run --help'.")
-			return runtime.Config{}, runExtras{}, o, flag.ErrHelp
+			return round.Config{}, runExtras{}, o, flag.ErrHelp
 		}
 	}
 	dargs, rargs := splitDeployArgs(args, &o)
@@ -154,7 +102,7 @@ func resolveDeploy(cmd string, args []string, stdout io.Writer) (runtime.Config,
 		}
 		rest, extra, err := splitDeployYAML(path, &o)
 		if err != nil {
-			return runtime.Config{}, runExtras{}, o, err
+			return round.Config{}, runExtras{}, o, err
 		}
 		dargs = append(extra, dargs...) // flags override the file
 		if strings.HasPrefix(a, "--config=") {
@@ -166,7 +114,7 @@ func resolveDeploy(cmd string, args []string, stdout io.Writer) (runtime.Config,
 	}
 	fs := newDeployFlags(&o)
 	if err := fs.Parse(dargs); err != nil {
-		return runtime.Config{}, runExtras{}, o, checks.Invalidf("%s", flagError(err))
+		return round.Config{}, runExtras{}, o, checks.Invalidf("%s", flagError(err))
 	}
 	cfg, ex, err := resolveConfigFor(cmd, rargs, stdout)
 	if err != nil {
@@ -178,7 +126,7 @@ func resolveDeploy(cmd string, args []string, stdout io.Writer) (runtime.Config,
 		o.testSeed = false
 	}
 	if !o.allowRemote {
-		for _, a := range []string{o.listen, o.control, o.controlListen, o.analyzer, o.shuffler} {
+		for _, a := range []string{o.Listen, o.Control, o.ControlListen, o.Analyzer, o.Shuffler} {
 			if a != "" && !loopback(a) {
 				return cfg, ex, o, checks.Invalidf("address %q is not on 127.0.0.1 or [::1] (give --allow-remote to serve beyond this host)", a)
 			}
@@ -228,21 +176,12 @@ func splitDeployYAML(path string, o *deployOpts) (string, []string, error) {
 	return f.Name(), flags, nil
 }
 
-// deploySetup loads the data and builds the run's Setup.
-func deploySetup(cfg runtime.Config, runID string) (*deploy.Setup, error) {
-	split, err := data.Load(cfg.Dataset, data.Options{DataDir: cfg.DataDir, Seed: cfg.Seed})
-	if err != nil {
-		return nil, err
-	}
-	return deploy.NewSetup(cfg, split, runID)
-}
-
 func deployExit(cmd string, stderr io.Writer, err error) int {
 	if errors.Is(err, flag.ErrHelp) {
 		return 0
 	}
 	fmt.Fprintf(stderr, "shufflefl %s: %s\n", cmd, oneLine(err))
-	if runtime.IsUsageError(err) {
+	if sim.IsUsageError(err) {
 		return 2
 	}
 	return 1
@@ -259,18 +198,22 @@ func runDeployLocal(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return deployExit("deploy-local", stderr, err)
 	}
-	if err := checkOutDir(cfg.Out, ex.overwrite); err != nil {
+	if err := rundir.Check(cfg.Out, ex.overwrite); err != nil {
 		return deployExit("deploy-local", stderr, err)
 	}
 	cfg.SecureNoise, cfg.Faithful = true, true
-	st, err := deploySetup(cfg, o.runID)
+	st, err := deploy.LoadSetup(cfg, o.RunID)
 	if err != nil {
 		return deployExit("deploy-local", stderr, err)
 	}
-	if err := prepareOutDir(cfg.Out, ex.overwrite); err != nil {
+	if err := rundir.Prepare(cfg.Out, ex.overwrite); err != nil {
 		return deployExit("deploy-local", stderr, err)
 	}
-	creds, stateDir, err := localPKI(cfg)
+	creds, err := deploy.WriteLocalPKI(filepath.Join(cfg.Out, "pki"), cfg.Clients)
+	stateDir := filepath.Join(cfg.Out, "state")
+	if err == nil {
+		err = os.RemoveAll(stateDir)
+	}
 	if err != nil {
 		return deployExit("deploy-local", stderr, err)
 	}
@@ -286,13 +229,13 @@ func runDeployLocal(args []string, stdout, stderr io.Writer) int {
 		mu.Unlock()
 	}
 	var recs []metrics.Record
-	prog := newProgress(ex.progress, stderr, io.Discard, cfg.Rounds)
-	lo := deploy.LocalOptions{Dir: stateDir, Creds: creds, RoundTimeout: o.roundTimeout, MinReports: o.minReports, Workers: cfg.Workers, Logf: logf,
-		Observe: func(r runtime.RoundResult) {
+	prog := rundir.NewProgress(ex.progress, stderr, io.Discard, cfg.Rounds)
+	lo := deploy.LocalOptions{Dir: stateDir, Creds: creds, RoundTimeout: o.RoundTimeout, MinReports: o.MinReports, Workers: cfg.Workers, Logf: logf,
+		Observe: func(r round.RoundResult) {
 			rec := metrics.FromResult(r)
 			recs = append(recs, rec)
 			if ex.progress != "none" {
-				prog.round(rec)
+				prog.Round(rec)
 			}
 		}}
 	if o.testSeed {
@@ -315,48 +258,24 @@ func runDeployLocal(args []string, stdout, stderr io.Writer) int {
 	defer cancel()
 	res, err := deploy.RunLocal(ctx, st, lo)
 	if ex.progress != "none" {
-		prog.done()
+		prog.Done()
 	}
 	if err != nil {
 		return deployExit("deploy-local", stderr, err)
 	}
-	if err := writeRunOutputs(cfg, recs, res.Summary, logBuf.String()); err != nil {
+	if err := rundir.WriteOutputs(cfg, recs, res.Summary, logBuf.String(), versionString()); err != nil {
 		return deployExit("deploy-local", stderr, err)
 	}
-	b, err := json.Marshal(rundir.Model{Model: cfg.Model, Dataset: cfg.Dataset, Features: st.Train.Features, Classes: st.Model.Classes(), Dim: len(res.Model), Round: res.Summary.Rounds, Weights: res.Model})
-	if err == nil {
-		err = rundir.WriteAtomic(filepath.Join(cfg.Out, rundir.ModelFile), b)
-	}
-	if err != nil {
+	if err := rundir.WriteModelFile(cfg.Out, rundir.Model{Model: cfg.Model, Dataset: cfg.Dataset, Features: st.Train.Features, Classes: st.Model.Classes(), Dim: len(res.Model), Round: res.Summary.Rounds, Weights: res.Model}); err != nil {
 		return deployExit("deploy-local", stderr, err)
 	}
 	printLocalEnd(stdout, cfg, st, res, recs)
 	return 0
 }
 
-// localPKI writes a development PKI into DIR/pki, as 'shufflefl certs'
-// writes it, loads every role's credentials and clears the roles' state
-// directory DIR/state.
-func localPKI(cfg runtime.Config) (*deploy.Credentials, string, error) {
-	pkiDir := filepath.Join(cfg.Out, "pki")
-	files, err := makeCerts(&certsOpts{clients: cfg.Clients, hosts: pki.DefaultHosts, suite: seal.DefaultSuite, validity: 24 * time.Hour}, time.Now())
-	if err == nil {
-		err = writeCerts(pkiDir, files, true)
-	}
-	if err != nil {
-		return nil, "", err
-	}
-	creds, err := loadAllCredentials(pkiDir, cfg.Clients)
-	if err != nil {
-		return nil, "", err
-	}
-	stateDir := filepath.Join(cfg.Out, "state")
-	return creds, stateDir, os.RemoveAll(stateDir)
-}
-
 // printLocalEnd writes deploy-local's summary: the d-privacy statement if
 // any, the run and its traffic, and each round's latency.
-func printLocalEnd(stdout io.Writer, cfg runtime.Config, st *deploy.Setup, res *deploy.LocalResult, recs []metrics.Record) {
+func printLocalEnd(stdout io.Writer, cfg round.Config, st *deploy.Setup, res *deploy.LocalResult, recs []metrics.Record) {
 	if n := len(recs); n > 0 && recs[n-1].DPrivacy != nil {
 		// The d-privacy statement (no (epsilon, delta) claim), as run
 		// prints it; the analyzer's figure bounds every client's ledger.
@@ -375,204 +294,58 @@ func printLocalEnd(stdout io.Writer, cfg runtime.Config, st *deploy.Setup, res *
 	}
 }
 
-// loadAllCredentials reads every role's credentials from a certs directory
-// (deploy-local runs them all).
-func loadAllCredentials(dir string, clients int) (*deploy.Credentials, error) {
-	a, err := deploy.LoadCredentials(dir, "analyzer", "")
-	if err != nil {
-		return nil, err
-	}
-	s, err := deploy.LoadCredentials(dir, "shuffler", "")
-	if err != nil {
-		return nil, err
-	}
-	a.Shuffler, a.Registry = s.Shuffler, s.Registry
-	a.Clients = map[string]ed25519.PrivateKey{}
-	for i := 0; i < clients; i++ {
-		c, err := deploy.LoadCredentials(dir, "client", deploy.ClientID(i))
-		if err != nil {
-			return nil, err
-		}
-		for id, k := range c.Clients {
-			a.Clients[id] = k
-		}
-	}
-	return a, nil
-}
-
-func need(cmd string, vals map[string]string) error {
-	for k, v := range vals {
-		if v == "" {
-			return checks.Invalidf("%s needs --%s", cmd, k)
+// need reports the first of the flags (name, value pairs) that is empty.
+func need(cmd string, kv ...string) error {
+	for i := 0; i < len(kv); i += 2 {
+		if kv[i+1] == "" {
+			return checks.Invalidf("%s needs --%s", cmd, kv[i])
 		}
 	}
 	return nil
 }
 
-// runAnalyzer implements 'shufflefl analyzer'.
-func runAnalyzer(args []string, stdout, stderr io.Writer) int {
-	cfg, _, o, err := resolveDeploy("analyzer", args, stdout)
+// runService implements 'shufflefl analyzer|shuffler|client': the flags,
+// then the role's service (package deploy) until it ends or a signal.
+func runService(cmd string, args []string, stdout, stderr io.Writer) int {
+	cfg, _, o, err := resolveDeploy(cmd, args, stdout)
 	if err == nil {
-		err = need("analyzer", map[string]string{"certs": o.certs, "listen": o.listen, "shuffler-control": o.control, "db": o.db})
+		switch cmd {
+		case "analyzer":
+			err = need(cmd, "certs", o.Certs, "listen", o.Listen, "shuffler-control", o.Control, "db", o.DB)
+		case "shuffler":
+			err = need(cmd, "certs", o.Certs, "listen", o.Listen, "control-listen", o.ControlListen, "analyzer", o.Analyzer, "db", o.DB)
+		default:
+			err = need(cmd, "certs", o.Certs, "shuffler", o.Shuffler, "db", o.DB, "id", o.ID)
+		}
 	}
 	if err != nil {
-		return deployExit("analyzer", stderr, err)
+		return deployExit(cmd, stderr, err)
 	}
-	st, err := deploySetup(cfg, o.runID)
-	if err != nil {
-		return deployExit("analyzer", stderr, err)
-	}
-	creds, err := deploy.LoadCredentials(o.certs, "analyzer", "")
-	if err != nil {
-		return deployExit("analyzer", stderr, err)
-	}
-	db, err := store.Open(o.db)
-	if err != nil {
-		return deployExit("analyzer", stderr, err)
-	}
-	defer db.Close()
-	conn, err := deploy.DialShufflerControl(creds, o.control)
-	if err != nil {
-		return deployExit("analyzer", stderr, err)
-	}
-	defer conn.Close()
-	lg := log.New(stderr, "", log.LstdFlags|log.Lmicroseconds)
-	an, err := deploy.NewAnalyzer(deploy.AnalyzerConfig{Setup: st, DB: db, Key: creds.HPKE, Shuffler: wire.NewShufflerControlClient(conn),
-		RoundTimeout: o.roundTimeout, MinReports: o.minReports, Workers: cfg.Workers, Logf: lg.Printf,
-		Observe: func(r runtime.RoundResult) {
-			if d := r.DPrivacy; d != nil {
-				lg.Printf("analyzer: round %d: %d reports, test accuracy %.4f, d-privacy leakage %s per participation, at most %s composed for a client (no (epsilon, delta) guarantee)",
-					r.Round, r.Participants, r.TestAccuracy, bound.Figure(d.Level, 4), bound.Figure(d.MaxCumulative, 4))
-				return
-			}
-			lg.Printf("analyzer: round %d: %d reports, test accuracy %.4f, cumulative epsilon %s", r.Round, r.Participants, r.TestAccuracy, bound.Figure(r.Privacy.CumulativeEpsilon, 4))
-		}})
-	if err != nil {
-		return deployExit("analyzer", stderr, err)
-	}
-	l, err := listen(o.listen)
-	if err != nil {
-		return deployExit("analyzer", stderr, err)
-	}
-	g := deploy.AnalyzerServer(creds, an)
-	go g.Serve(l)
-	defer g.GracefulStop() // the last batch's acknowledgement is delivered
+	o.Log = log.New(stderr, "", log.LstdFlags|log.Lmicroseconds)
 	ctx, cancel := signalContext()
 	defer cancel()
-	sum, err := an.Run(ctx)
-	if err != nil {
-		return deployExit("analyzer", stderr, err)
+	switch cmd {
+	case "analyzer":
+		sum, err := deploy.ServeAnalyzer(ctx, cfg, o.ServiceOptions)
+		if err != nil {
+			return deployExit(cmd, stderr, err)
+		}
+		if d := sum.Privacy.DPrivacy; d != nil {
+			fmt.Fprintf(stdout, "analyzer: %d rounds, final test accuracy %.4f; %s\n", sum.Rounds, sum.FinalAccuracy, sum.Privacy.Bound)
+			return 0
+		}
+		fmt.Fprintf(stdout, "analyzer: %d rounds, final test accuracy %.4f, cumulative epsilon %s\n", sum.Rounds, sum.FinalAccuracy, bound.Figure(sum.Privacy.CumulativeEpsilon, 4))
+	case "shuffler":
+		stats, err := deploy.ServeShuffler(ctx, cfg, o.ServiceOptions)
+		if err != nil {
+			return deployExit(cmd, stderr, err)
+		}
+		fmt.Fprintf(stdout, "shuffler: stopped; %+v\n", stats)
+	default:
+		if err := deploy.ServeClient(ctx, cfg, o.ServiceOptions); err != nil {
+			return deployExit(cmd, stderr, err)
+		}
+		fmt.Fprintf(stdout, "client %s: done\n", o.ID)
 	}
-	if d := sum.Privacy.DPrivacy; d != nil {
-		fmt.Fprintf(stdout, "analyzer: %d rounds, final test accuracy %.4f; %s\n", sum.Rounds, sum.FinalAccuracy, sum.Privacy.Bound)
-		return 0
-	}
-	fmt.Fprintf(stdout, "analyzer: %d rounds, final test accuracy %.4f, cumulative epsilon %s\n", sum.Rounds, sum.FinalAccuracy, bound.Figure(sum.Privacy.CumulativeEpsilon, 4))
-	return 0
-}
-
-func listen(addr string) (net.Listener, error) { return net.Listen("tcp", addr) }
-
-// runShuffler implements 'shufflefl shuffler'.
-func runShuffler(args []string, stdout, stderr io.Writer) int {
-	cfg, _, o, err := resolveDeploy("shuffler", args, stdout)
-	if err == nil {
-		err = need("shuffler", map[string]string{"certs": o.certs, "listen": o.listen, "control-listen": o.controlListen, "analyzer": o.analyzer, "db": o.db})
-	}
-	if err != nil {
-		return deployExit("shuffler", stderr, err)
-	}
-	st, err := deploySetup(cfg, o.runID)
-	if err != nil {
-		return deployExit("shuffler", stderr, err)
-	}
-	creds, err := deploy.LoadCredentials(o.certs, "shuffler", "")
-	if err != nil {
-		return deployExit("shuffler", stderr, err)
-	}
-	db, err := store.Open(o.db)
-	if err != nil {
-		return deployExit("shuffler", stderr, err)
-	}
-	defer db.Close()
-	conn, err := deploy.DialAnalyzer(creds, o.analyzer)
-	if err != nil {
-		return deployExit("shuffler", stderr, err)
-	}
-	defer conn.Close()
-	lg := log.New(stderr, "", log.LstdFlags|log.Lmicroseconds)
-	sh, err := deploy.NewShuffler(deploy.ShufflerConfig{Setup: st, DB: db, Registry: creds.Registry, AnalyzerKey: creds.HPKEPublic,
-		Analyzer: wire.NewAnalyzerClient(conn), Logf: lg.Printf})
-	if err != nil {
-		return deployExit("shuffler", stderr, err)
-	}
-	defer sh.Close()
-	pub, ctl := deploy.ShufflerServers(creds, sh)
-	pl, err := listen(o.listen)
-	if err != nil {
-		return deployExit("shuffler", stderr, err)
-	}
-	cl, err := listen(o.controlListen)
-	if err != nil {
-		return deployExit("shuffler", stderr, err)
-	}
-	go pub.Serve(pl)
-	go ctl.Serve(cl)
-	defer pub.Stop()
-	defer ctl.Stop()
-	ctx, cancel := signalContext()
-	defer cancel()
-	<-ctx.Done()
-	fmt.Fprintf(stdout, "shuffler: stopped; %+v\n", sh.Stats())
-	return 0
-}
-
-// runClient implements 'shufflefl client'.
-func runClient(args []string, stdout, stderr io.Writer) int {
-	cfg, _, o, err := resolveDeploy("client", args, stdout)
-	if err == nil {
-		err = need("client", map[string]string{"certs": o.certs, "shuffler": o.shuffler, "db": o.db, "id": o.id})
-	}
-	if err != nil {
-		return deployExit("client", stderr, err)
-	}
-	idx, err := deploy.ClientIndex(o.id)
-	if err != nil {
-		return deployExit("client", stderr, err)
-	}
-	st, err := deploySetup(cfg, o.runID)
-	if err != nil {
-		return deployExit("client", stderr, err)
-	}
-	creds, err := deploy.LoadCredentials(o.certs, "client", o.id)
-	if err != nil {
-		return deployExit("client", stderr, err)
-	}
-	signer, err := pki.NewSigner(o.id, creds.Clients[o.id])
-	if err != nil {
-		return deployExit("client", stderr, err)
-	}
-	db, err := store.Open(o.db)
-	if err != nil {
-		return deployExit("client", stderr, err)
-	}
-	defer db.Close()
-	conn, err := deploy.DialShuffler(creds, o.shuffler)
-	if err != nil {
-		return deployExit("client", stderr, err)
-	}
-	defer conn.Close()
-	lg := log.New(stderr, "", log.LstdFlags|log.Lmicroseconds)
-	c, err := deploy.NewClient(deploy.ClientConfig{Setup: st, Index: idx, Signer: signer, AnalyzerKey: creds.HPKEPublic, DB: db,
-		Shuffler: wire.NewShufflerClient(conn), Logf: lg.Printf})
-	if err != nil {
-		return deployExit("client", stderr, err)
-	}
-	ctx, cancel := signalContext()
-	defer cancel()
-	if err := c.Run(ctx); err != nil {
-		return deployExit("client", stderr, err)
-	}
-	fmt.Fprintf(stdout, "client %s: done\n", o.id)
 	return 0
 }

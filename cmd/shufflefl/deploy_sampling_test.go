@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"shufflefl/rundir"
+	"github.com/shufflefl/shufflefl/driver/rundir"
 )
 
 // TestDeployLocalSampledMatchesRun: `deploy-local --seed S` with client

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"shufflefl/rundir"
+	"github.com/shufflefl/shufflefl/driver/rundir"
 )
 
 // TestDeployLocalMatchesRun: deploy-local in test mode writes run's outputs,

@@ -10,24 +10,14 @@ import (
 	"strings"
 	"time"
 
-	"shufflefl/data"
-	"shufflefl/experiment"
-	"shufflefl/fl"
-	"shufflefl/metrics"
-	"shufflefl/runtime"
+	"github.com/shufflefl/shufflefl/driver/rundir"
+	"github.com/shufflefl/shufflefl/driver/sim"
+	"github.com/shufflefl/shufflefl/learning/data"
+	"github.com/shufflefl/shufflefl/research/experiment"
 )
 
 // `shufflefl experiment`: flags and printing; package experiment runs the
 // experiments and writes their outputs.
-
-// runIO gives package experiment `shufflefl run`'s checks and outputs.
-type runIO struct{}
-
-func (runIO) Check(cfg runtime.Config) error    { return checkRunConfig(cfg) }
-func (runIO) PlanLine(plan runtime.Plan) string { return planLine(plan, "") }
-func (runIO) Write(cfg runtime.Config, recs []metrics.Record, sum runtime.Summary, log string) error {
-	return writeRunOutputs(cfg, recs, sum, log)
-}
 
 // expCmd is one experiment command: its flags, the settings every engine
 // experiment shares, and its failure report ("shufflefl experiment[ NAME]:
@@ -54,11 +44,8 @@ func newExpCmd(name, usage, examples string, stdout, stderr io.Writer) *expCmd {
 
 // engineFlags defines the flags the engine experiments share.
 func (c *expCmd) engineFlags(dataset, dataDir *string, seed *uint64, workers *int, outDefault string) {
-	c.fs.StringVar(dataset, "dataset", "fashion-mnist", "dataset `name`: "+strings.Join(data.ClassificationNames(), ", "))
-	c.fs.StringVar(dataDir, "data-dir", "", "`directory` with the dataset's files (see shufflefl run --help)")
+	experiment.EngineFlags(c.fs, dataset, dataDir, seed, workers)
 	c.fs.StringVar(&c.out, "out", "", "output `directory` (default "+outDefault+"); it must be empty or absent unless --overwrite is given")
-	c.fs.Uint64Var(seed, "seed", 1, "random seed")
-	c.fs.IntVar(workers, "workers", 0, "worker goroutines; 0 means all cores")
 	c.fs.StringVar(&c.progress, "progress", "log", "per-round progress: log or none (each run's run.log gets the lines either way)")
 	c.fs.BoolVar(&c.overwrite, "overwrite", false, "write into a non-empty --out directory, removing the shufflefl outputs already there first (other files are kept)")
 }
@@ -68,7 +55,7 @@ func (c *expCmd) fail(code int, err error) int {
 	msg := strings.TrimSpace("shufflefl experiment "+c.name) + ": " + oneLine(err) + "\n"
 	fmt.Fprint(c.stderr, msg)
 	fmt.Fprint(c.log, msg)
-	if runtime.IsUsageError(err) {
+	if sim.IsUsageError(err) {
 		return 2
 	}
 	return code
@@ -100,23 +87,23 @@ func (c *expCmd) checkCommon(dataset, name string) error {
 	if c.out == "" {
 		c.out = filepath.Join("out", "experiment-"+name+"-"+dataset)
 	}
-	return checkOutDir(c.out, c.overwrite)
+	return rundir.Check(c.out, c.overwrite)
 }
 
 // run prepares the output directory and run.log, runs the experiment with
 // every line tee'd to run.log, and prints its results.
 func (c *expCmd) run(args []string, run func(experiment.Output) (experiment.Result, error)) int {
-	if err := prepareOutDir(c.out, c.overwrite); err != nil {
+	if err := rundir.Prepare(c.out, c.overwrite); err != nil {
 		return c.fail(2, err)
 	}
-	lf, err := os.Create(filepath.Join(c.out, runLogFile))
+	lf, err := os.Create(filepath.Join(c.out, rundir.LogFile))
 	if err != nil {
-		return c.fail(1, fmt.Errorf("writing %s: %w", runLogFile, err))
+		return c.fail(1, fmt.Errorf("writing %s: %w", rundir.LogFile, err))
 	}
 	defer lf.Close()
-	c.log, c.stdout, c.stderr = lf, teeWriter{c.stdout, lf}, teeWriter{c.stderr, lf}
+	c.log, c.stdout, c.stderr = lf, rundir.Tee{Term: c.stdout, Log: lf}, rundir.Tee{Term: c.stderr, Log: lf}
 	start := time.Now()
-	res, err := run(experiment.Output{Dir: c.out, Log: c.stderr, Progress: c.progress == "log", Command: strings.Join(args, " "), Runs: runIO{}})
+	res, err := run(experiment.Output{Dir: c.out, Log: c.stderr, Progress: c.progress == "log", Command: strings.Join(args, " "), Runs: experiment.DirRuns{Version: versionString()}})
 	if err != nil {
 		return c.fail(1, err)
 	}
@@ -124,7 +111,7 @@ func (c *expCmd) run(args []string, run func(experiment.Output) (experiment.Resu
 	fmt.Fprintf(c.stderr, "%s: done in %s\n", strings.TrimSpace("experiment "+c.name), time.Since(start).Round(time.Millisecond))
 	if err := lf.Close(); err != nil {
 		c.log = io.Discard
-		return c.fail(1, fmt.Errorf("writing %s: %w", runLogFile, err))
+		return c.fail(1, fmt.Errorf("writing %s: %w", rundir.LogFile, err))
 	}
 	return 0
 }
@@ -188,7 +175,7 @@ func runPaper(args []string, stdout, stderr io.Writer) int {
 		return c.fail(2, err)
 	}
 	paper, _ := experiment.LookupPaper(args[0])
-	plan, err := experiment.PlanTables(paper, o, split, runIO{})
+	plan, err := experiment.PlanTables(paper, o, split, experiment.DirRuns{Version: versionString()})
 	if err != nil {
 		return c.fail(1, err)
 	}
@@ -203,14 +190,7 @@ func runFrontier(args []string, stdout, stderr io.Writer) int {
 	fs := c.fs
 	var o experiment.FrontierOptions
 	c.engineFlags(&o.Dataset, &o.DataDir, &o.Seed, &o.Workers, "out/experiment-frontier-DATASET")
-	protos := fs.String("protocols", strings.Join(experiment.FrontierProtocols(), ","), "comma-separated private `protocols` to draw")
-	targets := fs.String("targets", "8,2,32", "comma-separated target cumulative central `epsilons` (each > 0), in the order the runs are made (every protocol at the first target, then at the next)")
-	fs.Float64Var(&o.Delta, "delta", 1e-6, "target central delta of each whole run, in (0, 1)")
-	fs.IntVar(&o.Clients, "clients", 0, "clients N of every run (0: each protocol's default)")
-	fs.IntVar(&o.Rounds, "rounds", 0, "rounds of every run (0: each protocol's default)")
-	fs.IntVar(&o.LocalEpochs, "local-epochs", 0, "local epochs of every run (0: each protocol's default)")
-	fs.Float64Var(&o.Clip, "clip", 0, "clipping bound C of every run (0: each protocol's default)")
-	fs.BoolVar(&o.Ceiling, "ceiling", true, "also run non-private FedAvg (with its defaults) as the ceiling")
+	protos, targets := o.RegisterFlags(fs)
 	if done, code := c.parse(args[1:]); done {
 		return code
 	}
@@ -222,7 +202,7 @@ func runFrontier(args []string, stdout, stderr io.Writer) int {
 		return c.fail(2, err)
 	}
 	o.Dir = c.out
-	f, err := experiment.PlanFrontier(o, runIO{})
+	f, err := experiment.PlanFrontier(o, experiment.DirRuns{Version: versionString()})
 	if err != nil {
 		return c.fail(2, err)
 	}
@@ -246,49 +226,20 @@ func runDPrivExperiment(name string, args []string, stdout, stderr io.Writer) in
 	c := newExpCmd(name, fmt.Sprintf("Usage: shufflefl experiment %s [flags]\n\n%s.\n\n%s", name, e.Summary, experiment.DPrivacyHelp), "", stdout, stderr)
 	fs := c.fs
 	o := experiment.DPrivacyOptions{Rotated: experiment.DefaultRotated}
-	var nus, ks string
 	fs.StringVar(&c.out, "out", filepath.Join("out", "experiment-"+name), "output `directory`; it must be empty or absent unless --overwrite is given")
-	fs.Uint64Var(&o.Seed, "seed", 1, "first random seed; seeds seed..seed+seeds-1 are run")
-	fs.IntVar(&o.Seeds, "seeds", e.Seeds, "number of seeds (>= 1)")
-	fs.IntVar(&o.Workers, "workers", 0, "worker goroutines; 0 means all cores (results do not depend on it)")
-	fs.IntVar(&o.MaxRounds, "max-rounds", 500, "upper bound on the rounds of each run (>= 1); early stopping usually ends runs sooner")
-	if e.Nus != "" {
-		fs.StringVar(&nus, "nus", e.Nus, "comma-separated noise multipliers (0 = no sanitization)")
-		fs.StringVar(&ks, "ks", e.Ks, "comma-separated numbers of hypotheses")
-	}
-	if name == "dprivacy-rotated" {
-		rotatedFlags(fs, &o.Rotated)
-	}
+	nus, ks := o.RegisterFlags(fs, e)
 	fs.BoolVar(&c.overwrite, "overwrite", false, "write into a non-empty --out directory")
 	if done, code := c.parse(args); done {
 		return code
 	}
 	var err error
-	if o.Nus, o.Ks, err = experiment.ParseGrid(nus, ks); err == nil {
+	if o.Nus, o.Ks, err = experiment.ParseGrid(*nus, *ks); err == nil {
 		if err = e.Check(o); err == nil {
-			err = checkOutDir(c.out, c.overwrite)
+			err = rundir.Check(c.out, c.overwrite)
 		}
 	}
 	if err != nil {
 		return c.fail(2, err)
 	}
 	return c.run(args, func(out experiment.Output) (experiment.Result, error) { return experiment.RunDPrivacy(e, o, out) })
-}
-
-// rotatedFlags defines the flags of dprivacy-rotated's own settings.
-func rotatedFlags(fs *flag.FlagSet, ro *experiment.RotatedOptions) {
-	d := experiment.DefaultRotated
-	fs.StringVar(&ro.Dataset, "dataset", d.Dataset, "dataset `name` (fashion-mnist, mnist-10k, mnist-dir, fashion-mnist-sample)")
-	fs.StringVar(&ro.DataDir, "data-dir", "", "data `directory` (see shufflefl run --help)")
-	fs.StringVar(&ro.Model, "model", d.Model, "model `name`: "+strings.Join(fl.Models(), ", "))
-	fs.IntVar(&ro.Groups, "groups", d.Groups, "rotation groups: 2 is the paper's Bernoulli(0.5) 90° rotation, 4 IFCA's four rotations")
-	fs.IntVar(&ro.Clients, "clients", d.Clients, "clients")
-	fs.IntVar(&ro.PerRound, "clients-per-round", d.PerRound, "clients per round (U)")
-	fs.IntVar(&ro.Samples, "samples-per-client", d.Samples, "training images per client")
-	fs.IntVar(&ro.Rounds, "rounds", d.Rounds, "rounds per run")
-	fs.IntVar(&ro.Epochs, "local-epochs", d.Epochs, "local epochs (E)")
-	fs.Float64Var(&ro.LR, "lr", d.LR, "local learning rate (s)")
-	fs.IntVar(&ro.Holdout, "holdout-clients", 0, "validation clients held out for early stopping (0: none; the paper holds out clients and validates every 5 rounds with patience 5)")
-	fs.IntVar(&ro.Every, "validate-every", 0, "validate every this many rounds (needs --holdout-clients); --rounds is then the upper bound")
-	fs.IntVar(&ro.Patience, "patience", 0, "stop after this many validations without a lower validation loss; the reported accuracy is then the test accuracy at the best validation round")
 }

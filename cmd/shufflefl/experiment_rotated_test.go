@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"shufflefl/experiment"
+	"github.com/shufflefl/shufflefl/research/experiment"
 )
 
 func TestDPrivRotated(t *testing.T) {

@@ -1,18 +1,19 @@
 // Command shufflefl runs differentially private federated learning in the
 // shuffle model. Its commands:
 //
-//   - run: train a model with simulated clients (package runtime);
+//   - run: train a model with simulated clients (packages runtime, rundir);
 //   - experiment: the papers' comparisons and the privacy-utility frontier;
 //   - bound: privacy amplification and composition bounds (package bound);
-//   - protocols: the protocols, their options and run defaults;
+//   - protocols: the protocols, their options and run defaults (package round);
 //   - audit: attacks and privacy audits against the claims (package audit);
-//   - certs: a development PKI for a deployment;
+//   - certs: a development PKI for a deployment (package pki);
 //   - deploy-local, analyzer, shuffler, client: a deployment's roles as
 //     network services (package deploy);
 //   - help and version.
 //
-// The packages do the work; this command parses flags, prints and writes
-// files. 'shufflefl COMMAND --help' lists a command's flags.
+// The packages do the work, and most format their own results and help;
+// this command parses flags, prints and maps errors to exit statuses.
+// 'shufflefl COMMAND --help' lists a command's flags.
 package main
 
 import (
@@ -37,6 +38,7 @@ Usage:
   shufflefl audit SUBCOMMAND [flags]   attacks and privacy auditing: eps_lower vs the claim
   shufflefl deploy-local [flags]       run analyzer, shuffler and N clients on 127.0.0.1 (TLS, HPKE, SQLite)
   shufflefl analyzer|shuffler|client [flags]  one role of a deployment as a network service
+  shufflefl worker --nats URL          compute blocks of simulated clients for 'run --nats URL'
   shufflefl help  [COMMAND [SUBCOMMAND]]  show help for a command
   shufflefl version                    print the version and git commit (also --version)
 
@@ -79,12 +81,10 @@ func realMain(args []string, stdout, stderr io.Writer) int {
 		return runAudit(args[1:], stdout, stderr)
 	case "deploy-local":
 		return runDeployLocal(args[1:], stdout, stderr)
-	case "analyzer":
-		return runAnalyzer(args[1:], stdout, stderr)
-	case "shuffler":
-		return runShuffler(args[1:], stdout, stderr)
-	case "client":
-		return runClient(args[1:], stdout, stderr)
+	case "analyzer", "shuffler", "client":
+		return runService(args[0], args[1:], stdout, stderr)
+	case "worker":
+		return runWorker(args[1:], stdout, stderr)
 	case "version", "--version", "-version":
 		fmt.Fprintln(stdout, versionString())
 		return 0

@@ -5,7 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"shufflefl/protocol"
+	"github.com/shufflefl/shufflefl/driver/round"
+	"github.com/shufflefl/shufflefl/protocol"
 )
 
 // flat joins the words of s with single spaces, so that a wrapped text can
@@ -35,7 +36,7 @@ func checkOptionsTable(t *testing.T, what, out string, info protocol.Info) {
 			t.Errorf("%s has no line for option %s:\n%s", what, o.Name, out)
 			continue
 		}
-		if v, ok := runDefaultOption(info.Name, o.Name); ok {
+		if v, ok := round.DefaultOption(info.Name, o.Name); ok {
 			// The defaults table overrides the protocol's own default in
 			// the CLI; both are shown.
 			checkMentions(t, what, entry, o.Meaning+fmt.Sprintf(" default: %g in shufflefl run", v), o.Default, "valid: "+o.Range)
@@ -67,8 +68,8 @@ func TestProtocolsList(t *testing.T) {
 		checkMentions(t, "protocols", stdout, info.Summary, "paper: "+info.Paper, "budgets: "+info.Budgets, "options: "+opts)
 	}
 	for _, line := range strings.Split(stdout, "\n") {
-		if len(line) > protocolsWidth {
-			t.Errorf("line longer than %d columns: %q", protocolsWidth, line)
+		if len(line) > round.HelpWidth {
+			t.Errorf("line longer than %d columns: %q", round.HelpWidth, line)
 		}
 	}
 }
@@ -175,25 +176,6 @@ func TestProtocolsHelpAndErrors(t *testing.T) {
 				t.Errorf("stderr does not name the command: %q", stderr)
 			}
 		})
-	}
-}
-
-// TestProtocolsWrapText: descriptions are word-wrapped with their prefixes.
-func TestProtocolsWrapText(t *testing.T) {
-	tests := []struct {
-		s, first, rest string
-		width          int
-		want           string
-	}{
-		{"", "  x: ", "     ", 20, "  x: \n"},
-		{"one two three", "", "", 80, "one two three\n"},
-		{"one two three four", "> ", "  ", 10, "> one two\n  three\n  four\n"},
-		{"averyveryverylongword b", "> ", "  ", 8, "> averyveryverylongword\n  b\n"},
-	}
-	for _, tt := range tests {
-		if got := wrapText(tt.s, tt.first, tt.rest, tt.width); got != tt.want {
-			t.Errorf("wrapText(%q, %q, %q, %d) = %q, want %q", tt.s, tt.first, tt.rest, tt.width, got, tt.want)
-		}
 	}
 }
 

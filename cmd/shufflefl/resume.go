@@ -1,35 +1,34 @@
 package main
 
 import (
-	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 
-	"shufflefl/checks"
-	"shufflefl/metrics"
-	"shufflefl/rundir"
-	"shufflefl/runtime"
+	"github.com/shufflefl/shufflefl/checks"
+	"github.com/shufflefl/shufflefl/driver/round"
+	"github.com/shufflefl/shufflefl/driver/rundir"
 )
 
 // resumeFlags are the flags that may change when a run is resumed; every
 // other setting comes from the run's config.yaml.
-var resumeFlags = map[string]bool{"resume": true, "rounds": true, "workers": true, "progress": true, "cpuprofile": true, "stop-after": true}
+var resumeFlags = map[string]bool{"resume": true, "rounds": true, "workers": true, "progress": true, "cpuprofile": true, "stop-after": true,
+	"worker-procs": true, "nats": true}
 
 // resolveResume builds the settings of `shufflefl run --resume DIR`: DIR's
 // config.yaml, then the few flags a resumed run may change (--rounds to
 // extend it, --workers, --progress).
-func resolveResume(args []string, dir string, stdout io.Writer) (runtime.Config, runExtras, error) {
-	cfg := runtime.DefaultConfig()
+func resolveResume(args []string, dir string, stdout io.Writer) (round.Config, runExtras, error) {
+	cfg := round.DefaultConfig()
 	fromFile, _, err := loadConfigFile(filepath.Join(dir, "config.yaml"), &cfg)
 	if err != nil {
 		return cfg, fromFile, fmt.Errorf("resume %s: %w", dir, err)
 	}
 	if len(fromFile.options) > 0 {
 		// The file's option key holds the protocol options.
-		parsed, err := runtime.ParseOptions(fromFile.options)
+		parsed, err := round.ParseOptions(fromFile.options)
 		if err != nil {
 			return cfg, fromFile, fmt.Errorf("resume %s: %w", dir, err)
 		}
@@ -50,33 +49,16 @@ func resolveResume(args []string, dir string, stdout io.Writer) (runtime.Config,
 		}
 	})
 	if len(bad) > 0 {
-		return cfg, ex, checks.Invalidf("--resume continues the run with its own settings; only --rounds, --stop-after, --workers and --progress may be given (got %v)", bad)
+		return cfg, ex, checks.Invalidf("--resume continues the run with its own settings; only --rounds, --stop-after, --workers, --worker-procs, --nats and --progress may be given (got %v)", bad)
 	}
 	cfg.Out = dir
 	ex.resume = dir
-	return cfg, ex, checkRunConfig(cfg)
-}
-
-// errInterrupted reports a run stopped by SIGINT or SIGTERM.
-var errInterrupted = errors.New("interrupted")
-
-// runLogFile is the log a run (and an experiment) writes beside its outputs.
-const runLogFile = rundir.LogFile
-
-// checkOutDir refuses a used output directory (rundir.Check).
-func checkOutDir(dir string, overwrite bool) error { return rundir.Check(dir, overwrite) }
-
-// prepareOutDir creates the output directory (rundir.Prepare).
-func prepareOutDir(dir string, overwrite bool) error { return rundir.Prepare(dir, overwrite) }
-
-// writeRunOutputs writes every output of a finished run (rundir.WriteOutputs).
-func writeRunOutputs(cfg runtime.Config, recs []metrics.Record, sum runtime.Summary, logText string) error {
-	return rundir.WriteOutputs(cfg, recs, sum, logText, versionString())
+	return cfg, ex, rundir.CheckRun(cfg)
 }
 
 // loadConfigFile reads a --config file or a run's config.yaml into cfg
 // (rundir.ReadConfig) and returns the command's own settings it holds.
-func loadConfigFile(path string, cfg *runtime.Config) (runExtras, map[string]bool, error) {
+func loadConfigFile(path string, cfg *round.Config) (runExtras, map[string]bool, error) {
 	s, keys, err := rundir.ReadConfig(path, cfg)
 	return runExtras{options: s.Options, progress: s.Progress, overwrite: s.Overwrite, cpuprofile: s.CPUProfile}, keys, err
 }

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"shufflefl/rundir"
+	"github.com/shufflefl/shufflefl/driver/rundir"
 )
 
 // stripTimings removes the wall-clock fields of metrics.jsonl.

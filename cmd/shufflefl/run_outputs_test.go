@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"shufflefl/runtime"
+	"github.com/shufflefl/shufflefl/driver/round"
 )
 
 // tiny is the fast run of these tests: non-private unless a later
@@ -186,7 +186,7 @@ func TestRunConfigKeys(t *testing.T) {
 	if err != nil || !ex.overwrite || cfg.Clients != 500 {
 		t.Fatalf("overwrite: %v, %v, clients %d", err, ex.overwrite, cfg.Clients)
 	}
-	if d := runtime.DefaultConfig(); cfg.Out != d.Out {
+	if d := round.DefaultConfig(); cfg.Out != d.Out {
 		t.Fatalf("out %q, want the default", cfg.Out)
 	}
 }

@@ -9,7 +9,7 @@
 // the noise of the cluster's mean in that round relative to the model.
 //
 // It runs the engine on Fashion-MNIST under --partition rotated with two
-// groups, through runtime.Hooks (which leave the run bit-identical to
+// groups, through sim.Hooks (which leave the run bit-identical to
 // shufflefl run with the same settings). It is a diagnostic, not part of
 // the shufflefl command:
 //
@@ -26,9 +26,10 @@ import (
 	"os"
 	"sync"
 
-	"shufflefl/data"
-	"shufflefl/protocol"
-	"shufflefl/runtime"
+	"github.com/shufflefl/shufflefl/driver/round"
+	"github.com/shufflefl/shufflefl/driver/sim"
+	"github.com/shufflefl/shufflefl/learning/data"
+	"github.com/shufflefl/shufflefl/protocol"
 )
 
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
@@ -85,8 +86,8 @@ func parse(args []string, stderr io.Writer) (o options, ok bool) {
 }
 
 // config is the engine's configuration for the probe's options.
-func (o options) config() runtime.Config {
-	cfg := runtime.DefaultConfig()
+func (o options) config() round.Config {
+	cfg := round.DefaultConfig()
 	cfg.Dataset, cfg.Model, cfg.Partition, cfg.Groups = "fashion-mnist", o.model, "rotated", 2
 	cfg.Clients, cfg.ClientsPerRound, cfg.SamplesPerClient, cfg.Rounds = o.clients, o.perRound, o.spc, o.rounds
 	cfg.LocalEpochs, cfg.LR, cfg.Batch, cfg.Workers, cfg.Seed, cfg.Out = o.epochs, o.lr, 10, 1, o.seed, ""
@@ -110,8 +111,8 @@ type probe struct {
 
 // hooks records each participant's update and the squared distance from
 // its release to the nearest model of the round's start.
-func (p *probe) hooks() runtime.Hooks {
-	return runtime.Hooks{
+func (p *probe) hooks() sim.Hooks {
+	return sim.Hooks{
 		Update: func(_, c int, u []float64) {
 			p.mu.Lock()
 			defer p.mu.Unlock()
@@ -154,10 +155,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "normprobe: %v\n", err)
 		return 2
 	}
-	e, err := runtime.New(cfg, split, nil)
+	e, err := sim.New(cfg, split, nil)
 	if err != nil {
 		fmt.Fprintf(stderr, "normprobe: %v\n", err)
-		if runtime.IsUsageError(err) {
+		if sim.IsUsageError(err) {
 			return 2
 		}
 		return 1
@@ -183,7 +184,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 }
 
 // report prints one round's line.
-func report(stdout io.Writer, res runtime.RoundResult, per map[int]*client, groups []int, ngroups int, models [][]float64) {
+func report(stdout io.Writer, res round.RoundResult, per map[int]*client, groups []int, ngroups int, models [][]float64) {
 	var upd2, noise2 float64
 	sum := make([][]float64, ngroups)
 	cnt := make([]int, ngroups)

@@ -1,0 +1,201 @@
+package deploy
+
+import (
+	"context"
+
+	"os"
+	"runtime"
+	"runtime/metrics"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/protobuf/encoding/protowire"
+
+	"github.com/shufflefl/shufflefl/transport/pki"
+	"github.com/shufflefl/shufflefl/transport/wire"
+)
+
+// invokeRaw sends body to method on conn as it is, with md as metadata.
+func invokeRaw(ctx context.Context, conn *grpc.ClientConn, method string, body []byte, md metadata.MD, opts ...grpc.CallOption) error {
+	var reply wire.Encoded
+	ctx = metadata.NewOutgoingContext(ctx, md)
+	return conn.Invoke(ctx, method, &wire.Encoded{Bytes: body}, &reply, append(opts, grpc.ForceCodecV2(wire.Codec{}))...)
+}
+
+// floodBody is the issue's attack request: a SubmitReportRequest for
+// round 1 of n messages of a 40-byte ciphertext each, signed by s (a key
+// the shuffler never registered), encoded by hand; and the signed header
+// (wire.AuthHeader) a client sends with it.
+func floodBody(t *testing.T, s *pki.Signer, n int) ([]byte, metadata.MD) {
+	t.Helper()
+	var body []byte
+	body = protowire.AppendTag(body, 2, protowire.VarintType)
+	body = protowire.AppendVarint(body, 1)
+	var msg []byte
+	msg = protowire.AppendTag(msg, 1, protowire.VarintType)
+	msg = protowire.AppendVarint(msg, 3)
+	msg = protowire.AppendTag(msg, 2, protowire.BytesType)
+	msg = protowire.AppendBytes(msg, make([]byte, 40))
+	for range n {
+		body = protowire.AppendTag(body, 3, protowire.BytesType)
+		body = protowire.AppendBytes(body, msg)
+	}
+	sr, err := s.Sign(testRand(), time.Now(), wire.Shuffler_SubmitReport_FullMethodName, 1, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var auth []byte
+	auth = protowire.AppendTag(auth, 1, protowire.BytesType)
+	auth = protowire.AppendString(auth, s.ID())
+	auth = protowire.AppendTag(auth, 2, protowire.VarintType)
+	auth = protowire.AppendVarint(auth, uint64(sr.Time.UnixNano()))
+	auth = protowire.AppendTag(auth, 3, protowire.BytesType)
+	auth = protowire.AppendBytes(auth, sr.Nonce[:])
+	auth = protowire.AppendTag(auth, 4, protowire.BytesType)
+	auth = protowire.AppendBytes(auth, sr.Signature)
+	full := protowire.AppendTag(nil, 1, protowire.BytesType)
+	full = protowire.AppendBytes(full, auth)
+	hdr, err := sr.MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return append(full, body...), metadata.Pairs(wire.AuthHeader, string(hdr))
+}
+
+// memSampler records the peak of the process's live heap and resident
+// set while it runs.
+type memSampler struct {
+	stop              chan struct{}
+	done              sync.WaitGroup
+	peakHeap, peakRSS uint64
+}
+
+func heapBytes() uint64 {
+	s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	metrics.Read(s)
+	return s[0].Value.Uint64()
+}
+
+// rssBytes is the resident set size from /proc/self/statm (0 elsewhere).
+func rssBytes() uint64 {
+	b, err := os.ReadFile("/proc/self/statm")
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 2 {
+		return 0
+	}
+	pages, _ := strconv.ParseUint(f[1], 10, 64)
+	return pages * uint64(os.Getpagesize())
+}
+
+func startSampler() *memSampler {
+	m := &memSampler{stop: make(chan struct{})}
+	m.done.Add(1)
+	go func() {
+		defer m.done.Done()
+		tk := time.NewTicker(2 * time.Millisecond)
+		defer tk.Stop()
+		for {
+			m.peakHeap = max(m.peakHeap, heapBytes())
+			m.peakRSS = max(m.peakRSS, rssBytes())
+			select {
+			case <-m.stop:
+				return
+			case <-tk.C:
+			}
+		}
+	}()
+	return m
+}
+
+func (m *memSampler) finish() { close(m.stop); m.done.Wait() }
+
+// TestUnauthenticatedFlood is issue 19's attack: six concurrent
+// SubmitReports from an unregistered client id, each 2^20 messages of 40
+// bytes (about 46 MiB, under the 64 MiB limit), on loopback; and the same
+// without a signed header, and with a header claiming a registered id
+// under the attacker's key. Each request must be refused with its status
+// in under 100 ms, and the process's live heap must grow by under 100 MB.
+// The attack body is built once before the baseline and shared by the six
+// calls, so the growth is the shuffler's (and the gRPC client's framing,
+// which is small). Before the signed header was checked at the stream's
+// start (admission.go), the shuffler read and decoded every body before
+// refusing it: +2.8 GB and 5 s each.
+func TestUnauthenticatedFlood(t *testing.T) {
+	const n = 1 << 20
+	h := newHarness(t, "ss-double", 2, 1, 1)
+	h.waitRound(t, 1)
+	_, priv, _ := ed25519Key()
+	s, err := pki.NewSigner("client-999999", priv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, md := floodBody(t, s, n)
+	forger, err := pki.NewSigner(ClientID(0), priv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, forged := floodBody(t, forger, 1)
+	conn, err := DialShuffler(h.creds, h.pub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	for _, c := range []struct {
+		name   string
+		md     metadata.MD
+		reason wire.Reason
+	}{
+		{"unregistered", md, wire.Reason_REASON_NOT_REGISTERED},
+		{"no header", metadata.MD{}, wire.Reason_REASON_BAD_SIGNATURE},
+		{"forged header", forged, wire.Reason_REASON_BAD_SIGNATURE},
+	} {
+		t.Run(c.name, func(t *testing.T) { flood(t, conn, body, c.md, c.reason) })
+	}
+}
+
+// flood sends body with md six times at once and checks that each is
+// refused with reason in under 100 ms, with the heap growing by under
+// 100 MB.
+func flood(t *testing.T, conn *grpc.ClientConn, body []byte, md metadata.MD, reason wire.Reason) {
+	const attackers = 6
+	runtime.GC()
+	heap0, rss0 := heapBytes(), rssBytes()
+	m := startSampler()
+	lat := make([]time.Duration, attackers)
+	errs := make([]error, attackers)
+	var wg sync.WaitGroup
+	for i := range attackers {
+		wg.Go(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			start := time.Now()
+			errs[i] = invokeRaw(ctx, conn, wire.Shuffler_SubmitReport_FullMethodName, body, md)
+			lat[i] = time.Since(start)
+		})
+	}
+	wg.Wait()
+	m.finish()
+	growHeap, growRSS := int64(m.peakHeap)-int64(heap0), int64(m.peakRSS)-int64(rss0)
+	t.Logf("attack body %d bytes; heap %.0f MB -> peak %.0f MB (+%.0f MB); RSS %.0f MB -> peak %.0f MB (+%.0f MB); latencies %v",
+		len(body), mb(heap0), mb(m.peakHeap), float64(growHeap)/1e6, mb(rss0), mb(m.peakRSS), float64(growRSS)/1e6, lat)
+	for i, err := range errs {
+		wantStatus(t, err, codes.Unauthenticated, reason)
+		if lat[i] >= 100*time.Millisecond {
+			t.Errorf("request %d refused after %v, want under 100 ms", i, lat[i])
+		}
+	}
+	if growHeap >= 100e6 {
+		t.Errorf("the heap grew by %.0f MB under the attack, want under 100 MB", float64(growHeap)/1e6)
+	}
+}
+
+func mb(b uint64) float64 { return float64(b) / 1e6 }

@@ -1,0 +1,269 @@
+package deploy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc"
+
+	"github.com/shufflefl/shufflefl/driver/round"
+	"github.com/shufflefl/shufflefl/privacy/account"
+	"github.com/shufflefl/shufflefl/transport/seal"
+	"github.com/shufflefl/shufflefl/transport/store"
+	"github.com/shufflefl/shufflefl/transport/wire"
+)
+
+// LocalOptions configure RunLocal.
+type LocalOptions struct {
+	// Dir holds the roles' databases (created if absent).
+	Dir string
+	// Creds are the deployment's credentials (NewDevCredentials for
+	// Config.Clients clients if nil).
+	Creds *Credentials
+	// TestSeed selects test mode (see the package documentation).
+	TestSeed *uint64
+	// RoundTimeout is each round's deadline (one minute if zero).
+	RoundTimeout time.Duration
+	// MinReports is the minimum number of reports per round (1 if zero).
+	MinReports int
+	// Workers evaluate the model.
+	Workers int
+	// Observe is called after each round.
+	Observe func(round.RoundResult)
+	// Logf logs the roles' events (discarded if nil).
+	Logf func(format string, a ...any)
+}
+
+// LocalResult is the outcome of RunLocal.
+type LocalResult struct {
+	Summary round.Summary
+	Model   []float64
+	// Models are the analyzer's k final models (Models[0] is Model).
+	Models   [][]float64
+	Opened   seal.Stats
+	Shuffler ShufflerStats
+	// Statements are the analyzer's per-round privacy statements (nil for
+	// a protocol without one).
+	Statements []account.Statement
+}
+
+// Listen listens on an ephemeral port of 127.0.0.1.
+func Listen() (net.Listener, error) { return net.Listen("tcp", "127.0.0.1:0") }
+
+// RunLocal runs a whole deployment in this process on 127.0.0.1: the
+// analyzer and the shuffler as gRPC servers over (mutual) TLS, and every
+// client as a goroutine with its own database and connection. It returns
+// when the analyzer has finished the run's rounds.
+func RunLocal(ctx context.Context, st *Setup, o LocalOptions) (*LocalResult, error) {
+	if o.Logf == nil {
+		o.Logf = func(string, ...any) {}
+	}
+	if o.Creds == nil {
+		creds, err := NewDevCredentials(st.Config.Clients, seal.DefaultSuite)
+		if err != nil {
+			return nil, err
+		}
+		o.Creds = creds
+	}
+	if err := os.MkdirAll(filepath.Join(o.Dir, "clients"), 0o700); err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	lr := &localRun{st: st, o: o}
+	defer lr.close()
+	an, sh, paddr, err := lr.services()
+	if err != nil {
+		return nil, err
+	}
+	cls, err := lr.clients(paddr)
+	if err != nil {
+		return nil, err
+	}
+	var wg sync.WaitGroup
+	errc := make(chan error, st.Config.Clients+1)
+	for _, cl := range cls {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := cl.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
+				errc <- err
+				cancel()
+			}
+		}()
+	}
+	sum, err := an.Run(ctx)
+	cancel()
+	wg.Wait()
+	close(errc)
+	if cerr := <-errc; cerr != nil {
+		return nil, cerr
+	}
+	if err != nil {
+		return nil, err
+	}
+	sum.Workers = o.Workers
+	res := &LocalResult{Summary: sum, Model: an.Model(), Models: an.Models(), Opened: an.Stats(), Shuffler: sh.Stats()}
+	if acct := an.Accountant(); acct != nil {
+		res.Statements = acct.Log()
+	}
+	return res, nil
+}
+
+// localRun is what a local run opened, to close in reverse order.
+type localRun struct {
+	st      *Setup
+	o       LocalOptions
+	mu      sync.Mutex
+	closers []func()
+}
+
+func (lr *localRun) add(f ...func()) {
+	lr.mu.Lock()
+	lr.closers = append(lr.closers, f...)
+	lr.mu.Unlock()
+}
+
+func (lr *localRun) close() {
+	for i := len(lr.closers) - 1; i >= 0; i-- {
+		lr.closers[i]()
+	}
+}
+
+// open opens the database name in the run's directory.
+func (lr *localRun) open(name string) (*store.DB, error) {
+	db, err := store.Open(filepath.Join(lr.o.Dir, name))
+	if err == nil {
+		lr.add(func() { db.Close() })
+	}
+	return db, err
+}
+
+// serve serves g on an ephemeral port and returns its address.
+func (lr *localRun) serve(g *grpc.Server) (string, error) {
+	l, err := Listen()
+	if err != nil {
+		return "", err
+	}
+	go g.Serve(l)
+	lr.add(g.Stop)
+	return l.Addr().String(), nil
+}
+
+// services starts the shuffler's and the analyzer's servers, and returns
+// the two services and the shuffler's public address.
+func (lr *localRun) services() (*Analyzer, *Shuffler, string, error) {
+	st, o, creds := lr.st, lr.o, lr.o.Creds
+	// Listeners first: each side dials the other.
+	al, err := Listen()
+	if err != nil {
+		return nil, nil, "", err
+	}
+	aconn, err := DialAnalyzer(creds, al.Addr().String())
+	if err != nil {
+		return nil, nil, "", err
+	}
+	lr.add(func() { aconn.Close() })
+	sdb, err := lr.open("shuffler.db")
+	if err != nil {
+		return nil, nil, "", err
+	}
+	sh, err := NewShuffler(ShufflerConfig{Setup: st, DB: sdb, Registry: creds.Registry, AnalyzerKey: creds.HPKEPublic,
+		Analyzer: wire.NewAnalyzerClient(aconn), TestSeed: o.TestSeed, Quorum: localQuorum(st), Logf: o.Logf})
+	if err != nil {
+		return nil, nil, "", err
+	}
+	lr.add(sh.Close)
+	pub, ctl := ShufflerServers(creds, sh)
+	paddr, err := lr.serve(pub)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	caddr, err := lr.serve(ctl)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	cconn, err := DialShufflerControl(creds, caddr)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	lr.add(func() { cconn.Close() })
+	adb, err := lr.open("analyzer.db")
+	if err != nil {
+		return nil, nil, "", err
+	}
+	an, err := NewAnalyzer(AnalyzerConfig{Setup: st, DB: adb, Key: creds.HPKE, Shuffler: wire.NewShufflerControlClient(cconn),
+		RoundTimeout: o.RoundTimeout, MinReports: o.MinReports, TestSeed: o.TestSeed, Workers: o.Workers, Observe: o.Observe, Logf: o.Logf})
+	if err != nil {
+		return nil, nil, "", err
+	}
+	ag := AnalyzerServer(creds, an)
+	go ag.Serve(al)
+	lr.add(ag.GracefulStop) // the last acknowledgement is delivered
+	return an, sh, paddr, nil
+}
+
+// clients sets up every client on a few goroutines (each opens and
+// migrates its own SQLite database, fsyncs included).
+func (lr *localRun) clients(paddr string) ([]*Client, error) {
+	cls := make([]*Client, lr.st.Config.Clients)
+	var mu sync.Mutex
+	var setupErr error
+	var sw sync.WaitGroup
+	next := make(chan int)
+	for w := 0; w < 16; w++ {
+		sw.Add(1)
+		go func() {
+			defer sw.Done()
+			for i := range next {
+				c, cl, err := localClient(lr.st, lr.o.Creds, lr.o, i, paddr, lr.o.Logf)
+				lr.add(cl...)
+				mu.Lock()
+				if err != nil && setupErr == nil {
+					setupErr = err
+				}
+				mu.Unlock()
+				cls[i] = c
+			}
+		}()
+	}
+	for i := range cls {
+		next <- i
+	}
+	close(next)
+	sw.Wait()
+	return cls, setupErr
+}
+
+// localClient builds client i of a local run and returns what to close.
+func localClient(st *Setup, creds *Credentials, o LocalOptions, i int, addr string, logf func(string, ...any)) (*Client, []func(), error) {
+	var closers []func()
+	id := ClientID(i)
+	key, ok := creds.Clients[id]
+	if !ok {
+		return nil, nil, fmt.Errorf("deploy-local: no key for %s", id)
+	}
+	db, err := store.Open(filepath.Join(o.Dir, "clients", id+".db"))
+	if err != nil {
+		return nil, nil, err
+	}
+	closers = append(closers, func() { db.Close() })
+	conn, err := DialShuffler(creds, addr)
+	if err != nil {
+		return nil, closers, err
+	}
+	closers = append(closers, func() { conn.Close() })
+	signer, err := newSigner(id, key)
+	if err != nil {
+		return nil, closers, err
+	}
+	c, err := NewClient(ClientConfig{Setup: st, Index: i, Signer: signer, AnalyzerKey: creds.HPKEPublic, DB: db,
+		Shuffler: wire.NewShufflerClient(conn), TestSeed: o.TestSeed, Logf: logf})
+	return c, closers, err
+}

@@ -1,0 +1,268 @@
+package deploy
+
+import (
+	"context"
+	"crypto/ed25519"
+	"flag"
+	"log"
+	"net"
+	"time"
+
+	"github.com/shufflefl/shufflefl/driver/round"
+	"github.com/shufflefl/shufflefl/learning/data"
+	"github.com/shufflefl/shufflefl/research/bound"
+	"github.com/shufflefl/shufflefl/transport/pki"
+	"github.com/shufflefl/shufflefl/transport/seal"
+	"github.com/shufflefl/shufflefl/transport/store"
+	"github.com/shufflefl/shufflefl/transport/wire"
+)
+
+// ServiceOptions are the settings of one role run as a network service
+// (`shufflefl analyzer|shuffler|client`); each role reads the fields its
+// comment names.
+type ServiceOptions struct {
+	Certs         string // every role: the directory `shufflefl certs` wrote
+	Listen        string // analyzer: address for the shuffler; shuffler: for clients
+	ControlListen string // shuffler: address to serve the analyzer on
+	Control       string // analyzer: the shuffler's control address
+	Analyzer      string // shuffler: the analyzer's address
+	Shuffler      string // client: the shuffler's address
+	DB            string // every role: its SQLite state (resumed if present)
+	ID            string // client: its id, client-NNNNNN
+	RunID         string // every role: the run's id, bound into every sealed message
+	// RoundTimeout and MinReports are the analyzer's round deadline and
+	// the fewest reports it releases.
+	RoundTimeout time.Duration
+	MinReports   int
+	// Log receives the role's log lines.
+	Log *log.Logger
+}
+
+// RegisterFlags binds the options to the flags of fs named by their YAML
+// keys (`shufflefl analyzer|shuffler|client`'s flags, besides run's),
+// whose defaults are the current values.
+func (o *ServiceOptions) RegisterFlags(fs *flag.FlagSet) {
+	fs.StringVar(&o.Certs, "certs", o.Certs, "`directory` written by 'shufflefl certs'")
+	fs.StringVar(&o.Listen, "listen", o.Listen, "`address` to serve on (analyzer: for the shuffler; shuffler: for clients)")
+	fs.StringVar(&o.ControlListen, "control-listen", o.ControlListen, "shuffler: `address` to serve the analyzer on (mutual TLS)")
+	fs.StringVar(&o.Control, "shuffler-control", o.Control, "analyzer: the shuffler's control `address`")
+	fs.StringVar(&o.Analyzer, "analyzer", o.Analyzer, "shuffler: the analyzer's `address`")
+	fs.StringVar(&o.Shuffler, "shuffler", o.Shuffler, "client: the shuffler's `address`")
+	fs.StringVar(&o.DB, "db", o.DB, "SQLite `file` of the role's state (created if absent; resumed if present)")
+	fs.StringVar(&o.ID, "id", o.ID, "client: its `id` (client-NNNNNN, as 'shufflefl certs' names it)")
+	fs.StringVar(&o.RunID, "run-id", o.RunID, "the run's `id`, bound into every sealed message (all roles must agree)")
+	fs.DurationVar(&o.RoundTimeout, "round-timeout", o.RoundTimeout, "analyzer, deploy-local: time clients have to report in a round")
+	fs.IntVar(&o.MinReports, "min-reports", o.MinReports, "analyzer, deploy-local: minimum reports for a round to be released (below it the round is void)")
+}
+
+// LoadSetup loads cfg's dataset and builds the run's Setup.
+func LoadSetup(cfg round.Config, runID string) (*Setup, error) {
+	split, err := data.Load(cfg.Dataset, data.Options{DataDir: cfg.DataDir, Seed: cfg.Seed})
+	if err != nil {
+		return nil, err
+	}
+	return NewSetup(cfg, split, runID)
+}
+
+// ServeAnalyzer runs the analyzer of the run cfg until its last round or
+// until ctx ends: it serves the shuffler on o.Listen, drives the rounds
+// through the shuffler's control address o.Control, and logs every round.
+func ServeAnalyzer(ctx context.Context, cfg round.Config, o ServiceOptions) (round.Summary, error) {
+	st, err := LoadSetup(cfg, o.RunID)
+	if err != nil {
+		return round.Summary{}, err
+	}
+	creds, err := LoadCredentials(o.Certs, "analyzer", "")
+	if err != nil {
+		return round.Summary{}, err
+	}
+	db, err := store.Open(o.DB)
+	if err != nil {
+		return round.Summary{}, err
+	}
+	defer db.Close()
+	conn, err := DialShufflerControl(creds, o.Control)
+	if err != nil {
+		return round.Summary{}, err
+	}
+	defer conn.Close()
+	lg := o.Log
+	an, err := NewAnalyzer(AnalyzerConfig{Setup: st, DB: db, Key: creds.HPKE, Shuffler: wire.NewShufflerControlClient(conn),
+		RoundTimeout: o.RoundTimeout, MinReports: o.MinReports, Workers: cfg.Workers, Logf: lg.Printf,
+		Observe: func(r round.RoundResult) {
+			if d := r.DPrivacy; d != nil {
+				lg.Printf("analyzer: round %d: %d reports, test accuracy %.4f, d-privacy leakage %s per participation, at most %s composed for a client (no (epsilon, delta) guarantee)",
+					r.Round, r.Participants, r.TestAccuracy, bound.Figure(d.Level, 4), bound.Figure(d.MaxCumulative, 4))
+				return
+			}
+			lg.Printf("analyzer: round %d: %d reports, test accuracy %.4f, cumulative epsilon %s", r.Round, r.Participants, r.TestAccuracy, bound.Figure(r.Privacy.CumulativeEpsilon, 4))
+		}})
+	if err != nil {
+		return round.Summary{}, err
+	}
+	l, err := net.Listen("tcp", o.Listen)
+	if err != nil {
+		return round.Summary{}, err
+	}
+	g := AnalyzerServer(creds, an)
+	go g.Serve(l)
+	defer g.GracefulStop() // the last batch's acknowledgement is delivered
+	return an.Run(ctx)
+}
+
+// ServeShuffler runs the shuffler of the run cfg until ctx ends: it serves
+// clients on o.Listen and the analyzer on o.ControlListen, and forwards
+// every closed round to the analyzer at o.Analyzer. It returns the
+// shuffler's counts.
+func ServeShuffler(ctx context.Context, cfg round.Config, o ServiceOptions) (ShufflerStats, error) {
+	st, err := LoadSetup(cfg, o.RunID)
+	if err != nil {
+		return ShufflerStats{}, err
+	}
+	creds, err := LoadCredentials(o.Certs, "shuffler", "")
+	if err != nil {
+		return ShufflerStats{}, err
+	}
+	db, err := store.Open(o.DB)
+	if err != nil {
+		return ShufflerStats{}, err
+	}
+	defer db.Close()
+	conn, err := DialAnalyzer(creds, o.Analyzer)
+	if err != nil {
+		return ShufflerStats{}, err
+	}
+	defer conn.Close()
+	sh, err := NewShuffler(ShufflerConfig{Setup: st, DB: db, Registry: creds.Registry, AnalyzerKey: creds.HPKEPublic,
+		Analyzer: wire.NewAnalyzerClient(conn), Logf: o.Log.Printf})
+	if err != nil {
+		return ShufflerStats{}, err
+	}
+	defer sh.Close()
+	pub, ctl := ShufflerServers(creds, sh)
+	pl, err := net.Listen("tcp", o.Listen)
+	if err != nil {
+		return ShufflerStats{}, err
+	}
+	cl, err := net.Listen("tcp", o.ControlListen)
+	if err != nil {
+		return ShufflerStats{}, err
+	}
+	go pub.Serve(pl)
+	go ctl.Serve(cl)
+	defer pub.Stop()
+	defer ctl.Stop()
+	<-ctx.Done()
+	return sh.Stats(), nil
+}
+
+// ServeClient runs client o.ID of the run cfg against the shuffler at
+// o.Shuffler until the run ends or ctx does.
+func ServeClient(ctx context.Context, cfg round.Config, o ServiceOptions) error {
+	idx, err := ClientIndex(o.ID)
+	if err != nil {
+		return err
+	}
+	st, err := LoadSetup(cfg, o.RunID)
+	if err != nil {
+		return err
+	}
+	creds, err := LoadCredentials(o.Certs, "client", o.ID)
+	if err != nil {
+		return err
+	}
+	signer, err := pki.NewSigner(o.ID, creds.Clients[o.ID])
+	if err != nil {
+		return err
+	}
+	db, err := store.Open(o.DB)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	conn, err := DialShuffler(creds, o.Shuffler)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	c, err := NewClient(ClientConfig{Setup: st, Index: idx, Signer: signer, AnalyzerKey: creds.HPKEPublic, DB: db,
+		Shuffler: wire.NewShufflerClient(conn), Logf: o.Log.Printf})
+	if err != nil {
+		return err
+	}
+	return c.Run(ctx)
+}
+
+// LoadAllCredentials reads every role's credentials from a certs directory
+// of clients clients (deploy-local runs them all).
+func LoadAllCredentials(dir string, clients int) (*Credentials, error) {
+	a, err := LoadCredentials(dir, "analyzer", "")
+	if err != nil {
+		return nil, err
+	}
+	s, err := LoadCredentials(dir, "shuffler", "")
+	if err != nil {
+		return nil, err
+	}
+	a.Shuffler, a.Registry = s.Shuffler, s.Registry
+	a.Clients = map[string]ed25519.PrivateKey{}
+	for i := 0; i < clients; i++ {
+		c, err := LoadCredentials(dir, "client", ClientID(i))
+		if err != nil {
+			return nil, err
+		}
+		for id, k := range c.Clients {
+			a.Clients[id] = k
+		}
+	}
+	return a, nil
+}
+
+// WriteLocalPKI writes a development PKI for clients clients into dir, as
+// `shufflefl certs --overwrite` writes it, and loads every role's
+// credentials from it.
+func WriteLocalPKI(dir string, clients int) (*Credentials, error) {
+	files, err := pki.DevFiles(pki.DevOptions{Clients: clients, Hosts: pki.DefaultHosts, Suite: seal.DefaultSuite, Validity: 24 * time.Hour}, time.Now())
+	if err == nil {
+		err = pki.WriteDev(dir, files, true)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return LoadAllCredentials(dir, clients)
+}
+
+// Help is the help of the deployment commands (`shufflefl deploy-local`,
+// analyzer, shuffler and client) before their flags.
+const Help = `Usage:
+  shufflefl deploy-local --clients N --rounds T --protocol P --out DIR [--seed S] [run flags]
+  shufflefl analyzer --certs DIR --listen ADDR --shuffler-control ADDR --db FILE [run flags]
+  shufflefl shuffler --certs DIR --listen ADDR --control-listen ADDR --analyzer ADDR --db FILE [run flags]
+  shufflefl client   --certs DIR --id client-NNNNNN --shuffler ADDR --db FILE [run flags]
+
+The roles of a deployment as network services (package deploy): clients talk
+only to the shuffler (TLS, signed requests); the shuffler and the analyzer talk
+over mutual TLS; every value is sealed to the analyzer with HPKE; the analyzer,
+the shuffler and each client keep their state in SQLite (--db) and resume it
+after a crash. Every role takes the run's settings (the flags of 'shufflefl
+run', or --config with their names as keys) and must be given the same ones.
+--certs is a directory written by 'shufflefl certs'. Addresses must be on
+127.0.0.1 or [::1] unless --allow-remote is given.
+
+deploy-local makes a development PKI in DIR/pki, starts the analyzer, the
+shuffler and N clients on 127.0.0.1 in this process (real gRPC over TLS),
+shows the rounds as they finish, and writes the outputs of 'shufflefl run'
+(metrics.jsonl, summary.json, config.yaml, model.json, plots, run.log) to DIR;
+the roles' databases are in DIR/state.
+
+Deployments draw every noise with the floating-point-safe samplers and every
+random number from crypto/rand. --seed (deploy-local only) is a TEST MODE: the
+clients' training and noise, the shuffler's padding and the analyzer's
+randomness then come from the simulation's streams for that seed, so the run
+reproduces 'shufflefl run --seed S --secure-noise --faithful' — and anyone who
+knows the seed can strip every client's noise. Never use --seed with real data.
+
+Exit status: 0 success, 2 bad arguments, 1 failure.
+
+Deployment flags:
+`

@@ -1,0 +1,135 @@
+package rundir
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/shufflefl/shufflefl/driver/round"
+	"github.com/shufflefl/shufflefl/driver/sim"
+	"github.com/shufflefl/shufflefl/protocol"
+	"github.com/shufflefl/shufflefl/transport/jetstream"
+)
+
+// Workers are run's remote workers (--worker-procs, --nats): the engine's
+// client blocks go to 'shufflefl worker' processes over NATS JetStream, and
+// the results are bit-identical to a run in one process.
+type Workers struct {
+	// Procs is the number of local worker processes to start (0: none).
+	Procs int
+	// NATS is the URL of an external JetStream server ("": an embedded one).
+	NATS string
+	// Command is the command line that starts one worker, to which
+	// "--nats URL" is appended (e.g. the running executable and "worker").
+	Command []string
+}
+
+// RegisterFlags binds --worker-procs and --nats to fs.
+func (s *Workers) RegisterFlags(fs *flag.FlagSet) {
+	fs.Func("worker-procs", "run the clients in `N` 'shufflefl worker' processes over an embedded NATS JetStream server (default 0: in this process); results are identical", func(v string) error {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			return fmt.Errorf("%q is not a count of processes (0 or more)", v)
+		}
+		s.Procs = n
+		return nil
+	})
+	fs.StringVar(&s.NATS, "nats", s.NATS, "run the clients on the 'shufflefl worker --nats URL' processes of the JetStream server at `URL` (with --worker-procs, start those locally too)")
+}
+
+// Attach connects eng to its remote workers, starting the embedded server
+// and the local worker processes it asks for; the returned function stops
+// them. Without either flag it does nothing.
+func (s *Workers) Attach(eng *sim.Engine, cfg round.Config, stderr io.Writer) (func(), error) {
+	if s.Procs == 0 && s.NATS == "" {
+		return func() {}, nil
+	}
+	if _, ok := eng.Protocol().(protocol.Clustered); ok || cfg.Faithful {
+		fmt.Fprintln(stderr, "shufflefl: note: faithful and clustered rounds run in this process, not on the workers")
+	}
+	var stops []func()
+	stop := func() {
+		for i := len(stops) - 1; i >= 0; i-- {
+			stops[i]()
+		}
+	}
+	url, conn, err := s.connect(&stops)
+	if err == nil {
+		err = s.start(url, stderr, &stops)
+	}
+	if err == nil {
+		var r *sim.Remote
+		if r, err = eng.SetRemote(context.Background(), conn, sim.RemoteOptions{}); err == nil {
+			stops = append(stops, func() {
+				if err := r.Close(); err != nil {
+					fmt.Fprintf(stderr, "shufflefl: remote workers: %s\n", strings.ReplaceAll(strings.TrimSpace(err.Error()), "\n", "; "))
+				}
+			})
+		}
+	}
+	if err != nil {
+		stop()
+		return nil, err
+	}
+	return stop, nil
+}
+
+// connect joins the server at --nats or starts an embedded one on the
+// loopback interface (its store in a temporary directory), and returns its
+// URL and a connection.
+func (s *Workers) connect(stops *[]func()) (string, *jetstream.Conn, error) {
+	if s.NATS != "" {
+		conn, err := jetstream.Connect(s.NATS, jetstream.WithName("shufflefl run"))
+		if err != nil {
+			return "", nil, err
+		}
+		*stops = append(*stops, conn.Close)
+		return s.NATS, conn, nil
+	}
+	dir, err := os.MkdirTemp("", "shufflefl-nats-")
+	if err != nil {
+		return "", nil, fmt.Errorf("embedded JetStream: %w", err)
+	}
+	*stops = append(*stops, func() { os.RemoveAll(dir) })
+	srv, err := jetstream.Embedded(dir, jetstream.WithLoopbackPort(0))
+	if err != nil {
+		return "", nil, err
+	}
+	*stops = append(*stops, srv.Shutdown)
+	conn, err := srv.Connect()
+	if err != nil {
+		return "", nil, err
+	}
+	*stops = append(*stops, conn.Close)
+	return srv.URL(), conn, nil
+}
+
+// start starts s.Procs worker processes on url, their output to stderr;
+// stopping them sends SIGTERM and waits.
+func (s *Workers) start(url string, stderr io.Writer, stops *[]func()) error {
+	if s.Procs > 0 && len(s.Command) == 0 {
+		return fmt.Errorf("starting workers: no worker command")
+	}
+	for range s.Procs {
+		args := append(append([]string(nil), s.Command[1:]...), "--nats", url)
+		cmd := exec.Command(s.Command[0], args...)
+		cmd.Stdout, cmd.Stderr = stderr, stderr
+		cmd.SysProcAttr = workerProcAttr()
+		if err := cmd.Start(); err != nil {
+			return fmt.Errorf("starting a worker: %w", err)
+		}
+		*stops = append(*stops, func() {
+			if cmd.Process.Signal(syscall.SIGTERM) != nil {
+				_ = cmd.Process.Kill()
+			}
+			_ = cmd.Wait()
+		})
+	}
+	return nil
+}

@@ -1,0 +1,800 @@
+package sim
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	goruntime "runtime"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/shufflefl/shufflefl/checks"
+	"github.com/shufflefl/shufflefl/driver/round"
+	"github.com/shufflefl/shufflefl/internal/rng"
+	"github.com/shufflefl/shufflefl/learning/data"
+	"github.com/shufflefl/shufflefl/learning/fl"
+	"github.com/shufflefl/shufflefl/privacy/account"
+	"github.com/shufflefl/shufflefl/protocol"
+	"github.com/shufflefl/shufflefl/role"
+)
+
+// blockSize is the number of consecutive participants whose reports one
+// worker folds into one partial aggregate. Partial aggregates are merged in
+// block order, so the floating-point result does not depend on the number of
+// workers. It is a constant, not a tuning knob: changing it changes results.
+const blockSize = 16
+
+// Engine runs a federated training simulation. It is not safe for concurrent
+// use; Step runs one round using all configured workers.
+type Engine struct {
+	cfg     round.Config
+	pre     *round.Prepared // the run as the pre-flight built it
+	proto   protocol.Protocol
+	model   fl.Model
+	train   *data.Dataset
+	test    *data.Dataset
+	trainEx fl.Examples
+	testEx  fl.Examples
+	groups  []int // rotation group of each client (partition "rotated")
+	shards  [][]int
+	budgets []protocol.Budget
+	ledger  *account.Ledger
+	acct    *account.Accountant // nil for non-private protocols
+	plan    round.Plan
+	halted  string // why the run stopped before its planned rounds
+	charges bool
+	// approxLocal: the local randomizer spends the budgets' deltas.
+	approxLocal bool
+	stop        func() bool // Run stops before a round when it returns true
+	maxSpent    float64
+	w           []float64
+	round       int
+	workers     int
+	poisson     bool
+	perRound    int
+	local       fl.LocalConfig
+	scale       float64
+	pool        sync.Pool
+	trainers    chan *worker
+	hooks       Hooks
+	// given are the budgets New was given (before calibration), and
+	// remote, when set, the worker processes that run the clients
+	// (SetRemote).
+	given  []protocol.Budget
+	remote *Remote
+	// an is the analyzer role: it holds the global model (w, shared) and
+	// the run's accountant.
+	an *role.Analyzer
+	// Clustered protocols: the k models (models[0] is w), each
+	// participant's choice in the current round, every client's cumulative
+	// d-privacy leakage and the leakage of one participation.
+	clustered protocol.Clustered
+	models    [][]float64
+	chosen    []int
+	dleak     []float64
+	dlevel    float64
+	// val holds the validation clients and the early-stopping state (nil
+	// without Config.HoldoutClients).
+	val *validation
+	// noiseRMS is the root mean square, over the coordinates, of round 1's
+	// estimate of an all-zero round: the noise the analyzer adds to the
+	// mean update (trialRound; 0 for clustered protocols).
+	noiseRMS float64
+	// warnings are the pre-flight's warnings (Warnings).
+	warnings []string
+	// round1 is round 1's privacy statement, as planned (after
+	// calibration; zero for protocols without a guarantee).
+	round1 protocol.Privacy
+}
+
+// maxKeptBytes bounds the memory of the whole-report accumulator (every
+// released vector kept for the analyzer, 8·d bytes each): 8 GiB, a third
+// of the 24 GiB machines this project targets. A variable so that tests can
+// lower it.
+var maxKeptBytes float64 = 8 << 30
+
+type worker struct {
+	trainer *fl.Trainer
+	update  []float64
+	report  protocol.Report
+	sub     fl.Examples // a client's shard, for clustered protocols' model choice
+}
+
+// New builds an engine for cfg on the given data. budgets may be nil (they
+// are then resolved by Budgets(cfg, nil)).
+func New(cfg round.Config, split data.Split, budgets []protocol.Budget) (*Engine, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if split.Train == nil || split.Test == nil || split.Train.Len() == 0 || split.Test.Len() == 0 {
+		return nil, checks.Invalidf("dataset %q has an empty training or test set", cfg.Dataset)
+	}
+	model, err := fl.NewModel(cfg.Model, split.Train.Features, split.Train.Classes)
+	if err != nil {
+		return nil, err
+	}
+	e := &Engine{cfg: cfg, model: model, train: split.Train, test: split.Test}
+	e.trainEx = fl.Examples{X: split.Train.X, Y: split.Train.Y, Features: split.Train.Features}
+	e.testEx = fl.Examples{X: split.Test.X, Y: split.Test.Y, Features: split.Test.Features}
+	if budgets == nil {
+		if budgets, err = round.Budgets(cfg, nil); err != nil {
+			return nil, err
+		}
+	}
+	if len(budgets) != cfg.Clients {
+		return nil, checks.Invalidf("%d budgets for %d clients", len(budgets), cfg.Clients)
+	}
+	e.budgets, e.given = budgets, budgets
+	if e.ledger, err = newLedger(cfg); err != nil {
+		return nil, err
+	}
+
+	part, err := round.PartitionData(cfg, split)
+	if err != nil {
+		return nil, err
+	}
+	e.shards, e.groups, e.trainEx, e.testEx = part.Shards, part.Groups, part.Train, part.Test
+	if err := e.splitHoldout(); err != nil {
+		return nil, err
+	}
+
+	if e.pre, err = round.Prepare(cfg, model, budgets); err != nil {
+		return nil, err
+	}
+	e.cfg, e.proto, e.perRound, e.poisson = e.pre.Config, e.pre.Proto, e.pre.PerRound, e.pre.Poisson
+
+	e.local, e.scale = round.Training(cfg)
+	if err := e.local.Validate(); err != nil {
+		return nil, err
+	}
+
+	if err := e.setWorkers(); err != nil {
+		return nil, err
+	}
+	if err := e.preflight(); err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+// setWorkers builds the workers' trainers and aggregates and the run's
+// initial model(s).
+func (e *Engine) setWorkers() error {
+	e.workers = e.cfg.Workers
+	if e.workers == 0 {
+		e.workers = goruntime.GOMAXPROCS(0)
+	}
+	d := e.model.Dim()
+	k := 1
+	if c, ok := e.proto.(protocol.Clustered); ok {
+		k = c.Hypotheses()
+	}
+	ms := round.InitModels(e.cfg, e.model, k)
+	e.w = ms[0]
+	e.trainers = make(chan *worker, e.workers)
+	for i := 0; i < e.workers; i++ {
+		e.trainers <- &worker{trainer: fl.NewTrainer(e.model), update: make([]float64, d)}
+	}
+	if c, ok := e.proto.(protocol.Clustered); ok {
+		e.clustered = c
+		if need := float64(e.perRound) * float64(d) * 8; need > maxKeptBytes {
+			return checks.Invalidf("%s keeps every released model for its k-means: %d clients per round × %d parameters need %.1f GiB, more than the %.1f GiB this engine allows; lower --clients-per-round or use a smaller model",
+				e.cfg.Protocol, e.perRound, d, need/(1<<30), maxKeptBytes/(1<<30))
+		}
+		e.models = ms
+		e.dleak = make([]float64, e.cfg.Clients)
+	}
+	e.pool.New = func() any {
+		agg := protocol.NewAggregate(d)
+		if e.clustered != nil {
+			agg.KeepVectors()
+		}
+		return agg
+	}
+
+	return nil
+}
+
+// preflight runs the pre-flight and builds the analyzer machine on the
+// calibrated protocol.
+func (e *Engine) preflight() error {
+	// Pre-flight: validate the protocol against the first round's shape,
+	// calibrate the budgets to the privacy target, check that the planned
+	// rounds compose within the run's delta, and try round 1's mechanisms
+	// once on zero updates (trialRound), so that anything that would fail
+	// in round k fails before any training.
+	if err := e.pre.Preflight(); err != nil {
+		return err
+	}
+	p := e.pre
+	e.proto, e.budgets, e.plan, e.acct, e.round1 = p.Proto, p.Budgets, p.Plan, p.Accountant, p.Round1
+	e.charges, e.approxLocal, e.dlevel = p.Charges, p.LocalDelta, p.DLevel
+	if err := e.trialRound(); err != nil {
+		// Zero updates and the run's own parameters: whatever failed, the
+		// parameters are to blame.
+		if !IsUsageError(err) {
+			err = fmt.Errorf("%w: %w", checks.ErrInvalid, err)
+		}
+		return fmt.Errorf("pre-flight: round 1 tried once before anything is written: %w", err)
+	}
+	e.warn(e.round1)
+	ac := role.AnalyzerConfig{Protocol: e.proto, Model: e.w, ServerLR: e.scale, Accountant: e.acct, TargetEpsilon: e.cfg.TargetEpsilon}
+	if e.models != nil {
+		ac.Hypotheses = e.models[1:]
+	}
+	var err error
+	if e.an, err = role.NewAnalyzer(ac); err != nil {
+		return err
+	}
+	return nil
+}
+
+// Groups returns each client's rotation group (nil unless the partition is
+// "rotated").
+func (e *Engine) Groups() []int { return e.groups }
+
+// Protocol returns the protocol the engine runs.
+func (e *Engine) Protocol() protocol.Protocol { return e.proto }
+
+// Model returns the model architecture.
+func (e *Engine) Model() fl.Model { return e.model }
+
+// Weights returns the current global model (not a copy: do not modify).
+func (e *Engine) Weights() []float64 { return e.w }
+
+// Ledger returns the per-client privacy ledger (every release charged so
+// far).
+func (e *Engine) Ledger() *account.Ledger { return e.ledger }
+
+// Round returns the number of completed rounds.
+func (e *Engine) Round() int { return e.round }
+
+// Workers is the number of worker goroutines.
+func (e *Engine) Workers() int { return e.workers }
+
+func (e *Engine) shape(t int) protocol.Shape { return e.pre.Shape(t) }
+
+// Sample returns the participants of round t in increasing order
+// (round.Prepared.Sample).
+func (e *Engine) Sample(t int) []int { return e.pre.Sample(t) }
+
+// Step runs one round and returns its results: it samples the round's
+// clients, lets their ledgers refuse the round, hands the facts to the
+// analyzer machine (which decides release or void), charges and runs the
+// clients that report, and evaluates the model.
+func (e *Engine) Step() (round.RoundResult, error) {
+	start := time.Now()
+	t := e.round + 1
+	s := e.shape(t)
+	parts := e.Sample(t)
+	res := round.RoundResult{Round: t}
+	sampled := len(parts)
+	if !e.poisson {
+		s.Sampled = sampled
+	}
+
+	// The statement does not depend on the data, so the analyzer decides
+	// the round before anything is released, for the clients who really
+	// report (fewer reporters, weaker amplification) at the true sampling
+	// rate. Under fixed-size sampling the round's shape has the clients
+	// that report; Poisson-sampled protocols keep the expected count
+	// (dp-central's fixed denominator) and release noise even when nobody
+	// takes part.
+	t0 := time.Now()
+	parts, clients, err := e.admit(t, parts, &res)
+	if err != nil {
+		return res, err
+	}
+	if !e.poisson && len(parts) > 0 {
+		s.Participants = len(parts)
+	}
+	f := role.Facts{Shape: s, Sampled: sampled, Reporters: len(parts), MinReports: e.minReports()}
+	for _, cl := range clients {
+		f.Budgets = append(f.Budgets, cl.Budget())
+	}
+	if len(f.Budgets) == 0 {
+		f.Budgets = e.budgets // Poisson round with nobody sampled
+	}
+	rd, err := e.an.Open(f) // its errors name the round
+	if err != nil {
+		return res, err
+	}
+	res.Privacy = rd.Privacy
+	if rd.Accepting {
+		if err := e.charge(t, parts, clients); err != nil {
+			return res, err
+		}
+	}
+	res.Timing.Accounting = time.Since(t0).Seconds()
+	if rd.Accepting {
+		if rd, err = e.release(t, s, parts, clients, &res); err != nil {
+			return res, err
+		}
+	} else {
+		e.voided(rd, &res)
+	}
+	if err := e.statePrivacy(rd, &res); err != nil {
+		return res, fmt.Errorf("round %d: accountant: %w", t, err)
+	}
+	if err := e.evaluate(t, &res); err != nil {
+		return res, err
+	}
+	e.round = t
+	res.Seconds = time.Since(start).Seconds()
+	return res, nil
+}
+
+// admit builds the client roles of round t's sample and keeps those whose
+// ledger admits the round: a release that would exceed a client's cap (or,
+// for d-privacy, take its cumulative leakage past the cap: the paper
+// decides right before releasing) is refused and the client sits the round
+// out (res.Refused counts them).
+func (e *Engine) admit(t int, parts []int, res *round.RoundResult) ([]int, []*role.Client, error) {
+	kept := parts[:0:0]
+	var clients []*role.Client
+	for _, c := range parts {
+		cl := e.client(c)
+		if e.charges {
+			err := cl.Check(t)
+			switch {
+			case errors.Is(err, account.ErrCapExceeded):
+				res.Refused++
+				continue
+			case err != nil:
+				return nil, nil, fmt.Errorf("round %d: ledger: %w", t, err)
+			}
+		}
+		if e.dlevel > 0 && e.cfg.ClientCap > 0 && !account.Fits(e.dleak[c], e.dlevel, e.cfg.ClientCap) {
+			res.Refused++
+			continue
+		}
+		kept = append(kept, c)
+		clients = append(clients, cl)
+	}
+	res.Participants = len(kept)
+	return kept, clients, nil
+}
+
+// charge records every reporter's release in its ledger before its report
+// exists.
+func (e *Engine) charge(t int, parts []int, clients []*role.Client) error {
+	if !e.charges {
+		return nil
+	}
+	for i, cl := range clients {
+		if err := cl.Charge(t); err != nil {
+			return fmt.Errorf("round %d: ledger: %w", t, err)
+		}
+		sp, err := e.ledger.Spent(strconv.Itoa(parts[i]))
+		if err != nil {
+			return fmt.Errorf("round %d: ledger: %w", t, err)
+		}
+		e.maxSpent = math.Max(e.maxSpent, sp.Epsilon)
+	}
+	return nil
+}
+
+// release runs the accepted round's clients, collects their reports into
+// the analyzer and closes the round. An estimate the analyzer refused
+// stops the run.
+func (e *Engine) release(t int, s protocol.Shape, parts []int, clients []*role.Client, res *round.RoundResult) (role.Ready, error) {
+	if e.clustered != nil {
+		e.chosen = make([]int, len(parts))
+	}
+	var err error
+	if e.cfg.Faithful {
+		err = e.collectFaithful(t, s, parts, clients, &res.Timing)
+	} else {
+		err = e.collectStreaming(t, s, parts, clients, &res.Timing)
+	}
+	if err != nil {
+		return role.Ready{}, fmt.Errorf("round %d: %w", t, err)
+	}
+	agg := e.an.Aggregate()
+	res.Reports, res.Dummies = agg.Reports, agg.Dummies
+	t0 := time.Now()
+	rd, err := e.an.Close(e.mechStream(rng.LabelAnalyzer, uint64(t)))
+	if err == nil && rd.Err != nil {
+		err = rd.Err
+	}
+	if err != nil {
+		return rd, fmt.Errorf("round %d: analyzer: %w", t, err)
+	}
+	res.Timing.Analyze = time.Since(t0).Seconds()
+	if e.clustered != nil {
+		e.recordClusters(res, parts)
+		ca, err := e.clusterAccuracy(parts)
+		if err != nil {
+			return rd, fmt.Errorf("round %d: cluster accuracy: %w", t, err)
+		}
+		res.ClusterAccuracy = ca
+	}
+	return rd, nil
+}
+
+// voided records a round the analyzer voided at Open: the clients' local
+// figures stay, the central ones go, and a round past the run's target
+// halts the run.
+func (e *Engine) voided(rd role.Ready, res *round.RoundResult) {
+	loc := res.Privacy
+	res.Privacy = protocol.Privacy{Private: loc.Private, LocalEpsilon: loc.LocalEpsilon, LocalCoordEpsilon: loc.LocalCoordEpsilon}
+	res.Privacy.Bound = "no release (every sampled client refused: cap reached)"
+	if rd.Void == role.PastTarget {
+		e.halted = rd.Why + ": stopped"
+		res.Privacy.Bound = "no release (" + e.halted + ")"
+	}
+	res.Participants = 0
+}
+
+// statePrivacy fills the round's cumulative figures from the accountant
+// and the round alone at the run's delta.
+func (e *Engine) statePrivacy(rd role.Ready, res *round.RoundResult) error {
+	res.Alone = round.AloneRound{Epsilon: math.Inf(1)}
+	if e.acct == nil {
+		res.Privacy.CumulativeEpsilon = math.Inf(1)
+		return nil
+	}
+	sp := e.acct.Spent()
+	res.Privacy.Private = true
+	res.Privacy.CumulativeEpsilon, res.Privacy.CumulativeDelta, res.Privacy.CumulativeMethod = sp.Epsilon, sp.Delta, sp.Method
+	res.Privacy.CumulativeApproximate = sp.Approximate
+	if !rd.Statement.Released {
+		return nil
+	}
+	var err error
+	res.Alone, err = round.Alone(e.cfg.Delta, rd.Statement)
+	return err
+}
+
+// evaluate evaluates the model(s) on the test set and, when due, on the
+// validation clients, and completes the round's client figures.
+func (e *Engine) evaluate(t int, res *round.RoundResult) error {
+	if e.dlevel > 0 {
+		res.DPrivacy = e.dprivacyRound()
+	}
+	t0 := time.Now()
+	var err error
+	if e.clustered != nil {
+		err = e.evaluateClustered(res)
+	} else {
+		res.TestAccuracy, res.TestLoss, err = fl.Evaluate(e.model, e.w, e.testEx, e.workers)
+	}
+	if err != nil {
+		return fmt.Errorf("round %d: evaluation: %w", t, err)
+	}
+	res.Timing.Evaluate = time.Since(t0).Seconds()
+	t0 = time.Now()
+	if err := e.validate(t, res); err != nil {
+		return fmt.Errorf("round %d: %w", t, err)
+	}
+	res.Timing.Validate = time.Since(t0).Seconds()
+	res.MaxClientEpsilon = e.maxSpent
+	if !e.charges {
+		res.MaxClientEpsilon = math.Inf(1)
+	}
+	return nil
+}
+
+// client returns the client role of client c for one round: its budget,
+// the run's ledger (when the protocol charges clients) and whether its
+// releases spend their local delta (approximate local randomizers). The
+// role is per round: its state (charged, encoded) guards one round, and
+// the ledger carries everything across rounds.
+func (e *Engine) client(c int) *role.Client {
+	cc := role.ClientConfig{ID: strconv.Itoa(c), Budget: e.budgets[c], Protocol: e.proto, LocalDelta: e.approxLocal}
+	if e.charges {
+		cc.Ledger = e.ledger
+	}
+	return role.NewClient(cc)
+}
+
+// clientReport runs one client's local update and encoding into w.report.
+func (e *Engine) clientReport(w *worker, t int, s protocol.Shape, slot, client int, cl *role.Client, trainNS, encodeNS *atomic.Int64) error {
+	base := e.w
+	if e.clustered != nil {
+		// The client receives all k models and trains the one with the
+		// lowest loss on its own data (ties: the lowest index).
+		h, err := e.chooseHypothesis(w, e.shards[client])
+		if err != nil {
+			return fmt.Errorf("client %d: choosing a model: %w", client, err)
+		}
+		e.chosen[slot], base = h, e.models[h]
+	}
+	return e.trainEncode(w, t, s, base, client, cl, trainNS, encodeNS)
+}
+
+// trainEncode trains client from base (the global model, or the model a
+// clustered client chose) and encodes its update into w.report: what a
+// remote worker computes for the client too.
+func (e *Engine) trainEncode(w *worker, t int, s protocol.Shape, base []float64, client int, cl *role.Client, trainNS, encodeNS *atomic.Int64) error {
+	t0 := time.Now()
+	rt := rng.Stream(e.cfg.Seed, rng.LabelTraining, uint64(t), uint64(client))
+	if _, err := w.trainer.LocalUpdate(w.update, rt, base, e.trainEx, e.shards[client], e.local); err != nil {
+		return fmt.Errorf("client %d: local update: %w", client, err)
+	}
+	t1 := time.Now()
+	if e.hooks.Update != nil {
+		e.hooks.Update(t, client, w.update)
+	}
+	rn := e.mechStream(rng.LabelNoise, uint64(t), uint64(client))
+	if e.clustered != nil {
+		if err := cl.EncodeModel(rn, s, base, w.update, &w.report); err != nil {
+			return err
+		}
+	} else if err := cl.Encode(rn, s, w.update, &w.report); err != nil {
+		return err
+	}
+	if e.hooks.Report != nil {
+		e.hooks.Report(t, client, &w.report)
+	}
+	trainNS.Add(int64(t1.Sub(t0)))
+	encodeNS.Add(int64(time.Since(t1)))
+	return nil
+}
+
+// clientTimes accumulates the CPU time of the client phase over workers.
+type clientTimes struct {
+	train, encode, aggregate atomic.Int64
+}
+
+func (c *clientTimes) into(tm *round.Timing) {
+	tm.Train = float64(c.train.Load()) / 1e9
+	tm.Encode = float64(c.encode.Load()) / 1e9
+	tm.Aggregate = float64(c.aggregate.Load()) / 1e9
+}
+
+// runClients runs every participant's local update and encoding on the
+// workers. Participants are cut into blocks of blockSize consecutive ones;
+// workers take blocks in order, and at most 2·workers blocks are in flight.
+// For each block, open returns the block's state, fold is called after each
+// participant's report is in the worker's buffer (on the worker's
+// goroutine), and closeBlock is called for the blocks strictly in block
+// order, under a lock — so what it does is deterministic whatever the number of
+// workers. The first error stops the phase.
+func (e *Engine) runClients(t int, s protocol.Shape, parts []int, clients []*role.Client, ct *clientTimes,
+	open func() any, fold func(st any, w *worker, i int) error, closeBlock func(st any) error) error {
+	nb := (len(parts) + blockSize - 1) / blockSize
+	window := 2 * e.workers
+	var (
+		mu       sync.Mutex
+		cond     = sync.NewCond(&mu)
+		next     int
+		closed   int
+		pending  = map[int]any{}
+		firstErr error
+		wg       sync.WaitGroup
+	)
+	fail := func(err error) {
+		if firstErr == nil {
+			firstErr = err
+		}
+		cond.Broadcast()
+	}
+	for wi := 0; wi < e.workers; wi++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			w := <-e.trainers
+			defer func() { e.trainers <- w }()
+			for {
+				mu.Lock()
+				for firstErr == nil && next < nb && next >= closed+window {
+					cond.Wait()
+				}
+				if firstErr != nil || next >= nb {
+					mu.Unlock()
+					return
+				}
+				b := next
+				next++
+				mu.Unlock()
+
+				st := open()
+				var err error
+				for i := b * blockSize; i < min((b+1)*blockSize, len(parts)); i++ {
+					if err = e.clientReport(w, t, s, i, parts[i], clients[i], &ct.train, &ct.encode); err != nil {
+						break
+					}
+					if err = fold(st, w, i); err != nil {
+						err = fmt.Errorf("client %d: report rejected: %w", parts[i], err)
+						break
+					}
+				}
+				mu.Lock()
+				if err != nil {
+					fail(err)
+					mu.Unlock()
+					return
+				}
+				pending[b] = st
+				for {
+					p, ok := pending[closed]
+					if !ok {
+						break
+					}
+					delete(pending, closed)
+					closed++
+					if err := closeBlock(p); err != nil {
+						fail(err)
+					}
+				}
+				cond.Broadcast()
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	return firstErr
+}
+
+// collectStreaming runs the clients in parallel, folding their reports into
+// per-block aggregates that the analyzer merges in block order
+// (deterministic whatever the number of workers), then lets the shuffler
+// pad from the per-coordinate counts. The shuffler's permutation is
+// skipped: the analyzer's aggregate does not depend on the order of
+// reports. Memory is O(workers·d), not O(n·d).
+func (e *Engine) collectStreaming(t int, s protocol.Shape, parts []int, clients []*role.Client, tm *round.Timing) error {
+	start := time.Now()
+	var ct clientTimes
+	absorb := func(agg *protocol.Aggregate) error { return e.an.Absorb(role.PartInput(agg)) }
+	var err error
+	if e.remoteRound() {
+		err = e.remote.round(e, t, s, parts, &ct, absorb)
+	} else {
+		err = e.streamLocal(t, s, parts, clients, &ct, absorb)
+	}
+	if err != nil {
+		return err
+	}
+	ct.into(tm)
+	tm.Clients = time.Since(start).Seconds()
+
+	t0 := time.Now()
+	sh, err := role.NewShuffler[role.Plain](e.proto, s, e.minReports())
+	if err != nil {
+		return err
+	}
+	var derr error
+	emit := func(j int, v float64) {
+		if err := e.an.Absorb(role.DummyInput(j, v)); err != nil && derr == nil {
+			derr = err
+		}
+	}
+	counts := slices.Clone(e.an.Aggregate().Count)
+	if err := sh.CloseCounts(e.mechStream(rng.LabelShuffle, uint64(t), 0), len(parts), counts, emit); err != nil {
+		return err
+	}
+	if derr != nil {
+		return fmt.Errorf("shuffler: padding: %w", derr)
+	}
+	tm.Shuffle = time.Since(t0).Seconds()
+	return nil
+}
+
+// streamLocal runs the clients on the engine's worker goroutines, folding
+// their reports into per-block aggregates that absorb takes in block order.
+func (e *Engine) streamLocal(t int, s protocol.Shape, parts []int, clients []*role.Client, ct *clientTimes, absorb func(*protocol.Aggregate) error) error {
+	return e.runClients(t, s, parts, clients, ct,
+		func() any {
+			agg := e.pool.Get().(*protocol.Aggregate)
+			agg.Reset()
+			return agg
+		},
+		func(st any, w *worker, _ int) error {
+			t0 := time.Now()
+			err := st.(*protocol.Aggregate).AddReport(&w.report)
+			ct.aggregate.Add(int64(time.Since(t0)))
+			return err
+		},
+		func(st any) error {
+			agg := st.(*protocol.Aggregate)
+			defer e.pool.Put(agg)
+			return absorb(agg)
+		})
+}
+
+// minReports is the shuffler's minimum number of reports for a round to be
+// released: one, except under Poisson sampling, where central DP adds its
+// noise whoever takes part.
+func (e *Engine) minReports() int {
+	if e.poisson {
+		return 0
+	}
+	return 1
+}
+
+// collectFaithful runs the clients in parallel and keeps every report; each
+// client then submits its messages to the shuffler role (in participant
+// order), which pads and permutes them, and the analyzer role absorbs the
+// shuffled batch — the data flow of a deployment, in the clear. Memory is
+// O(n·d).
+func (e *Engine) collectFaithful(t int, s protocol.Shape, parts []int, clients []*role.Client, tm *round.Timing) error {
+	start := time.Now()
+	reports := make([]protocol.Report, len(parts))
+	var ct clientTimes
+	err := e.runClients(t, s, parts, clients, &ct,
+		func() any { return nil },
+		func(_ any, w *worker, i int) error {
+			// Each participant owns its slot: no two workers write the same one.
+			rep := &reports[i]
+			rep.Values = slices.Clone(w.report.Values)
+			if w.report.Coords != nil {
+				rep.Coords = slices.Clone(w.report.Coords)
+			}
+			rep.Meta = slices.Clone(w.report.Meta)
+			return nil
+		},
+		func(any) error { return nil })
+	if err != nil {
+		return err
+	}
+	ct.into(tm)
+	tm.Clients = time.Since(start).Seconds()
+
+	t0 := time.Now()
+	mode := e.proto.Mode()
+	sh, err := role.NewShuffler[role.Plain](e.proto, s, e.minReports())
+	if err != nil {
+		return err
+	}
+	var msgs []role.Message[role.Plain]
+	for i := range reports {
+		msgs = role.Messages(mode, &reports[i], msgs[:0])
+		if _, err := sh.Accept(clients[i].ID(), msgs); err != nil {
+			return fmt.Errorf("client %d: %w", parts[i], err)
+		}
+		reports[i] = protocol.Report{} // the shuffler holds the values now
+	}
+	batch, err := sh.Close(e.mechStream(rng.LabelShuffle, uint64(t), 0), e.mechStream(rng.LabelShuffle, uint64(t), 1), role.PlainDummy(mode))
+	if err != nil {
+		return err
+	}
+	tm.Shuffle = time.Since(t0).Seconds()
+	t0 = time.Now()
+	if err := e.an.Absorb(role.BatchInput(batch)); err != nil {
+		return err
+	}
+	tm.Aggregate = time.Since(t0).Seconds()
+	return nil
+}
+
+// Run executes the remaining rounds, calling observe after each (observe may
+// be nil). It stops at the first error.
+func (e *Engine) Run(observe func(round.RoundResult)) (round.Summary, error) {
+	start := time.Now()
+	sum := round.Summary{Dim: e.model.Dim(), Workers: e.workers, TrainSamples: e.train.Len(), TestSamples: e.test.Len()}
+	for e.round < e.cfg.Rounds && e.halted == "" {
+		if e.stop != nil && e.stop() {
+			break
+		}
+		res, err := e.Step()
+		if err != nil {
+			return sum, err
+		}
+		sum.Rounds = res.Round
+		sum.FinalAccuracy, sum.FinalLoss = res.TestAccuracy, res.TestLoss
+		sum.BestAccuracy = math.Max(sum.BestAccuracy, res.TestAccuracy)
+		sum.Privacy = res.Privacy
+		sum.MaxClientEpsilon = res.MaxClientEpsilon
+		if res.ClusterAccuracy != nil {
+			sum.ClusterAccuracy = res.ClusterAccuracy
+		}
+		sum.Alone = res.Alone
+		if observe != nil {
+			observe(res)
+		}
+	}
+	sum.Plan, sum.Halted, sum.Warnings = e.plan, e.halted, e.warnings
+	sum.Validation = e.validationSummary()
+	sum.Seconds = time.Since(start).Seconds()
+	return sum, nil
+}
+
+// IsUsageError reports whether err was caused by invalid input (a bad
+// parameter or data file) rather than an internal failure.
+func IsUsageError(err error) bool {
+	return errors.Is(err, checks.ErrInvalid) || errors.Is(err, data.ErrData)
+}
