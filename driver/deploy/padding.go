@@ -4,7 +4,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"shufflefl/seal"
+	"github.com/shufflefl/shufflefl/transport/seal"
 )
 
 // dummyBlock is the number of dummies that share one allocation, and the

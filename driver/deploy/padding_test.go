@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"testing"
 
-	"shufflefl/seal"
+	"github.com/shufflefl/shufflefl/transport/seal"
 )
 
 // TestDummiesSealInPlace: whatever the number of workers and however the

@@ -663,19 +663,18 @@ func (s *Shuffler) persistReport(rep store.Report) (retry bool, err error) {
 }
 
 // count adds a stored report to the round machine and acknowledges it; a
-// retry the round already holds is acknowledged as a duplicate (an earlier
-// attempt may have failed after the store committed). The round closes
-// early once every expected sender is in.
+// report the round already holds is acknowledged as a duplicate (a retry:
+// an earlier attempt may have failed, or still be on its way, after the
+// store committed). The round closes early once every expected sender is
+// in.
 func (s *Shuffler) count(cur *sround, id string, msgs []role.Message[[]byte], size int64, retry bool) (*wire.SubmitReportResponse, error) {
 	t := cur.t
 	cur.mu.Lock()
-	var ack role.Ack
-	var err error
-	if retry {
-		ack, err = cur.live.Resubmit(id, msgs)
-	} else {
-		ack, err = cur.live.Accept(id, msgs)
-	}
+	// Resubmit even for a first store: the store holds one report per
+	// client and round, so a sender the machine already holds is this
+	// very report, counted by a concurrent retry that found it stored
+	// before this attempt reached the machine.
+	ack, err := cur.live.Resubmit(id, msgs)
 	if err == nil && !ack.Duplicate {
 		cur.reporters = append(cur.reporters, id)
 	}

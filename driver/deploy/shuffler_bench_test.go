@@ -18,12 +18,12 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/proto"
 
-	"shufflefl/pki"
-	"shufflefl/protocol"
-	"shufflefl/rng"
-	"shufflefl/seal"
-	"shufflefl/store"
-	"shufflefl/wire"
+	"github.com/shufflefl/shufflefl/internal/rng"
+	"github.com/shufflefl/shufflefl/protocol"
+	"github.com/shufflefl/shufflefl/transport/pki"
+	"github.com/shufflefl/shufflefl/transport/seal"
+	"github.com/shufflefl/shufflefl/transport/store"
+	"github.com/shufflefl/shufflefl/transport/wire"
 )
 
 // sinkAnalyzer is an analyzer endpoint that reads a batch stream to its
