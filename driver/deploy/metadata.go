@@ -19,6 +19,15 @@ func (s *Shuffler) PruneMetadata() (int, error) {
 	return s.cfg.DB.PruneReportMetadata(s.now().Add(-s.cfg.Verifier.Skew))
 }
 
+// PruneClosed deletes the metadata of every report of a closed round,
+// without waiting out the timestamp window: for a shuffler that stops
+// serving after the run's last round (no request can arrive any more, and
+// one replayed to a restarted shuffler is refused for its closed round
+// before its nonce or digest is looked at).
+func (s *Shuffler) PruneClosed() (int, error) {
+	return s.cfg.DB.PruneReportMetadata(s.now().Add(time.Nanosecond))
+}
+
 // maybePrune runs PruneMetadata if it has not run within the timestamp
 // window, logging what it deleted.
 func (s *Shuffler) maybePrune() {

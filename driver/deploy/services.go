@@ -34,6 +34,9 @@ type ServiceOptions struct {
 	// the fewest reports it releases.
 	RoundTimeout time.Duration
 	MinReports   int
+	// Serve keeps the shuffler serving after the run's last round (by
+	// default it exits once the analyzer acknowledged it).
+	Serve bool
 	// Log receives the role's log lines.
 	Log *log.Logger
 }
@@ -53,6 +56,7 @@ func (o *ServiceOptions) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.RunID, "run-id", o.RunID, "the run's `id`, bound into every sealed message (all roles must agree)")
 	fs.DurationVar(&o.RoundTimeout, "round-timeout", o.RoundTimeout, "analyzer, deploy-local: time clients have to report in a round")
 	fs.IntVar(&o.MinReports, "min-reports", o.MinReports, "analyzer, deploy-local: minimum reports for a round to be released (below it the round is void)")
+	fs.BoolVar(&o.Serve, "serve", o.Serve, "shuffler: keep serving after the run's last round (default: exit 0 once the analyzer acknowledged it)")
 }
 
 // LoadSetup loads cfg's dataset and builds the run's Setup.
@@ -110,10 +114,12 @@ func ServeAnalyzer(ctx context.Context, cfg round.Config, o ServiceOptions) (rou
 	return an.Run(ctx)
 }
 
-// ServeShuffler runs the shuffler of the run cfg until ctx ends: it serves
-// clients on o.Listen and the analyzer on o.ControlListen, and forwards
-// every closed round to the analyzer at o.Analyzer. It returns the
-// shuffler's counts.
+// ServeShuffler runs the shuffler of the run cfg until its last round is
+// over (the analyzer acknowledged it; with o.Serve, until ctx ends) or ctx
+// ends: it serves clients on o.Listen and the analyzer on o.ControlListen,
+// and forwards every closed round to the analyzer at o.Analyzer. After the
+// last round it deletes the per-report metadata of every closed round
+// (PruneClosed). It returns the shuffler's counts.
 func ServeShuffler(ctx context.Context, cfg round.Config, o ServiceOptions) (ShufflerStats, error) {
 	st, err := LoadSetup(cfg, o.RunID)
 	if err != nil {
@@ -152,7 +158,20 @@ func ServeShuffler(ctx context.Context, cfg round.Config, o ServiceOptions) (Shu
 	go ctl.Serve(cl)
 	defer pub.Stop()
 	defer ctl.Stop()
-	<-ctx.Done()
+	finished := sh.Finished()
+	if o.Serve {
+		finished = nil
+	}
+	select {
+	case <-ctx.Done():
+	case <-finished:
+		if n, err := sh.PruneClosed(); err != nil {
+			return sh.Stats(), err
+		} else if n > 0 {
+			o.Log.Printf("shuffler: deleted the metadata of %d reports of the run's rounds", n)
+		}
+		o.Log.Printf("shuffler: the run's last round is over; exiting")
+	}
 	return sh.Stats(), nil
 }
 

@@ -146,6 +146,10 @@ type Shuffler struct {
 	// roundChanged is closed (and replaced) when a round is installed:
 	// it wakes the pulls held by PullTask.
 	roundChanged chan struct{}
+	// finished is closed once the run's last round was forwarded (or
+	// void) and acknowledged by the analyzer (Finished).
+	finished     chan struct{}
+	finishedOnce sync.Once
 	// pruned is when report metadata was last pruned (Unix ns; metadata.go).
 	pruned atomic.Int64
 }
@@ -176,7 +180,7 @@ func NewShuffler(cfg ShufflerConfig) (*Shuffler, error) {
 		return nil, err
 	}
 	s := &Shuffler{cfg: cfg, st: cfg.Setup, ver: ver, acc: acc, sealer: sealer, logf: cfg.Logf, now: cfg.Now,
-		registered: map[string]time.Time{}, budgets: map[string]protocol.Budget{}, stats: ShufflerStats{Rejected: map[string]int64{}}, roundChanged: make(chan struct{})}
+		registered: map[string]time.Time{}, budgets: map[string]protocol.Budget{}, stats: ShufflerStats{Rejected: map[string]int64{}}, roundChanged: make(chan struct{}), finished: make(chan struct{})}
 	if s.logf == nil {
 		s.logf = log.Printf
 	}
@@ -197,6 +201,19 @@ func NewShuffler(cfg ShufflerConfig) (*Shuffler, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// Finished is closed once the run's last round is over for the shuffler:
+// its batch (or void header) was acknowledged by the analyzer, or the
+// analyzer had already finished it. A service exits then unless told to
+// keep serving.
+func (s *Shuffler) Finished() <-chan struct{} { return s.finished }
+
+// roundOver notes that round t is over for the shuffler.
+func (s *Shuffler) roundOver(t int64) {
+	if t >= int64(s.st.Config.Rounds) {
+		s.finishedOnce.Do(func() { close(s.finished) })
+	}
 }
 
 // Close stops the shuffler's background work (timers, forwarding).
@@ -241,6 +258,9 @@ func (s *Shuffler) resume() error {
 		return err
 	}
 	for _, r := range rs {
+		if r.Status == store.InboxForwarded {
+			s.roundOver(r.Round)
+		}
 		if r.Status == store.InboxShuffled {
 			if err := s.forwardSaved(r.Round); err != nil {
 				return err
@@ -932,10 +952,12 @@ func (s *Shuffler) forwardLoop(h *wire.BatchHeader, ms []*wire.SealedMessage, vo
 			s.mu.Unlock()
 			s.logf("shuffler: round %d forwarded: %d reports, %d messages (%d dummies), %d bytes in %d chunks sent in %.2fs, answered %.2fs later (attempt %d); analyzer accepted %d, released before: %v",
 				t, h.Counts.Reports, len(ms), h.Counts.Dummies, size, len(chunks), sent.Sub(start).Seconds(), time.Since(sent).Seconds(), attempt+1, resp.Accepted, resp.AlreadyReleased)
+			s.roundOver(t)
 			return
 		}
 		if d, ok := wire.DetailOf(err); ok && d.Reason == wire.Reason_REASON_ROUND_CLOSED {
 			s.logf("shuffler: round %d: the analyzer refused the batch: %v", t, err)
+			s.roundOver(t)
 			return
 		}
 		if errors.Is(err, errStalled) || attempt%20 == 0 {
