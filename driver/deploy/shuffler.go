@@ -147,7 +147,9 @@ type Shuffler struct {
 	// it wakes the pulls held by PullTask.
 	roundChanged chan struct{}
 	// finished is closed once the run's last round was forwarded (or
-	// void) and acknowledged by the analyzer (Finished).
+	// void) and acknowledged by the analyzer (Finished); made on first
+	// use under finMu.
+	finMu        sync.Mutex
 	finished     chan struct{}
 	finishedOnce sync.Once
 	// pruned is when report metadata was last pruned (Unix ns; metadata.go).
@@ -180,7 +182,7 @@ func NewShuffler(cfg ShufflerConfig) (*Shuffler, error) {
 		return nil, err
 	}
 	s := &Shuffler{cfg: cfg, st: cfg.Setup, ver: ver, acc: acc, sealer: sealer, logf: cfg.Logf, now: cfg.Now,
-		registered: map[string]time.Time{}, budgets: map[string]protocol.Budget{}, stats: ShufflerStats{Rejected: map[string]int64{}}, roundChanged: make(chan struct{}), finished: make(chan struct{})}
+		registered: map[string]time.Time{}, budgets: map[string]protocol.Budget{}, stats: ShufflerStats{Rejected: map[string]int64{}}, roundChanged: make(chan struct{})}
 	if s.logf == nil {
 		s.logf = log.Printf
 	}
@@ -207,12 +209,22 @@ func NewShuffler(cfg ShufflerConfig) (*Shuffler, error) {
 // its batch (or void header) was acknowledged by the analyzer, or the
 // analyzer had already finished it. A service exits then unless told to
 // keep serving.
-func (s *Shuffler) Finished() <-chan struct{} { return s.finished }
+func (s *Shuffler) Finished() <-chan struct{} { return s.finishedChan() }
+
+// finishedChan returns the channel Finished closes, making it on first use.
+func (s *Shuffler) finishedChan() chan struct{} {
+	s.finMu.Lock()
+	defer s.finMu.Unlock()
+	if s.finished == nil {
+		s.finished = make(chan struct{})
+	}
+	return s.finished
+}
 
 // roundOver notes that round t is over for the shuffler.
 func (s *Shuffler) roundOver(t int64) {
 	if t >= int64(s.st.Config.Rounds) {
-		s.finishedOnce.Do(func() { close(s.finished) })
+		s.finishedOnce.Do(func() { close(s.finishedChan()) })
 	}
 }
 
