@@ -46,7 +46,7 @@ type ServiceOptions struct {
 }
 
 // serviceProgressEvery is the services' default ProgressEvery.
-const serviceProgressEvery = 2 * time.Second
+const serviceProgressEvery = 5 * time.Second
 
 // progressLog returns the observer that logs progress events on lg and its
 // interval (nil when o.ProgressEvery is negative).

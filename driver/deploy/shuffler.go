@@ -447,7 +447,7 @@ func (s *Shuffler) Announce(_ context.Context, req *wire.AnnounceRequest) (*wire
 		return nil, wire.Errorf(codes.InvalidArgument, wire.Reason_REASON_MALFORMED, "announcement", ann.Round, "%v", err)
 	}
 	s.install(sr)
-	s.prog.report(Progress{Role: "shuffler", Round: ann.Round, Stage: StageReceiving, Total: int64(sr.expected)})
+	defer s.prog.report(Progress{Role: "shuffler", Round: ann.Round, Stage: StageReceiving, Total: int64(sr.expected)})
 	if smp != nil {
 		resp.RegisteredClients = uint32(smp.Population)
 		s.logf("shuffler: round %d announced to a sample of %d of %d registered clients (deadline %s, minimum %d)", ann.Round, len(smp.Clients), smp.Population, sr.deadline.Format(time.TimeOnly), sr.min)
