@@ -56,7 +56,9 @@ type AnalyzerConfig struct {
 	Logf func(format string, a ...any)
 	// Progress, if set, receives the rounds' progress (opening, then
 	// released or void), at most one intermediate event per ProgressEvery
-	// (250 ms if zero); see Progress.
+	// (250 ms if zero); see Progress. It is called while the analyzer
+	// holds its batch lock, as Observe is: it must not call the
+	// Analyzer's methods.
 	Progress      func(Progress)
 	ProgressEvery time.Duration
 }

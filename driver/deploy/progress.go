@@ -66,9 +66,10 @@ const defaultProgressEvery = 250 * time.Millisecond
 // observer. Within a stage it passes the first event, the last (Done ==
 // Total), and otherwise at most one event per interval, and never one
 // whose Done is below the last passed (concurrent reporters may race). The
-// observer is called with no lock of the service held; the meter's own
-// delivery lock serializes the calls, so an observer sees the events in
-// order and must not report progress itself. A nil meter does nothing.
+// meter's own delivery lock serializes the observer's calls, so an
+// observer sees the events in order and must not report progress itself;
+// the shuffler holds none of its locks when it reports, the analyzer its
+// batch lock (AnalyzerConfig.Progress). A nil meter does nothing.
 type meter struct {
 	f     func(Progress)
 	every time.Duration
