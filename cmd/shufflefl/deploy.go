@@ -230,11 +230,14 @@ func runDeployLocal(args []string, stdout, stderr io.Writer) int {
 	}
 	var recs []metrics.Record
 	prog := rundir.NewProgress(ex.progress, stderr, io.Discard, cfg.Rounds)
+	live := newLiveProgress(prog.Mode(), stderr, &mu)
 	lo := deploy.LocalOptions{Dir: stateDir, Creds: creds, RoundTimeout: o.RoundTimeout, MinReports: o.MinReports, Workers: cfg.Workers, Logf: logf,
+		Progress: live.observer(), ProgressEvery: live.every,
 		Observe: func(r round.RoundResult) {
 			rec := metrics.FromResult(r)
 			recs = append(recs, rec)
 			if ex.progress != "none" {
+				live.clear()
 				prog.Round(rec)
 			}
 		}}
@@ -258,6 +261,7 @@ func runDeployLocal(args []string, stdout, stderr io.Writer) int {
 	defer cancel()
 	res, err := deploy.RunLocal(ctx, st, lo)
 	if ex.progress != "none" {
+		live.clear()
 		prog.Done()
 	}
 	if err != nil {
@@ -271,6 +275,58 @@ func runDeployLocal(args []string, stdout, stderr io.Writer) int {
 	}
 	printLocalEnd(stdout, cfg, st, res, recs)
 	return 0
+}
+
+// liveProgress shows deploy-local's progress events (deploy.Progress) on
+// stderr while a round runs: on a terminal (mode bar) one line rewritten
+// in place, which the round's bar line replaces when the round ends; in
+// mode log a timestamped line per event, at most one per 2 s within a
+// stage besides its first and last. run.log does not get them.
+type liveProgress struct {
+	mode   string
+	w      io.Writer
+	mu     *sync.Mutex // shared with the run's log lines
+	active bool        // a bar-mode line is shown (under mu)
+	every  time.Duration
+}
+
+func newLiveProgress(mode string, w io.Writer, mu *sync.Mutex) *liveProgress {
+	lp := &liveProgress{mode: mode, w: w, mu: mu, every: 250 * time.Millisecond}
+	if mode == "log" {
+		lp.every = 2 * time.Second
+	}
+	return lp
+}
+
+// observer returns show, or nil when nothing is shown (mode none).
+func (lp *liveProgress) observer() func(deploy.Progress) {
+	if lp.mode != "log" && lp.mode != "bar" {
+		return nil
+	}
+	return lp.show
+}
+
+// show shows one event.
+func (lp *liveProgress) show(p deploy.Progress) {
+	lp.mu.Lock()
+	defer lp.mu.Unlock()
+	switch lp.mode {
+	case "log":
+		fmt.Fprintf(lp.w, "%s%s\n", time.Now().Format("15:04:05.000 "), p)
+	case "bar":
+		fmt.Fprintf(lp.w, "\r%s\x1b[K", p)
+		lp.active = true
+	}
+}
+
+// clear erases the bar-mode line, if shown.
+func (lp *liveProgress) clear() {
+	lp.mu.Lock()
+	defer lp.mu.Unlock()
+	if lp.active {
+		fmt.Fprint(lp.w, "\r\x1b[K")
+		lp.active = false
+	}
 }
 
 // printLocalEnd writes deploy-local's summary: the d-privacy statement if
@@ -307,7 +363,7 @@ func need(cmd string, kv ...string) error {
 // runService implements 'shufflefl analyzer|shuffler|client': the flags,
 // then the role's service (package deploy) until it ends or a signal.
 func runService(cmd string, args []string, stdout, stderr io.Writer) int {
-	cfg, _, o, err := resolveDeploy(cmd, args, stdout)
+	cfg, ex, o, err := resolveDeploy(cmd, args, stdout)
 	if err == nil {
 		switch cmd {
 		case "analyzer":
@@ -322,6 +378,9 @@ func runService(cmd string, args []string, stdout, stderr io.Writer) int {
 		return deployExit(cmd, stderr, err)
 	}
 	o.Log = log.New(stderr, "", log.LstdFlags|log.Lmicroseconds)
+	if ex.progress == "none" {
+		o.ProgressEvery = -1 // no progress lines in the log
+	}
 	ctx, cancel := signalContext()
 	defer cancel()
 	switch cmd {

@@ -8,6 +8,7 @@ import (
 	"log"
 	"math"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/grpc"
@@ -53,6 +54,13 @@ type AnalyzerConfig struct {
 	Observe func(round.RoundResult)
 	// Logf logs events (log.Printf if nil).
 	Logf func(format string, a ...any)
+	// Progress, if set, receives the rounds' progress (opening, then
+	// released or void), at most one intermediate event per ProgressEvery
+	// (250 ms if zero); see Progress. It is called while the analyzer
+	// holds its batch lock, as Observe is: it must not call the
+	// Analyzer's methods.
+	Progress      func(Progress)
+	ProgressEvery time.Duration
 }
 
 // Analyzer is the analyzer service (wire.AnalyzerServer): it holds the
@@ -67,6 +75,7 @@ type Analyzer struct {
 	acct *account.Accountant
 	w    []float64
 	logf func(string, ...any)
+	prog *meter
 
 	mu       sync.Mutex // one batch at a time; guards the fields below
 	pending  int64      // the announced round awaiting its batch (0: none)
@@ -100,7 +109,8 @@ func NewAnalyzer(cfg AnalyzerConfig) (*Analyzer, error) {
 	// (protocol.Clustered's Check): fewer reports void the round at the
 	// shuffler, as any round below its minimum.
 	cfg.MinReports = max(cfg.MinReports, st.K)
-	a := &Analyzer{cfg: cfg, st: st, acct: st.Accountant, w: append([]float64(nil), st.Init...), logf: cfg.Logf, done: make(chan int64, 1)}
+	a := &Analyzer{cfg: cfg, st: st, acct: st.Accountant, w: append([]float64(nil), st.Init...), logf: cfg.Logf, done: make(chan int64, 1),
+		prog: newMeter(cfg.Progress, cfg.ProgressEvery)}
 	if a.logf == nil {
 		a.logf = log.Printf
 	}
@@ -398,7 +408,13 @@ func (a *Analyzer) openBatch(h *wire.BatchHeader, ms []*wire.SealedMessage, repo
 	if b.Mode == protocol.PerCoordinate {
 		b.Columns = make([][]role.Plain, len(a.w))
 	}
-	for _, o := range openAll(opener, ms) {
+	opening := Progress{Role: "analyzer", Round: t, Stage: StageOpening, Total: int64(len(ms))}
+	a.prog.report(opening)
+	for _, o := range openAll(opener, ms, func(done int64) {
+		p := opening
+		p.Done = done
+		a.prog.report(p)
+	}) {
 		if o.err != nil {
 			continue
 		}
@@ -478,6 +494,7 @@ func (a *Analyzer) persist(rd role.Ready, counts store.RoundCounts, res *round.R
 			return wire.Errorf(codes.Internal, wire.Reason_REASON_INTERNAL, "", t, "voiding the round: %v", err)
 		}
 		a.logf("analyzer: round %d void: %s", t, rd.Why)
+		a.prog.report(Progress{Role: "analyzer", Round: t, Stage: StageVoid})
 		res.Participants = 0
 		res.Privacy.Bound = "no release (" + rd.Why + ")"
 		return nil
@@ -499,6 +516,7 @@ func (a *Analyzer) persist(rd role.Ready, counts store.RoundCounts, res *round.R
 		return wire.Errorf(codes.Internal, wire.Reason_REASON_INTERNAL, "", t, "%v", err)
 	}
 	a.released++
+	a.prog.report(Progress{Role: "analyzer", Round: t, Stage: StageReleased})
 	res.Privacy = rd.Privacy
 	a.clusterResult(res)
 	return nil
@@ -689,22 +707,36 @@ type opened struct {
 	err    error
 }
 
-// openAll opens the messages on all cores, keeping their order.
-func openAll(o *seal.Opener, ms []*wire.SealedMessage) []opened {
+// openStep is how many messages a worker opens between two progress
+// reports.
+const openStep = 1024
+
+// openAll opens the messages on all cores, keeping their order, and calls
+// progress with the number opened so far (from the workers, every openStep
+// messages of each, and len(ms) at the end).
+func openAll(o *seal.Opener, ms []*wire.SealedMessage, progress func(done int64)) []opened {
 	out := make([]opened, len(ms))
 	workers := max(1, min(len(ms)/64, goMaxProcs()))
+	var done atomic.Int64
 	var wg sync.WaitGroup
 	for w := 0; w < workers; w++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			k := 0
 			for i := w; i < len(ms); i += workers {
 				l, v, err := o.Open(ms[i].Ciphertext)
 				out[i] = opened{l, v, err}
+				if k++; k == openStep {
+					progress(done.Add(int64(k)))
+					k = 0
+				}
 			}
+			done.Add(int64(k))
 		}()
 	}
 	wg.Wait()
+	progress(done.Load())
 	return out
 }
 

@@ -105,7 +105,7 @@ func newForwardRig(t *testing.T, an *scriptedAnalyzer, msgs, size int, stall, re
 	}
 	st := &Setup{RunID: "forward-test"}
 	s := &Shuffler{cfg: ShufflerConfig{Setup: st, DB: db, Analyzer: analyzer, ForwardStall: stall, ForwardReply: reply},
-		st: st, logf: logf, now: time.Now, registered: map[string]time.Time{}, stats: ShufflerStats{Rejected: map[string]int64{}}}
+		st: st, logf: logf, now: time.Now, registered: map[string]time.Time{}, stats: ShufflerStats{Rejected: map[string]int64{}}, finished: make(chan struct{})}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	t.Cleanup(func() { s.cancel(); s.bg.Wait() })
 	return &forwardRig{db: db, saved: ms, sh: s, an: an, logs: func() string {

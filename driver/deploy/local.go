@@ -38,6 +38,11 @@ type LocalOptions struct {
 	Observe func(round.RoundResult)
 	// Logf logs the roles' events (discarded if nil).
 	Logf func(format string, a ...any)
+	// Progress, if set, receives the shuffler's and the analyzer's
+	// progress events (Progress), at most one intermediate event of each
+	// role's stage per ProgressEvery (250 ms if zero).
+	Progress      func(Progress)
+	ProgressEvery time.Duration
 }
 
 // LocalResult is the outcome of RunLocal.
@@ -175,7 +180,8 @@ func (lr *localRun) services() (*Analyzer, *Shuffler, string, error) {
 		return nil, nil, "", err
 	}
 	sh, err := NewShuffler(ShufflerConfig{Setup: st, DB: sdb, Registry: creds.Registry, AnalyzerKey: creds.HPKEPublic,
-		Analyzer: wire.NewAnalyzerClient(aconn), TestSeed: o.TestSeed, Quorum: localQuorum(st), Logf: o.Logf})
+		Analyzer: wire.NewAnalyzerClient(aconn), TestSeed: o.TestSeed, Quorum: localQuorum(st), Logf: o.Logf,
+		Progress: o.Progress, ProgressEvery: o.ProgressEvery})
 	if err != nil {
 		return nil, nil, "", err
 	}
@@ -199,7 +205,8 @@ func (lr *localRun) services() (*Analyzer, *Shuffler, string, error) {
 		return nil, nil, "", err
 	}
 	an, err := NewAnalyzer(AnalyzerConfig{Setup: st, DB: adb, Key: creds.HPKE, Shuffler: wire.NewShufflerControlClient(cconn),
-		RoundTimeout: o.RoundTimeout, MinReports: o.MinReports, TestSeed: o.TestSeed, Workers: o.Workers, Observe: o.Observe, Logf: o.Logf})
+		RoundTimeout: o.RoundTimeout, MinReports: o.MinReports, TestSeed: o.TestSeed, Workers: o.Workers, Observe: o.Observe, Logf: o.Logf,
+		Progress: o.Progress, ProgressEvery: o.ProgressEvery})
 	if err != nil {
 		return nil, nil, "", err
 	}

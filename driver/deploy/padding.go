@@ -49,9 +49,15 @@ func (d *dummies) add(j int, v float64) []byte {
 // len returns the number of dummies recorded.
 func (d *dummies) len() int { return len(d.coords) }
 
-// seal seals every recorded dummy into its slot with workers goroutines.
-func (d *dummies) seal(workers int) error {
-	var next atomic.Int64
+// seal seals every recorded dummy into its slot with workers goroutines,
+// calling progress (if not nil) with the number sealed so far: 0 first,
+// then after every block, from the workers.
+func (d *dummies) seal(workers int, progress func(done int)) error {
+	if progress == nil {
+		progress = func(int) {}
+	}
+	progress(0)
+	var next, sealed atomic.Int64
 	var wg sync.WaitGroup
 	errs := make([]error, max(workers, 1))
 	for w := range errs {
@@ -61,12 +67,14 @@ func (d *dummies) seal(workers int) error {
 				if lo >= len(d.coords) {
 					return
 				}
-				for i := lo; i < min(lo+dummyBlock, len(d.coords)); i++ {
+				hi := min(lo+dummyBlock, len(d.coords))
+				for i := lo; i < hi; i++ {
 					if err := d.sealOne(i); err != nil {
 						errs[w] = err
 						return
 					}
 				}
+				progress(int(sealed.Add(int64(hi - lo))))
 			}
 		})
 	}

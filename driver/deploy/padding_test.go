@@ -29,7 +29,7 @@ func TestDummiesSealInPlace(t *testing.T) {
 		for i := range c.n {
 			slots[i] = d.add(i%dim, float64(i))
 		}
-		if err := d.seal(c.workers); err != nil {
+		if err := d.seal(c.workers, nil); err != nil {
 			t.Fatalf("%d dummies, %d workers: %v", c.n, c.workers, err)
 		}
 		op, err := seal.NewOpener(key, "padding-test", 7, seal.Spec{Mode: seal.PerCoordinate, Dim: dim, Values: seal.AnyFinite})
@@ -66,7 +66,7 @@ func BenchmarkDummies(b *testing.B) {
 				for i := range dummyBlock {
 					d.add(i, 0)
 				}
-				if err := d.seal(workers); err != nil {
+				if err := d.seal(workers, nil); err != nil {
 					b.Fatal(err)
 				}
 			}

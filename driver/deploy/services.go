@@ -39,6 +39,26 @@ type ServiceOptions struct {
 	Serve bool
 	// Log receives the role's log lines.
 	Log *log.Logger
+	// ProgressEvery is how often the analyzer and the shuffler log a
+	// running round's progress besides its stages' first and last events
+	// (serviceProgressEvery if zero; negative: no progress lines).
+	ProgressEvery time.Duration
+}
+
+// serviceProgressEvery is the services' default ProgressEvery.
+const serviceProgressEvery = 5 * time.Second
+
+// progressLog returns the observer that logs progress events on lg and its
+// interval (nil when o.ProgressEvery is negative).
+func (o ServiceOptions) progressLog() (func(Progress), time.Duration) {
+	switch {
+	case o.ProgressEvery < 0 || o.Log == nil:
+		return nil, 0
+	case o.ProgressEvery == 0:
+		o.ProgressEvery = serviceProgressEvery
+	}
+	lg := o.Log
+	return func(p Progress) { lg.Print(p.String()) }, o.ProgressEvery
 }
 
 // RegisterFlags binds the options to the flags of fs named by their YAML
@@ -91,8 +111,9 @@ func ServeAnalyzer(ctx context.Context, cfg round.Config, o ServiceOptions) (rou
 	}
 	defer conn.Close()
 	lg := o.Log
+	prog, every := o.progressLog()
 	an, err := NewAnalyzer(AnalyzerConfig{Setup: st, DB: db, Key: creds.HPKE, Shuffler: wire.NewShufflerControlClient(conn),
-		RoundTimeout: o.RoundTimeout, MinReports: o.MinReports, Workers: cfg.Workers, Logf: lg.Printf,
+		RoundTimeout: o.RoundTimeout, MinReports: o.MinReports, Workers: cfg.Workers, Logf: lg.Printf, Progress: prog, ProgressEvery: every,
 		Observe: func(r round.RoundResult) {
 			if d := r.DPrivacy; d != nil {
 				lg.Printf("analyzer: round %d: %d reports, test accuracy %.4f, d-privacy leakage %s per participation, at most %s composed for a client (no (epsilon, delta) guarantee)",
@@ -139,8 +160,9 @@ func ServeShuffler(ctx context.Context, cfg round.Config, o ServiceOptions) (Shu
 		return ShufflerStats{}, err
 	}
 	defer conn.Close()
+	prog, every := o.progressLog()
 	sh, err := NewShuffler(ShufflerConfig{Setup: st, DB: db, Registry: creds.Registry, AnalyzerKey: creds.HPKEPublic,
-		Analyzer: wire.NewAnalyzerClient(conn), Logf: o.Log.Printf})
+		Analyzer: wire.NewAnalyzerClient(conn), Logf: o.Log.Printf, Progress: prog, ProgressEvery: every})
 	if err != nil {
 		return ShufflerStats{}, err
 	}

@@ -61,6 +61,11 @@ type ShufflerConfig struct {
 	// last chunk (30 minutes if zero: a per-coordinate batch of millions
 	// of messages takes the analyzer minutes to open).
 	ForwardStall, ForwardReply time.Duration
+	// Progress, if set, receives the rounds' progress (receiving,
+	// shuffling, forwarding), at most one intermediate event of a stage
+	// per ProgressEvery (250 ms if zero); see Progress.
+	Progress      func(Progress)
+	ProgressEvery time.Duration
 }
 
 // ShufflerStats counts the shuffler's decisions.
@@ -127,6 +132,7 @@ type Shuffler struct {
 	sealer *seal.Sealer
 	logf   func(string, ...any)
 	now    func() time.Time
+	prog   *meter
 
 	mu         sync.Mutex
 	cur        *sround
@@ -181,7 +187,7 @@ func NewShuffler(cfg ShufflerConfig) (*Shuffler, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Shuffler{cfg: cfg, st: cfg.Setup, ver: ver, acc: acc, sealer: sealer, logf: cfg.Logf, now: cfg.Now,
+	s := &Shuffler{cfg: cfg, st: cfg.Setup, ver: ver, acc: acc, sealer: sealer, logf: cfg.Logf, now: cfg.Now, prog: newMeter(cfg.Progress, cfg.ProgressEvery),
 		registered: map[string]time.Time{}, budgets: map[string]protocol.Budget{}, stats: ShufflerStats{Rejected: map[string]int64{}}, roundChanged: make(chan struct{})}
 	if s.logf == nil {
 		s.logf = log.Printf
@@ -453,6 +459,7 @@ func (s *Shuffler) Announce(_ context.Context, req *wire.AnnounceRequest) (*wire
 		return nil, wire.Errorf(codes.InvalidArgument, wire.Reason_REASON_MALFORMED, "announcement", ann.Round, "%v", err)
 	}
 	s.install(sr)
+	defer s.prog.report(Progress{Role: "shuffler", Round: ann.Round, Stage: StageReceiving, Total: int64(sr.expected)})
 	if smp != nil {
 		resp.RegisteredClients = uint32(smp.Population)
 		s.logf("shuffler: round %d announced to a sample of %d of %d registered clients (deadline %s, minimum %d)", ann.Round, len(smp.Clients), smp.Population, sr.deadline.Format(time.TimeOnly), sr.min)
@@ -726,6 +733,9 @@ func (s *Shuffler) count(cur *sround, id string, msgs []role.Message[[]byte], si
 		s.stats.Bytes += size
 	}
 	s.mu.Unlock()
+	if !ack.Duplicate {
+		s.prog.report(Progress{Role: "shuffler", Round: t, Stage: StageReceiving, Done: int64(ack.Senders), Total: int64(cur.expected)})
+	}
 	if !ack.Duplicate && ack.Senders >= cur.expected {
 		go s.startClose(cur)
 	}
@@ -771,7 +781,11 @@ func (s *Shuffler) closeAndForward(sr *sround) {
 	reporters := slices.Clone(sr.reporters)
 	sr.mu.Unlock()
 	if err == nil {
-		err = dum.seal(goMaxProcs())
+		shuffling := Progress{Role: "shuffler", Round: t, Stage: StageShuffling, Reports: int64(senders), Total: int64(dum.len())}
+		err = dum.seal(goMaxProcs(), func(done int) {
+			shuffling.Done = int64(done)
+			s.prog.report(shuffling)
+		})
 	}
 	h := &wire.BatchHeader{Round: t, RunId: s.st.RunID, Counts: &wire.BatchCounts{}}
 	var ms []*wire.SealedMessage
@@ -794,6 +808,7 @@ func (s *Shuffler) closeAndForward(sr *sround) {
 		h.Counts.Population, h.Counts.Sampled = uint32(sr.population), uint32(len(sr.sample))
 	}
 	if void {
+		s.prog.report(Progress{Role: "shuffler", Round: t, Stage: StageVoid})
 		if err := s.cfg.DB.VoidInboxRound(t); err != nil && !errors.Is(err, store.ErrRoundVoid) {
 			s.logf("shuffler: round %d: %v", t, err)
 		}
@@ -947,7 +962,7 @@ func (s *Shuffler) forwardLoop(h *wire.BatchHeader, ms []*wire.SealedMessage, vo
 			return
 		}
 		start := time.Now()
-		resp, sent, err := s.forward(chunks)
+		resp, sent, err := s.forward(t, chunks)
 		if err == nil {
 			if !void {
 				if err := s.cfg.DB.MarkForwarded(t); err != nil && !errors.Is(err, store.ErrAlreadyForwarded) {
@@ -988,7 +1003,7 @@ func (s *Shuffler) forwardLoop(h *wire.BatchHeader, ms []*wire.SealedMessage, vo
 // accepted for ForwardStall, or when the answer takes longer than
 // ForwardReply after the last chunk. It returns the answer and when the
 // last chunk was handed to the transport.
-func (s *Shuffler) forward(chunks []*wire.BatchChunk) (*wire.BatchResponse, time.Time, error) {
+func (s *Shuffler) forward(t int64, chunks []*wire.BatchChunk) (*wire.BatchResponse, time.Time, error) {
 	stall, reply := s.cfg.ForwardStall, s.cfg.ForwardReply
 	if stall <= 0 {
 		stall = defaultForwardStall
@@ -1027,8 +1042,9 @@ func (s *Shuffler) forward(chunks []*wire.BatchChunk) (*wire.BatchResponse, time
 			}
 			return fail(err)
 		}
-		sent.Add(1)
+		n := sent.Add(1)
 		wd.Reset(stall)
+		s.prog.report(Progress{Role: "shuffler", Round: t, Stage: StageForwarding, Done: n, Total: int64(len(chunks))})
 	}
 	// The analyzer opens, estimates and commits before it answers.
 	sentAt = time.Now()

@@ -350,6 +350,10 @@ func NewProgress(mode string, w, log io.Writer, total int) *Progress {
 	return &Progress{mode: mode, w: w, log: log, total: total, start: time.Now()}
 }
 
+// Mode returns the display NewProgress chose: bar, log or none (auto
+// resolved).
+func (p *Progress) Mode() string { return p.mode }
+
 // Round shows round r.
 func (p *Progress) Round(r metrics.Record) {
 	eps := "-"
