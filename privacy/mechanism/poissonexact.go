@@ -87,42 +87,50 @@ func (p *PoissonExact) Mean() (num, den uint64) { return p.num, p.den }
 
 // setProposal computes the exact envelope masses: 1 at the mode and
 // W = C·rho/(1-rho) for each tail, C the product of the tail's
-// (m ± i)/(m ± s) ratios for i <= s.
+// (m ± s)/(m ± i) ratios for i <= s. The fractions are kept unreduced (a
+// gcd of million-bit numbers would dominate the set-up at large means).
 func (p *PoissonExact) setProposal() {
-	wUp := p.tailMass(p.up, true)
-	wDown := p.tailMass(p.down, false)
-	tails := new(big.Rat).Add(wUp, wDown)
-	total := new(big.Rat).Add(tails, big.NewRat(1, 1))
-	p.pMode = newBigBernoulli(new(big.Rat).Inv(total))
-	if tails.Sign() == 0 {
-		p.pUp = newBigBernoulli(new(big.Rat))
-		return
-	}
-	p.pUp = newBigBernoulli(new(big.Rat).Quo(wUp, tails))
+	nUp, dUp := p.tailMass(p.up, true)
+	nDown, dDown := p.tailMass(p.down, false)
+	// W+ + W- = (nUp dDown + nDown dUp) / (dUp dDown).
+	a := new(big.Int).Mul(nUp, dDown)
+	tails := new(big.Int).Add(a, new(big.Int).Mul(nDown, dUp))
+	den := new(big.Int).Mul(dUp, dDown)
+	p.pMode = newBigBernoulli(den, new(big.Int).Add(den, tails))
+	p.pUp = newBigBernoulli(a, tails)
 }
 
-// tailMass is C·rho/(1-rho) for one tail (0 for an empty tail).
-func (p *PoissonExact) tailMass(t tail, up bool) *big.Rat {
+// tailMass is C·rho/(1-rho) for one tail as an unreduced fraction (0/1 for
+// an empty tail).
+func (p *PoissonExact) tailMass(t tail, up bool) (num, den *big.Int) {
 	if t.s == 0 {
-		return new(big.Rat)
+		return new(big.Int), big.NewInt(1)
 	}
-	cNum, cDen := big.NewInt(1), big.NewInt(1)
-	var f big.Int
+	nf := make([]uint64, 0, t.s+1)
+	df := make([]uint64, 0, t.s+1)
 	for i := uint64(1); i <= t.s; i++ {
-		// C = prod f_i/rho: (m+s)/(m+i) above, (m-i+1)/(m-s+1) below.
 		if up {
-			cNum.Mul(cNum, f.SetUint64(p.m+t.s))
-			cDen.Mul(cDen, f.SetUint64(p.m+i))
+			nf, df = append(nf, p.m+t.s), append(df, p.m+i)
 		} else {
-			cNum.Mul(cNum, f.SetUint64(p.m-i+1))
-			cDen.Mul(cDen, f.SetUint64(p.m-t.s+1))
+			nf, df = append(nf, p.m-i+1), append(df, p.m-t.s+1)
 		}
 	}
-	c := new(big.Rat).SetFrac(cNum, cDen)
 	// rho/(1-rho) = rhoNum / (rhoDen - rhoNum); rho < 1 for both tails.
-	odds := new(big.Rat).SetFrac(new(big.Int).SetUint64(t.rhoNum),
-		new(big.Int).SetUint64(t.rhoDen-t.rhoNum))
-	return c.Mul(c, odds)
+	nf, df = append(nf, t.rhoNum), append(df, t.rhoDen-t.rhoNum)
+	return product(nf), product(df)
+}
+
+// product multiplies xs by a balanced tree, so that the big
+// multiplications are of numbers of similar size.
+func product(xs []uint64) *big.Int {
+	switch len(xs) {
+	case 0:
+		return big.NewInt(1)
+	case 1:
+		return new(big.Int).SetUint64(xs[0])
+	}
+	h := len(xs) / 2
+	return new(big.Int).Mul(product(xs[:h]), product(xs[h:]))
 }
 
 // Sample draws one value of Poisson(num/den).
@@ -149,17 +157,18 @@ func (p *PoissonExact) Sample(r *rand.Rand) int64 {
 // prod_{i in (j,s]} (m+i)/(m+s) or prod_{i in (s,j]} (m+s)/(m+i).
 func (p *PoissonExact) acceptUp(r *rand.Rand, j uint64) bool {
 	s, m := p.up.s, p.m
+	c := chain{a: 1, b: 1}
 	for i := j + 1; i <= s; i++ {
-		if !bernoulli(r, m+i, m+s) {
+		if !c.times(r, m+i, m+s) {
 			return false
 		}
 	}
 	for i := s + 1; i <= j; i++ {
-		if !bernoulli(r, m+s, m+i) {
+		if !c.times(r, m+s, m+i) {
 			return false
 		}
 	}
-	return true
+	return c.draw(r)
 }
 
 // acceptDown accepts the offset j (1 <= j <= m) below the mode with
@@ -167,18 +176,42 @@ func (p *PoissonExact) acceptUp(r *rand.Rand, j uint64) bool {
 // prod_{i in (s,j]} (m-i+1)/(m-s+1).
 func (p *PoissonExact) acceptDown(r *rand.Rand, j uint64) bool {
 	s, m := p.down.s, p.m
+	c := chain{a: 1, b: 1}
 	for i := j + 1; i <= s; i++ {
-		if !bernoulli(r, m-s+1, m-i+1) {
+		if !c.times(r, m-s+1, m-i+1) {
 			return false
 		}
 	}
 	for i := s + 1; i <= j; i++ {
-		if !bernoulli(r, m-i+1, m-s+1) {
+		if !c.times(r, m-i+1, m-s+1) {
 			return false
 		}
 	}
-	return true
+	return c.draw(r)
 }
+
+// chain draws Bernoulli of a product of rationals, each at most 1, as the
+// conjunction of independent Bernoulli draws of partial products: factors
+// are multiplied into a/b while the product fits in 64 bits, and a/b is
+// drawn (and reset) when the next factor would overflow it.
+type chain struct{ a, b uint64 }
+
+// times multiplies x/y (x <= y) into the chain; it returns false if a
+// partial product drawn on the way came out false.
+func (c *chain) times(r *rand.Rand, x, y uint64) bool {
+	ha, la := bits.Mul64(c.a, x)
+	hb, lb := bits.Mul64(c.b, y)
+	if ha == 0 && hb == 0 {
+		c.a, c.b = la, lb
+		return true
+	}
+	ok := c.draw(r)
+	c.a, c.b = x, y
+	return ok
+}
+
+// draw returns Bernoulli(a/b) of the pending product.
+func (c *chain) draw(r *rand.Rand) bool { return c.a == c.b || bernoulli(r, c.a, c.b) }
 
 // bernoulli returns true with probability a/b exactly (0 <= a <= b, b > 0).
 func bernoulli(r *rand.Rand, a, b uint64) bool { return r.Uint64N(b) < a }
@@ -216,9 +249,9 @@ type bigBernoulli struct {
 	rem      *big.Int // num·2^64 - first·den
 }
 
-// newBigBernoulli prepares Bernoulli(p), p in [0, 1].
-func newBigBernoulli(p *big.Rat) *bigBernoulli {
-	b := &bigBernoulli{num: new(big.Int).Set(p.Num()), den: new(big.Int).Set(p.Denom())}
+// newBigBernoulli prepares Bernoulli(num/den), 0 <= num <= den, den > 0.
+func newBigBernoulli(num, den *big.Int) *bigBernoulli {
+	b := &bigBernoulli{num: num, den: den}
 	b.first, b.rem = nextBlock(b.num, b.den)
 	return b
 }

@@ -16,6 +16,7 @@ import (
 // below 1, at 1, integers (where two modes tie), non-integers and large.
 var exactMeans = []struct{ num, den uint64 }{
 	{3, 7}, {1, 1}, {5, 2}, {4, 1}, {100, 1}, {2469, 2}, {161_000, 1},
+	{3602879701896397, 1 << 35}, // a dyadic float mean, as split-mix's
 }
 
 // poissonLogPMF is the Poisson log-pmf at mean lam, from math.Lgamma (its
@@ -209,6 +210,50 @@ func TestExactBadInput(t *testing.T) {
 				t.Errorf("error %v, want one containing %q", err, c.want)
 			}
 		})
+	}
+}
+
+// TestPoissonExactLargestMean: the sampler builds at MaxExactMean (its
+// set-up multiplies about 2^15 factors by a product tree) and its draws
+// average to the mean within 5 standard errors.
+func TestPoissonExactLargestMean(t *testing.T) {
+	const n = 200
+	p, err := NewPoissonExact(MaxExactMean, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rng.Stream(11)
+	sum := 0.0
+	for range n {
+		sum += float64(p.Sample(r))
+	}
+	lam := float64(MaxExactMean)
+	if se := math.Sqrt(lam / n); math.Abs(sum/n-lam) > 5*se {
+		t.Errorf("mean %.1f, want %v ± %.1f", sum/n, lam, 5*se)
+	}
+	if _, err := NewPoissonExact(MaxExactMean+1, 1); err == nil {
+		t.Error("a mean above MaxExactMean was accepted")
+	}
+}
+
+// TestBigBernoulli: the lazy binary-expansion Bernoulli at p = 0, 1 and
+// rationals between: frequencies within 5 standard errors (exactly 0 and
+// n at the ends).
+func TestBigBernoulli(t *testing.T) {
+	const n = 100_000
+	for _, c := range []struct{ a, b int64 }{{0, 1}, {1, 1}, {1, 3}, {2, 3}, {1, 2}, {7, 1 << 40}} {
+		b := newBigBernoulli(big.NewInt(c.a), big.NewInt(c.b))
+		r := rng.Stream(uint64(c.a), uint64(c.b))
+		hits := 0
+		for range n {
+			if b.sample(r) {
+				hits++
+			}
+		}
+		p := float64(c.a) / float64(c.b)
+		if se := math.Sqrt(p*(1-p)/n) + 1e-12; math.Abs(float64(hits)/n-p) > 5*se {
+			t.Errorf("Bernoulli(%d/%d): frequency %v", c.a, c.b, float64(hits)/n)
+		}
 	}
 }
 
