@@ -301,4 +301,15 @@ func BenchmarkPoissonExact(b *testing.B) {
 			}
 		})
 	}
+	// A dyadic mean like split-mix's (a float variance taken exactly).
+	b.Run("exact/dyadic-104857.6", func(b *testing.B) {
+		p, err := NewPoissonExact(3602879701896397, 1<<35)
+		if err != nil {
+			b.Fatal(err)
+		}
+		r := rng.Stream(1, 1)
+		for b.Loop() {
+			p.Sample(r)
+		}
+	})
 }
