@@ -37,7 +37,7 @@ const MaxExactMean = 1 << 30
 // draw, against O(1) for the floating-point Poisson.
 type PoissonExact struct {
 	num, den uint64
-	m        uint64 // the mode, floor(num/den)
+	m        uint64 // a mode, ceil(num/den) - 1
 	up, down tail
 	pMode    *bigBernoulli // P[propose the mode]
 	pUp      *bigBernoulli // P[upper tail | not the mode]
@@ -86,8 +86,8 @@ func NewPoissonExact(num, den uint64) (*PoissonExact, error) {
 func (p *PoissonExact) Mean() (num, den uint64) { return p.num, p.den }
 
 // setProposal computes the exact envelope masses: 1 at the mode and
-// W = C·rho/(1-rho) for each tail, C the product of the tail's
-// (m ± s)/(m ± i) ratios for i <= s. The fractions are kept unreduced (a
+// W = C·rho/(1-rho) for each tail, C the product of the tail's factors
+// over rho for i <= s. The fractions are kept unreduced (a
 // gcd of million-bit numbers would dominate the set-up at large means).
 func (p *PoissonExact) setProposal() {
 	nUp, dUp := p.tailMass(p.up, true)
