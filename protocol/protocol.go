@@ -348,8 +348,10 @@ type Params struct {
 	Population int
 	// Secure selects the floating-point-safe samplers of package mechanism
 	// (outputs snapped to a power-of-two grid fixed by the noise scale,
-	// Mironov 2012) for every continuous noise the protocol draws. Deployment
-	// must set it; simulations may leave it off for speed.
+	// Mironov 2012) for every continuous noise the protocol draws, and the
+	// integer-only exact Skellam sampler (mechanism.SkellamExact) for
+	// split-mix's discrete noise. Deployment must set it; simulations may
+	// leave it off for speed.
 	Secure bool
 	// Layers are the sizes of the model's layers in parameter order (they
 	// sum to the dimension), for protocols that treat layers separately

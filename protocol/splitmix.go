@@ -137,7 +137,8 @@ type SplitMix struct {
 	scale, gamma           float64
 	fast                   bool
 	sigmaBits, voidBits    float64
-	variance, slotVar      float64 // mu (honest total) and mu/(K - t)
+	variance, slotVar      float64                 // mu (honest total) and mu/(K - t)
+	exact                  *mechanism.SkellamExact // Params.Secure: the integer-only sampler
 	l1, l2                 float64
 	curve                  []float64
 }
@@ -244,7 +245,38 @@ func newSplitMix(p Params) (Protocol, error) {
 	if err := sm.calibrate(); err != nil {
 		return nil, err
 	}
+	if p.Secure {
+		if sm.exact, err = exactShare(sm.slotVar); err != nil {
+			return nil, err
+		}
+	}
 	return sm, nil
+}
+
+// exactShare returns the integer-only Skellam sampler of a slot's noise
+// share for Params.Secure. Its variance is the float64 just above
+// slotVar, taken exactly as a rational: slotVar is the rounded quotient
+// mu/(K - t), so the K - t honest shares add up to at least mu, the
+// variance the accountant assumes.
+func exactShare(slotVar float64) (*mechanism.SkellamExact, error) {
+	num, den, err := mechanism.DyadicRational(math.Nextafter(slotVar, math.Inf(1)))
+	if err != nil {
+		return nil, fmt.Errorf("split-mix: the exact noise share of variance %v: %w", slotVar, err)
+	}
+	s, err := mechanism.NewSkellamExact(num, den)
+	if err != nil {
+		return nil, fmt.Errorf("split-mix: the exact noise share of variance %v: %w", slotVar, err)
+	}
+	return s, nil
+}
+
+// skellam draws one slot's noise share: the integer-only exact sampler
+// with Params.Secure, the floating-point Skellam otherwise.
+func (sm SplitMix) skellam(r *rand.Rand) int64 {
+	if sm.exact != nil {
+		return sm.exact.Sample(r)
+	}
+	return mechanism.Skellam(r, sm.slotVar)
 }
 
 // smallestSlots returns the smallest K with P[Bin(n, q) > K] <= budget.
@@ -384,7 +416,7 @@ func (sm SplitMix) modQ(x int64) int64 {
 func (sm SplitMix) noisy(r *rand.Rand, u []float64, dst []int64) {
 	for j, v := range u {
 		x := mechanism.RoundUnbiased(r, sm.gamma*v)
-		dst[j] = sm.modQ(x + mechanism.Skellam(r, sm.slotVar))
+		dst[j] = sm.modQ(x + sm.skellam(r))
 	}
 }
 
@@ -455,7 +487,7 @@ func (sm SplitMix) Pad(r *rand.Rand, s Shape, counts []int64, emit func(int, flo
 	dummies := sm.slots - n
 	noise := make([]int64, dummies*sm.dim)
 	for i := range noise {
-		noise[i] = sm.modQ(mechanism.Skellam(r, sm.slotVar))
+		noise[i] = sm.modQ(sm.skellam(r))
 	}
 	for i := range dummies {
 		row := noise[i*sm.dim : (i+1)*sm.dim]

@@ -76,12 +76,12 @@ func trueSum(sm SplitMix, seed uint64, updates [][]float64) []int64 {
 		clipL2(c, sm.clip)
 		for j, v := range c {
 			tot[j] += mechanism.RoundUnbiased(r, sm.gamma*v)
-			tot[j] += mechanism.Skellam(r, sm.slotVar)
+			tot[j] += sm.skellam(r)
 		}
 	}
 	r := rng.Stream(seed, padLabel)
 	for i := 0; i < (sm.slots-len(updates))*d; i++ {
-		tot[i%d] += mechanism.Skellam(r, sm.slotVar)
+		tot[i%d] += sm.skellam(r)
 	}
 	return tot
 }

@@ -102,7 +102,8 @@ type Config struct {
 	Patience int `yaml:"patience,omitempty"`
 
 	// SecureNoise makes every protocol draw its continuous noise with the
-	// floating-point-safe samplers (Mironov 2012), as a deployment must.
+	// floating-point-safe samplers (Mironov 2012) and split-mix its Skellam
+	// noise with the integer-only exact sampler, as a deployment must.
 	SecureNoise bool `yaml:"secure-noise"`
 
 	Seed    uint64 `yaml:"seed"`

@@ -46,7 +46,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.IntVar(&c.HoldoutClients, "holdout-clients", c.HoldoutClients, "validation clients held out of training for early stopping (0 = none): they get shards like the others but never train; their losses are not privatized and the privacy statement covers the --clients training clients only")
 	fs.IntVar(&c.ValidateEvery, "validate-every", c.ValidateEvery, "validate on the held-out clients every this many rounds (0 = never; needs --holdout-clients); each uses its lowest-loss model, as in clustered FL")
 	fs.IntVar(&c.Patience, "patience", c.Patience, "stop after this many validations without a lower validation loss (0 = never stop early); summary.json's validation.test_accuracy_at_best is then the figure to report")
-	fs.BoolVar(&c.SecureNoise, "secure-noise", c.SecureNoise, "draw all continuous noise with the floating-point-safe samplers (snapped to a power-of-two grid, Mironov 2012), as real deployments must; a little slower")
+	fs.BoolVar(&c.SecureNoise, "secure-noise", c.SecureNoise, "draw all continuous noise with the floating-point-safe samplers (snapped to a power-of-two grid, Mironov 2012) and split-mix's Skellam noise with the integer-only exact sampler, as real deployments must; slower")
 	fs.Uint64Var(&c.Seed, "seed", c.Seed, "random seed: the run is bit-for-bit reproducible from it, whatever the number of workers")
 	fs.IntVar(&c.Workers, "workers", c.Workers, "worker goroutines for clients and evaluation; 0 means all cores")
 	fs.BoolVar(&c.Faithful, "faithful", c.Faithful, "materialise, pad and permute every report as a deployment does (memory n x d) instead of streaming them into the aggregate")

@@ -12,7 +12,8 @@
 // simulation, a CSPRNG in deployment); nothing reads a global generator.
 // Laplace, Gaussian and ClipLaplace have Secure variants that close the
 // floating-point leak of textbook sampling (Mironov, CCS 2012); deployment
-// must use them.
+// must use them. PoissonExact and SkellamExact are integer-only exact
+// samplers of the Poisson and Skellam distributions for rational means.
 //
 // docs/MECHANISMS.md has the table of mechanisms and their sources, the
 // floating-point safety argument, where the papers are ambiguous or wrong,

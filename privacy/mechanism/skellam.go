@@ -15,7 +15,8 @@ import (
 // Poisson log-probability. Both are exact samplers in real arithmetic; in
 // floating point they are as faithful as the uniform draws and math.Lgamma
 // (a simulation-grade sampler: a deployment that must resist floating-point
-// attacks should use an integer-only sampler, e.g. Duchon and Duvignau's).
+// attacks uses PoissonExact, the integer-only exact sampler, as split-mix
+// does with Params.Secure).
 //
 // It returns 0 for lambda = 0 and panics on a negative or non-finite mean,
 // which is a programming error (callers validate their parameters).
@@ -88,6 +89,8 @@ func poissonPTRS(r *rand.Rand, lambda float64) int64 {
 // variables with variances v_1, ..., v_n is Skellam with variance
 // v_1 + ... + v_n, which is what lets n clients each add a share of a
 // central Skellam noise (Agarwal, Kairouz and Liu, NeurIPS 2021).
+// Simulation-grade like Poisson; SkellamExact is the integer-only exact
+// sampler of the same distribution.
 func Skellam(r *rand.Rand, v float64) int64 {
 	return Poisson(r, v/2) - Poisson(r, v/2)
 }
