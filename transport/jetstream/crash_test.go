@@ -1,21 +1,18 @@
 package jetstream
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"crypto/sha256"
-	"errors"
 	"fmt"
 	mrand "math/rand/v2"
 	"os"
-	"os/exec"
-	"syscall"
 	"testing"
 	"time"
 
 	js "github.com/nats-io/nats.go/jetstream"
 
+	"github.com/shufflefl/shufflefl/internal/crashtest"
 	"github.com/shufflefl/shufflefl/internal/longtest"
 )
 
@@ -196,66 +193,7 @@ func TestCrashDetectsLoss(t *testing.T) {
 // runCrashChild starts a child on dir, collects its acknowledgements, and
 // SIGKILLs it delay after the first one.
 func runCrashChild(dir string, delay time.Duration, a *crashAcks, env ...string) error {
-	pr, pw, err := os.Pipe()
-	if err != nil {
-		return err
-	}
-	defer pr.Close()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestCrashChild$", "-test.count=1")
-	cmd.Env = append(append(os.Environ(), crashChildEnv+"="+dir), env...)
-	cmd.ExtraFiles = []*os.File{pw}
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		return err
-	}
-	pw.Close()
-	lines := make(chan string, 1024)
-	go func() {
-		sc := bufio.NewScanner(pr)
-		for sc.Scan() {
-			lines <- sc.Text()
-		}
-		close(lines)
-	}()
-	var timer <-chan time.Time
-	killed := false
-	var perr error
-	deadline := time.After(60 * time.Second)
-	for lines != nil {
-		select {
-		case l, ok := <-lines:
-			if !ok {
-				lines = nil
-				continue
-			}
-			if err := a.add(l); err != nil && perr == nil {
-				perr = err
-			}
-			if timer == nil && !killed {
-				timer = time.After(delay)
-			}
-		case <-timer:
-			cmd.Process.Signal(syscall.SIGKILL)
-			killed, timer = true, nil
-		case <-deadline:
-			cmd.Process.Signal(syscall.SIGKILL)
-			killed = true
-			perr = errors.New("child acknowledged nothing within 60 s")
-		}
-	}
-	err = cmd.Wait()
-	if perr != nil {
-		return perr
-	}
-	var ee *exec.ExitError
-	if !errors.As(err, &ee) || !killed {
-		return fmt.Errorf("child ended by itself (%v): %s", err, stderr.String())
-	}
-	if ws, ok := ee.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
-		return fmt.Errorf("child exited with %v, not SIGKILL: %s", err, stderr.String())
-	}
-	return nil
+	return crashtest.Kill("^TestCrashChild$", append([]string{crashChildEnv + "=" + dir}, env...), delay, a.add)
 }
 
 // verifyCrash restarts the server on dir and checks that the stream holds

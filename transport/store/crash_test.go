@@ -1,7 +1,6 @@
 package store
 
 import (
-	"bufio"
 	"bytes"
 	"crypto/rand"
 	"crypto/sha256"
@@ -11,14 +10,13 @@ import (
 	"fmt"
 	mrand "math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/shufflefl/shufflefl/internal/crashtest"
 	"github.com/shufflefl/shufflefl/internal/longtest"
 	"github.com/shufflefl/shufflefl/privacy/account"
 )
@@ -400,7 +398,7 @@ func TestCrashDetectsEarlyAck(t *testing.T) {
 	a := newAcked()
 	rng := mrand.New(mrand.NewPCG(uint64(time.Now().UnixNano()), 3))
 	for it := 0; it < 10; it++ {
-		if err := runCrashChild(t, path, time.Duration(20+rng.IntN(200))*time.Millisecond, a); err != nil {
+		if err := runCrashChild(path, time.Duration(20+rng.IntN(200))*time.Millisecond, a); err != nil {
 			t.Fatalf("iteration %d: %v", it, err)
 		}
 		if err := verifyCrash(path, a); err != nil {
@@ -430,7 +428,7 @@ func TestCrashRecovery(t *testing.T) {
 	for it := 0; it < iters; it++ {
 		before := a.lines
 		delay := time.Duration(20+rng.IntN(400)) * time.Millisecond
-		if err := runCrashChild(t, path, delay, a); err != nil {
+		if err := runCrashChild(path, delay, a); err != nil {
 			t.Fatalf("iteration %d: %v", it, err)
 		}
 		if err := verifyCrash(path, a); err != nil {
@@ -446,67 +444,8 @@ func TestCrashRecovery(t *testing.T) {
 
 // runCrashChild starts a child on path, collects its acknowledgements, and
 // SIGKILLs it delay after its first one.
-func runCrashChild(t *testing.T, path string, delay time.Duration, a *acked) error {
-	pr, pw, err := os.Pipe()
-	if err != nil {
-		return err
-	}
-	cmd := exec.Command(os.Args[0], "-test.run=^TestCrashChild$", "-test.count=1")
-	cmd.Env = append(os.Environ(), crashChildEnv+"="+path)
-	cmd.ExtraFiles = []*os.File{pw}
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		return err
-	}
-	pw.Close()
-	lines := make(chan string, 1024)
-	go func() {
-		sc := bufio.NewScanner(pr)
-		for sc.Scan() {
-			lines <- sc.Text()
-		}
-		close(lines)
-	}()
-	var timer <-chan time.Time
-	killed := false
-	var perr error
-	deadline := time.After(60 * time.Second)
-	for lines != nil {
-		select {
-		case l, ok := <-lines:
-			if !ok {
-				lines = nil
-				continue
-			}
-			if err := a.add(l); err != nil && perr == nil {
-				perr = err
-			}
-			if timer == nil && !killed {
-				timer = time.After(delay)
-			}
-		case <-timer:
-			cmd.Process.Signal(syscall.SIGKILL)
-			killed, timer = true, nil
-		case <-deadline:
-			cmd.Process.Signal(syscall.SIGKILL)
-			killed = true
-			perr = errors.New("child produced no acknowledgement within 60 s")
-		}
-	}
-	err = cmd.Wait()
-	pr.Close()
-	if perr != nil {
-		return perr
-	}
-	var ee *exec.ExitError
-	if !errors.As(err, &ee) || !killed {
-		return fmt.Errorf("child ended by itself (%v): %s", err, stderr.String())
-	}
-	if ws, ok := ee.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
-		return fmt.Errorf("child exited with %v, not SIGKILL: %s", err, stderr.String())
-	}
-	return nil
+func runCrashChild(path string, delay time.Duration, a *acked) error {
+	return crashtest.Kill("^TestCrashChild$", []string{crashChildEnv + "=" + path}, delay, a.add)
 }
 
 // verifyCrash reopens the database and checks it against the
