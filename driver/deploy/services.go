@@ -42,9 +42,11 @@ type ServiceOptions struct {
 	// analyzer opens its batches on the 'shufflefl opener' processes
 	// serving its queue there ("": on its own cores). Openers is how many
 	// opener processes deploy-local starts (with no NATS, over a server
-	// embedded in it).
-	NATS    string
-	Openers int
+	// embedded in it), OpenerChunk the messages of a chunk
+	// (DefaultOpenerChunk if zero).
+	NATS        string
+	Openers     int
+	OpenerChunk int
 	// Log receives the role's log lines.
 	Log *log.Logger
 	// ProgressEvery is how often the analyzer and the shuffler log a
@@ -87,6 +89,7 @@ func (o *ServiceOptions) RegisterFlags(fs *flag.FlagSet) {
 	fs.BoolVar(&o.Serve, "serve", o.Serve, "shuffler: keep serving after the run's last round (default: exit 0 once the analyzer acknowledged it)")
 	fs.StringVar(&o.NATS, "nats", o.NATS, "analyzer, deploy-local: open the batches on the 'shufflefl opener' processes of the NATS JetStream server at `URL` (default: on the analyzer's own cores)")
 	fs.IntVar(&o.Openers, "openers", o.Openers, "deploy-local: open the batches on `N` 'shufflefl opener' processes over a NATS JetStream server embedded under DIR/state/nats (or the --nats server); the model is the same bit for bit (default 0: in the analyzer)")
+	fs.IntVar(&o.OpenerChunk, "opener-chunk", o.OpenerChunk, "analyzer, deploy-local: messages of a chunk on the opener queue (default 4096, about 0.3 s of one core's opening; smaller spreads a small round over more openers)")
 }
 
 // LoadSetup loads cfg's dataset and builds the run's Setup.
@@ -131,7 +134,7 @@ func ServeAnalyzer(ctx context.Context, cfg round.Config, o ServiceOptions) (rou
 	prog, every := o.progressLog()
 	an, err := NewAnalyzer(AnalyzerConfig{Setup: st, DB: db, Key: creds.HPKE, Shuffler: wire.NewShufflerControlClient(conn),
 		RoundTimeout: o.RoundTimeout, MinReports: o.MinReports, Workers: cfg.Workers, Logf: lg.Printf, Progress: prog, ProgressEvery: every,
-		Openers: openers,
+		Openers: openers, OpenerChunk: o.OpenerChunk,
 		Observe: func(r round.RoundResult) {
 			if d := r.DPrivacy; d != nil {
 				lg.Printf("analyzer: round %d: %d reports, test accuracy %.4f, d-privacy leakage %s per participation, at most %s composed for a client (no (epsilon, delta) guarantee)",
