@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"sync"
 	"testing"
@@ -19,7 +20,9 @@ import (
 // The child of TestOpenerKilledMidChunk: an opener process on the server
 // at $SHUFFLEFL_OPENER_URL with the key in $SHUFFLEFL_OPENER_KEY. When it
 // starts a chunk it writes the chunk's subject on descriptor 3 and holds
-// the chunk, unacknowledged, until it is killed.
+// the chunk, unacknowledged, until it is killed. With
+// SHUFFLEFL_OPENER_CHILD=serve it is an ordinary opener on every core
+// (TestOpenerThroughput).
 const (
 	openerChildEnv = "SHUFFLEFL_OPENER_CHILD"
 	openerURLEnv   = "SHUFFLEFL_OPENER_URL"
@@ -43,12 +46,17 @@ func TestOpenerChild(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	acks := os.NewFile(3, "acks")
-	started := func(subject string) {
-		fmt.Fprintln(acks, subject)
-		select {} // holds the chunk until killed
+	cfg := OpenerConfig{Conn: conn, Key: key, Workers: 1, AckWait: crashAckWait, Logf: t.Logf}
+	if os.Getenv(openerChildEnv) == "serve" { // an opener process of TestOpenerThroughput
+		cfg.Workers = runtime.GOMAXPROCS(0)
+	} else {
+		acks := os.NewFile(3, "acks")
+		cfg.started = func(subject string) {
+			fmt.Fprintln(acks, subject)
+			select {} // holds the chunk until killed
+		}
 	}
-	err = ServeOpener(context.Background(), OpenerConfig{Conn: conn, Key: key, Workers: 1, AckWait: crashAckWait, Logf: t.Logf, started: started})
+	err = ServeOpener(context.Background(), cfg)
 	t.Fatalf("the opener returned: %v", err)
 }
 
