@@ -86,8 +86,10 @@ type Analyzer struct {
 	w    []float64
 	logf func(string, ...any)
 	prog *meter
-	// openq is the opener queue (nil: the batches are opened here).
-	openq *openStreams
+	// openq is the opener queue (nil: the batches are opened here) and
+	// openMAC the key of its MACs.
+	openq   *openStreams
+	openMAC []byte
 
 	mu       sync.Mutex // one batch at a time; guards the fields below
 	pending  int64      // the announced round awaiting its batch (0: none)
@@ -160,6 +162,9 @@ func (a *Analyzer) joinOpeners() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	var err error
+	if a.openMAC, err = openerMACKey(a.cfg.Key); err != nil {
+		return err
+	}
 	if a.openq, err = openOpenerStreams(ctx, a.cfg.Openers); err != nil {
 		return err
 	}

@@ -3,6 +3,7 @@ package deploy
 import (
 	"bytes"
 	"context"
+	"crypto/hmac"
 	"errors"
 	"fmt"
 	"log"
@@ -48,6 +49,7 @@ type Opener struct {
 	streams *openStreams
 	cons    *jetstream.Consumer
 	pub     []byte
+	mac     []byte // the key of the queue's MACs
 	logf    func(string, ...any)
 }
 
@@ -72,6 +74,9 @@ func NewOpener(ctx context.Context, cfg OpenerConfig) (*Opener, error) {
 		o.logf = log.Printf
 	}
 	var err error
+	if o.mac, err = openerMACKey(cfg.Key); err != nil {
+		return nil, err
+	}
 	if o.streams, err = openOpenerStreams(ctx, cfg.Conn); err != nil {
 		return nil, err
 	}
@@ -162,7 +167,7 @@ func (o *Opener) handle(ctx context.Context, m *jetstream.Msg) {
 		o.cfg.started(m.Subject())
 	}
 	stop := keepAlive(m, o.cfg.AckWait/3)
-	res, err := openChunk(o.cfg.Key, &c, o.cfg.Name)
+	res, err := openChunk(o.cfg.Key, o.mac, &c, o.cfg.Name)
 	stop()
 	var b []byte
 	if err == nil {
@@ -192,6 +197,9 @@ func (o *Opener) handle(ctx context.Context, m *jetstream.Msg) {
 func (o *Opener) check(c *wire.OpenChunk, subject, id string) error {
 	if !bytes.Equal(c.AnalyzerPublicKey, o.pub) {
 		return errForeignKey
+	}
+	if !hmac.Equal(c.Mac, chunkMAC(o.mac, c)) {
+		return errf("not authenticated by the analyzer's key (a MAC that does not verify)")
 	}
 	tag := runTag(c.RunId)
 	if want := chunkSubject(tag, c.Round, fmt.Sprint(c.Chunk)); subject != want {
@@ -229,8 +237,9 @@ func keepAlive(m *jetstream.Msg, period time.Duration) func() {
 
 // openChunk opens a checked chunk's messages in order, with one
 // seal.Opener for the chunk (so a replay within the chunk is refused as
-// the analyzer's own opener refuses it), and returns its result.
-func openChunk(key *seal.PrivateKey, c *wire.OpenChunk, name string) (*wire.OpenResult, error) {
+// the analyzer's own opener refuses it), and returns its result,
+// authenticated with mac.
+func openChunk(key *seal.PrivateKey, mac []byte, c *wire.OpenChunk, name string) (*wire.OpenResult, error) {
 	op, err := seal.NewOpener(key, c.RunId, uint64(c.Round), specOf(c.Spec))
 	if err != nil {
 		return nil, err
@@ -256,5 +265,6 @@ func openChunk(key *seal.PrivateKey, c *wire.OpenChunk, name string) (*wire.Open
 	if res.Values, err = wire.PackFloat64s(vals); err != nil {
 		return nil, err
 	}
+	res.Mac = resultMAC(mac, res)
 	return res, nil
 }

@@ -3,6 +3,7 @@ package deploy
 import (
 	"bytes"
 	"context"
+	"crypto/hmac"
 	"crypto/sha256"
 	"fmt"
 	"time"
@@ -206,8 +207,10 @@ func (ro *remoteOpen) publish(ctx context.Context) error {
 
 // chunk is chunk c as the openers receive it.
 func (ro *remoteOpen) chunk(c int) *wire.OpenChunk {
-	return &wire.OpenChunk{RunId: ro.a.st.RunID, Round: ro.t, Chunk: uint32(c), Chunks: uint32(len(ro.spans)), AnalyzerPublicKey: ro.a.cfg.Key.Public().Bytes(),
+	oc := &wire.OpenChunk{RunId: ro.a.st.RunID, Round: ro.t, Chunk: uint32(c), Chunks: uint32(len(ro.spans)), AnalyzerPublicKey: ro.a.cfg.Key.Public().Bytes(),
 		Spec: specWire(ro.spec), Digest: ro.digests[c], Messages: ro.ciphertexts(ro.spans[c])}
+	oc.Mac = chunkMAC(ro.a.openMAC, oc)
+	return oc
 }
 
 // absorb takes one entry of the results log: a result for a chunk still
@@ -220,6 +223,8 @@ func (ro *remoteOpen) absorb(e jetstream.Entry) bool {
 	c := int(res.GetChunk())
 	switch {
 	case err != nil:
+	case !hmac.Equal(res.Mac, resultMAC(ro.a.openMAC, &res)):
+		err = errf("not authenticated by the analyzer's key (a MAC that does not verify)")
 	case res.RunId != ro.a.st.RunID || res.Round != ro.t:
 		err = fmt.Errorf("a result of run %q round %d", res.RunId, res.Round)
 	case c >= len(ro.spans):

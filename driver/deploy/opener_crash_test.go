@@ -150,7 +150,7 @@ func TestOpenerDiesAfterPublishing(t *testing.T) {
 	if err := wire.Unmarshal(msgs[0].Data(), &c); err != nil {
 		t.Fatal(err)
 	}
-	res, err := openChunk(f.creds.HPKE, &c, "dying")
+	res, err := openChunk(f.creds.HPKE, a.openMAC, &c, "dying")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,10 +2,13 @@ package deploy
 
 import (
 	"context"
+	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
 	"fmt"
+	"hash"
+	"math"
 	"time"
 
 	"github.com/shufflefl/shufflefl/transport/jetstream"
@@ -148,4 +151,77 @@ func specWire(s seal.Spec) *wire.OpenSpec {
 func specOf(w *wire.OpenSpec) seal.Spec {
 	return seal.Spec{Mode: seal.Mode(w.GetMode()), Dim: int(w.GetDimension()), Meta: w.GetMeta(), Values: seal.Range{Lo: w.GetValuesLo(), Hi: w.GetValuesHi()},
 		MetaValues: seal.Range{Lo: w.GetMetaLo(), Hi: w.GetMetaHi()}}
+}
+
+// openerMACKey derives the key that authenticates the opener queue's chunks
+// and results from the analyzer's HPKE private key, which only the analyzer
+// and its openers hold: whoever else can publish on the NATS server can
+// neither make the openers open ciphertexts of their choosing nor feed the
+// analyzer values.
+func openerMACKey(k *seal.PrivateKey) ([]byte, error) {
+	pem, err := k.MarshalPEM()
+	if err != nil {
+		return nil, err
+	}
+	h := hmac.New(sha256.New, []byte("shufflefl/opener-queue-mac/v1"))
+	h.Write(pem)
+	return h.Sum(nil), nil
+}
+
+// macWriter writes a MAC's fields, each length-prefixed.
+type macWriter struct{ h hash.Hash }
+
+func newMAC(key []byte, kind string) macWriter {
+	m := macWriter{hmac.New(sha256.New, key)}
+	m.bytes([]byte(kind))
+	return m
+}
+
+func (m macWriter) bytes(b []byte) {
+	var n [binary.MaxVarintLen64]byte
+	m.h.Write(n[:binary.PutUvarint(n[:], uint64(len(b)))])
+	m.h.Write(b)
+}
+
+func (m macWriter) uints(xs ...uint64) {
+	b := make([]byte, 0, 8*len(xs))
+	for _, x := range xs {
+		b = binary.BigEndian.AppendUint64(b, x)
+	}
+	m.bytes(b)
+}
+
+// chunkMAC is an OpenChunk's MAC: every field but the messages (the digest
+// covers them) and the MAC.
+func chunkMAC(key []byte, c *wire.OpenChunk) []byte {
+	m := newMAC(key, "chunk")
+	m.bytes([]byte(c.RunId))
+	m.uints(uint64(c.Round), uint64(c.Chunk), uint64(c.Chunks))
+	m.bytes(c.AnalyzerPublicKey)
+	sp := c.GetSpec()
+	meta := uint64(0)
+	if sp.GetMeta() {
+		meta = 1
+	}
+	m.uints(uint64(sp.GetMode()), uint64(sp.GetDimension()), meta, math.Float64bits(sp.GetValuesLo()), math.Float64bits(sp.GetValuesHi()),
+		math.Float64bits(sp.GetMetaLo()), math.Float64bits(sp.GetMetaHi()))
+	m.bytes(c.Digest)
+	return m.h.Sum(nil)
+}
+
+// resultMAC is an OpenResult's MAC: every field but the MAC.
+func resultMAC(key []byte, r *wire.OpenResult) []byte {
+	m := newMAC(key, "result")
+	m.bytes([]byte(r.RunId))
+	m.uints(uint64(r.Round), uint64(r.Chunk))
+	m.bytes(r.Digest)
+	m.bytes(r.Outcomes)
+	cs := make([]uint64, len(r.Coordinates))
+	for i, c := range r.Coordinates {
+		cs[i] = uint64(c)
+	}
+	m.uints(cs...)
+	m.bytes(r.Values)
+	m.bytes([]byte(r.Opener))
+	return m.h.Sum(nil)
 }

@@ -322,7 +322,9 @@ batch on 'shufflefl opener' processes over NATS JetStream instead of on the
 analyzer's cores, with the same model bit for bit: the analyzer cuts the batch
 into chunks on its queue, any number of openers (holding the analyzer's HPKE
 key: its trust domain) open them, and the analyzer assembles their results in
-batch order. See docs/DEPLOYMENT.md, "Openers".
+batch order. Chunks and results are authenticated with a key derived from the
+analyzer's; the server should still be the analyzer's (it sees the opened
+values). See docs/DEPLOYMENT.md, "Openers".
 
 Deployments draw every noise with the floating-point-safe samplers and every
 random number from crypto/rand. --seed (deploy-local only) is a TEST MODE: the

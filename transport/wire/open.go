@@ -2,8 +2,12 @@ package wire
 
 import "math"
 
-// DigestBytes is the length of an OpenChunk's digest (SHA-256).
-const DigestBytes = 32
+// DigestBytes is the length of an OpenChunk's digest (SHA-256) and
+// MACBytes of the opener queue's MACs (HMAC-SHA256).
+const (
+	DigestBytes = 32
+	MACBytes    = 32
+)
 
 // Validate checks the spec's mode, dimension and ranges (finite bounds,
 // lo < hi; the meta range only when meta is set).
@@ -32,7 +36,7 @@ func (c *v) interval(field string, lo, hi float64) {
 }
 
 // Validate checks the chunk's identity (run, round, index below the count),
-// the key's and the digest's lengths, the spec, and the messages: 1 to
+// the key's, the digest's and the MAC's lengths, the spec, and the messages: 1 to
 // MaxMessagesPerChunk of them, each non-empty, at most MaxChunkBytes in
 // all.
 func (x *OpenChunk) Validate() error {
@@ -48,6 +52,7 @@ func (x *OpenChunk) Validate() error {
 	}
 	c.bytesIn("analyzer_public_key", x.AnalyzerPublicKey, 1, MaxPublicKeyBytes)
 	c.bytesIn("digest", x.Digest, DigestBytes, DigestBytes)
+	c.bytesIn("mac", x.Mac, MACBytes, MACBytes)
 	if c.required("spec", x.Spec != nil) {
 		c.nested("spec", x.Spec.Validate())
 	}
@@ -70,7 +75,8 @@ func (x *OpenChunk) Validate() error {
 	return c.err
 }
 
-// Validate checks the result's identity and shape: one outcome byte per
+// Validate checks the result's identity, its digest's and MAC's lengths
+// and its shape: one outcome byte per
 // message (1 to MaxMessagesPerChunk), no more coordinates than outcomes,
 // and values that are whole finite float64s. That the outcomes, the
 // coordinates and the values agree with each other and with the chunk is
@@ -83,6 +89,7 @@ func (x *OpenResult) Validate() error {
 	c.printable("run_id", x.RunId, MaxIDBytes)
 	c.atLeast("round", x.Round, 1)
 	c.bytesIn("digest", x.Digest, DigestBytes, DigestBytes)
+	c.bytesIn("mac", x.Mac, MACBytes, MACBytes)
 	c.bytesIn("outcomes", x.Outcomes, 1, MaxMessagesPerChunk)
 	if len(x.Coordinates) > len(x.Outcomes) {
 		c.bad("coordinates", "%d coordinates for %d messages", len(x.Coordinates), len(x.Outcomes))

@@ -15,7 +15,7 @@ import (
 func validOpenChunk() *OpenChunk {
 	return &OpenChunk{RunId: "run-1", Round: 2, Chunk: 1, Chunks: 3, AnalyzerPublicKey: bytes.Repeat([]byte{7}, 32),
 		Spec:   &OpenSpec{Mode: 1, Dimension: 10, Meta: true, ValuesLo: -1, ValuesHi: 1, MetaLo: 0, MetaHi: 8},
-		Digest: bytes.Repeat([]byte{1}, DigestBytes), Messages: [][]byte{[]byte("sealed-0"), []byte("sealed-1")}}
+		Digest: bytes.Repeat([]byte{1}, DigestBytes), Messages: [][]byte{[]byte("sealed-0"), []byte("sealed-1")}, Mac: bytes.Repeat([]byte{9}, MACBytes)}
 }
 
 func validOpenResult(t testing.TB) *OpenResult {
@@ -24,7 +24,7 @@ func validOpenResult(t testing.TB) *OpenResult {
 		t.Fatal(err)
 	}
 	return &OpenResult{RunId: "run-1", Round: 2, Chunk: 1, Digest: bytes.Repeat([]byte{1}, DigestBytes),
-		Outcomes: []byte{1, 0x80 | 7, 2}, Coordinates: []uint32{4}, Values: vals, Opener: "host 12"}
+		Outcomes: []byte{1, 0x80 | 7, 2}, Coordinates: []uint32{4}, Values: vals, Opener: "host 12", Mac: bytes.Repeat([]byte{9}, MACBytes)}
 }
 
 // TestOpenMessagesValidate: the opener queue's messages round-trip, and
@@ -49,6 +49,7 @@ func TestOpenMessagesValidate(t *testing.T) {
 		{"index past count", chunk(func(c *OpenChunk) { c.Chunk = 3 }), "chunk", false, false},
 		{"no key", chunk(func(c *OpenChunk) { c.AnalyzerPublicKey = nil }), "analyzer_public_key", false, false},
 		{"short digest", chunk(func(c *OpenChunk) { c.Digest = c.Digest[:31] }), "digest", false, false},
+		{"no MAC", chunk(func(c *OpenChunk) { c.Mac = nil }), "mac", false, false},
 		{"no spec", chunk(func(c *OpenChunk) { c.Spec = nil }), "spec", false, false},
 		{"bad mode", chunk(func(c *OpenChunk) { c.Spec.Mode = 3 }), "spec.mode", true, false},
 		{"dimension 0", chunk(func(c *OpenChunk) { c.Spec.Dimension = 0 }), "spec.dimension", false, false},
@@ -59,6 +60,7 @@ func TestOpenMessagesValidate(t *testing.T) {
 		{"nil result", (*OpenResult)(nil), "(message)", false, true},
 		{"result round 0", result(func(r *OpenResult) { r.Round = 0 }), "round", false, false},
 		{"result digest", result(func(r *OpenResult) { r.Digest = nil }), "digest", false, false},
+		{"long result MAC", result(func(r *OpenResult) { r.Mac = make([]byte, 33) }), "mac", true, false},
 		{"no outcomes", result(func(r *OpenResult) { r.Outcomes = nil }), "outcomes", false, false},
 		{"too many coordinates", result(func(r *OpenResult) { r.Coordinates = []uint32{1, 2, 3, 4} }), "coordinates", false, false},
 		{"ragged values", result(func(r *OpenResult) { r.Values = r.Values[:9] }), "values", false, false},

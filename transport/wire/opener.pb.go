@@ -143,7 +143,11 @@ type OpenChunk struct {
 	// uvarint, then its bytes), which the result repeats.
 	Digest []byte `protobuf:"bytes,7,opt,name=digest,proto3" json:"digest,omitempty"`
 	// messages are the sealed messages (seal format), in batch order.
-	Messages      [][]byte `protobuf:"bytes,8,rep,name=messages,proto3" json:"messages,omitempty"`
+	Messages [][]byte `protobuf:"bytes,8,rep,name=messages,proto3" json:"messages,omitempty"`
+	// mac authenticates the chunk's other fields but the messages (which the
+	// digest covers) under a key derived from the analyzer's HPKE private
+	// key: only the analyzer and its openers can make one.
+	Mac           []byte `protobuf:"bytes,9,opt,name=mac,proto3" json:"mac,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -234,6 +238,13 @@ func (x *OpenChunk) GetMessages() [][]byte {
 	return nil
 }
 
+func (x *OpenChunk) GetMac() []byte {
+	if x != nil {
+		return x.Mac
+	}
+	return nil
+}
+
 // OpenResult is an opener's answer to an OpenChunk.
 type OpenResult struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -253,7 +264,9 @@ type OpenResult struct {
 	// or meta message, d for a report), packed as Model.weights.
 	Values []byte `protobuf:"bytes,7,opt,name=values,proto3" json:"values,omitempty"`
 	// opener names the process that opened the chunk (for the logs).
-	Opener        string `protobuf:"bytes,8,opt,name=opener,proto3" json:"opener,omitempty"`
+	Opener string `protobuf:"bytes,8,opt,name=opener,proto3" json:"opener,omitempty"`
+	// mac authenticates the result's other fields (as OpenChunk.mac).
+	Mac           []byte `protobuf:"bytes,9,opt,name=mac,proto3" json:"mac,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -344,6 +357,13 @@ func (x *OpenResult) GetOpener() string {
 	return ""
 }
 
+func (x *OpenResult) GetMac() []byte {
+	if x != nil {
+		return x.Mac
+	}
+	return nil
+}
+
 var File_transport_wire_opener_proto protoreflect.FileDescriptor
 
 const file_transport_wire_opener_proto_rawDesc = "" +
@@ -356,7 +376,7 @@ const file_transport_wire_opener_proto_rawDesc = "" +
 	"\tvalues_lo\x18\x04 \x01(\x01R\bvaluesLo\x12\x1b\n" +
 	"\tvalues_hi\x18\x05 \x01(\x01R\bvaluesHi\x12\x17\n" +
 	"\ameta_lo\x18\x06 \x01(\x01R\x06metaLo\x12\x17\n" +
-	"\ameta_hi\x18\a \x01(\x01R\x06metaHi\"\xfb\x01\n" +
+	"\ameta_hi\x18\a \x01(\x01R\x06metaHi\"\x8d\x02\n" +
 	"\tOpenChunk\x12\x15\n" +
 	"\x06run_id\x18\x01 \x01(\tR\x05runId\x12\x14\n" +
 	"\x05round\x18\x02 \x01(\x03R\x05round\x12\x14\n" +
@@ -365,7 +385,8 @@ const file_transport_wire_opener_proto_rawDesc = "" +
 	"\x13analyzer_public_key\x18\x05 \x01(\fR\x11analyzerPublicKey\x12/\n" +
 	"\x04spec\x18\x06 \x01(\v2\x1b.shufflefl.wire.v1.OpenSpecR\x04spec\x12\x16\n" +
 	"\x06digest\x18\a \x01(\fR\x06digest\x12\x1a\n" +
-	"\bmessages\x18\b \x03(\fR\bmessages\"\xd5\x01\n" +
+	"\bmessages\x18\b \x03(\fR\bmessages\x12\x10\n" +
+	"\x03mac\x18\t \x01(\fR\x03mac\"\xe7\x01\n" +
 	"\n" +
 	"OpenResult\x12\x15\n" +
 	"\x06run_id\x18\x01 \x01(\tR\x05runId\x12\x14\n" +
@@ -375,7 +396,8 @@ const file_transport_wire_opener_proto_rawDesc = "" +
 	"\boutcomes\x18\x05 \x01(\fR\boutcomes\x12 \n" +
 	"\vcoordinates\x18\x06 \x03(\rR\vcoordinates\x12\x16\n" +
 	"\x06values\x18\a \x01(\fR\x06values\x12\x16\n" +
-	"\x06opener\x18\b \x01(\tR\x06openerB/Z-github.com/shufflefl/shufflefl/transport/wireb\x06proto3"
+	"\x06opener\x18\b \x01(\tR\x06opener\x12\x10\n" +
+	"\x03mac\x18\t \x01(\fR\x03macB/Z-github.com/shufflefl/shufflefl/transport/wireb\x06proto3"
 
 var (
 	file_transport_wire_opener_proto_rawDescOnce sync.Once
