@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"sync"
 
 	"github.com/shufflefl/shufflefl/checks"
 	"github.com/shufflefl/shufflefl/internal/rng"
@@ -44,28 +45,9 @@ func (e *Engine) trialRound() error {
 		return err
 	}
 	d := s.Dim
-	agg := protocol.NewAggregate(d)
-	if e.clustered != nil {
-		agg.KeepVectors()
-	}
-	update := make([]float64, d)
-	var rep protocol.Report
-	for i, c := range parts {
-		clear(update)
-		b := e.budgets[c]
-		r := rng.Stream(e.cfg.Seed, rng.LabelNoise, 0, uint64(i))
-		var err error
-		if e.clustered != nil {
-			err = e.clustered.EncodeModel(r, s, e.models[0], update, b, &rep)
-		} else {
-			err = e.proto.Encode(r, s, update, b, &rep)
-		}
-		if err != nil {
-			return fmt.Errorf("encoding client %d's report at local epsilon %.4g: %w", c, b.Epsilon, err)
-		}
-		if err := agg.AddReport(&rep); err != nil {
-			return fmt.Errorf("client %d's report: %w", c, err)
-		}
+	agg, err := e.trialEncode(s, parts)
+	if err != nil {
+		return err
 	}
 	sh, err := role.NewShuffler[role.Plain](e.proto, s, e.minReports())
 	if err != nil {
@@ -107,6 +89,76 @@ func (e *Engine) trialRound() error {
 		est[j] = e.w[j] + e.scale*v
 	}
 	return finiteModel("the global model", est)
+}
+
+// trialBlock is the number of participants whose zero updates one
+// trial-round task encodes: blocks are merged in block order, so the trial
+// aggregate does not depend on the number of workers.
+const trialBlock = 4096
+
+// trialEncode encodes a zero update for every participant of round 1, each
+// at its own budget from the noise stream (0, i), on the engine's workers
+// in blocks of trialBlock merged in block order, and returns the sum.
+func (e *Engine) trialEncode(s protocol.Shape, parts []int) (*protocol.Aggregate, error) {
+	nb := (len(parts) + trialBlock - 1) / trialBlock
+	aggs := make([]*protocol.Aggregate, nb)
+	errs := make([]error, nb)
+	next := make(chan int, nb)
+	for b := range nb {
+		next <- b
+	}
+	close(next)
+	var wg sync.WaitGroup
+	for range min(e.workers, max(nb, 1)) {
+		wg.Go(func() {
+			for b := range next {
+				aggs[b], errs[b] = e.trialEncodeBlock(s, parts, b*trialBlock, min((b+1)*trialBlock, len(parts)))
+			}
+		})
+	}
+	wg.Wait()
+	agg := protocol.NewAggregate(s.Dim)
+	if e.clustered != nil {
+		agg.KeepVectors()
+	}
+	for b, a := range aggs {
+		if errs[b] != nil {
+			return nil, errs[b]
+		}
+		if err := agg.Merge(a); err != nil {
+			return nil, err
+		}
+	}
+	return agg, nil
+}
+
+// trialEncodeBlock encodes the zero updates of participants parts[lo:hi].
+func (e *Engine) trialEncodeBlock(s protocol.Shape, parts []int, lo, hi int) (*protocol.Aggregate, error) {
+	agg := protocol.NewAggregate(s.Dim)
+	if e.clustered != nil {
+		agg.KeepVectors()
+	}
+	update := make([]float64, s.Dim)
+	var rep protocol.Report
+	for i := lo; i < hi; i++ {
+		c := parts[i]
+		clear(update)
+		b := e.budgets[c]
+		r := rng.Stream(e.cfg.Seed, rng.LabelNoise, 0, uint64(i))
+		var err error
+		if e.clustered != nil {
+			err = e.clustered.EncodeModel(r, s, e.models[0], update, b, &rep)
+		} else {
+			err = e.proto.Encode(r, s, update, b, &rep)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("encoding client %d's report at local epsilon %.4g: %w", c, b.Epsilon, err)
+		}
+		if err := agg.AddReport(&rep); err != nil {
+			return nil, fmt.Errorf("client %d's report: %w", c, err)
+		}
+	}
+	return agg, nil
 }
 
 // trialUpdate trains round 1's first participant (client 0 when nobody is
