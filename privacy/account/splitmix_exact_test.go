@@ -309,3 +309,33 @@ func TestSplitMixSecurityBitsBelowExact(t *testing.T) {
 		t.Error("the sigma-for-2-sigma reading was never caught: the comparison cannot fail")
 	}
 }
+
+// TestSplitMixFrontierWorkedExample recomputes docs/ACCOUNTING.md's worked
+// example at the frontier's settings: N = 1,000 clients sampled at rate
+// 0.1, d = 7,850, q = 2^32, no colluders, 2^-40 for the void probability
+// and for the split-and-mix term, T = 30 rounds at eps = 2.
+func TestSplitMixFrontierWorkedExample(t *testing.T) {
+	const pop, rate, d, rounds, eps = 1000, 0.1, 7850, 30, 2.0
+	budget := math.Exp2(-40)
+	k := int(math.Ceil(pop * rate))
+	for BinomialUpperTail(pop, rate, k) > budget {
+		k++
+	}
+	void := BinomialUpperTail(pop, rate, k)
+	q := math.Exp2(32)
+	need := 40 + math.Log2(d)
+	m, err := SplitMixMessages(k, q, need)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := SplitMixSecurityBits(k, m, q)
+	mix := d * math.Exp2(-s)
+	tv := void + mix
+	t.Logf("K = %d: P[Bin(%d, %v) > %d] = %.3g, P[> %d] = %.3g, budget 2^-40 = %.3g", k, pop, rate, k, void, k-1, BinomialUpperTail(pop, rate, k-1), budget)
+	t.Logf("per coordinate s >= 40 + log2(%d) = %.2f bits; log2(K/e) = %.3f", d, need, math.Log2(float64(k)/math.E))
+	t.Logf("m = %d: s = %.2f bits; m = %d: s = %.2f bits", m, s, m-1, SplitMixSecurityBits(k, m-1, q))
+	t.Logf("d·2^-s = %.3g; TV per round = %.3g; (1 + e^%v)·%d·TV = %.3g", mix, tv, eps, rounds, (1+math.Exp(eps))*rounds*tv)
+	if k != 173 || m != 27 {
+		t.Errorf("K = %d, m = %d; docs/ACCOUNTING.md says 173 and 27", k, m)
+	}
+}
