@@ -629,21 +629,48 @@ func (sm SplitMix) roundTV(pop int) (tv, void, mix float64) {
 
 // WrapBound returns an upper bound on the probability that some
 // coordinate's noisy sum leaves the signed range (-q/2, q/2] in a round
-// (wrap-around), for honest-but-curious reporters: at most K reporters
-// contribute |x| <= gamma C + 1 per coordinate, so a wrap needs the total
-// noise (Skellam of variance K·mu/(K-t)) to exceed R = q/2 - K(gamma C + 1)
-// in magnitude, and the Chernoff bound of the Skellam distribution
-// (E e^{theta N} = e^{V(cosh theta - 1)}) at theta = asinh(R/V) gives
-// P[|N| > R] <= 2 exp(-R asinh(R/V) + V(sqrt(1 + (R/V)^2) - 1)), times d.
+// (wrap-around), for honest-but-curious reporters. Without rotation: at
+// most K reporters contribute |x| <= gamma C + 1 per coordinate, so a wrap
+// needs the total noise (Skellam of variance K·mu/(K-t)) to exceed
+// R = q/2 - K(gamma C + 1) in magnitude, and the Chernoff bound of the
+// Skellam distribution (E e^{theta N} = e^{V(cosh theta - 1)}) at
+// theta = asinh(R/V) gives P[|N| > R] <= 2 exp(-R asinh(R/V) +
+// V(sqrt(1 + (R/V)^2) - 1)), times d. With rotation the data part of a
+// coordinate is sum_i s_i a_i + (rounding, < K) with the round's random
+// signs s_i and sum a_i^2 <= (K gamma C)^2/p (p the Hadamard window), so
+// by Hoeffding it exceeds t with probability at most
+// 2 exp(-t^2 p / (2 (K gamma C)^2)); the bound is the smallest, over a grid
+// of t, of d times that plus the noise tail at q/2 - K - t. The signs are
+// public but independent of the updates (honest clients do not choose
+// their update from them).
 func (sm SplitMix) WrapBound() float64 {
-	R := float64(sm.mod)/2 - float64(sm.slots)*(sm.scale*smNormSlack+1)
-	if R <= 0 {
+	v := float64(sm.slots) * sm.slotVar
+	data := float64(sm.slots) * sm.scale * smNormSlack
+	half := float64(sm.mod) / 2
+	best := math.Min(1, 2*float64(sm.dim)*skellamTail(half-float64(sm.slots)*(sm.scale*smNormSlack+1), v))
+	if !sm.rotate {
+		return best
+	}
+	p := float64(int(1) << (bitsLen(sm.dim) - 1))
+	room := half - float64(sm.slots)
+	for i := 1; i < 400; i++ {
+		t := room * float64(i) / 400
+		hoeffding := 2 * math.Exp(-t*t*p/(2*data*data))
+		b := float64(sm.dim) * (hoeffding + 2*skellamTail(room-t, v))
+		best = math.Min(best, b)
+	}
+	return math.Min(1, best)
+}
+
+// skellamTail returns the Chernoff bound exp(-R asinh(R/V) +
+// V(sqrt(1 + (R/V)^2) - 1)) on P[N > R] for a symmetric Skellam N of
+// variance V (1 if R <= 0).
+func skellamTail(r, v float64) float64 {
+	if r <= 0 {
 		return 1
 	}
-	v := float64(sm.slots) * sm.slotVar
-	x := R / v
-	logp := -R*math.Asinh(x) + v*(math.Sqrt(1+x*x)-1)
-	return math.Min(1, 2*float64(sm.dim)*math.Exp(logp))
+	x := r / v
+	return math.Exp(-r*math.Asinh(x) + v*(math.Sqrt(1+x*x)-1))
 }
 
 // Account implements Protocol.

@@ -111,3 +111,28 @@ func TestSplitMixRotateStatement(t *testing.T) {
 		}
 	}
 }
+
+// TestSplitMixRotateWrapBound: at q = 2^20 the worst-case wrap bound of
+// the frontier's settings is 1 (K·gamma·C > q/2) and the rotation's bound
+// is small; at q = 2^32 both are 0; at q = 2^16 neither helps.
+func TestSplitMixRotateWrapBound(t *testing.T) {
+	for _, c := range []struct {
+		bits       float64
+		plain, rot func(float64) bool
+	}{
+		{32, func(b float64) bool { return b == 0 }, func(b float64) bool { return b == 0 }},
+		{20, func(b float64) bool { return b == 1 }, func(b float64) bool { return b < 1e-6 }},
+		{16, func(b float64) bool { return b == 1 }, func(b float64) bool { return b == 1 }},
+	} {
+		p := Params{Clip: 1, Epsilon: 2, Delta: 1e-6, Rounds: 30, SampleRate: 0.1, Population: 1000, Layers: []int{7850},
+			Extra: map[string]float64{smOptBits: c.bits}}
+		plain := mustSplitMix(t, p)
+		p.Extra = map[string]float64{smOptBits: c.bits, smOptRotate: 1}
+		rot := mustSplitMix(t, p)
+		a, b := plain.WrapBound(), rot.WrapBound()
+		t.Logf("q = 2^%v: wrap bound %.3g without rotation, %.3g with", c.bits, a, b)
+		if !c.plain(a) || !c.rot(b) {
+			t.Errorf("q = 2^%v: wrap bounds %v (plain), %v (rotated)", c.bits, a, b)
+		}
+	}
+}
