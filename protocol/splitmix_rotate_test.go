@@ -136,3 +136,38 @@ func TestSplitMixRotateWrapBound(t *testing.T) {
 		}
 	}
 }
+
+// TestSplitMixRotateWraps counts wrap-arounds exactly (the true integer sum
+// against q/2) when every client sends the same spike: at q = 2^16 the
+// spike's coordinate sums to 19·4096 > q/2 and wraps in every round without
+// rotation; rotated, the spike is spread over 64 coordinates (9,728 each)
+// and nothing wraps. Noise-driven wraps are another matter (the rotation
+// does not shrink the noise): see docs/SPLITMIX.md, "Rotation".
+func TestSplitMixRotateWraps(t *testing.T) {
+	const d, slots = 64, 19
+	updates := make([][]float64, slots)
+	for i := range updates {
+		updates[i] = make([]float64, d)
+		updates[i][0] = 1
+	}
+	count := func(rotate float64) (wraps int) {
+		sm := mustSplitMix(t, smParams(d, slots, 16, 4096, 8, 1, map[string]float64{smOptFast: 1, smOptRotate: rotate}))
+		for seed := uint64(1); seed <= 20; seed++ {
+			got, _, _ := smRound(t, sm, seed, updates)
+			for j, w := range trueSum(sm, seed, updates) {
+				if got[j] != signedMod(w, sm.mod) {
+					t.Fatalf("rotate=%v coordinate %d: decoded %d, true sum %d", rotate, j, got[j], w)
+				}
+				if w <= -sm.mod/2 || w > sm.mod/2 {
+					wraps++
+				}
+			}
+		}
+		return wraps
+	}
+	plain, rot := count(0), count(1)
+	t.Logf("wrap-arounds in 20 rounds of %d coordinates at q = 2^16: %d without rotation, %d with", d, plain, rot)
+	if plain < 20 || rot != 0 {
+		t.Errorf("wraps: %d without rotation (want >= 20), %d with (want 0)", plain, rot)
+	}
+}
