@@ -58,7 +58,7 @@ func optionTable() map[string]struct {
 		"dp-central":   {central, nil, nil},
 		"split-mix": {Params{Clip: 1, Epsilon: 2, Delta: 1e-5, Rounds: 10, SampleRate: 0.1, Population: 1000, Layers: []int{100}}, nil,
 			map[string]optionValues{"slots": {200, 100}, "collude": {5, -1}, "shares": {40, 5}, "bits": {24, 7}, "scale": {1000, 0.5},
-				"fast": {1, 2}, "sigma-bits": {30, 200}, "void-bits": {30, 5}}},
+				"fast": {1, 2}, "sigma-bits": {30, 200}, "void-bits": {30, 5}, "rotate": {1, 2}}},
 		"ss-simple": {flame, nil, flameOpts},
 		"ss-double": {flame, nil, with(flameOpts, map[string]optionValues{"k": {157, 0}, "np": {333, 0.5}})},
 		"ss-topk":   {flame, nil, with(flameOpts, map[string]optionValues{"k": {157, 1.5}, "np": {1000, -1}, "nu": {3.125, 0.5}})},

@@ -3,6 +3,7 @@ package protocol
 import (
 	"fmt"
 	"math"
+	"math/bits"
 	"math/rand/v2"
 	"strings"
 
@@ -21,6 +22,7 @@ const (
 	smOptFast     = "fast"
 	smOptSigma    = "sigma-bits"
 	smOptVoidBits = "void-bits"
+	smOptRotate   = "rotate"
 )
 
 // MultiValued is implemented by per-coordinate protocols whose reports
@@ -46,6 +48,9 @@ const (
 	// smNormSlack covers the rounding of clipL2 (a clipped norm may exceed
 	// C by a few ulps).
 	smNormSlack = 1 + 1e-9
+	// smRotateStream is the PCG stream of the public per-round rotation
+	// signs (the round number is the PCG seed).
+	smRotateStream = 0x5eed5a17
 )
 
 func init() {
@@ -79,6 +84,9 @@ func init() {
 			{Name: smOptVoidBits, Default: fmt.Sprint(smDefaultVoidBits),
 				Meaning: "the void probability budget P[more than K reporters] <= 2^-void-bits used to size K and charged to delta",
 				Range:   "[8, 128]"},
+			{Name: smOptRotate, Default: "0",
+				Meaning: "1 = rotate the clipped update by a public per-round randomized Hadamard transform (mechanism.Rotation, orthogonal on R^d) before rounding; the analyzer inverts it after decoding; the statement is unchanged",
+				Range:   "0 or 1"},
 		},
 	})
 }
@@ -135,7 +143,7 @@ type SplitMix struct {
 	bits                   int
 	mod                    int64
 	scale, gamma           float64
-	fast                   bool
+	fast, rotate           bool
 	sigmaBits, voidBits    float64
 	variance, slotVar      float64                 // mu (honest total) and mu/(K - t)
 	exact                  *mechanism.SkellamExact // Params.Secure: the integer-only sampler
@@ -166,7 +174,7 @@ func floatOption(p Params, name string, def, lo, hi float64) (float64, error) {
 }
 
 func newSplitMix(p Params) (Protocol, error) {
-	if err := extraKeys(p, smOptSlots, smOptCollude, smOptShares, smOptBits, smOptScale, smOptFast, smOptSigma, smOptVoidBits); err != nil {
+	if err := extraKeys(p, smOptSlots, smOptCollude, smOptShares, smOptBits, smOptScale, smOptFast, smOptSigma, smOptVoidBits, smOptRotate); err != nil {
 		return nil, err
 	}
 	if err := checkCentralParams(p, "target epsilon"); err != nil {
@@ -199,6 +207,11 @@ func newSplitMix(p Params) (Protocol, error) {
 		return nil, err
 	}
 	sm.fast = fast == 1
+	rotate, err := intOption(p, smOptRotate, 0, 0, 1)
+	if err != nil {
+		return nil, err
+	}
+	sm.rotate = rotate == 1
 	if sm.collude, err = intOption(p, smOptCollude, 0, 0, 1<<30); err != nil {
 		return nil, err
 	}
@@ -439,6 +452,13 @@ func (sm SplitMix) Encode(r *rand.Rand, s Shape, update []float64, _ Budget, out
 		return err
 	}
 	clipL2(update, sm.clip)
+	if sm.rotate {
+		rotated, err := sm.rotated(s.Round, update)
+		if err != nil {
+			return err
+		}
+		update = rotated
+	}
 	y := make([]int64, len(update))
 	sm.noisy(r, update, y)
 	out.Reset()
@@ -555,9 +575,47 @@ func (sm SplitMix) Estimate(_ *rand.Rand, s Shape, agg *Aggregate, dst []float64
 	}
 	den := sm.gamma * sm.rate * float64(s.Population)
 	for j, v := range sum {
-		dst[j] = float64(v) / den
+		dst[j] = float64(v)
+	}
+	if sm.rotate {
+		rt, err := sm.rotation(s.Round)
+		if err != nil {
+			return err
+		}
+		rt.Invert(dst)
+	}
+	for j := range dst {
+		dst[j] /= den
 	}
 	return nil
+}
+
+// Rotate reports whether the clients rotate their updates (option rotate).
+func (sm SplitMix) Rotate() bool { return sm.rotate }
+
+// rotation returns round's public rotation of R^d: its signs come from a
+// PCG seeded with the round number, so every client and the analyzer
+// derive the same one. It is public (the analyzer knows it); the
+// statement holds for any fixed orthogonal map, the randomness only makes
+// large coordinates unlikely.
+func (sm SplitMix) rotation(round int) (*mechanism.Rotation, error) {
+	rt, err := mechanism.NewRotation(sm.dim, rand.New(rand.NewPCG(uint64(round), smRotateStream)))
+	if err != nil {
+		return nil, fmt.Errorf("split-mix: %w", err)
+	}
+	return rt, nil
+}
+
+// rotated returns a rotated copy of the clipped update u (u is left as
+// is).
+func (sm SplitMix) rotated(round int, u []float64) ([]float64, error) {
+	rt, err := sm.rotation(round)
+	if err != nil {
+		return nil, err
+	}
+	v := append([]float64(nil), u...)
+	rt.Apply(v)
+	return v, nil
 }
 
 // roundTV returns the round's total variation term and its parts: the void
@@ -571,21 +629,48 @@ func (sm SplitMix) roundTV(pop int) (tv, void, mix float64) {
 
 // WrapBound returns an upper bound on the probability that some
 // coordinate's noisy sum leaves the signed range (-q/2, q/2] in a round
-// (wrap-around), for honest-but-curious reporters: at most K reporters
-// contribute |x| <= gamma C + 1 per coordinate, so a wrap needs the total
-// noise (Skellam of variance K·mu/(K-t)) to exceed R = q/2 - K(gamma C + 1)
-// in magnitude, and the Chernoff bound of the Skellam distribution
-// (E e^{theta N} = e^{V(cosh theta - 1)}) at theta = asinh(R/V) gives
-// P[|N| > R] <= 2 exp(-R asinh(R/V) + V(sqrt(1 + (R/V)^2) - 1)), times d.
+// (wrap-around), for honest-but-curious reporters. Without rotation: at
+// most K reporters contribute |x| <= gamma C + 1 per coordinate, so a wrap
+// needs the total noise (Skellam of variance K·mu/(K-t)) to exceed
+// R = q/2 - K(gamma C + 1) in magnitude, and the Chernoff bound of the
+// Skellam distribution (E e^{theta N} = e^{V(cosh theta - 1)}) at
+// theta = asinh(R/V) gives P[|N| > R] <= 2 exp(-R asinh(R/V) +
+// V(sqrt(1 + (R/V)^2) - 1)), times d. With rotation the data part of a
+// coordinate is sum_i s_i a_i + (rounding, < K) with the round's random
+// signs s_i and sum a_i^2 <= (K gamma C)^2/p (p the Hadamard window), so
+// by Hoeffding it exceeds t with probability at most
+// 2 exp(-t^2 p / (2 (K gamma C)^2)); the bound is the smallest, over a grid
+// of t, of d times that plus the noise tail at q/2 - K - t. The signs are
+// public but independent of the updates (honest clients do not choose
+// their update from them).
 func (sm SplitMix) WrapBound() float64 {
-	R := float64(sm.mod)/2 - float64(sm.slots)*(sm.scale*smNormSlack+1)
-	if R <= 0 {
+	v := float64(sm.slots) * sm.slotVar
+	data := float64(sm.slots) * sm.scale * smNormSlack
+	half := float64(sm.mod) / 2
+	best := math.Min(1, 2*float64(sm.dim)*skellamTail(half-float64(sm.slots)*(sm.scale*smNormSlack+1), v))
+	if !sm.rotate {
+		return best
+	}
+	p := float64(int(1) << (bitsLen(sm.dim) - 1))
+	room := half - float64(sm.slots)
+	for i := 1; i < 400; i++ {
+		t := room * float64(i) / 400
+		hoeffding := 2 * math.Exp(-t*t*p/(2*data*data))
+		b := float64(sm.dim) * (hoeffding + 2*skellamTail(room-t, v))
+		best = math.Min(best, b)
+	}
+	return math.Min(1, best)
+}
+
+// skellamTail returns the Chernoff bound exp(-R asinh(R/V) +
+// V(sqrt(1 + (R/V)^2) - 1)) on P[N > R] for a symmetric Skellam N of
+// variance V (1 if R <= 0).
+func skellamTail(r, v float64) float64 {
+	if r <= 0 {
 		return 1
 	}
-	v := float64(sm.slots) * sm.slotVar
-	x := R / v
-	logp := -R*math.Asinh(x) + v*(math.Sqrt(1+x*x)-1)
-	return math.Min(1, 2*float64(sm.dim)*math.Exp(logp))
+	x := r / v
+	return math.Exp(-r*math.Asinh(x) + v*(math.Sqrt(1+x*x)-1))
 }
 
 // Account implements Protocol.
@@ -609,8 +694,14 @@ func (sm SplitMix) Account(s Shape, _ []Budget) (Privacy, error) {
 	if sm.WrapBound() == 0 {
 		wrap = "< 1e-300"
 	}
+	if sm.rotate {
+		fmt.Fprintf(&b, "; rotation: public randomized Hadamard, orthogonal on R^%d (windows of %d), sensitivities unchanged", sm.dim, 1<<(bitsLen(sm.dim)-1))
+	}
 	fmt.Fprintf(&b, "; trust: honest shuffler, analyzer colluding with <= %d clients; wrap-around %s per round", sm.collude, wrap)
 	priv := centralPrivacy(one, share, sm.curve, b.String())
 	priv.TV = tv
 	return priv, nil
 }
+
+// bitsLen is the number of bits of d > 0.
+func bitsLen(d int) int { return bits.Len(uint(d)) }

@@ -74,6 +74,9 @@ func trueSum(sm SplitMix, seed uint64, updates [][]float64) []int64 {
 		r := rng.Stream(seed, uint64(i))
 		c := slices.Clone(u)
 		clipL2(c, sm.clip)
+		if sm.rotate {
+			c, _ = sm.rotated(1, c) // smRound's round
+		}
 		for j, v := range c {
 			tot[j] += mechanism.RoundUnbiased(r, sm.gamma*v)
 			tot[j] += sm.skellam(r)

@@ -224,7 +224,10 @@ func BinomialUpperTail(n int, p float64, k int) float64 {
 //
 //	s = ((m - 3) log2(n/e) - log2 q) / 2.
 //
-// It returns -Inf when n < 19 or m < 4 (no claim).
+// TestSplitMixSecurityBitsBelowExact checks it against the exact total
+// variation distance at q = 2, 3, 4 (docs/ACCOUNTING.md, "Split-and-mix:
+// the theorem for m and sigma"); the log2 q term at large q is beyond that
+// check. It returns -Inf when n < 19 or m < 4 (no claim).
 func SplitMixSecurityBits(n, m int, q float64) float64 {
 	if n < 19 || m < 4 || !(q >= 2) {
 		return math.Inf(-1)
