@@ -34,6 +34,10 @@ type ServiceOptions struct {
 	// then reads only it, not the dataset (LoadClientSetup). Empty: the
 	// client loads the dataset and partitions it (LoadSetup).
 	Data string
+	// SetupDone, if set, is called with a client's Setup once it is built,
+	// before the client opens its database or connects (the command sets
+	// the process's memory limits there).
+	SetupDone func(*Setup)
 	// RoundTimeout and MinReports are the analyzer's round deadline and
 	// the fewest reports it releases.
 	RoundTimeout time.Duration
@@ -218,6 +222,9 @@ func ServeClient(ctx context.Context, cfg round.Config, o ServiceOptions) error 
 	}
 	if err != nil {
 		return err
+	}
+	if o.SetupDone != nil {
+		o.SetupDone(st)
 	}
 	creds, err := LoadCredentials(o.Certs, "client", o.ID)
 	if err != nil {
