@@ -291,6 +291,12 @@ func (w wholeData) fill(st *Setup) error {
 		return err
 	}
 	st.Shards, st.Train, st.Test, st.TestGroups = p.Shards, p.Train, p.Test, p.TestGroups
+	if st.Shards == nil { // partition "sampled": a deployment holds every shard
+		st.Shards = make([][]int, p.Clients())
+		for c := range st.Shards {
+			st.Shards[c] = p.Shard(c)
+		}
+	}
 	return nil
 }
 
