@@ -18,14 +18,16 @@ import (
 	"github.com/shufflefl/shufflefl/learning/data"
 )
 
-// shardConfigs are runs over the three partitions a deployment takes.
+// shardConfigs are runs over the partitions a deployment takes.
 func shardConfigs() map[string]round.Config {
 	iid := testConfig("apes", 12, 2)
 	dir := testConfig("ss-double", 12, 2)
 	dir.Partition, dir.Alpha = "dirichlet", 0.3
 	rot := testConfig("ifca-dp", 12, 2)
 	rot.Partition, rot.Groups, rot.Options = "rotated", 2, map[string]float64{"k": 2, "nu": 1}
-	return map[string]round.Config{"iid": iid, "dirichlet": dir, "rotated": rot}
+	smp := testConfig("apes", 12, 2)
+	smp.Partition, smp.SamplesPerClient = "sampled", 30
+	return map[string]round.Config{"iid": iid, "dirichlet": dir, "rotated": rot, "sampled": smp}
 }
 
 // TestWritePartitionMatchesSetup: every client's Setup built from its
