@@ -34,6 +34,7 @@ type deployOpts struct {
 	deploy.ServiceOptions
 	allowRemote bool
 	testSeed    bool
+	shards      string // deploy-local: a directory of shard files (partition.go)
 }
 
 func newDeployFlags(o *deployOpts) *flag.FlagSet {
@@ -41,6 +42,7 @@ func newDeployFlags(o *deployOpts) *flag.FlagSet {
 	fs.SetOutput(io.Discard)
 	o.RegisterFlags(fs)
 	fs.BoolVar(&o.allowRemote, "allow-remote", o.allowRemote, "allow addresses other than 127.0.0.1 and [::1]")
+	fs.StringVar(&o.shards, "shards", o.shards, "deploy-local: every client reads its shard from this `directory` (written by 'shufflefl partition' with the same flags)")
 	return fs
 }
 
@@ -74,7 +76,7 @@ func splitDeployArgs(args []string, o *deployOpts) (deployArgs, runArgs []string
 
 // deployKeys are the YAML keys of the deployment flags.
 var deployKeys = []string{"certs", "listen", "control-listen", "shuffler-control", "analyzer", "shuffler", "db", "id", "run-id", "round-timeout", "min-reports", "allow-remote",
-	"nats", "openers", "opener-chunk"}
+	"nats", "openers", "opener-chunk", "data", "shards"}
 
 // resolveDeploy computes the run settings and the deployment options from
 // flags and --config (one YAML file holding both, keyed by flag names).
@@ -128,6 +130,9 @@ func resolveDeploy(cmd string, args []string, stdout io.Writer) (round.Config, r
 		// Only deploy-local has a test mode; the roles' --seed sets the
 		// public partition and initial model only.
 		o.testSeed = false
+	}
+	if err := checkRoleDataFlags(cmd, o); err != nil {
+		return cfg, ex, o, err
 	}
 	if !o.allowRemote {
 		for _, a := range []string{o.Listen, o.Control, o.ControlListen, o.Analyzer, o.Shuffler} {
@@ -235,7 +240,7 @@ func runDeployLocal(args []string, stdout, stderr io.Writer) int {
 	var recs []metrics.Record
 	prog := rundir.NewProgress(ex.progress, stderr, io.Discard, cfg.Rounds)
 	live := newLiveProgress(prog.Mode(), stderr, &mu)
-	lo := deploy.LocalOptions{Dir: stateDir, Creds: creds, RoundTimeout: o.RoundTimeout, MinReports: o.MinReports, Workers: cfg.Workers, Logf: logf,
+	lo := deploy.LocalOptions{Dir: stateDir, Creds: creds, Shards: o.shards, RoundTimeout: o.RoundTimeout, MinReports: o.MinReports, Workers: cfg.Workers, Logf: logf,
 		Progress: live.observer(), ProgressEvery: live.every,
 		Observe: func(r round.RoundResult) {
 			rec := metrics.FromResult(r)
@@ -411,6 +416,10 @@ func runService(cmd string, args []string, stdout, stderr io.Writer) int {
 		}
 		fmt.Fprintf(stdout, "shuffler: stopped; %+v\n", stats)
 	default:
+		if o.Data != "" {
+			limitClientMemory(nil) // bounds the setup's heap too
+			o.SetupDone = leanClient
+		}
 		if err := deploy.ServeClient(ctx, cfg, o.ServiceOptions); err != nil {
 			return deployExit(cmd, stderr, err)
 		}

@@ -9,6 +9,8 @@
 //   - certs: a development PKI for a deployment (package pki);
 //   - deploy-local, analyzer, shuffler, client: a deployment's roles as
 //     network services (package deploy);
+//   - partition: one shard file per client, for a client that reads only
+//     its own data (package deploy);
 //   - help and version.
 //
 // The packages do the work, and most format their own results and help;
@@ -38,6 +40,7 @@ Usage:
   shufflefl audit SUBCOMMAND [flags]   attacks and privacy auditing: eps_lower vs the claim
   shufflefl deploy-local [flags]       run analyzer, shuffler and N clients on 127.0.0.1 (TLS, HPKE, SQLite)
   shufflefl analyzer|shuffler|client [flags]  one role of a deployment as a network service
+  shufflefl partition --out DIR [flags]  write one shard file per client for 'client --data'
   shufflefl worker --nats URL          compute blocks of simulated clients for 'run --nats URL'
   shufflefl opener --nats URL --key F  open the analyzer's batches for 'analyzer --nats URL' (deploy-local --openers N)
   shufflefl help  [COMMAND [SUBCOMMAND]]  show help for a command
@@ -80,6 +83,8 @@ func realMain(args []string, stdout, stderr io.Writer) int {
 		return runCerts(args[1:], stdout, stderr)
 	case "audit":
 		return runAudit(args[1:], stdout, stderr)
+	case "partition":
+		return runPartition(args[1:], stdout, stderr)
 	case "deploy-local":
 		return runDeployLocal(args[1:], stdout, stderr)
 	case "analyzer", "shuffler", "client":

@@ -32,6 +32,11 @@ type LocalOptions struct {
 	RoundTimeout time.Duration
 	// MinReports is the minimum number of reports per round (1 if zero).
 	MinReports int
+	// Shards, if set, is a directory written by WritePartition for the
+	// run's configuration: every client then builds its Setup from its own
+	// shard file (LoadClientSetup), as `shufflefl client --data` does,
+	// instead of sharing the run's Setup.
+	Shards string
 	// Workers evaluate the model.
 	Workers int
 	// Observe is called after each round.
@@ -280,6 +285,11 @@ func localClient(st *Setup, creds *Credentials, o LocalOptions, i int, addr stri
 	signer, err := newSigner(id, key)
 	if err != nil {
 		return nil, closers, err
+	}
+	if o.Shards != "" {
+		if st, err = LoadClientSetup(st.Config, filepath.Join(o.Shards, ShardFile(i)), id, st.RunID); err != nil {
+			return nil, closers, err
+		}
 	}
 	c, err := NewClient(ClientConfig{Setup: st, Index: i, Signer: signer, AnalyzerKey: creds.HPKEPublic, DB: db,
 		Shuffler: wire.NewShufflerClient(conn), TestSeed: o.TestSeed, Logf: logf})

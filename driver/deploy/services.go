@@ -31,6 +31,14 @@ type ServiceOptions struct {
 	DB            string // every role: its SQLite state (resumed if present)
 	ID            string // client: its id, client-NNNNNN
 	RunID         string // every role: the run's id, bound into every sealed message
+	// Data is a client's shard file (`shufflefl partition`): the client
+	// then reads only it, not the dataset (LoadClientSetup). Empty: the
+	// client loads the dataset and partitions it (LoadSetup).
+	Data string
+	// SetupDone, if set, is called with a client's Setup once it is built,
+	// before the client opens its database or connects (the command sets
+	// the process's memory limits there).
+	SetupDone func(*Setup)
 	// RoundTimeout and MinReports are the analyzer's round deadline and
 	// the fewest reports it releases.
 	RoundTimeout time.Duration
@@ -83,6 +91,7 @@ func (o *ServiceOptions) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.Shuffler, "shuffler", o.Shuffler, "client: the shuffler's `address`")
 	fs.StringVar(&o.DB, "db", o.DB, "SQLite `file` of the role's state (created if absent; resumed if present)")
 	fs.StringVar(&o.ID, "id", o.ID, "client: its `id` (client-NNNNNN, as 'shufflefl certs' names it)")
+	fs.StringVar(&o.Data, "data", o.Data, "client: its shard `file` written by 'shufflefl partition' (the client then reads only it, never the dataset)")
 	fs.StringVar(&o.RunID, "run-id", o.RunID, "the run's `id`, bound into every sealed message (all roles must agree)")
 	fs.DurationVar(&o.RoundTimeout, "round-timeout", o.RoundTimeout, "analyzer, deploy-local: time clients have to report in a round")
 	fs.IntVar(&o.MinReports, "min-reports", o.MinReports, "analyzer, deploy-local: minimum reports for a round to be released (below it the round is void)")
@@ -219,15 +228,24 @@ func ServeShuffler(ctx context.Context, cfg round.Config, o ServiceOptions) (Shu
 }
 
 // ServeClient runs client o.ID of the run cfg against the shuffler at
-// o.Shuffler until the run ends or ctx does.
+// o.Shuffler until the run ends or ctx does. With o.Data the client reads
+// only its shard file (LoadClientSetup), else the whole dataset.
 func ServeClient(ctx context.Context, cfg round.Config, o ServiceOptions) error {
 	idx, err := ClientIndex(o.ID)
 	if err != nil {
 		return err
 	}
-	st, err := LoadSetup(cfg, o.RunID)
+	var st *Setup
+	if o.Data != "" {
+		st, err = LoadClientSetup(cfg, o.Data, o.ID, o.RunID)
+	} else {
+		st, err = LoadSetup(cfg, o.RunID)
+	}
 	if err != nil {
 		return err
+	}
+	if o.SetupDone != nil {
+		o.SetupDone(st)
 	}
 	creds, err := LoadCredentials(o.Certs, "client", o.ID)
 	if err != nil {
@@ -300,7 +318,7 @@ const Help = `Usage:
   shufflefl deploy-local --clients N --rounds T --protocol P --out DIR [--seed S] [--openers N] [run flags]
   shufflefl analyzer --certs DIR --listen ADDR --shuffler-control ADDR --db FILE [--nats URL] [run flags]
   shufflefl shuffler --certs DIR --listen ADDR --control-listen ADDR --analyzer ADDR --db FILE [run flags]
-  shufflefl client   --certs DIR --id client-NNNNNN --shuffler ADDR --db FILE [run flags]
+  shufflefl client   --certs DIR --id client-NNNNNN --shuffler ADDR --db FILE [--data SHARD] [run flags]
 
 The roles of a deployment as network services (package deploy): clients talk
 only to the shuffler (TLS, signed requests); the shuffler and the analyzer talk
@@ -315,7 +333,14 @@ deploy-local makes a development PKI in DIR/pki, starts the analyzer, the
 shuffler and N clients on 127.0.0.1 in this process (real gRPC over TLS),
 shows the rounds as they finish, and writes the outputs of 'shufflefl run'
 (metrics.jsonl, summary.json, config.yaml, model.json, plots, run.log) to DIR;
-the roles' databases are in DIR/state.
+the roles' databases are in DIR/state. With --shards SHARDS (a directory
+written by 'shufflefl partition' with the same run flags) every client reads
+its own shard file instead of the dataset's partition in memory.
+
+A client given --data SHARD (its file from 'shufflefl partition --out SHARDS')
+reads only that file, never the dataset; it refuses a shard cut for other run
+settings (dataset, seed, clients, partition and its parameters) or for
+another client.
 
 --openers N (deploy-local) and --nats URL (the analyzer) open each round's
 batch on 'shufflefl opener' processes over NATS JetStream instead of on the

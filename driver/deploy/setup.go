@@ -133,6 +133,12 @@ type Setup struct {
 // epsilon with them (the engine's calibration scales every budget; a
 // deployment does not reproduce it).
 func NewSetup(cfg round.Config, split data.Split, runID string) (*Setup, error) {
+	return newSetup(cfg, wholeData{split}, runID)
+}
+
+// newSetup is NewSetup on the examples src gives: the whole dataset
+// (NewSetup) or one client's shard (NewClientSetup).
+func newSetup(cfg round.Config, src setupData, runID string) (*Setup, error) {
 	cfg.SecureNoise = true
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -165,7 +171,7 @@ func NewSetup(cfg round.Config, split data.Split, runID string) (*Setup, error) 
 	if err != nil {
 		return nil, err
 	}
-	pre, err := prepare(cfg, split, budgets)
+	pre, err := prepare(cfg, src, budgets)
 	if err != nil {
 		return nil, err
 	}
@@ -200,7 +206,7 @@ func NewSetup(cfg round.Config, split data.Split, runID string) (*Setup, error) 
 	if len(st.Hypotheses) == 0 {
 		st.Hypotheses = nil
 	}
-	if err := st.partition(split); err != nil {
+	if err := src.fill(st); err != nil {
 		return nil, err
 	}
 	st.Local, st.ServerLR = round.Training(cfg)
@@ -254,11 +260,33 @@ func fitsWire(name string, k, d int) error {
 	return nil
 }
 
-// partition builds the clients' shards and the training and test examples
+// setupData is where a Setup's examples come from: the whole dataset
+// (wholeData: the analyzer, the shuffler, deploy-local, a client without a
+// shard file) or one client's shard (shardData).
+type setupData interface {
+	// shape returns the training set's features and classes (the model's
+	// input and output sizes), or an error if there is no data.
+	shape(cfg round.Config) (features, classes int, err error)
+	// fill sets the Setup's shards and examples.
+	fill(st *Setup) error
+}
+
+// wholeData is the whole dataset, partitioned as the engine does.
+type wholeData struct{ split data.Split }
+
+func (w wholeData) shape(cfg round.Config) (int, int, error) {
+	split := w.split
+	if split.Train == nil || split.Test == nil || split.Train.Len() == 0 || split.Test.Len() == 0 {
+		return 0, 0, checks.Invalidf("dataset %q has an empty training or test set", cfg.Dataset)
+	}
+	return split.Train.Features, split.Train.Classes, nil
+}
+
+// fill builds the clients' shards and the training and test examples
 // exactly as the engine does for the same seed and partition
 // (round.PartitionData).
-func (st *Setup) partition(split data.Split) error {
-	p, err := round.PartitionData(st.Config, split)
+func (w wholeData) fill(st *Setup) error {
+	p, err := round.PartitionData(st.Config, w.split)
 	if err != nil {
 		return err
 	}
@@ -392,11 +420,12 @@ func goMaxProcs() int { return goruntime.GOMAXPROCS(0) }
 // prepare validates the run's data and model for cfg and runs the
 // simulation's pre-flight (round.Prepare, Preflight): the deployment's
 // protocol and budgets are the simulation's for the same configuration.
-func prepare(cfg round.Config, split data.Split, budgets []protocol.Budget) (*round.Prepared, error) {
-	if split.Train == nil || split.Test == nil || split.Train.Len() == 0 || split.Test.Len() == 0 {
-		return nil, checks.Invalidf("dataset %q has an empty training or test set", cfg.Dataset)
+func prepare(cfg round.Config, src setupData, budgets []protocol.Budget) (*round.Prepared, error) {
+	features, classes, err := src.shape(cfg)
+	if err != nil {
+		return nil, err
 	}
-	model, err := fl.NewModel(cfg.Model, split.Train.Features, split.Train.Classes)
+	model, err := fl.NewModel(cfg.Model, features, classes)
 	if err != nil {
 		return nil, err
 	}

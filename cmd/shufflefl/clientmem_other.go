@@ -1,0 +1,6 @@
+//go:build !linux
+
+package main
+
+// dropExecutablePages does nothing outside Linux.
+func dropExecutablePages() {}
