@@ -66,6 +66,11 @@ type ShufflerConfig struct {
 	// per ProgressEvery (250 ms if zero); see Progress.
 	Progress      func(Progress)
 	ProgressEvery time.Duration
+	// MaxConns bounds the client connections open at once (twice the
+	// run's clients plus 1,024 if zero); MaxUnauthenticated bounds the
+	// signed-header checks running at once (256 if zero). Admission.go
+	// says what is refused over each.
+	MaxConns, MaxUnauthenticated int
 }
 
 // ShufflerStats counts the shuffler's decisions.
@@ -160,6 +165,8 @@ type Shuffler struct {
 	finishedOnce sync.Once
 	// pruned is when report metadata was last pruned (Unix ns; metadata.go).
 	pruned atomic.Int64
+	// checkHeader replaces wire.CheckHeader in the tap (tests).
+	checkHeader func(*pki.Registry, time.Duration, time.Time, string, *pki.SignedRequest) error
 }
 
 // NewShuffler starts a shuffler service, resuming the open round of its
