@@ -13,7 +13,8 @@ import (
 // TestShufflerCount: a round whose submissions are partly accepted and
 // partly counted (Count) draws, with ClosePadding, exactly the padding
 // Close draws on the same stream for the same submissions accepted; it
-// cannot be closed with Close; and it is void below the minimum.
+// cannot be closed with Close; Dummies counts them beforehand; and it is
+// void below the minimum.
 func TestShufflerCount(t *testing.T) {
 	p, err := protocol.New("ss-double", protocol.Params{Clip: 0.1, Delta: 1e-6, Epsilon: 10, Rounds: 1, SampleRate: 1,
 		Extra: map[string]float64{"k": 2, "np": 40}})
@@ -59,12 +60,23 @@ func TestShufflerCount(t *testing.T) {
 	for j := range part.counts {
 		got[fmt.Sprint(j)] = int(part.counts[j])
 	}
+	nd, err := part.Dummies(rng.Stream(9))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pad, err := part.ClosePadding()
+	if err != nil {
+		t.Fatal(err)
+	}
 	var values []string
-	if err := part.ClosePadding(rng.Stream(1), func(j int, v float64) {
+	if err := pad(rng.Stream(1), func(j int, v float64) {
 		got[fmt.Sprint(j)]++
 		values = append(values, fmt.Sprint(j, v))
 	}); err != nil {
 		t.Fatal(err)
+	}
+	if int(nd) != len(values) {
+		t.Errorf("Dummies said %d, the padding drew %d", nd, len(values))
 	}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("values per coordinate with ClosePadding %v, with Close %v", got, want)
@@ -80,7 +92,7 @@ func TestShufflerCount(t *testing.T) {
 	if _, err := few.Count("a", Messages(p.Mode(), &protocol.Report{Coords: []int32{1}, Values: []float64{1}}, nil)); err != nil {
 		t.Fatal(err)
 	}
-	if err := few.ClosePadding(rng.Stream(1), func(int, float64) {}); !errors.Is(err, ErrTooFew) {
+	if _, err := few.ClosePadding(); !errors.Is(err, ErrTooFew) {
 		t.Errorf("ClosePadding below the minimum: %v", err)
 	}
 }

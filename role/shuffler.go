@@ -3,6 +3,7 @@ package role
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 
 	"github.com/shufflefl/shufflefl/checks"
 	"github.com/shufflefl/shufflefl/protocol"
@@ -323,21 +324,41 @@ func (sh *Shuffler[P]) padCounts() []int64 {
 
 // ClosePadding is Close for a driver that permutes the payloads itself
 // (Count): the round is closed as by Close (void below the minimum,
-// ErrTooFew), the protocol's padding is drawn from pad on the counts of
-// every submission accepted or counted, and each dummy value is handed to
-// emit; the payloads Accept kept are dropped, and nothing is permuted.
-// The driver must then permute every group uniformly (package role/shard's
-// two-stage shuffle is one way) before anything reaches the analyzer.
-func (sh *Shuffler[P]) ClosePadding(pad *rand.Rand, emit func(coord int, v float64)) error {
+// ErrTooFew) and the payloads Accept kept are dropped; the returned pad
+// draws the protocol's padding from r on the counts of every submission
+// accepted or counted and hands each dummy value to emit. pad uses nothing
+// of the machine, so the driver may call it (once) without the lock it
+// holds around the machine. Nothing is permuted: the driver must permute
+// every group uniformly (package role/shard's two-stage shuffle is one
+// way) before anything reaches the analyzer.
+func (sh *Shuffler[P]) ClosePadding() (pad func(r *rand.Rand, emit func(coord int, v float64)) error, err error) {
 	if err := sh.close(); err != nil {
-		return err
+		return nil, err
 	}
-	counts := sh.padCounts()
-	sh.batch = Batch[P]{Round: sh.s.Round, Mode: sh.mode, Dim: sh.s.Dim, Senders: sh.nsend}
-	if err := sh.proto.Pad(pad, sh.s, counts, emit); err != nil {
-		return fmt.Errorf("shuffler: round %d: padding: %w", sh.s.Round, err)
+	counts, s, p := slices.Clone(sh.padCounts()), sh.s, sh.proto
+	sh.batch = Batch[P]{Round: s.Round, Mode: sh.mode, Dim: s.Dim, Senders: sh.nsend}
+	return func(r *rand.Rand, emit func(coord int, v float64)) error {
+		if err := p.Pad(r, s, counts, emit); err != nil {
+			return fmt.Errorf("shuffler: round %d: padding: %w", s.Round, err)
+		}
+		return nil
+	}, nil
+}
+
+// Dummies returns the number of dummies the protocol's padding draws
+// with r if the round closed now with the submissions so far (a dry run
+// that changes nothing: a driver sizing the round's batch draws it with a
+// generator of its own).
+func (sh *Shuffler[P]) Dummies(r *rand.Rand) (int64, error) {
+	s := sh.s
+	if s.Participants == 0 {
+		s.Participants = sh.nsend
 	}
-	return nil
+	var n int64
+	if err := sh.proto.Pad(r, s, slices.Clone(sh.padCounts()), func(int, float64) { n++ }); err != nil {
+		return 0, fmt.Errorf("shuffler: round %d: padding: %w", s.Round, err)
+	}
+	return n, nil
 }
 
 // CloseCounts is Close for a simulation that streams reports straight into
