@@ -341,8 +341,8 @@ func (sp *spill) remove() {
 type batchSource struct {
 	messages int64
 	bytes    *int64 // ciphertext bytes (for a stored batch, known once sent)
-	chunks          int // the number of chunks (for a stored batch, an estimate for the progress)
-	each            func(send func(*wire.BatchChunk) error) error
+	chunks   int    // the number of chunks (for a stored batch, an estimate for the progress)
+	each     func(send func(*wire.BatchChunk) error) error
 }
 
 // memorySource is a batch held in memory, chunked by ChunkBatchBytes.

@@ -115,19 +115,34 @@ type BatchInfo struct {
 	Messages, Chunks int
 }
 
+// SavedBatch returns round's saved batch's header and size, without its
+// messages; ErrNoBatch if none was saved, ErrExpired if it was forwarded.
+func (db *DB) SavedBatch(round int64) (BatchInfo, error) {
+	var info BatchInfo
+	var status string
+	err := db.sql.QueryRow(`SELECT b.header, b.n_messages, b.n_chunks, r.status FROM inbox_batch b JOIN inbox_round r ON r.round = b.round
+		WHERE b.round = ?`, round).Scan(&info.Header, &info.Messages, &info.Chunks, &status)
+	if errors.Is(err, sql.ErrNoRows) {
+		return BatchInfo{}, fmt.Errorf("store: batch of round %d: %w", round, ErrNoBatch)
+	}
+	if err != nil {
+		return BatchInfo{}, fmt.Errorf("store: batch of round %d: %w", round, err)
+	}
+	if InboxStatus(status) != InboxShuffled {
+		return BatchInfo{}, fmt.Errorf("store: batch of round %d (%s): %w", round, status, ErrExpired)
+	}
+	return info, nil
+}
+
 // EachBatchChunk calls fn with round's saved batch, one stored chunk (at
 // most 8 MiB of ciphertext) at a time, in order, after returning nothing
 // but errors for a batch that cannot be read: ErrNoBatch (never saved),
 // ErrExpired (forwarded). It checks that the chunks hold the saved count.
 // fn's error ends the walk and is returned as is.
 func (db *DB) EachBatchChunk(round int64, fn func(BatchInfo, []SealedMessage) error) error {
-	var info BatchInfo
-	err := db.sql.QueryRow(`SELECT header, n_messages, n_chunks FROM inbox_batch WHERE round = ?`, round).Scan(&info.Header, &info.Messages, &info.Chunks)
-	if errors.Is(err, sql.ErrNoRows) {
-		return fmt.Errorf("store: batch of round %d: %w", round, ErrNoBatch)
-	}
+	info, err := db.SavedBatch(round)
 	if err != nil {
-		return fmt.Errorf("store: batch of round %d: %w", round, err)
+		return err
 	}
 	seen := 0
 	for seq := range info.Chunks {
