@@ -17,8 +17,9 @@ import (
 // query of its own, so that the database's one connection is never held
 // while the caller works.
 
-// reportPage is the number of reports EachRoundReport reads per query.
-const reportPage = 64
+// reportPage is the number of reports EachRoundReport reads per query (a
+// dense report at d = 7,850 is about 0.5 MB).
+const reportPage = 16
 
 // SaveBatchFunc is SaveBatch for a batch produced as a stream: each calls
 // put with the batch's messages in order, and they are stored in chunks as
