@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/shufflefl/shufflefl/internal/longtest"
 )
 
 // TestSpillEqualsMemory runs deploy-local in test mode with a round memory
@@ -18,11 +20,16 @@ import (
 // the disk shuffle must release the same model as the simulation up to
 // the rounding of sums taken in another order (the same reports and, in
 // test mode, the same dummy values: only their order differs), with the
-// same counts of forwarded and opened messages as in memory.
+// same counts of forwarded and opened messages as in memory. apes runs
+// with the long tests (SHUFFLEFL_LONG=1).
 func TestSpillEqualsMemory(t *testing.T) {
-	for _, p := range []string{"ss-double", "apes", "e-apes"} {
+	protos := []string{"ss-double", "e-apes"}
+	if longtest.Enabled() {
+		protos = append(protos, "apes")
+	}
+	for _, p := range protos {
 		t.Run(p, func(t *testing.T) {
-			cfg := testConfig(p, 30, 2)
+			cfg := testConfig(p, 20, 2)
 			split := testSplit(t, cfg)
 			eng, _ := simulate(t, cfg, split)
 			want := eng.Weights()
