@@ -41,7 +41,10 @@
 //     before it counts. It releases a round's batch only when the round
 //     is closed with at least the minimum number of senders; below it the
 //     round is void and nothing is released (ErrTooFew). A closed round
-//     accepts nothing.
+//     accepts nothing. A round in which a driver counted a submission
+//     without handing over its payloads (Count) closes only with
+//     ClosePadding (Close is ErrOrder), and the driver then permutes every
+//     group itself.
 //   - The analyzer opens rounds in order, each on the round's Facts, and
 //     decides it there: too few reporters, or a round that would take the
 //     cumulative epsilon past the run's target, is void at once; otherwise

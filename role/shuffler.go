@@ -3,6 +3,7 @@ package role
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 
 	"github.com/shufflefl/shufflefl/checks"
 	"github.com/shufflefl/shufflefl/protocol"
@@ -88,6 +89,8 @@ type Shuffler[P any] struct {
 	seen     []int32 // values of the current attempt per coordinate
 	perCoord int32   // values a submission may carry per coordinate
 	attempt  int32   // submissions checked so far (accepted or not)
+	reports  int64   // whole reports accepted (kept or counted)
+	counted  bool    // a submission was counted without its payloads
 	batch    Batch[P]
 }
 
@@ -155,6 +158,20 @@ func (sh *Shuffler[P]) Check(msgs []Message[P]) error {
 // submission from a sender is ErrDuplicateSender, one after the round
 // closed ErrClosed.
 func (sh *Shuffler[P]) Accept(sender string, msgs []Message[P]) (Ack, error) {
+	return sh.accept(sender, msgs, true)
+}
+
+// Count is Accept for a driver that keeps the payloads itself (a
+// deployment's shuffler spilling a large round to disk): the submission is
+// checked and counted exactly as by Accept, and none of its payloads is
+// kept. A round that counted a submission can only be closed with
+// ClosePadding (Close is ErrOrder).
+func (sh *Shuffler[P]) Count(sender string, msgs []Message[P]) (Ack, error) {
+	return sh.accept(sender, msgs, false)
+}
+
+// accept is Accept (keep) or Count.
+func (sh *Shuffler[P]) accept(sender string, msgs []Message[P], keep bool) (Ack, error) {
 	if sh.state == stateOpen {
 		if _, dup := sh.senders[sender]; dup {
 			return Ack{}, fmt.Errorf("shuffler: round %d: %w", sh.s.Round, ErrDuplicateSender)
@@ -165,14 +182,22 @@ func (sh *Shuffler[P]) Accept(sender string, msgs []Message[P]) (Ack, error) {
 	}
 	sh.senders[sender] = struct{}{}
 	sh.nsend++
+	sh.counted = sh.counted || !keep
 	for _, m := range msgs {
 		switch {
 		case m.Label == MetaLabel:
-			sh.batch.Meta = append(sh.batch.Meta, m.Payload)
+			if keep {
+				sh.batch.Meta = append(sh.batch.Meta, m.Payload)
+			}
 		case m.Label == ReportLabel:
-			sh.batch.Reports = append(sh.batch.Reports, m.Payload)
+			sh.reports++
+			if keep {
+				sh.batch.Reports = append(sh.batch.Reports, m.Payload)
+			}
 		default:
-			sh.batch.Columns[m.Label] = append(sh.batch.Columns[m.Label], m.Payload)
+			if keep {
+				sh.batch.Columns[m.Label] = append(sh.batch.Columns[m.Label], m.Payload)
+			}
 			sh.counts[m.Label]++
 		}
 	}
@@ -235,16 +260,13 @@ func (sh *Shuffler[P]) check(msgs []Message[P]) error {
 // covers; it counts every report for every coordinate (the papers'
 // whole-report protocols send dense reports and pad nothing).
 func (sh *Shuffler[P]) Close(pad, perm *rand.Rand, dummy func(coord int, v float64) (P, error)) (*Batch[P], error) {
+	if sh.counted {
+		return nil, fmt.Errorf("shuffler: round %d: %w: Close after Count (ClosePadding)", sh.s.Round, ErrOrder)
+	}
 	if err := sh.close(); err != nil {
 		return nil, err
 	}
-	counts := sh.counts
-	if counts == nil {
-		counts = make([]int64, sh.s.Dim)
-		for j := range counts {
-			counts[j] = int64(len(sh.batch.Reports))
-		}
-	}
+	counts := sh.padCounts()
 	var derr error
 	emit := func(j int, v float64) {
 		if derr != nil {
@@ -285,6 +307,58 @@ func (sh *Shuffler[P]) Close(pad, perm *rand.Rand, dummy func(coord int, v float
 	}
 	b.Senders = sh.nsend
 	return b, nil
+}
+
+// padCounts returns the per-coordinate counts the padding is drawn on; in
+// whole-report modes every report counts for every coordinate.
+func (sh *Shuffler[P]) padCounts() []int64 {
+	if sh.counts != nil {
+		return sh.counts
+	}
+	counts := make([]int64, sh.s.Dim)
+	for j := range counts {
+		counts[j] = sh.reports
+	}
+	return counts
+}
+
+// ClosePadding is Close for a driver that permutes the payloads itself
+// (Count): the round is closed as by Close (void below the minimum,
+// ErrTooFew) and the payloads Accept kept are dropped; the returned pad
+// draws the protocol's padding from r on the counts of every submission
+// accepted or counted and hands each dummy value to emit. pad uses nothing
+// of the machine, so the driver may call it (once) without the lock it
+// holds around the machine. Nothing is permuted: the driver must permute
+// every group uniformly (package role/shard's two-stage shuffle is one
+// way) before anything reaches the analyzer.
+func (sh *Shuffler[P]) ClosePadding() (pad func(r *rand.Rand, emit func(coord int, v float64)) error, err error) {
+	if err := sh.close(); err != nil {
+		return nil, err
+	}
+	counts, s, p := slices.Clone(sh.padCounts()), sh.s, sh.proto
+	sh.batch = Batch[P]{Round: s.Round, Mode: sh.mode, Dim: s.Dim, Senders: sh.nsend}
+	return func(r *rand.Rand, emit func(coord int, v float64)) error {
+		if err := p.Pad(r, s, counts, emit); err != nil {
+			return fmt.Errorf("shuffler: round %d: padding: %w", s.Round, err)
+		}
+		return nil
+	}, nil
+}
+
+// Dummies returns the number of dummies the protocol's padding draws
+// with r if the round closed now with the submissions so far (a dry run
+// that changes nothing: a driver sizing the round's batch draws it with a
+// generator of its own).
+func (sh *Shuffler[P]) Dummies(r *rand.Rand) (int64, error) {
+	s := sh.s
+	if s.Participants == 0 {
+		s.Participants = sh.nsend
+	}
+	var n int64
+	if err := sh.proto.Pad(r, s, slices.Clone(sh.padCounts()), func(int, float64) { n++ }); err != nil {
+		return 0, fmt.Errorf("shuffler: round %d: padding: %w", s.Round, err)
+	}
+	return n, nil
 }
 
 // CloseCounts is Close for a simulation that streams reports straight into

@@ -76,7 +76,7 @@ func splitDeployArgs(args []string, o *deployOpts) (deployArgs, runArgs []string
 
 // deployKeys are the YAML keys of the deployment flags.
 var deployKeys = []string{"certs", "listen", "control-listen", "shuffler-control", "analyzer", "shuffler", "db", "id", "run-id", "round-timeout", "min-reports", "allow-remote",
-	"nats", "openers", "opener-chunk", "data", "shards"}
+	"nats", "openers", "opener-chunk", "data", "shards", "shuffle-memory"}
 
 // resolveDeploy computes the run settings and the deployment options from
 // flags and --config (one YAML file holding both, keyed by flag names).
@@ -118,6 +118,9 @@ func resolveDeploy(cmd string, args []string, stdout io.Writer) (round.Config, r
 	fs := newDeployFlags(&o)
 	if err := fs.Parse(dargs); err != nil {
 		return round.Config{}, runExtras{}, o, checks.Invalidf("%s", flagError(err))
+	}
+	if o.ShuffleMemory < 0 {
+		return round.Config{}, runExtras{}, o, checks.Invalidf("--shuffle-memory %d: the budget must be positive (0: the default, 1 GiB)", o.ShuffleMemory)
 	}
 	cfg, ex, err := resolveConfigFor(cmd, rargs, stdout)
 	if err != nil {
@@ -241,7 +244,7 @@ func runDeployLocal(args []string, stdout, stderr io.Writer) int {
 	prog := rundir.NewProgress(ex.progress, stderr, io.Discard, cfg.Rounds)
 	live := newLiveProgress(prog.Mode(), stderr, &mu)
 	lo := deploy.LocalOptions{Dir: stateDir, Creds: creds, Shards: o.shards, RoundTimeout: o.RoundTimeout, MinReports: o.MinReports, Workers: cfg.Workers, Logf: logf,
-		Progress: live.observer(), ProgressEvery: live.every,
+		Progress: live.observer(), ProgressEvery: live.every, ShuffleMemory: o.ShuffleMemory,
 		Observe: func(r round.RoundResult) {
 			rec := metrics.FromResult(r)
 			recs = append(recs, rec)

@@ -2,13 +2,19 @@ package deploy
 
 import (
 	"context"
+	"errors"
+	"net"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/tap"
 
+	"github.com/shufflefl/shufflefl/transport/pki"
 	"github.com/shufflefl/shufflefl/transport/wire"
 )
 
@@ -36,11 +42,38 @@ import (
 // in flight at once; more are refused (ResourceExhausted), so the memory
 // that authenticated bodies can take is bounded by the registry's size
 // times maxInflight times the receive limit.
+//
+// What unauthenticated peers can hold together is bounded too: at most
+// ShufflerConfig.MaxConns connections (TLS and HTTP/2 buffers, a reader
+// goroutine; connLimit refuses more before their TLS handshake), at most
+// maxStreams streams on each, and at most ShufflerConfig.MaxUnauthenticated
+// header checks at once (a check over the bound is refused at once,
+// ResourceExhausted BUSY, without its Ed25519 verification).
 
 // maxInflight is how many requests one registered client may have in
 // flight at the shuffler: a client runs at most three at once (a held
 // pull, a submission, a heartbeat), plus retries of calls it gave up on.
 const maxInflight = 8
+
+// Defaults of the admission bounds (ShufflerConfig.MaxConns,
+// MaxUnauthenticated) and the streams one connection may carry (a client
+// runs at most three calls at once on its connection; gRPC refuses a
+// stream over the bound with REFUSED_STREAM, which a gRPC client queues).
+const (
+	defaultMaxUnauthenticated = 256
+	minMaxConns               = 1024
+	maxStreams                = 32
+)
+
+// maxConns is the shuffler's connection bound: ShufflerConfig.MaxConns,
+// or by default twice the run's clients plus minMaxConns (room for
+// reconnections and the clients' retries).
+func (s *Shuffler) maxConns() int {
+	if s.cfg.MaxConns > 0 {
+		return s.cfg.MaxConns
+	}
+	return 2*s.st.Config.Clients + minMaxConns
+}
 
 // headerKey is the context key of the signed header a stream was admitted
 // on.
@@ -50,6 +83,11 @@ type headerKey struct{}
 // header and counts the streams in flight per client.
 type admission struct {
 	s *Shuffler
+	// check is wire.CheckHeader (a test may slow it down).
+	check func(*pki.Registry, time.Duration, time.Time, string, *pki.SignedRequest) error
+	// checking counts the header checks running; maxChecking bounds it.
+	checking    atomic.Int64
+	maxChecking int64
 
 	mu       sync.Mutex
 	inflight map[string]int
@@ -68,7 +106,13 @@ func (a *admission) admit(ctx context.Context, info *tap.Info) (context.Context,
 		return nil, a.s.reject(wire.Errorf(codes.Unauthenticated, wire.Reason_REASON_BAD_SIGNATURE, "auth", -1, "no signed header: %v", err))
 	}
 	round := int64(min(sr.Round, 1<<62))
-	if err := wire.CheckHeader(a.s.cfg.Registry, a.s.cfg.Verifier.Skew, a.s.now(), info.FullMethodName, sr); err != nil {
+	if n := a.checking.Add(1); n > a.maxChecking {
+		a.checking.Add(-1)
+		return nil, a.s.reject(wire.Errorf(codes.ResourceExhausted, wire.Reason_REASON_BUSY, "auth", round, "%d unauthenticated requests are being checked (at most %d)", n-1, a.maxChecking))
+	}
+	err = a.check(a.s.cfg.Registry, a.s.cfg.Verifier.Skew, a.s.now(), info.FullMethodName, sr)
+	a.checking.Add(-1)
+	if err != nil {
 		return nil, a.s.reject(authStatus(err, round))
 	}
 	id := sr.ClientID
@@ -92,9 +136,67 @@ func (a *admission) admit(ctx context.Context, info *tap.Info) (context.Context,
 }
 
 // publicServerOptions are the options of the shuffler's public server
-// besides wire.ServerOptions and its credentials: the tap and a small
-// header list.
-func publicServerOptions(s *Shuffler) []grpc.ServerOption {
-	a := &admission{s: s, inflight: map[string]int{}}
-	return []grpc.ServerOption{grpc.InTapHandle(a.admit), grpc.MaxHeaderListSize(wire.MaxHeaderListBytes)}
+// besides wire.ServerOptions: the tap, a small header list, the streams
+// per connection, and its credentials creds under the connection bound.
+func publicServerOptions(s *Shuffler, creds credentials.TransportCredentials) []grpc.ServerOption {
+	a := &admission{s: s, inflight: map[string]int{}, check: wire.CheckHeader, maxChecking: int64(s.cfg.MaxUnauthenticated)}
+	if s.checkHeader != nil {
+		a.check = s.checkHeader
+	}
+	if a.maxChecking <= 0 {
+		a.maxChecking = defaultMaxUnauthenticated
+	}
+	lim := &connLimit{TransportCredentials: creds, max: int64(s.maxConns()), refused: func() {
+		s.mu.Lock()
+		s.stats.Rejected["connections"]++
+		s.mu.Unlock()
+	}}
+	return []grpc.ServerOption{grpc.InTapHandle(a.admit), grpc.MaxHeaderListSize(wire.MaxHeaderListBytes),
+		grpc.MaxConcurrentStreams(maxStreams), grpc.Creds(lim)}
+}
+
+// errTooManyConns is the handshake error of a connection over the bound.
+var errTooManyConns = errors.New("deploy: shuffler: too many connections")
+
+// connLimit wraps the public server's transport credentials: a connection
+// is counted from the start of its handshake until it is closed, and one
+// over max is closed before its TLS handshake (the peer sees the
+// connection closed: gRPC Unavailable, without a status of the
+// shuffler's, for there is no session to carry one).
+type connLimit struct {
+	credentials.TransportCredentials
+	max     int64
+	open    atomic.Int64
+	refused func()
+}
+
+// ServerHandshake implements credentials.TransportCredentials.
+func (l *connLimit) ServerHandshake(raw net.Conn) (net.Conn, credentials.AuthInfo, error) {
+	if l.open.Add(1) > l.max {
+		l.open.Add(-1)
+		l.refused()
+		return nil, nil, errTooManyConns
+	}
+	release := sync.OnceFunc(func() { l.open.Add(-1) })
+	conn, info, err := l.TransportCredentials.ServerHandshake(raw)
+	if err != nil {
+		release()
+		return nil, nil, err
+	}
+	return &countedConn{Conn: conn, release: release}, info, nil
+}
+
+// Clone implements credentials.TransportCredentials (the count is shared).
+func (l *connLimit) Clone() credentials.TransportCredentials { return l }
+
+// countedConn gives its connLimit slot back when it is closed.
+type countedConn struct {
+	net.Conn
+	release func()
+}
+
+// Close implements net.Conn.
+func (c *countedConn) Close() error {
+	c.release()
+	return c.Conn.Close()
 }

@@ -163,10 +163,11 @@ func TestCrashChild(t *testing.T) {
 			t.Fatal(err)
 		}
 		sh, err := NewShuffler(ShufflerConfig{Setup: st, DB: db, Registry: creds.Registry, AnalyzerKey: creds.HPKEPublic,
-			Analyzer: wire.NewAnalyzerClient(conn), TestSeed: &seed, Logf: t.Logf})
+			Analyzer: wire.NewAnalyzerClient(conn), TestSeed: &seed, Logf: t.Logf, ShuffleMemory: spillBudgetEnv()})
 		if err != nil {
 			t.Fatal(err)
 		}
+		sh.onSpill = spillPauseEnv(t)
 		pub, ctl := ShufflerServers(creds, sh)
 		serve(pub, os.Getenv("SFL_P"))
 		serve(ctl, os.Getenv("SFL_C"))

@@ -209,8 +209,7 @@ func AnalyzerServer(c *Credentials, a *Analyzer) *grpc.Server {
 // its signed header before its body is read: admission.go) and the control one for the
 // analyzer (mutual TLS: only the analyzer may connect).
 func ShufflerServers(c *Credentials, s *Shuffler) (public, control *grpc.Server) {
-	opts := append(wire.ServerOptions(0), publicServerOptions(s)...)
-	public = grpc.NewServer(append(opts, grpc.Creds(credentials.NewTLS(pki.ServerConfig(c.Shuffler))))...)
+	public = grpc.NewServer(append(wire.ServerOptions(0), publicServerOptions(s, credentials.NewTLS(pki.ServerConfig(c.Shuffler)))...)...)
 	public.RegisterService(wire.Strict(&wire.Shuffler_ServiceDesc), s)
 	control = grpc.NewServer(append(wire.ServerOptions(0), grpc.Creds(credentials.NewTLS(pki.MutualServerConfig(c.Shuffler, c.Roots, pki.RoleAnalyzer))))...)
 	control.RegisterService(wire.Strict(&wire.ShufflerControl_ServiceDesc), s)

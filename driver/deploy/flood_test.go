@@ -2,7 +2,6 @@ package deploy
 
 import (
 	"context"
-
 	"os"
 	"runtime"
 	"runtime/metrics"
@@ -14,7 +13,9 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/connectivity"
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protowire"
 
 	"github.com/shufflefl/shufflefl/transport/pki"
@@ -199,3 +200,171 @@ func flood(t *testing.T, conn *grpc.ClientConn, body []byte, md metadata.MD, rea
 }
 
 func mb(b uint64) float64 { return float64(b) / 1e6 }
+
+// boundedPublic serves another public server of h's shuffler on loopback
+// with the admission bounds maxConns and maxUnauth and the header check
+// check (nil: wire.CheckHeader), and returns its address.
+func boundedPublic(t *testing.T, h *harness, maxConns, maxUnauth int, check func(*pki.Registry, time.Duration, time.Time, string, *pki.SignedRequest) error) string {
+	t.Helper()
+	h.sh.cfg.MaxConns, h.sh.cfg.MaxUnauthenticated, h.sh.checkHeader = maxConns, maxUnauth, check
+	pub, ctl := ShufflerServers(h.creds, h.sh)
+	ctl.Stop()
+	l, err := Listen()
+	if err != nil {
+		t.Fatal(err)
+	}
+	go pub.Serve(l)
+	t.Cleanup(pub.Stop)
+	return l.Addr().String()
+}
+
+// heartbeat sends client i's signed heartbeat on conn.
+func heartbeat(t *testing.T, h *harness, conn *grpc.ClientConn, i int) error {
+	t.Helper()
+	req := &wire.HeartbeatRequest{Auth: &wire.RequestAuth{}}
+	if err := sign(h.signer(t, i), testRand(), time.Now(), wire.Shuffler_Heartbeat_FullMethodName, 0, req); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err := wire.NewShufflerClient(conn).Heartbeat(ctx, req)
+	return err
+}
+
+// readyConns dials n connections to addr and waits until each is
+// connected (its TLS handshake done), so that a flood's latencies do not
+// include handshakes.
+func readyConns(t *testing.T, h *harness, addr string, n int) []*grpc.ClientConn {
+	t.Helper()
+	conns := make([]*grpc.ClientConn, n)
+	for i := range conns {
+		c, err := DialShuffler(h.creds, addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		conns[i] = c
+		c.Connect()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for i, c := range conns {
+		for s := c.GetState(); s != connectivity.Ready; s = c.GetState() {
+			if !c.WaitForStateChange(ctx, s) {
+				t.Fatalf("connection %d: still %v", i, s)
+			}
+		}
+	}
+	return conns
+}
+
+// TestUnauthenticatedBound floods a shuffler that checks at most 2 signed
+// headers at once (each check slowed to 200 ms) with 24 concurrent
+// requests from an unregistered id, one per connection: the requests over
+// the bound are refused at once (ResourceExhausted BUSY, under 100 ms,
+// without a signature check), the others after their check
+// (NOT_REGISTERED); the heap grows by under 100 MB; and a registered
+// client gets through afterwards.
+func TestUnauthenticatedBound(t *testing.T) {
+	const attackers, bound = 24, 2
+	h := newHarness(t, "ss-double", 2, 1, 1)
+	h.waitRound(t, 1)
+	slow := func(r *pki.Registry, skew time.Duration, now time.Time, m string, sr *pki.SignedRequest) error {
+		time.Sleep(200 * time.Millisecond)
+		return wire.CheckHeader(r, skew, now, m, sr)
+	}
+	addr := boundedPublic(t, h, 0, bound, slow)
+	_, priv, _ := ed25519Key()
+	s, err := pki.NewSigner("client-999999", priv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, md := floodBody(t, s, 1<<16)
+	conns := readyConns(t, h, addr, attackers)
+	runtime.GC()
+	heap0 := heapBytes()
+	m := startSampler()
+	lat := make([]time.Duration, attackers)
+	errs := make([]error, attackers)
+	var wg sync.WaitGroup
+	for i := range attackers {
+		wg.Go(func() {
+			start := time.Now()
+			errs[i] = invokeRaw(context.Background(), conns[i], wire.Shuffler_SubmitReport_FullMethodName, body, md)
+			lat[i] = time.Since(start)
+		})
+	}
+	wg.Wait()
+	m.finish()
+	busy := 0
+	for i, err := range errs {
+		d, _ := wire.DetailOf(err)
+		switch {
+		case status.Code(err) == codes.ResourceExhausted && d.GetReason() == wire.Reason_REASON_BUSY:
+			busy++
+			if lat[i] >= 100*time.Millisecond {
+				t.Errorf("request %d refused BUSY after %v, want under 100 ms", i, lat[i])
+			}
+		case status.Code(err) == codes.Unauthenticated && d.GetReason() == wire.Reason_REASON_NOT_REGISTERED:
+		default:
+			t.Errorf("request %d: %v, want BUSY or NOT_REGISTERED", i, err)
+		}
+	}
+	grow := int64(m.peakHeap) - int64(heap0)
+	t.Logf("%d requests, %d refused BUSY; heap +%.1f MB at the peak; latencies %v", attackers, busy, float64(grow)/1e6, lat)
+	if busy < attackers-4*bound {
+		t.Errorf("%d of %d refused BUSY with at most %d checks at once, want at least %d", busy, attackers, bound, attackers-4*bound)
+	}
+	if grow >= 100e6 {
+		t.Errorf("the heap grew by %.0f MB, want under 100 MB", float64(grow)/1e6)
+	}
+	if err := heartbeat(t, h, conns[0], 0); err != nil {
+		t.Errorf("a registered client after the flood: %v", err)
+	}
+}
+
+// TestConnectionBound: a shuffler that takes at most 3 connections
+// refuses a fourth before its TLS handshake (the peer sees Unavailable),
+// and takes new ones once the first are closed.
+func TestConnectionBound(t *testing.T) {
+	const bound = 3
+	h := newHarness(t, "ss-double", 2, 1, 1)
+	h.waitRound(t, 1)
+	addr := boundedPublic(t, h, bound, 0, nil)
+	held := readyConns(t, h, addr, bound)
+	refused0 := h.sh.Stats().Rejected["connections"]
+	for i := range 3 {
+		c, err := DialShuffler(h.creds, addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		err = heartbeat(t, h, c, 1)
+		c.Close()
+		if status.Code(err) != codes.Unavailable || time.Since(start) > 2*time.Second {
+			t.Errorf("connection %d over the bound: %v after %v, want Unavailable at once", bound+i, err, time.Since(start))
+		}
+	}
+	if got := h.sh.Stats().Rejected["connections"] - refused0; got < 3 {
+		t.Errorf("%d connections counted as refused, want at least 3", got)
+	}
+	for _, c := range held {
+		c.Close()
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		c, err := DialShuffler(h.creds, addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = heartbeat(t, h, c, 1)
+		c.Close()
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("a client after the held connections closed: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}

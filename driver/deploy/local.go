@@ -51,6 +51,9 @@ type LocalOptions struct {
 	// Openers, if set, has the analyzer open the batches on openers over
 	// NATS JetStream (LocalOpeners) rather than on this process's cores.
 	Openers *LocalOpeners
+	// ShuffleMemory is the shuffler's round memory budget in bytes
+	// (ShufflerConfig.ShuffleMemory; 1 GiB if zero).
+	ShuffleMemory int64
 }
 
 // LocalResult is the outcome of RunLocal.
@@ -189,7 +192,7 @@ func (lr *localRun) services() (*Analyzer, *Shuffler, string, error) {
 	}
 	sh, err := NewShuffler(ShufflerConfig{Setup: st, DB: sdb, Registry: creds.Registry, AnalyzerKey: creds.HPKEPublic,
 		Analyzer: wire.NewAnalyzerClient(aconn), TestSeed: o.TestSeed, Quorum: localQuorum(st), Logf: o.Logf,
-		Progress: o.Progress, ProgressEvery: o.ProgressEvery})
+		Progress: o.Progress, ProgressEvery: o.ProgressEvery, ShuffleMemory: o.ShuffleMemory})
 	if err != nil {
 		return nil, nil, "", err
 	}

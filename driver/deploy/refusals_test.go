@@ -2,6 +2,7 @@ package deploy
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -208,6 +209,40 @@ func bodyRefusals(h *harness, good []*wire.SealedMessage) []refusal {
 	}
 }
 
+// boundRefusals are the rows refused on the admission's bounds, each on
+// a public server of its own (boundedPublic).
+func boundRefusals(h *harness) []refusal {
+	return []refusal{
+		{"more header checks at once than the bound", codes.ResourceExhausted, wire.Reason_REASON_BUSY, func(t *testing.T) error {
+			slow := func(r *pki.Registry, skew time.Duration, now time.Time, m string, sr *pki.SignedRequest) error {
+				time.Sleep(300 * time.Millisecond)
+				return wire.CheckHeader(r, skew, now, m, sr)
+			}
+			conns := readyConns(t, h, boundedPublic(t, h, 0, 1, slow), 3)
+			errs := make(chan error, len(conns))
+			for i, c := range conns {
+				go func() { errs <- heartbeat(t, h, c, i) }()
+			}
+			for range conns {
+				if err := <-errs; status.Code(err) == codes.ResourceExhausted {
+					return err
+				}
+			}
+			return errors.New("no request was refused over the bound")
+		}},
+		{"a connection over the bound", codes.Unavailable, wire.Reason_REASON_UNSPECIFIED, func(t *testing.T) error {
+			addr := boundedPublic(t, h, 1, 0, nil)
+			readyConns(t, h, addr, 1)
+			c, err := DialShuffler(h.creds, addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			return heartbeat(t, h, c, 0)
+		}},
+	}
+}
+
 // overInflight sends maxInflight+4 pulls of client 0 at once (no newer
 // round: each admitted pull is held) and returns the error of a refused
 // one, once 4 are refused; then it cancels the held ones.
@@ -251,6 +286,7 @@ func TestDocumentedRefusals(t *testing.T) {
 	h.waitRound(t, 1)
 	good := sealedReport(t, h, 1, 0.01)
 	rows := append(authRefusals(h, good), bodyRefusals(h, good)...)
+	rows = append(rows, boundRefusals(h)...)
 	tested := map[string]bool{}
 	for _, r := range rows {
 		tested[r.code.String()+" "+r.reason.String()] = true

@@ -55,6 +55,9 @@ type ServiceOptions struct {
 	NATS        string
 	Openers     int
 	OpenerChunk int
+	// ShuffleMemory is the shuffler's round memory budget in bytes
+	// (ShufflerConfig.ShuffleMemory; 1 GiB if zero).
+	ShuffleMemory int64
 	// Log receives the role's log lines.
 	Log *log.Logger
 	// ProgressEvery is how often the analyzer and the shuffler log a
@@ -95,6 +98,7 @@ func (o *ServiceOptions) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.RunID, "run-id", o.RunID, "the run's `id`, bound into every sealed message (all roles must agree)")
 	fs.DurationVar(&o.RoundTimeout, "round-timeout", o.RoundTimeout, "analyzer, deploy-local: time clients have to report in a round")
 	fs.IntVar(&o.MinReports, "min-reports", o.MinReports, "analyzer, deploy-local: minimum reports for a round to be released (below it the round is void)")
+	fs.Int64Var(&o.ShuffleMemory, "shuffle-memory", o.ShuffleMemory, "shuffler, deploy-local: round memory budget in `bytes` (0: 1 GiB); a larger round is shuffled on disk")
 	fs.BoolVar(&o.Serve, "serve", o.Serve, "shuffler: keep serving after the run's last round (default: exit 0 once the analyzer acknowledged it)")
 	fs.StringVar(&o.NATS, "nats", o.NATS, "analyzer, deploy-local: open the batches on the 'shufflefl opener' processes of the NATS JetStream server at `URL` (default: on the analyzer's own cores)")
 	fs.IntVar(&o.Openers, "openers", o.Openers, "deploy-local: open the batches on `N` 'shufflefl opener' processes over a NATS JetStream server embedded under DIR/state/nats (or the --nats server); the model is the same bit for bit (default 0: in the analyzer)")
@@ -192,7 +196,7 @@ func ServeShuffler(ctx context.Context, cfg round.Config, o ServiceOptions) (Shu
 	defer conn.Close()
 	prog, every := o.progressLog()
 	sh, err := NewShuffler(ShufflerConfig{Setup: st, DB: db, Registry: creds.Registry, AnalyzerKey: creds.HPKEPublic,
-		Analyzer: wire.NewAnalyzerClient(conn), Logf: o.Log.Printf, Progress: prog, ProgressEvery: every})
+		Analyzer: wire.NewAnalyzerClient(conn), Logf: o.Log.Printf, Progress: prog, ProgressEvery: every, ShuffleMemory: o.ShuffleMemory})
 	if err != nil {
 		return ShufflerStats{}, err
 	}

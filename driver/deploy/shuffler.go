@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log"
 	"math/rand/v2"
+	"os"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -66,6 +67,17 @@ type ShufflerConfig struct {
 	// per ProgressEvery (250 ms if zero); see Progress.
 	Progress      func(Progress)
 	ProgressEvery time.Duration
+	// MaxConns bounds the client connections open at once (twice the
+	// run's clients plus 1,024 if zero); MaxUnauthenticated bounds the
+	// signed-header checks running at once (256 if zero). Admission.go
+	// says what is refused over each.
+	MaxConns, MaxUnauthenticated int
+	// ShuffleMemory is the round memory budget in bytes (1 GiB if zero): a
+	// round whose sealed messages, dummies included, exceed it is shuffled
+	// on disk in SpillDir (spill.go; "spill" next to the database if
+	// empty).
+	ShuffleMemory int64
+	SpillDir      string
 }
 
 // ShufflerStats counts the shuffler's decisions.
@@ -110,6 +122,10 @@ type sround struct {
 
 	// reporters are the accepted senders, in order (under mu).
 	reporters []string
+	// bytes are the accepted submissions' sealed bytes; spilling is set
+	// once they exceed the memory budget (under mu; spill.go).
+	bytes    int64
+	spilling bool
 	// sample is the set of clients offered the round (nil: every
 	// registered client), drawn from population registered clients;
 	// expected is the count at which the round closes early.
@@ -160,6 +176,10 @@ type Shuffler struct {
 	finishedOnce sync.Once
 	// pruned is when report metadata was last pruned (Unix ns; metadata.go).
 	pruned atomic.Int64
+	// onSpill, if set, is called at each stage of a disk shuffle (tests).
+	onSpill func(stage string)
+	// checkHeader replaces wire.CheckHeader in the tap (tests).
+	checkHeader func(*pki.Registry, time.Duration, time.Time, string, *pki.SignedRequest) error
 }
 
 // NewShuffler starts a shuffler service, resuming the open round of its
@@ -196,6 +216,11 @@ func NewShuffler(cfg ShufflerConfig) (*Shuffler, error) {
 		s.now = time.Now
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
+	// No disk shuffle is under way at the start: a crashed one's files go.
+	if err := os.RemoveAll(s.spillRoot()); err != nil {
+		s.Close()
+		return nil, errf("deploy: shuffler: spill directory: %w", err)
+	}
 	regs, err := cfg.DB.Registrations()
 	if err != nil {
 		s.Close()
@@ -304,27 +329,36 @@ func (s *Shuffler) resume() error {
 		if err != nil {
 			return err
 		}
-		reps, err := s.cfg.DB.RoundReports(r.Round)
-		if err != nil {
-			return err
-		}
-		for _, rep := range reps {
+		err = s.cfg.DB.EachRoundReport(r.Round, func(rep store.InboxReport) error {
 			msgs, err := s.parse(r.Round, toWire(rep.Messages))
+			if err == nil {
+				_, err = s.addReport(sr, rep.Client, msgs, reportBytes(rep.Messages))
+			}
 			if err != nil {
 				return errf("deploy: shuffler: stored report of %s in round %d: %w", rep.Client, r.Round, err)
 			}
-			if _, err := sr.live.Accept(rep.Client, msgs); err != nil {
-				return errf("deploy: shuffler: stored report of %s in round %d: %w", rep.Client, r.Round, err)
-			}
 			sr.reporters = append(sr.reporters, rep.Client)
+			return nil
+		})
+		if err != nil {
+			return err
 		}
-		s.logf("shuffler: resumed round %d with %d stored reports", r.Round, len(reps))
+		s.logf("shuffler: resumed round %d with %d stored reports", r.Round, len(sr.reporters))
 		s.install(sr)
 		if sr.live.Senders() >= sr.expected {
 			s.startClose(sr)
 		}
 	}
 	return nil
+}
+
+// reportBytes is the sealed bytes of a report's messages.
+func reportBytes(ms []store.SealedMessage) int64 {
+	var n int64
+	for _, m := range ms {
+		n += int64(len(m.Sealed))
+	}
+	return n
 }
 
 func toWire(ms []store.SealedMessage) []*wire.SealedMessage {
@@ -713,7 +747,7 @@ func (s *Shuffler) count(cur *sround, id string, msgs []role.Message[[]byte], si
 	// client and round, so a sender the machine already holds is this
 	// very report, counted by a concurrent retry that found it stored
 	// before this attempt reached the machine.
-	ack, err := cur.live.Resubmit(id, msgs)
+	ack, err := s.addReport(cur, id, msgs, size)
 	if err == nil && !ack.Duplicate {
 		cur.reporters = append(cur.reporters, id)
 	}
@@ -765,6 +799,13 @@ func (s *Shuffler) startClose(sr *sround) {
 // closeAndForward pads, permutes and forwards the round's batch (or a void
 // header below the minimum), retrying until the analyzer acknowledges.
 func (s *Shuffler) closeAndForward(sr *sround) {
+	sr.mu.Lock()
+	spill := s.spills(sr)
+	sr.mu.Unlock()
+	if spill {
+		s.closeSpilled(sr)
+		return
+	}
 	t := sr.t
 	gen := streams{s.cfg.TestSeed}
 	pad, perm := gen.get(rng.LabelShuffle, uint64(t), 0), gen.get(rng.LabelShuffle, uint64(t), 1)
@@ -787,32 +828,19 @@ func (s *Shuffler) closeAndForward(sr *sround) {
 			s.prog.report(shuffling)
 		})
 	}
-	h := &wire.BatchHeader{Round: t, RunId: s.st.RunID, Counts: &wire.BatchCounts{}}
-	var ms []*wire.SealedMessage
-	void := false
+	h := s.batchHeader(sr)
 	switch {
 	case errors.Is(err, role.ErrTooFew):
-		void = true
-		s.logf("shuffler: round %d void: %d of at least %d reports at the deadline", t, senders, sr.min)
+		s.voidRound(sr, h, senders)
+		return
 	case err != nil:
 		s.logf("shuffler: round %d: closing: %v", t, err)
 		return
-	default:
-		ms = batchMessages(batch)
-		h.Counts = &wire.BatchCounts{Reports: uint32(batch.Senders), Messages: uint64(len(ms)), Dummies: uint64(dum.len())}
-		h.ReporterEpsilons, h.ReporterDeltas = s.reporterBudgets(reporters)
 	}
-	if sr.sample != nil {
-		// The true sampling rate: the analyzer states the round at
-		// sampled/population, never at the configured rate.
-		h.Counts.Population, h.Counts.Sampled = uint32(sr.population), uint32(len(sr.sample))
-	}
-	if void {
-		s.prog.report(Progress{Role: "shuffler", Round: t, Stage: StageVoid})
-		if err := s.cfg.DB.VoidInboxRound(t); err != nil && !errors.Is(err, store.ErrRoundVoid) {
-			s.logf("shuffler: round %d: %v", t, err)
-		}
-	} else if err := s.saveBatch(h, ms); err != nil {
+	ms := batchMessages(batch)
+	h.Counts.Reports, h.Counts.Messages, h.Counts.Dummies = uint32(batch.Senders), uint64(len(ms)), uint64(dum.len())
+	h.ReporterEpsilons, h.ReporterDeltas = s.reporterBudgets(reporters)
+	if err := s.saveBatch(h, ms); err != nil {
 		// Never forward a shuffle that is not durable: after a restart a
 		// second, different shuffle of the same reports would let the
 		// analyzer tell the dummies apart (they are the messages not
@@ -820,7 +848,30 @@ func (s *Shuffler) closeAndForward(sr *sround) {
 		s.logf("shuffler: round %d: saving the shuffled batch: %v", t, err)
 		return
 	}
-	s.forwardLoop(h, ms, void)
+	s.forwardLoop(h, ms, false)
+}
+
+// batchHeader is round sr's batch header before its counts: under
+// sampling it carries the true sampling rate (the analyzer states the
+// round at sampled/population, never at the configured rate).
+func (s *Shuffler) batchHeader(sr *sround) *wire.BatchHeader {
+	h := &wire.BatchHeader{Round: sr.t, RunId: s.st.RunID, Counts: &wire.BatchCounts{}}
+	if sr.sample != nil {
+		h.Counts.Population, h.Counts.Sampled = uint32(sr.population), uint32(len(sr.sample))
+	}
+	return h
+}
+
+// voidRound records round sr void (below the minimum at its close) and
+// forwards the void header h.
+func (s *Shuffler) voidRound(sr *sround, h *wire.BatchHeader, senders int) {
+	t := sr.t
+	s.logf("shuffler: round %d void: %d of at least %d reports at the deadline", t, senders, sr.min)
+	s.prog.report(Progress{Role: "shuffler", Round: t, Stage: StageVoid})
+	if err := s.cfg.DB.VoidInboxRound(t); err != nil && !errors.Is(err, store.ErrRoundVoid) {
+		s.logf("shuffler: round %d: %v", t, err)
+	}
+	s.forwardLoop(h, nil, true)
 }
 
 // batchMessages lists a closed round's batch as the wire carries it:
@@ -908,7 +959,7 @@ func (s *Shuffler) saveBatch(h *wire.BatchHeader, ms []*wire.SealedMessage) erro
 // forwardSaved forwards round t's saved batch (a shuffler restarted after
 // shuffling and before the analyzer's acknowledgement).
 func (s *Shuffler) forwardSaved(t int64) error {
-	b, err := s.cfg.DB.Batch(t)
+	b, err := s.cfg.DB.SavedBatch(t)
 	if err != nil {
 		return err
 	}
@@ -919,9 +970,9 @@ func (s *Shuffler) forwardSaved(t int64) error {
 	s.bg.Add(1)
 	go func() {
 		defer s.bg.Done()
-		s.forwardLoop(h, toWire(b.Messages), false)
+		s.forwardStored(h)
 	}()
-	s.logf("shuffler: round %d: forwarding its saved batch (%d messages) after a restart", t, len(b.Messages))
+	s.logf("shuffler: round %d: forwarding its saved batch (%d messages, read from the inbox as it is sent) after a restart", t, b.Messages)
 	return nil
 }
 
@@ -947,22 +998,24 @@ var errStalled = errors.New("batch stream made no progress")
 // forwardLoop sends a round's batch (or void header) to the analyzer,
 // retrying until it acknowledges or the shuffler stops.
 func (s *Shuffler) forwardLoop(h *wire.BatchHeader, ms []*wire.SealedMessage, void bool) {
-	t := h.Round
-	chunks, err := wire.ChunkBatchBytes(h, ms, forwardChunkMessages, forwardChunkBytes)
+	src, err := memorySource(h, ms)
 	if err != nil {
-		s.logf("shuffler: round %d: %v", t, err)
+		s.logf("shuffler: round %d: %v", h.Round, err)
 		return
 	}
-	var size int64
-	for _, m := range ms {
-		size += int64(len(m.Ciphertext))
-	}
+	s.forwardAttempts(h, src, void)
+}
+
+// forwardAttempts sends a round's batch (or void header) from src to the
+// analyzer, retrying until it acknowledges or the shuffler stops.
+func (s *Shuffler) forwardAttempts(h *wire.BatchHeader, src batchSource, void bool) {
+	t := h.Round
 	for attempt := 0; ; attempt++ {
 		if s.ctx.Err() != nil {
 			return
 		}
 		start := time.Now()
-		resp, sent, err := s.forward(t, chunks)
+		resp, sent, err := s.forward(t, src)
 		if err == nil {
 			if !void {
 				if err := s.cfg.DB.MarkForwarded(t); err != nil && !errors.Is(err, store.ErrAlreadyForwarded) {
@@ -974,11 +1027,11 @@ func (s *Shuffler) forwardLoop(h *wire.BatchHeader, ms []*wire.SealedMessage, vo
 				s.stats.Void++
 			} else {
 				s.stats.Forwarded++
-				s.stats.Messages += int64(len(ms))
+				s.stats.Messages += src.messages
 			}
 			s.mu.Unlock()
 			s.logf("shuffler: round %d forwarded: %d reports, %d messages (%d dummies), %d bytes in %d chunks sent in %.2fs, answered %.2fs later (attempt %d); analyzer accepted %d, released before: %v",
-				t, h.Counts.Reports, len(ms), h.Counts.Dummies, size, len(chunks), sent.Sub(start).Seconds(), time.Since(sent).Seconds(), attempt+1, resp.Accepted, resp.AlreadyReleased)
+				t, h.Counts.Reports, src.messages, h.Counts.Dummies, *src.bytes, src.chunks, sent.Sub(start).Seconds(), time.Since(sent).Seconds(), attempt+1, resp.Accepted, resp.AlreadyReleased)
 			s.roundOver(t)
 			return
 		}
@@ -1003,7 +1056,7 @@ func (s *Shuffler) forwardLoop(h *wire.BatchHeader, ms []*wire.SealedMessage, vo
 // accepted for ForwardStall, or when the answer takes longer than
 // ForwardReply after the last chunk. It returns the answer and when the
 // last chunk was handed to the transport.
-func (s *Shuffler) forward(t int64, chunks []*wire.BatchChunk) (*wire.BatchResponse, time.Time, error) {
+func (s *Shuffler) forward(t int64, src batchSource) (*wire.BatchResponse, time.Time, error) {
 	stall, reply := s.cfg.ForwardStall, s.cfg.ForwardReply
 	if stall <= 0 {
 		stall = defaultForwardStall
@@ -1017,10 +1070,10 @@ func (s *Shuffler) forward(t int64, chunks []*wire.BatchChunk) (*wire.BatchRespo
 	var waiting atomic.Bool // all chunks sent; awaiting the answer
 	wd := time.AfterFunc(stall, func() {
 		if waiting.Load() {
-			cancel(fmt.Errorf("%w: no answer %v after the last of %d chunks", errStalled, reply, len(chunks)))
+			cancel(fmt.Errorf("%w: no answer %v after the last of %d chunks", errStalled, reply, sent.Load()))
 			return
 		}
-		cancel(fmt.Errorf("%w for %v: %d of %d chunks handed to the transport", errStalled, stall, sent.Load(), len(chunks)))
+		cancel(fmt.Errorf("%w for %v: %d of %d chunks handed to the transport", errStalled, stall, sent.Load(), src.chunks))
 	})
 	defer wd.Stop()
 	var sentAt time.Time
@@ -1034,17 +1087,25 @@ func (s *Shuffler) forward(t int64, chunks []*wire.BatchChunk) (*wire.BatchRespo
 	if err != nil {
 		return fail(err)
 	}
-	for _, c := range chunks {
-		if err := st.Send(c); err != nil {
-			// The stream's status says why (Send only reports io.EOF).
-			if _, rerr := st.CloseAndRecv(); rerr != nil {
-				err = rerr
-			}
-			return fail(err)
+	var sendErr error
+	err = src.each(func(c *wire.BatchChunk) error {
+		if sendErr = st.Send(c); sendErr != nil {
+			return sendErr
 		}
 		n := sent.Add(1)
 		wd.Reset(stall)
-		s.prog.report(Progress{Role: "shuffler", Round: t, Stage: StageForwarding, Done: n, Total: int64(len(chunks))})
+		s.prog.report(Progress{Role: "shuffler", Round: t, Stage: StageForwarding, Done: n, Total: max(int64(src.chunks), n)})
+		return nil
+	})
+	if sendErr != nil {
+		// The stream's status says why (Send only reports io.EOF).
+		if _, rerr := st.CloseAndRecv(); rerr != nil {
+			err = rerr
+		}
+		return fail(err)
+	}
+	if err != nil {
+		return fail(err)
 	}
 	// The analyzer opens, estimates and commits before it answers.
 	sentAt = time.Now()

@@ -456,63 +456,14 @@ func (db *DB) SaveBatch(round int64, header []byte, ms []SealedMessage) error {
 			return fmt.Errorf("store: save batch of round %d: %w", round, checks.Invalidf("message %d is empty", i))
 		}
 	}
-	if header == nil {
-		header = []byte{}
-	}
-	// Pack in chunks.
-	var chunks [][]byte
-	var counts []int
-	var cur []byte
-	n := 0
-	for _, m := range ms {
-		if len(cur) > 0 && len(cur)+len(m.Sealed) > batchChunkBytes {
-			chunks, counts = append(chunks, cur), append(counts, n)
-			cur, n = nil, 0
-		}
-		cur = binary.AppendUvarint(cur, uint64(m.Label))
-		cur = binary.AppendUvarint(cur, uint64(len(m.Sealed)))
-		cur = append(cur, m.Sealed...)
-		n++
-	}
-	if n > 0 {
-		chunks, counts = append(chunks, cur), append(counts, n)
-	}
-	ctx := context.Background()
-	err := db.tx(ctx, func(t *sql.Tx) error {
-		var s string
-		err := t.QueryRowContext(ctx, `SELECT status FROM inbox_round WHERE round = ?`, round).Scan(&s)
-		if errors.Is(err, sql.ErrNoRows) {
-			return ErrUnknownRound
-		}
-		if err != nil {
-			return err
-		}
-		switch InboxStatus(s) {
-		case InboxShuffled:
-			return ErrBatchSaved
-		case InboxForwarded, InboxVoid:
-			return fmt.Errorf("%w (%s)", ErrRoundClosed, s)
-		}
-		if _, err := t.ExecContext(ctx, `INSERT INTO inbox_batch (round, header, n_messages, n_chunks, created_ns) VALUES (?, ?, ?, ?, ?)`,
-			round, header, len(ms), len(chunks), nowNS()); err != nil {
-			return err
-		}
-		for i, c := range chunks {
-			if _, err := t.ExecContext(ctx, `INSERT INTO inbox_batch_chunk (round, seq, n_messages, messages) VALUES (?, ?, ?, ?)`,
-				round, i, counts[i], c); err != nil {
+	return db.SaveBatchFunc(round, header, func(put func(SealedMessage) error) error {
+		for _, m := range ms {
+			if err := put(m); err != nil {
 				return err
 			}
 		}
-		if _, err := t.ExecContext(ctx, `UPDATE inbox_round SET status = 'shuffled' WHERE round = ?`, round); err != nil {
-			return err
-		}
-		return expireReports(ctx, t, round)
+		return nil
 	})
-	if err != nil {
-		return fmt.Errorf("store: save batch of round %d: %w", round, err)
-	}
-	db.scrub()
-	return nil
 }
 
 // expireReports deletes the sealed messages of round's accepted reports
