@@ -25,7 +25,8 @@ import (
 // analyzer accepts (|v| <= ValueBound). It is a sanity bound, not a
 // protocol's range: no local randomizer of package protocol with valid
 // parameters comes near it, and it keeps a forged value from swamping the
-// aggregate.
+// aggregate. Split-mix's shares mod q (up to 2^48) have their own range,
+// the integers of [0, q-1] (Spec).
 const ValueBound = 1e9
 
 // Setup is what every role of one run agrees on: the run's configuration,
@@ -336,7 +337,9 @@ func (st *Setup) MaxEpsilon() float64 {
 	return m
 }
 
-// Spec is what the analyzer's seal.Opener expects of a message.
+// Spec is what the analyzer's seal.Opener expects of a message: values
+// within ±ValueBound, or for a protocol of shares mod q (split-mix) the
+// integers of [0, q-1].
 func (st *Setup) Spec() seal.Spec {
 	sp := seal.Spec{Mode: seal.PerCoordinate, Dim: st.Dim(), Meta: st.Meta,
 		Values: seal.Range{Lo: -ValueBound, Hi: ValueBound}, MetaValues: seal.Range{Lo: 0, Hi: ValueBound}}
