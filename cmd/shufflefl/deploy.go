@@ -73,7 +73,8 @@ func splitDeployArgs(args []string, o *deployOpts) (deployArgs, runArgs []string
 }
 
 // deployKeys are the YAML keys of the deployment flags.
-var deployKeys = []string{"certs", "listen", "control-listen", "shuffler-control", "analyzer", "shuffler", "db", "id", "run-id", "round-timeout", "min-reports", "allow-remote"}
+var deployKeys = []string{"certs", "listen", "control-listen", "shuffler-control", "analyzer", "shuffler", "db", "id", "run-id", "round-timeout", "min-reports", "allow-remote",
+	"nats", "openers", "opener-chunk"}
 
 // resolveDeploy computes the run settings and the deployment options from
 // flags and --config (one YAML file holding both, keyed by flag names).
@@ -118,6 +119,9 @@ func resolveDeploy(cmd string, args []string, stdout io.Writer) (round.Config, r
 	}
 	cfg, ex, err := resolveConfigFor(cmd, rargs, stdout)
 	if err != nil {
+		return cfg, ex, o, err
+	}
+	if err := checkOpenerFlags(cmd, o, ex); err != nil {
 		return cfg, ex, o, err
 	}
 	if cmd != "deploy-local" && o.testSeed {
@@ -241,6 +245,12 @@ func runDeployLocal(args []string, stdout, stderr io.Writer) int {
 				prog.Round(rec)
 			}
 		}}
+	if o.Openers > 0 || o.NATS != "" {
+		lo.Openers = &deploy.LocalOpeners{Procs: o.Openers, NATS: o.NATS, Chunk: o.OpenerChunk, Stderr: stderr}
+		if exe, err := os.Executable(); err == nil {
+			lo.Openers.Command = []string{exe, "opener"}
+		}
+	}
 	if o.testSeed {
 		seed := cfg.Seed
 		lo.TestSeed = &seed

@@ -39,6 +39,7 @@ Usage:
   shufflefl deploy-local [flags]       run analyzer, shuffler and N clients on 127.0.0.1 (TLS, HPKE, SQLite)
   shufflefl analyzer|shuffler|client [flags]  one role of a deployment as a network service
   shufflefl worker --nats URL          compute blocks of simulated clients for 'run --nats URL'
+  shufflefl opener --nats URL --key F  open the analyzer's batches for 'analyzer --nats URL' (deploy-local --openers N)
   shufflefl help  [COMMAND [SUBCOMMAND]]  show help for a command
   shufflefl version                    print the version and git commit (also --version)
 
@@ -85,6 +86,8 @@ func realMain(args []string, stdout, stderr io.Writer) int {
 		return runService(args[0], args[1:], stdout, stderr)
 	case "worker":
 		return runWorker(args[1:], stdout, stderr)
+	case "opener":
+		return runOpener(args[1:], stdout, stderr)
 	case "version", "--version", "-version":
 		fmt.Fprintln(stdout, versionString())
 		return 0

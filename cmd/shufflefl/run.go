@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"runtime/pprof"
 	"strings"
 
@@ -23,6 +24,7 @@ type runExtras struct {
 	options    []string
 	progress   string
 	cpuprofile string
+	memprofile string
 	overwrite  bool
 	resume     string // --resume DIR
 	stopAfter  int    // --stop-after N
@@ -51,6 +53,7 @@ func newRunFlags(cfg *round.Config, ex *runExtras, stdout io.Writer) *flag.FlagS
 	fs.IntVar(&ex.stopAfter, "stop-after", ex.stopAfter, "stop after this round (checkpointed) to resume later with --resume; 0 runs every round")
 	fs.StringVar(&ex.resume, "resume", ex.resume, "continue the run in `directory` from its last checkpoint (its config.yaml gives the settings; --rounds may extend it, and the plan then composes the rounds done, as they were accounted, with those that remain: a different statement from a run planned that long from the start)")
 	fs.StringVar(&ex.cpuprofile, "cpuprofile", ex.cpuprofile, "write a CPU profile (pprof) to `file`")
+	fs.StringVar(&ex.memprofile, "memprofile", ex.memprofile, "write a heap profile (pprof: live and allocated bytes) to `file` when the run ends")
 	ex.remote.RegisterFlags(fs)
 	return fs
 }
@@ -62,7 +65,7 @@ var runFlagGroups = []flagGroup{
 		"validate-every", "patience"}},
 	{"Protocol and privacy flags", []string{"protocol", "option", "epsilon", "target-epsilon", "delta", "clip", "eps-dist", "eps-file", "eps-scale",
 		"client-cap", "secure-noise"}},
-	{"Run flags", []string{"config", "seed", "workers", "faithful", "stop-after", "resume", "cpuprofile", "worker-procs", "nats"}},
+	{"Run flags", []string{"config", "seed", "workers", "faithful", "stop-after", "resume", "cpuprofile", "memprofile", "worker-procs", "nats"}},
 	{"Output flags", []string{"out", "overwrite", "progress"}},
 }
 
@@ -202,6 +205,20 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 			return 1
 		}
 		defer pprof.StopCPUProfile()
+	}
+	if ex.memprofile != "" {
+		f, err := os.Create(ex.memprofile)
+		if err != nil {
+			fmt.Fprintf(stderr, "shufflefl run: memprofile: %v\n", err)
+			return 2
+		}
+		defer func() {
+			runtime.GC() // the profile shows the last completed collection
+			if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
+				fmt.Fprintf(stderr, "shufflefl run: memprofile: %v\n", err)
+			}
+			f.Close()
+		}()
 	}
 	var log io.Writer = io.Discard
 	code := 0

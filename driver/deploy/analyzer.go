@@ -21,6 +21,7 @@ import (
 	"github.com/shufflefl/shufflefl/privacy/account"
 	"github.com/shufflefl/shufflefl/protocol"
 	"github.com/shufflefl/shufflefl/role"
+	"github.com/shufflefl/shufflefl/transport/jetstream"
 	"github.com/shufflefl/shufflefl/transport/seal"
 	"github.com/shufflefl/shufflefl/transport/store"
 	"github.com/shufflefl/shufflefl/transport/wire"
@@ -61,6 +62,15 @@ type AnalyzerConfig struct {
 	// Analyzer's methods.
 	Progress      func(Progress)
 	ProgressEvery time.Duration
+	// Openers, if set, connects to the analyzer's NATS JetStream server:
+	// the batches are opened by the opener processes on its queue
+	// (ServeOpener) instead of on this process's cores, with the same
+	// result bit for bit. OpenerChunk is the number of messages of a
+	// chunk (DefaultOpenerChunk if zero), OpenWindow how many bytes of
+	// chunks may wait on the queue unanswered (DefaultOpenWindow if zero).
+	Openers     *jetstream.Conn
+	OpenerChunk int
+	OpenWindow  int
 }
 
 // Analyzer is the analyzer service (wire.AnalyzerServer): it holds the
@@ -76,6 +86,10 @@ type Analyzer struct {
 	w    []float64
 	logf func(string, ...any)
 	prog *meter
+	// openq is the opener queue (nil: the batches are opened here) and
+	// openMAC the key of its MACs.
+	openq   *openStreams
+	openMAC []byte
 
 	mu       sync.Mutex // one batch at a time; guards the fields below
 	pending  int64      // the announced round awaiting its batch (0: none)
@@ -126,7 +140,39 @@ func NewAnalyzer(cfg AnalyzerConfig) (*Analyzer, error) {
 	if err := a.resume(); err != nil {
 		return nil, err
 	}
+	if err := a.joinOpeners(); err != nil {
+		return nil, err
+	}
 	return a, nil
+}
+
+// joinOpeners opens the opener queue when the analyzer has openers, and
+// purges the last finished round's chunks and results (left there if the
+// analyzer stopped between the release and the purge).
+func (a *Analyzer) joinOpeners() error {
+	if a.cfg.Openers == nil {
+		return nil
+	}
+	if a.cfg.OpenerChunk <= 0 {
+		a.cfg.OpenerChunk = DefaultOpenerChunk
+	}
+	if a.cfg.OpenWindow <= 0 {
+		a.cfg.OpenWindow = DefaultOpenWindow
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var err error
+	if a.openMAC, err = openerMACKey(a.cfg.Key); err != nil {
+		return err
+	}
+	if a.openq, err = openOpenerStreams(ctx, a.cfg.Openers); err != nil {
+		return err
+	}
+	if err := a.checkOpenerPayload(); err != nil {
+		return err
+	}
+	a.purgeOpening(a.finished)
+	return nil
 }
 
 // resume restores the latest checkpoint and the round log.
@@ -324,17 +370,24 @@ func (a *Analyzer) SubmitBatch(stream grpc.ClientStreamingServer[wire.BatchChunk
 	if err != nil {
 		return err
 	}
-	resp, err := a.batch(h, ms)
+	resp, err := a.batchCtx(stream.Context(), h, ms)
 	if err != nil {
 		return err
 	}
 	return stream.SendAndClose(resp)
 }
 
-// batch processes one assembled batch: it admits the batch's round,
-// opens the sealed messages, lets the analyzer machine decide and close
-// the round, and persists its decision before the acknowledgement.
+// batch is batchCtx without a deadline.
 func (a *Analyzer) batch(h *wire.BatchHeader, ms []*wire.SealedMessage) (*wire.BatchResponse, error) {
+	return a.batchCtx(context.Background(), h, ms)
+}
+
+// batchCtx processes one assembled batch: it admits the batch's round,
+// opens the sealed messages, lets the analyzer machine decide and close
+// the round, and persists its decision before the acknowledgement. Opening
+// on the openers stops when ctx ends (the shuffler gave up the forward; it
+// forwards again, and the opening resumes from the results stored).
+func (a *Analyzer) batchCtx(ctx context.Context, h *wire.BatchHeader, ms []*wire.SealedMessage) (*wire.BatchResponse, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	t := h.Round
@@ -348,7 +401,7 @@ func (a *Analyzer) batch(h *wire.BatchHeader, ms []*wire.SealedMessage) (*wire.B
 		return nil, wire.Errorf(codes.InvalidArgument, wire.Reason_REASON_MALFORMED, "header", t, "%v", err)
 	}
 	start := time.Now()
-	b, counts, resp, err := a.openBatch(h, ms, facts.Reporters)
+	b, counts, resp, err := a.openBatch(ctx, h, ms, facts.Reporters)
 	if err != nil {
 		return nil, err
 	}
@@ -360,6 +413,7 @@ func (a *Analyzer) batch(h *wire.BatchHeader, ms []*wire.SealedMessage) (*wire.B
 	if err := a.persist(rd, counts, &res); err != nil {
 		return nil, err
 	}
+	a.purgeOpening(t)
 	a.finished, a.pending = t, 0
 	// Seconds is the round's latency (announcement to release); Analyze
 	// the batch's processing (opening, estimate, checkpoint).
@@ -396,38 +450,37 @@ func (a *Analyzer) admit(h *wire.BatchHeader) (*wire.BatchResponse, error) {
 }
 
 // openBatch opens every message of the batch (bad ones dropped and counted
-// by reason) into the role's batch, and returns the round's counts for the
-// round log and the response's.
-func (a *Analyzer) openBatch(h *wire.BatchHeader, ms []*wire.SealedMessage, reporters int) (*role.Batch[role.Plain], store.RoundCounts, *wire.BatchResponse, error) {
+// by reason) into the role's batch, on the openers if the analyzer has
+// them, and returns the round's counts for the round log and the
+// response's. Either way the batch holds the opened values in batch order,
+// so the round's release is the same bit for bit.
+func (a *Analyzer) openBatch(ctx context.Context, h *wire.BatchHeader, ms []*wire.SealedMessage, reporters int) (*role.Batch[role.Plain], store.RoundCounts, *wire.BatchResponse, error) {
 	t := h.Round
-	opener, err := seal.NewOpener(a.cfg.Key, a.st.RunID, uint64(t), a.st.Spec())
-	if err != nil {
-		return nil, store.RoundCounts{}, nil, wire.Errorf(codes.Internal, wire.Reason_REASON_INTERNAL, "", t, "%v", err)
-	}
 	b := &role.Batch[role.Plain]{Round: int(t), Mode: a.st.Proto.Mode(), Dim: len(a.w), Senders: reporters}
 	if b.Mode == protocol.PerCoordinate {
 		b.Columns = make([][]role.Plain, len(a.w))
 	}
-	opening := Progress{Role: "analyzer", Round: t, Stage: StageOpening, Total: int64(len(ms))}
-	a.prog.report(opening)
-	for _, o := range openAll(opener, ms, func(done int64) {
-		p := opening
-		p.Done = done
-		a.prog.report(p)
-	}) {
-		if o.err != nil {
-			continue
-		}
-		switch o.label.Kind {
+	add := func(l seal.Label, values []float64) {
+		switch l.Kind {
 		case seal.KindCoord:
-			b.Columns[o.label.Index] = append(b.Columns[o.label.Index], role.Plain{Value: o.values[0]})
+			b.Columns[l.Index] = append(b.Columns[l.Index], role.Plain{Value: values[0]})
 		case seal.KindMeta:
-			b.Meta = append(b.Meta, role.Plain{Value: o.values[0]})
+			b.Meta = append(b.Meta, role.Plain{Value: values[0]})
 		case seal.KindReport:
-			b.Reports = append(b.Reports, role.Plain{Report: &protocol.Report{Values: o.values}})
+			b.Reports = append(b.Reports, role.Plain{Report: &protocol.Report{Values: values}})
 		}
 	}
-	os := opener.Stats()
+	a.prog.report(Progress{Role: "analyzer", Round: t, Stage: StageOpening, Total: int64(len(ms))})
+	var os seal.Stats
+	var err error
+	if a.openq != nil {
+		os, err = a.openRemote(ctx, t, ms, add)
+	} else {
+		os, err = a.openLocal(t, ms, add)
+	}
+	if err != nil {
+		return nil, store.RoundCounts{}, nil, err
+	}
 	a.stats = addStats(a.stats, os)
 	counts := store.RoundCounts{Received: int64(len(ms)), Accepted: os.Accepted, Dummies: int64(h.Counts.Dummies), Rejected: map[string]int64{}}
 	resp := &wire.BatchResponse{Round: t, Accepted: uint64(os.Accepted), Rejected: map[string]uint64{}}
@@ -441,6 +494,26 @@ func (a *Analyzer) openBatch(h *wire.BatchHeader, ms []*wire.SealedMessage, repo
 		a.logf("analyzer: round %d: %d of %d messages rejected %v", t, os.Rejected(), len(ms), counts.Rejected)
 	}
 	return b, counts, resp, nil
+}
+
+// openLocal opens ms on this process's cores and passes the opened values
+// to add in batch order.
+func (a *Analyzer) openLocal(t int64, ms []*wire.SealedMessage, add func(seal.Label, []float64)) (seal.Stats, error) {
+	opener, err := seal.NewOpener(a.cfg.Key, a.st.RunID, uint64(t), a.st.Spec())
+	if err != nil {
+		return seal.Stats{}, wire.Errorf(codes.Internal, wire.Reason_REASON_INTERNAL, "", t, "%v", err)
+	}
+	opening := Progress{Role: "analyzer", Round: t, Stage: StageOpening, Total: int64(len(ms))}
+	for _, o := range openAll(opener, ms, func(done int64) {
+		p := opening
+		p.Done = done
+		a.prog.report(p)
+	}) {
+		if o.err == nil {
+			add(o.label, o.values)
+		}
+	}
+	return opener.Stats(), nil
 }
 
 // decide hands round t's facts and opened batch to the analyzer machine:

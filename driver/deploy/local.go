@@ -43,6 +43,9 @@ type LocalOptions struct {
 	// role's stage per ProgressEvery (250 ms if zero).
 	Progress      func(Progress)
 	ProgressEvery time.Duration
+	// Openers, if set, has the analyzer open the batches on openers over
+	// NATS JetStream (LocalOpeners) rather than on this process's cores.
+	Openers *LocalOpeners
 }
 
 // LocalResult is the outcome of RunLocal.
@@ -204,9 +207,17 @@ func (lr *localRun) services() (*Analyzer, *Shuffler, string, error) {
 	if err != nil {
 		return nil, nil, "", err
 	}
+	oconn, err := lr.openers()
+	if err != nil {
+		return nil, nil, "", err
+	}
+	chunk := 0
+	if o.Openers != nil {
+		chunk = o.Openers.Chunk
+	}
 	an, err := NewAnalyzer(AnalyzerConfig{Setup: st, DB: adb, Key: creds.HPKE, Shuffler: wire.NewShufflerControlClient(cconn),
 		RoundTimeout: o.RoundTimeout, MinReports: o.MinReports, TestSeed: o.TestSeed, Workers: o.Workers, Observe: o.Observe, Logf: o.Logf,
-		Progress: o.Progress, ProgressEvery: o.ProgressEvery})
+		Progress: o.Progress, ProgressEvery: o.ProgressEvery, Openers: oconn, OpenerChunk: chunk})
 	if err != nil {
 		return nil, nil, "", err
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/shufflefl/shufflefl/driver/round"
 	"github.com/shufflefl/shufflefl/learning/data"
 	"github.com/shufflefl/shufflefl/research/bound"
+	"github.com/shufflefl/shufflefl/transport/jetstream"
 	"github.com/shufflefl/shufflefl/transport/pki"
 	"github.com/shufflefl/shufflefl/transport/seal"
 	"github.com/shufflefl/shufflefl/transport/store"
@@ -37,6 +38,15 @@ type ServiceOptions struct {
 	// Serve keeps the shuffler serving after the run's last round (by
 	// default it exits once the analyzer acknowledged it).
 	Serve bool
+	// NATS is the URL of the analyzer's NATS JetStream server: the
+	// analyzer opens its batches on the 'shufflefl opener' processes
+	// serving its queue there ("": on its own cores). Openers is how many
+	// opener processes deploy-local starts (with no NATS, over a server
+	// embedded in it), OpenerChunk the messages of a chunk
+	// (DefaultOpenerChunk if zero).
+	NATS        string
+	Openers     int
+	OpenerChunk int
 	// Log receives the role's log lines.
 	Log *log.Logger
 	// ProgressEvery is how often the analyzer and the shuffler log a
@@ -77,6 +87,9 @@ func (o *ServiceOptions) RegisterFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&o.RoundTimeout, "round-timeout", o.RoundTimeout, "analyzer, deploy-local: time clients have to report in a round")
 	fs.IntVar(&o.MinReports, "min-reports", o.MinReports, "analyzer, deploy-local: minimum reports for a round to be released (below it the round is void)")
 	fs.BoolVar(&o.Serve, "serve", o.Serve, "shuffler: keep serving after the run's last round (default: exit 0 once the analyzer acknowledged it)")
+	fs.StringVar(&o.NATS, "nats", o.NATS, "analyzer, deploy-local: open the batches on the 'shufflefl opener' processes of the NATS JetStream server at `URL` (default: on the analyzer's own cores)")
+	fs.IntVar(&o.Openers, "openers", o.Openers, "deploy-local: open the batches on `N` 'shufflefl opener' processes over a NATS JetStream server embedded under DIR/state/nats (or the --nats server); the model is the same bit for bit (default 0: in the analyzer)")
+	fs.IntVar(&o.OpenerChunk, "opener-chunk", o.OpenerChunk, "analyzer, deploy-local: messages of a chunk on the opener queue (default 4096, about 0.3 s of one core's opening; smaller spreads a small round over more openers)")
 }
 
 // LoadSetup loads cfg's dataset and builds the run's Setup.
@@ -110,10 +123,18 @@ func ServeAnalyzer(ctx context.Context, cfg round.Config, o ServiceOptions) (rou
 		return round.Summary{}, err
 	}
 	defer conn.Close()
+	var openers *jetstream.Conn
+	if o.NATS != "" {
+		if openers, err = jetstream.Connect(o.NATS, jetstream.WithName("shufflefl analyzer")); err != nil {
+			return round.Summary{}, err
+		}
+		defer openers.Close()
+	}
 	lg := o.Log
 	prog, every := o.progressLog()
 	an, err := NewAnalyzer(AnalyzerConfig{Setup: st, DB: db, Key: creds.HPKE, Shuffler: wire.NewShufflerControlClient(conn),
 		RoundTimeout: o.RoundTimeout, MinReports: o.MinReports, Workers: cfg.Workers, Logf: lg.Printf, Progress: prog, ProgressEvery: every,
+		Openers: openers, OpenerChunk: o.OpenerChunk,
 		Observe: func(r round.RoundResult) {
 			if d := r.DPrivacy; d != nil {
 				lg.Printf("analyzer: round %d: %d reports, test accuracy %.4f, d-privacy leakage %s per participation, at most %s composed for a client (no (epsilon, delta) guarantee)",
@@ -276,8 +297,8 @@ func WriteLocalPKI(dir string, clients int) (*Credentials, error) {
 // Help is the help of the deployment commands (`shufflefl deploy-local`,
 // analyzer, shuffler and client) before their flags.
 const Help = `Usage:
-  shufflefl deploy-local --clients N --rounds T --protocol P --out DIR [--seed S] [run flags]
-  shufflefl analyzer --certs DIR --listen ADDR --shuffler-control ADDR --db FILE [run flags]
+  shufflefl deploy-local --clients N --rounds T --protocol P --out DIR [--seed S] [--openers N] [run flags]
+  shufflefl analyzer --certs DIR --listen ADDR --shuffler-control ADDR --db FILE [--nats URL] [run flags]
   shufflefl shuffler --certs DIR --listen ADDR --control-listen ADDR --analyzer ADDR --db FILE [run flags]
   shufflefl client   --certs DIR --id client-NNNNNN --shuffler ADDR --db FILE [run flags]
 
@@ -295,6 +316,15 @@ shuffler and N clients on 127.0.0.1 in this process (real gRPC over TLS),
 shows the rounds as they finish, and writes the outputs of 'shufflefl run'
 (metrics.jsonl, summary.json, config.yaml, model.json, plots, run.log) to DIR;
 the roles' databases are in DIR/state.
+
+--openers N (deploy-local) and --nats URL (the analyzer) open each round's
+batch on 'shufflefl opener' processes over NATS JetStream instead of on the
+analyzer's cores, with the same model bit for bit: the analyzer cuts the batch
+into chunks on its queue, any number of openers (holding the analyzer's HPKE
+key: its trust domain) open them, and the analyzer assembles their results in
+batch order. Chunks and results are authenticated with a key derived from the
+analyzer's; the server should still be the analyzer's (it sees the opened
+values). See docs/DEPLOYMENT.md, "Openers".
 
 Deployments draw every noise with the floating-point-safe samplers and every
 random number from crypto/rand. --seed (deploy-local only) is a TEST MODE: the

@@ -270,6 +270,12 @@ func (st *Setup) partition(split data.Split) error {
 		return err
 	}
 	st.Shards, st.Train, st.Test, st.TestGroups = p.Shards, p.Train, p.Test, p.TestGroups
+	if st.Shards == nil { // partition "sampled": a deployment holds every shard
+		st.Shards = make([][]int, p.Clients())
+		for c := range st.Shards {
+			st.Shards[c] = p.Shard(c)
+		}
+	}
 	return nil
 }
 

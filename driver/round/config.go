@@ -29,7 +29,9 @@ type Config struct {
 	// Partition is "iid", "dirichlet" or "rotated" (IID shards, clients in
 	// Groups groups whose data is rotated by 90°·g, or by 2πg/Groups in
 	// feature space for non-image data: the clustered-FL setting of IFCA and
-	// the group-privacy paper).
+	// the group-privacy paper), or "sampled" (each client's SamplesPerClient
+	// examples drawn independently: overlapping shards, drawn on demand,
+	// for populations larger than the data).
 	Partition string  `yaml:"partition"`
 	Alpha     float64 `yaml:"alpha"`
 	Groups    int     `yaml:"groups"`
@@ -177,12 +179,16 @@ func (c *Config) Validate() error {
 	switch c.Partition {
 	case "iid":
 	case "dirichlet":
+	case "sampled":
+		if c.SamplesPerClient < 1 {
+			return checks.Invalidf("partition sampled needs samples-per-client >= 1")
+		}
 	case "rotated":
 		if err := checks.IntInRange("groups", c.Groups, 1, c.Clients); err != nil {
 			return err
 		}
 	default:
-		return checks.Invalidf("unknown partition %q (known: iid, dirichlet, rotated)", c.Partition)
+		return checks.Invalidf("unknown partition %q (known: iid, dirichlet, rotated, sampled)", c.Partition)
 	}
 	if err := checks.IntAtLeast("rounds", c.Rounds, 1); err != nil {
 		return err

@@ -24,7 +24,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.IntVar(&c.Clients, "clients", c.Clients, "number of clients N (the population)")
 	fs.IntVar(&c.ClientsPerRound, "clients-per-round", c.ClientsPerRound, "clients n sampled per round; 0 means all (dp-central samples each client with probability n/N)")
 	fs.IntVar(&c.SamplesPerClient, "samples-per-client", c.SamplesPerClient, "training samples per client m for iid partitioning; 0 splits the training set equally")
-	fs.StringVar(&c.Partition, "partition", c.Partition, "how data is split over clients: iid, dirichlet (label skew), or rotated (IID shards, clients in --groups groups whose images are rotated by 90°·g, as in clustered FL)")
+	fs.StringVar(&c.Partition, "partition", c.Partition, "how data is split over clients: iid, dirichlet (label skew), rotated (IID shards, clients in --groups groups whose images are rotated by 90°·g, as in clustered FL), or sampled (each client draws --samples-per-client examples of its own, independently: shards overlap, the population may exceed the data, shards are drawn on demand)")
 	fs.IntVar(&c.Groups, "groups", c.Groups, "number of rotation groups for --partition rotated")
 	fs.Float64Var(&c.Alpha, "alpha", c.Alpha, "Dirichlet concentration for --partition dirichlet (smaller = more label skew; must be > 0)")
 	fs.IntVar(&c.Rounds, "rounds", c.Rounds, "number of training rounds T")

@@ -17,7 +17,9 @@ import (
 // the examples they and the evaluation see.
 type Partition struct {
 	// Shards are the training-set indexes of every client: the Clients
-	// training clients, then the HoldoutClients validation clients.
+	// training clients, then the HoldoutClients validation clients. It is
+	// nil for partition "sampled", whose shards are drawn on demand
+	// (Shard).
 	Shards [][]int
 	// Groups is the rotation group of every client (partition "rotated";
 	// nil otherwise), in the order of Shards.
@@ -28,6 +30,34 @@ type Partition struct {
 	// TestGroups is the number of copies of the test set in Test (1 unless
 	// the partition is "rotated").
 	TestGroups int
+
+	// sampled draws client c's shard on demand (partition "sampled").
+	sampled func(c int) ([]int, error)
+	clients int
+}
+
+// Clients is the number of shards: training plus validation clients.
+func (p Partition) Clients() int {
+	if p.sampled != nil {
+		return p.clients
+	}
+	return len(p.Shards)
+}
+
+// Shard returns client c's training-set indexes. For partition "sampled"
+// it draws them from client c's own stream, so the population's shards
+// are never held in memory at once (a run with 10^6 clients keeps only
+// the shards being trained).
+func (p Partition) Shard(c int) []int {
+	if p.sampled == nil {
+		return p.Shards[c]
+	}
+	s, err := p.sampled(c)
+	if err != nil {
+		// PartitionData checked samples-per-client against the set.
+		panic(fmt.Sprintf("round: sampled shard of client %d: %v", c, err))
+	}
+	return s
 }
 
 // PartitionData splits split's training set as a run of cfg does, from
@@ -57,6 +87,8 @@ func PartitionData(cfg Config, split data.Split) (Partition, error) {
 		}
 	case "dirichlet":
 		p.Shards, err = data.PartitionDirichlet(pr, split.Train.Y, split.Train.Classes, n, cfg.Alpha, 1)
+	case "sampled":
+		err = p.sample(cfg, split.Train.Len(), n)
 	default:
 		return Partition{}, checks.Invalidf("unknown partition %q", cfg.Partition)
 	}
@@ -67,6 +99,22 @@ func PartitionData(cfg Config, split data.Split) (Partition, error) {
 		return Partition{}, fmt.Errorf("partition: %w", err)
 	}
 	return p, nil
+}
+
+// sample sets up partition "sampled": client c's shard is
+// cfg.SamplesPerClient distinct examples drawn by data.SampleShard from
+// the stream (seed, LabelPartition, 1, c), independently of every other
+// client's (shards overlap; the population may exceed the training set).
+func (p *Partition) sample(cfg Config, train, clients int) error {
+	m := cfg.SamplesPerClient
+	if m < 1 || m > train {
+		return checks.Invalidf("partition sampled needs samples-per-client in [1, %d] (the training set), got %d", train, m)
+	}
+	p.clients = clients
+	p.sampled = func(c int) ([]int, error) {
+		return data.SampleShard(rng.Stream(cfg.Seed, rng.LabelPartition, 1, uint64(c)), train, m)
+	}
+	return nil
 }
 
 // rotateForGroups builds the training examples in which every client's

@@ -199,7 +199,7 @@ func TestClusterAccuracy(t *testing.T) {
 			// size[g]: participants of group g.
 			var same, size [2]int
 			for _, c := range parts {
-				h, err := round.ChooseHypothesis(e.model, before, e.trainEx, e.shards[c], &sub)
+				h, err := round.ChooseHypothesis(e.model, before, e.trainEx, e.part.Shard(c), &sub)
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -38,8 +38,9 @@ type Engine struct {
 	test    *data.Dataset
 	trainEx fl.Examples
 	testEx  fl.Examples
-	groups  []int // rotation group of each client (partition "rotated")
-	shards  [][]int
+	groups  []int           // rotation group of each client (partition "rotated")
+	part    round.Partition // the clients' shards (Shard(c); drawn on demand for "sampled")
+	nshards int             // training clients with shards (validation clients split off)
 	budgets []protocol.Budget
 	ledger  *account.Ledger
 	acct    *account.Accountant // nil for non-private protocols
@@ -136,7 +137,7 @@ func New(cfg round.Config, split data.Split, budgets []protocol.Budget) (*Engine
 	if err != nil {
 		return nil, err
 	}
-	e.shards, e.groups, e.trainEx, e.testEx = part.Shards, part.Groups, part.Train, part.Test
+	e.part, e.nshards, e.groups, e.trainEx, e.testEx = part, part.Clients(), part.Groups, part.Train, part.Test
 	if err := e.splitHoldout(); err != nil {
 		return nil, err
 	}
@@ -497,7 +498,7 @@ func (e *Engine) clientReport(w *worker, t int, s protocol.Shape, slot, client i
 	if e.clustered != nil {
 		// The client receives all k models and trains the one with the
 		// lowest loss on its own data (ties: the lowest index).
-		h, err := e.chooseHypothesis(w, e.shards[client])
+		h, err := e.chooseHypothesis(w, e.part.Shard(client))
 		if err != nil {
 			return fmt.Errorf("client %d: choosing a model: %w", client, err)
 		}
@@ -512,7 +513,7 @@ func (e *Engine) clientReport(w *worker, t int, s protocol.Shape, slot, client i
 func (e *Engine) trainEncode(w *worker, t int, s protocol.Shape, base []float64, client int, cl *role.Client, trainNS, encodeNS *atomic.Int64) error {
 	t0 := time.Now()
 	rt := rng.Stream(e.cfg.Seed, rng.LabelTraining, uint64(t), uint64(client))
-	if _, err := w.trainer.LocalUpdate(w.update, rt, base, e.trainEx, e.shards[client], e.local); err != nil {
+	if _, err := w.trainer.LocalUpdate(w.update, rt, base, e.trainEx, e.part.Shard(client), e.local); err != nil {
 		return fmt.Errorf("client %d: local update: %w", client, err)
 	}
 	t1 := time.Now()

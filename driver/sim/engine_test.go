@@ -350,7 +350,7 @@ func TestRotatedPartition(t *testing.T) {
 	sizes := map[int]int{}
 	for c, g := range e.Groups() {
 		sizes[g]++
-		i := e.shards[c][0]
+		i := e.part.Shard(c)[0]
 		want := data.RotateImages(split.Train.Subset([]int{i}), 28, 28, g).X
 		if got := e.trainEx.Row(i); !slices.Equal(got, want) {
 			t.Fatalf("client %d (group %d): sample %d is not rotated by %d quarter turns", c, g, i, g)
@@ -367,5 +367,39 @@ func TestRotatedPartition(t *testing.T) {
 	cfg.Groups = 0
 	if _, err := New(cfg, split, nil); err == nil {
 		t.Fatal("0 groups accepted")
+	}
+}
+
+// TestSampledPartition runs a population larger than the training set
+// (partition "sampled": 5,000 clients drawing 3 of the sample's 2,000
+// images each), checks that a client's shard is the same on every call
+// and that the run is identical across worker counts, and that a
+// samples-per-client the data cannot serve is refused.
+func TestSampledPartition(t *testing.T) {
+	split := loadSample(t)
+	cfg := smallConfig()
+	cfg.Partition, cfg.SamplesPerClient = "sampled", 3
+	cfg.Clients, cfg.ClientsPerRound, cfg.Rounds, cfg.LocalEpochs = 5000, 1000, 2, 1
+	cfg.Protocol, cfg.Epsilon = "ldp-laplace", 50
+	e, err := New(cfg, split, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.nshards != cfg.Clients || e.part.Shards != nil {
+		t.Fatalf("%d shards (materialised: %v), want %d drawn on demand", e.nshards, e.part.Shards != nil, cfg.Clients)
+	}
+	if a, b := e.part.Shard(4321), e.part.Shard(4321); !slices.Equal(a, b) || len(a) != 3 {
+		t.Fatalf("shard of client 4321: %v then %v", a, b)
+	}
+	if slices.Equal(e.part.Shard(1), e.part.Shard(2)) {
+		t.Error("clients 1 and 2 drew the same shard")
+	}
+	cfg.Workers = 1
+	one := runAll(t, cfg, split)
+	cfg.Workers = 3
+	sameTrajectory(t, one, runAll(t, cfg, split))
+	cfg.SamplesPerClient = split.Train.Len() + 1
+	if _, err := New(cfg, split, nil); err == nil || !strings.Contains(err.Error(), "samples-per-client") {
+		t.Errorf("samples-per-client above the training set: %v", err)
 	}
 }

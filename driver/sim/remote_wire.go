@@ -255,7 +255,8 @@ func (e *Engine) fingerprint() uint64 {
 		}
 	}
 	h.Write(e.trainEx.Y)
-	for _, sh := range e.shards {
+	for c := range e.nshards {
+		sh := e.part.Shard(c)
 		b = binary.AppendUvarint(b[:0], uint64(len(sh)))
 		for _, i := range sh {
 			b = binary.AppendUvarint(b, uint64(i))

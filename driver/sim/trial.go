@@ -125,7 +125,7 @@ func (e *Engine) trialUpdate(parts []int) error {
 	if e.clustered != nil {
 		base = e.models[0]
 	}
-	if _, err := w.trainer.LocalUpdate(w.update, rng.Stream(e.cfg.Seed, rng.LabelTraining, 0, uint64(c)), base, e.trainEx, e.shards[c], e.local); err != nil {
+	if _, err := w.trainer.LocalUpdate(w.update, rng.Stream(e.cfg.Seed, rng.LabelTraining, 0, uint64(c)), base, e.trainEx, e.part.Shard(c), e.local); err != nil {
 		return fmt.Errorf("client %d's local update: %w", c, err)
 	}
 	next := make([]float64, len(base))

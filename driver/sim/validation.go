@@ -50,12 +50,13 @@ func (e *Engine) splitHoldout() error {
 	if h == 0 {
 		return nil
 	}
-	if len(e.shards) != n+h {
-		return fmt.Errorf("partition gave %d shards for %d clients and %d validation clients", len(e.shards), n, h)
+	if e.nshards != n+h {
+		return fmt.Errorf("partition gave %d shards for %d clients and %d validation clients", e.nshards, n, h)
 	}
 	v := &validation{state: ValidationState{Stop: fl.EarlyStop{Every: e.cfg.ValidateEvery, Patience: e.cfg.Patience}}}
 	f := e.trainEx.Features
-	for c, shard := range e.shards[n:] {
+	for c := range h {
+		shard := e.part.Shard(n + c)
 		if len(shard) == 0 {
 			return checks.Invalidf("validation client %d has no examples (too few training samples for %d+%d clients)", c, n, h)
 		}
@@ -66,7 +67,7 @@ func (e *Engine) splitHoldout() error {
 		}
 		v.clients = append(v.clients, ex)
 	}
-	e.shards = e.shards[:n:n]
+	e.nshards = n
 	if e.groups != nil {
 		v.groups = e.groups[n:]
 		e.groups = e.groups[:n:n]

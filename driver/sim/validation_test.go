@@ -87,7 +87,11 @@ func TestEarlyStopEngine(t *testing.T) {
 		t.Fatal(err)
 	}
 	train, val := holdoutData(t, cfg, split)
-	if !slices.EqualFunc(e.shards, train, slices.Equal) {
+	shards := make([][]int, e.nshards)
+	for c := range shards {
+		shards[c] = e.part.Shard(c)
+	}
+	if !slices.EqualFunc(shards, train, slices.Equal) {
 		t.Fatal("the training clients' shards are not the first Clients shards of the Clients+HoldoutClients partition")
 	}
 	var got []round.RoundResult

@@ -4,6 +4,7 @@ import (
 	"math"
 	"math/big"
 	"math/rand/v2"
+	"slices"
 
 	"github.com/shufflefl/shufflefl/checks"
 )
@@ -283,4 +284,40 @@ func LabelSkew(labels []uint8, classes int, parts [][]int) float64 {
 		return 0
 	}
 	return total / float64(clients)
+}
+
+// SampleShard draws one client's shard for a sampled partition: perClient
+// distinct indices of a training set of n examples, uniformly without
+// replacement (Floyd's algorithm, in the order drawn), from r. Shards of
+// different clients are drawn independently and may overlap: the
+// partition for populations larger than the data, where each client
+// holds a random sample of it (cross-device simulation). Memory and time
+// are O(perClient), whatever n.
+func SampleShard(r *rand.Rand, n, perClient int) ([]int, error) {
+	if err := checks.IntInRange("samples per client", perClient, 1, n); err != nil {
+		return nil, err
+	}
+	out := make([]int, 0, perClient)
+	var seen map[int]struct{} // for large shards; small ones scan out
+	if perClient > 64 {
+		seen = make(map[int]struct{}, perClient)
+	}
+	drawn := func(t int) bool {
+		if seen != nil {
+			_, ok := seen[t]
+			return ok
+		}
+		return slices.Contains(out, t)
+	}
+	for j := n - perClient; j < n; j++ {
+		t := r.IntN(j + 1)
+		if drawn(t) {
+			t = j
+		}
+		if seen != nil {
+			seen[t] = struct{}{}
+		}
+		out = append(out, t)
+	}
+	return out, nil
 }

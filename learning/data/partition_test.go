@@ -3,6 +3,7 @@ package data
 import (
 	"errors"
 	"math"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
@@ -276,6 +277,84 @@ func BenchmarkPartitionDirichlet(b *testing.B) {
 	for b.Loop() {
 		if _, err := PartitionDirichlet(rng.Stream(1, rng.LabelPartition), labels, 10, 1000, 0.5, 1); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// TestSampleShard checks that a sampled shard is perClient distinct
+// indices of [0, n), a deterministic function of the stream, and uniform:
+// every index is drawn with probability perClient/n and every unordered
+// pair with the probability of a uniform subset, by chi-square over all
+// pairs of a small set (both the scan path and the map path). A sampler
+// that favours low indices (the classic bug of drawing t in [0, j) instead
+// of [0, j]) is rejected by the same test.
+func TestSampleShard(t *testing.T) {
+	for _, tc := range []struct{ n, m int }{{6, 2}, {5, 3}, {200, 100}} {
+		counts := map[[2]int]int{}
+		single := make([]int, tc.n)
+		r := rand.New(rand.NewPCG(uint64(tc.n), uint64(tc.m)))
+		const trials = 60000
+		for range trials {
+			s, err := SampleShard(r, tc.n, tc.m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(s) != tc.m {
+				t.Fatalf("n=%d m=%d: %d indices", tc.n, tc.m, len(s))
+			}
+			seen := map[int]bool{}
+			for _, i := range s {
+				if i < 0 || i >= tc.n || seen[i] {
+					t.Fatalf("n=%d m=%d: bad or repeated index %d in %v", tc.n, tc.m, i, s)
+				}
+				seen[i] = true
+				single[i]++
+			}
+			if tc.n <= 6 {
+				for a := range tc.n {
+					for b := a + 1; b < tc.n; b++ {
+						if seen[a] && seen[b] {
+							counts[[2]int{a, b}]++
+						}
+					}
+				}
+			}
+		}
+		// Each index: Binomial(trials, m/n); 6 standard deviations.
+		p := float64(tc.m) / float64(tc.n)
+		sd := math.Sqrt(trials * p * (1 - p))
+		for i, c := range single {
+			if math.Abs(float64(c)-trials*p) > 6*sd {
+				t.Errorf("n=%d m=%d: index %d drawn %d times, want %.0f ± %.0f", tc.n, tc.m, i, c, trials*p, sd)
+			}
+		}
+		if tc.n > 6 {
+			continue
+		}
+		// Pairs: P[a and b in S] = m(m-1)/(n(n-1)).
+		pp := float64(tc.m*(tc.m-1)) / float64(tc.n*(tc.n-1))
+		chi := 0.0
+		for a := range tc.n {
+			for b := a + 1; b < tc.n; b++ {
+				e := trials * pp
+				d := float64(counts[[2]int{a, b}]) - e
+				chi += d * d / e
+			}
+		}
+		// 15 or 10 pair cells (not independent: the statistic is only a
+		// screen); 60 is far beyond any plausible value for a uniform subset.
+		if chi > 60 {
+			t.Errorf("n=%d m=%d: pair chi-square %.1f", tc.n, tc.m, chi)
+		}
+	}
+	a, _ := SampleShard(rand.New(rand.NewPCG(1, 2)), 1000, 20)
+	b, _ := SampleShard(rand.New(rand.NewPCG(1, 2)), 1000, 20)
+	if !slices.Equal(a, b) {
+		t.Error("not a deterministic function of the stream")
+	}
+	for _, bad := range []struct{ n, m int }{{10, 0}, {10, 11}, {0, 1}} {
+		if _, err := SampleShard(rand.New(rand.NewPCG(1, 2)), bad.n, bad.m); err == nil {
+			t.Errorf("n=%d m=%d accepted", bad.n, bad.m)
 		}
 	}
 }

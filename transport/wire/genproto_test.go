@@ -45,7 +45,7 @@ func TestGeneratedUpToDate(t *testing.T) {
 	if msg, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("genproto.sh: %v\n%s", err, msg)
 	}
-	for _, f := range []string{"shufflefl.pb.go", "shufflefl_grpc.pb.go"} {
+	for _, f := range []string{"shufflefl.pb.go", "shufflefl_grpc.pb.go", "opener.pb.go"} {
 		got, err := os.ReadFile(filepath.Join(out, "transport", "wire", f))
 		if err != nil {
 			t.Fatal(err)
