@@ -300,3 +300,22 @@ func TestNewSetupSplitMixRefusals(t *testing.T) {
 		t.Fatalf("m·d below the limits refused: %v", err)
 	}
 }
+
+// TestSplitMixSpec: the analyzer's opener spec for split-mix admits the
+// integers of [0, q-1] only, and the opener queue carries it unchanged to
+// remote openers.
+func TestSplitMixSpec(t *testing.T) {
+	cfg := smConfig(24, 12, 2, map[string]float64{"bits": 40})
+	st, err := NewSetup(cfg, smSplit(t, cfg), "spec")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp := st.Spec()
+	want := seal.Spec{Mode: seal.PerCoordinate, Dim: st.Dim(), Values: seal.Range{Lo: 0, Hi: 1<<40 - 1}, MetaValues: sp.MetaValues, Integers: true}
+	if sp != want {
+		t.Fatalf("spec %+v, want %+v", sp, want)
+	}
+	if got := specOf(specWire(sp)); got != sp {
+		t.Fatalf("through the opener queue: %+v, want %+v", got, sp)
+	}
+}
