@@ -378,6 +378,10 @@ func (sm SplitMix) Slots() int { return sm.slots }
 // Modulus is q.
 func (sm SplitMix) Modulus() int64 { return sm.mod }
 
+// Fast says the protocol runs its fast path (option fast=1): one value
+// per coordinate instead of m shares, for simulation only.
+func (sm SplitMix) Fast() bool { return sm.fast }
+
 // Gamma is the scale factor gamma = scale/C.
 func (sm SplitMix) Gamma() float64 { return sm.gamma }
 

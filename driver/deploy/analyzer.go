@@ -520,11 +520,7 @@ func (a *Analyzer) openLocal(t int64, ms []*wire.SealedMessage, add func(seal.La
 // it voids the round (too few reports, past the run's target, a batch it
 // or the registered budgets refuse) or releases it.
 func (a *Analyzer) decide(t int, facts RoundFacts, b *role.Batch[role.Plain]) (role.Ready, error) {
-	s := a.st.Shape(t)
-	s.Population, s.Participants, s.Sampled = facts.Population, facts.Sampled, facts.Sampled
-	if facts.Reporters > 0 {
-		s.Participants = facts.Reporters
-	}
+	s := a.st.RoundShape(t, facts)
 	f := role.Facts{Shape: s, Sampled: facts.Sampled, Reporters: facts.Reporters, Budgets: facts.Budgets, MinReports: a.cfg.MinReports}
 	rd, err := a.an.Open(f)
 	switch {

@@ -145,12 +145,12 @@ func splitChunks(ms []*wire.SealedMessage, perChunk, maxBytes int) []span {
 // specWire and specOf convert a round's seal.Spec to and from the wire.
 func specWire(s seal.Spec) *wire.OpenSpec {
 	return &wire.OpenSpec{Mode: uint32(s.Mode), Dimension: uint32(s.Dim), Meta: s.Meta, ValuesLo: s.Values.Lo, ValuesHi: s.Values.Hi,
-		MetaLo: s.MetaValues.Lo, MetaHi: s.MetaValues.Hi}
+		MetaLo: s.MetaValues.Lo, MetaHi: s.MetaValues.Hi, Integers: s.Integers}
 }
 
 func specOf(w *wire.OpenSpec) seal.Spec {
 	return seal.Spec{Mode: seal.Mode(w.GetMode()), Dim: int(w.GetDimension()), Meta: w.GetMeta(), Values: seal.Range{Lo: w.GetValuesLo(), Hi: w.GetValuesHi()},
-		MetaValues: seal.Range{Lo: w.GetMetaLo(), Hi: w.GetMetaHi()}}
+		MetaValues: seal.Range{Lo: w.GetMetaLo(), Hi: w.GetMetaHi()}, Integers: w.GetIntegers()}
 }
 
 // openerMACKey derives the key that authenticates the opener queue's chunks

@@ -8,7 +8,9 @@ import (
 	"sort"
 
 	"github.com/shufflefl/shufflefl/checks"
+	"github.com/shufflefl/shufflefl/driver/round"
 	"github.com/shufflefl/shufflefl/protocol"
+	"github.com/shufflefl/shufflefl/transport/seal"
 	"github.com/shufflefl/shufflefl/transport/wire"
 )
 
@@ -35,6 +37,10 @@ func (f RoundFacts) SampleRate() float64 { return float64(f.Sampled) / float64(f
 //     Without sampling both counts are 0 (every registered client was
 //     offered the round; rate 1) and the round's population is
 //     Config.Clients, as in the engine.
+//   - Under Poisson sampling (Poisson) the population must lie in
+//     [1, Config.Clients] and the sample (the true number the shuffler
+//     drew, each registered client kept with probability PoissonRate) in
+//     [0, population]; the statement does not depend on it.
 //   - The reports may not exceed the sample.
 //   - For a personalized protocol the lists are either both empty (every
 //     reporter has the uniform Budget, the header's convention; for APES
@@ -52,6 +58,13 @@ func (st *Setup) Facts(h *wire.BatchHeader) (RoundFacts, error) {
 	c := h.GetCounts()
 	f := RoundFacts{Population: int(c.GetPopulation()), Sampled: int(c.GetSampled()), Reporters: int(c.GetReports())}
 	switch {
+	case st.Poisson:
+		if f.Population < 1 || f.Population > st.Config.Clients {
+			return RoundFacts{}, checks.Invalidf("Poisson-sampled round from a population of %d registered clients: want 1 to %d", f.Population, st.Config.Clients)
+		}
+		if f.Sampled > f.Population {
+			return RoundFacts{}, checks.Invalidf("%d clients sampled from %d registered", f.Sampled, f.Population)
+		}
 	case st.Sampling():
 		if f.Population < 1 || f.Population > st.Config.Clients {
 			return RoundFacts{}, checks.Invalidf("sampled round from a population of %d registered clients: want 1 to %d", f.Population, st.Config.Clients)
@@ -237,4 +250,72 @@ func localQuorum(st *Setup) int {
 		return st.Config.Clients
 	}
 	return 0
+}
+
+// modular is a protocol whose values are integers mod q (split-mix's
+// shares): the analyzer accepts only the integers of [0, q-1].
+type modular interface{ Modulus() int64 }
+
+// deployableSampling refuses a Poisson-sampled protocol that a deployment
+// does not run (deployablePoisson); fixed-size sampling is always taken.
+func deployableSampling(pre *round.Prepared) error {
+	if !pre.Poisson {
+		return nil
+	}
+	return deployablePoisson(pre.Config.Protocol, pre.Proto, pre.Model.Dim())
+}
+
+// deployablePoisson refuses a Poisson-sampled protocol a deployment does
+// not run: every one but split-mix (dp-central trusts the analyzer with
+// the clear updates, which a deployment's sealed path is not built for),
+// split-mix's fast path (simulation only: it sends the noisy value
+// itself, which only the shuffled shares may hide), and a split-mix
+// report of m·d shares that does not fit one submission
+// (wire.MaxMessagesPerReport messages, wire.MaxReportBytes bytes even in
+// the smallest suite, X25519). Errors wrap checks.ErrInvalid.
+func deployablePoisson(name string, p protocol.Protocol, d int) error {
+	sm, ok := p.(interface {
+		protocol.MultiValued
+		Fast() bool
+		Shares() int
+	})
+	if !ok {
+		return checks.Invalidf("deploy: Poisson-sampled protocol %s is not supported (of the Poisson-sampled protocols a deployment runs split-mix only)", name)
+	}
+	if sm.Fast() {
+		return checks.Invalidf("deploy: %s's fast path (option fast=1) is simulation-only: a deployed client sends its m shares; drop the option", name)
+	}
+	msgs := int64(sm.Shares()) * int64(d)
+	if msgs > wire.MaxMessagesPerReport {
+		return checks.Invalidf("deploy: %s sends m·d = %d·%d = %d sealed shares per client, over wire.MaxMessagesPerReport = %d", name, sm.Shares(), d, msgs, wire.MaxMessagesPerReport)
+	}
+	if b := msgs * int64(seal.MessageSize(seal.X25519, seal.KindCoord, 1)); b > wire.MaxReportBytes {
+		return checks.Invalidf("deploy: %s's %d sealed shares per client take %d bytes even with X25519, over wire.MaxReportBytes = %d", name, msgs, b, wire.MaxReportBytes)
+	}
+	return nil
+}
+
+// PoissonRate is the probability PerRound/Config.Clients with which the
+// shuffler keeps each registered client in a Poisson-sampled round: the
+// rate the protocol was calibrated for.
+func (st *Setup) PoissonRate() float64 { return float64(st.PerRound) / float64(st.Config.Clients) }
+
+// RoundShape is the shape of round t the analyzer states and estimates
+// with, from the batch's facts. Under fixed-size sampling it is the true
+// one: the registered population, the sample, and the reporters. Under
+// Poisson sampling it is the engine's: the configured population and the
+// expected count PerRound, so that the rate is the calibrated one and the
+// estimate divides by the expected number of reporters (dp-central's and
+// split-mix's fixed denominator); the true counts are in the facts.
+func (st *Setup) RoundShape(t int, f RoundFacts) protocol.Shape {
+	s := st.Shape(t)
+	if st.Poisson {
+		s.Sampled = 0
+		return s
+	}
+	s.Population, s.Participants, s.Sampled = f.Population, f.Sampled, f.Sampled
+	if f.Reporters > 0 {
+		s.Participants = f.Reporters
+	}
+	return s
 }

@@ -25,7 +25,8 @@ import (
 // analyzer accepts (|v| <= ValueBound). It is a sanity bound, not a
 // protocol's range: no local randomizer of package protocol with valid
 // parameters comes near it, and it keeps a forged value from swamping the
-// aggregate.
+// aggregate. Split-mix's shares mod q (up to 2^48) have their own range,
+// the integers of [0, q-1] (Spec).
 const ValueBound = 1e9
 
 // Setup is what every role of one run agrees on: the run's configuration,
@@ -62,8 +63,12 @@ type Setup struct {
 	OwnBudgets bool
 	// PerRound is m, the number of clients the shuffler samples for a
 	// round (clients-per-round; Config.Clients when every registered client
-	// is offered every round).
+	// is offered every round); under Poisson sampling the expected number.
 	PerRound int
+	// Poisson says the protocol samples clients independently at rate
+	// PerRound/Config.Clients (split-mix): the shuffler keeps every
+	// registered client with that probability (PoissonRate).
+	Poisson bool
 	// Charges says whether clients charge their ledgers (the protocol gives
 	// them a local guarantee); LocalDelta whether a charge spends the
 	// budget's delta too.
@@ -113,7 +118,9 @@ type Setup struct {
 // simulation-only.)
 //
 // A deployment takes the engine's partitions (iid, dirichlet, rotated:
-// the same shards for the same seed) and no Poisson-sampled protocol.
+// the same shards for the same seed). Of the Poisson-sampled protocols it
+// takes split-mix (without its simulation-only fast path; the shuffler
+// draws the Poisson sample, deployablePoisson), not dp-central.
 // Clustered protocols (ifca, ifca-dp) are supported while their k models
 // fit one announcement (wire.MaxModelBytes) and a sealed whole report fits
 // one message (wire.MaxCiphertextBytes). Anything else is refused with an
@@ -184,8 +191,8 @@ func newSetup(cfg round.Config, src setupData, runID string) (*Setup, error) {
 			return nil, err
 		}
 	}
-	if pre.Poisson {
-		return nil, checks.Invalidf("deploy: Poisson-sampled protocol %s is not supported", cfg.Protocol)
+	if err := deployableSampling(pre); err != nil {
+		return nil, err
 	}
 	if cfg.TargetEpsilon > 0 {
 		// The pre-flight calibrated the uniform local budget (and built the
@@ -202,7 +209,7 @@ func newSetup(cfg round.Config, src setupData, runID string) (*Setup, error) {
 	ms := round.InitModels(pre.Config, pre.Model, k)
 	st := &Setup{Config: cfg, RunID: runID, Proto: p, Model: pre.Model, Init: ms[0], Hypotheses: ms[1:],
 		Budget: uniform, Budgets: budgets, Personalized: personalized, OwnBudgets: personalizedCfg, PerRound: pre.PerRound,
-		Accountant: pre.Accountant, Plan: pre.Plan, K: k}
+		Poisson: pre.Poisson, Accountant: pre.Accountant, Plan: pre.Plan, K: k}
 	if len(st.Hypotheses) == 0 {
 		st.Hypotheses = nil
 	}
@@ -342,10 +349,10 @@ func (st *Setup) Shape(t int) protocol.Shape {
 	return protocol.Shape{Round: t, Dim: st.Dim(), Population: st.Config.Clients, Participants: n, Sampled: n}
 }
 
-// Sampling says whether the shuffler samples clients (PerRound below the
-// configured clients) rather than offering every round to every
-// registered client.
-func (st *Setup) Sampling() bool { return st.PerRound < st.Config.Clients }
+// Sampling says whether the shuffler samples clients (Poisson sampling,
+// or PerRound below the configured clients) rather than offering every
+// round to every registered client.
+func (st *Setup) Sampling() bool { return st.Poisson || st.PerRound < st.Config.Clients }
 
 // ClientBudget is client i's budget for one round (Budgets[i]).
 func (st *Setup) ClientBudget(i int) protocol.Budget { return st.Budgets[i] }
@@ -364,12 +371,18 @@ func (st *Setup) MaxEpsilon() float64 {
 	return m
 }
 
-// Spec is what the analyzer's seal.Opener expects of a message.
+// Spec is what the analyzer's seal.Opener expects of a message: values
+// within ±ValueBound, or for a protocol of shares mod q (split-mix) the
+// integers of [0, q-1].
 func (st *Setup) Spec() seal.Spec {
 	sp := seal.Spec{Mode: seal.PerCoordinate, Dim: st.Dim(), Meta: st.Meta,
 		Values: seal.Range{Lo: -ValueBound, Hi: ValueBound}, MetaValues: seal.Range{Lo: 0, Hi: ValueBound}}
 	if st.Proto.Mode() != protocol.PerCoordinate {
 		sp.Mode = seal.WholeReport
+	}
+	if m, ok := st.Proto.(modular); ok {
+		// Shares mod q: integers in [0, q-1], nothing else.
+		sp.Values, sp.Integers = seal.Range{Lo: 0, Hi: float64(m.Modulus() - 1)}, true
 	}
 	return sp
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log"
-	"math/rand/v2"
 	"os"
 	"slices"
 	"sync"
@@ -377,8 +376,13 @@ func (s *Shuffler) newRound(ann *wire.RoundAnnouncement, smp *store.Sample) (*sr
 	sh.Participants = 0 // set to the senders when the round closes
 	sr := &sround{t: ann.Round, ann: ann, deadline: time.Unix(0, ann.DeadlineUnixNano), min: int(ann.MinReports), expected: s.st.Config.Clients}
 	if smp != nil {
-		if len(smp.Clients) == 0 || smp.Population < len(smp.Clients) {
+		if (len(smp.Clients) == 0 && !s.st.Poisson) || smp.Population < len(smp.Clients) {
 			return nil, errf("deploy: shuffler: round %d: sample of %d from %d registered clients", t, len(smp.Clients), smp.Population)
+		}
+		if len(smp.Clients) == 0 {
+			// An empty Poisson sample: nobody can report, so the round
+			// closes at once (void below the analyzer's minimum).
+			sr.deadline = s.now()
 		}
 		sr.sample = make(map[string]bool, len(smp.Clients))
 		for _, c := range smp.Clients {
@@ -397,7 +401,9 @@ func (s *Shuffler) newRound(ann *wire.RoundAnnouncement, smp *store.Sample) (*sr
 
 // drawSample draws round t's sample: PerRound of the registered clients
 // uniformly without replacement (every registered client when fewer than
-// PerRound registered), with crypto/rand, or in test mode with the
+// PerRound registered), or under Poisson sampling each registered client
+// independently with probability PoissonRate (round.SamplePoisson), with
+// crypto/rand, or in test mode with the
 // engine's stream rng.Stream(seed, LabelSampling, t) over the registered
 // ids in sorted order, which for clients ClientID(0..n-1) is the engine's
 // client order, so that the engine's sample is reproduced.
@@ -412,11 +418,15 @@ func (s *Shuffler) drawSample(t int64) (store.Sample, error) {
 		return store.Sample{}, errf("no client has registered")
 	}
 	slices.Sort(ids)
-	var r *rand.Rand
-	if len(ids) > s.st.PerRound {
-		r = streams{s.cfg.TestSeed}.get(rng.LabelSampling, uint64(t))
+	var idx []int
+	switch {
+	case s.st.Poisson:
+		idx = round.SamplePoisson(streams{s.cfg.TestSeed}.get(rng.LabelSampling, uint64(t)), len(ids), s.st.PoissonRate())
+	case len(ids) > s.st.PerRound:
+		idx = round.SampleFixed(streams{s.cfg.TestSeed}.get(rng.LabelSampling, uint64(t)), len(ids), s.st.PerRound)
+	default:
+		idx = round.SampleFixed(nil, len(ids), s.st.PerRound)
 	}
-	idx := round.SampleFixed(r, len(ids), s.st.PerRound)
 	smp := store.Sample{Population: len(ids), Clients: make([]string, len(idx))}
 	for i, j := range idx {
 		smp.Clients[i] = ids[j]

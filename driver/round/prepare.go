@@ -94,14 +94,7 @@ func (pr *Prepared) Sample(t int) []int {
 	r := rng.Stream(pr.Config.Seed, rng.LabelSampling, uint64(t))
 	N, n := pr.Config.Clients, pr.PerRound
 	if pr.Poisson {
-		q := float64(n) / float64(N)
-		var out []int
-		for i := 0; i < N; i++ {
-			if r.Float64() < q {
-				out = append(out, i)
-			}
-		}
-		return out
+		return SamplePoisson(r, N, float64(n)/float64(N))
 	}
 	return SampleFixed(r, N, n)
 }

@@ -5,6 +5,20 @@ import (
 	"slices"
 )
 
+// SamplePoisson draws a Poisson sample of [0, n) in increasing order from
+// r: index i is kept when the i-th draw of r.Float64() is below q. The
+// engine's Poisson sampling (Prepared.Sample) and a deployment's shuffler
+// draw their samples with it, so the same stream gives the same sample.
+func SamplePoisson(r *rand.Rand, n int, q float64) []int {
+	var out []int
+	for i := 0; i < n; i++ {
+		if r.Float64() < q {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
 // SampleFixed draws a uniform m-subset of [0, n) without replacement, in
 // increasing order, from r: a partial Fisher-Yates shuffle over a lazily
 // materialised permutation. When m >= n every index is returned and r is

@@ -62,6 +62,10 @@ type Spec struct {
 	// metadata values. Use AnyFinite for unbounded (e.g. Gaussian) values.
 	// NaN and ±Inf are always rejected.
 	Values, MetaValues Range
+	// Integers requires every coordinate or report value (not the
+	// metadata) to be an integer: split-mix's shares mod q, whose range is
+	// [0, q-1]. A fractional value is rejected with ReasonRange.
+	Integers bool
 }
 
 // Validate checks the spec.
@@ -367,6 +371,9 @@ func (o *Opener) Open(msg []byte) (Label, []float64, error) {
 		}
 		if !rng.Contains(v) {
 			return Label{}, nil, o.reject(ReasonRange, "%v value %d = %v outside [%v, %v]", l, i, v, rng.Lo, rng.Hi)
+		}
+		if sp.Integers && l.Kind != KindMeta && v != math.Trunc(v) {
+			return Label{}, nil, o.reject(ReasonRange, "%v value %d = %v is not an integer", l, i, v)
 		}
 		values[i] = v
 	}

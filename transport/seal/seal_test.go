@@ -213,6 +213,9 @@ func TestOpenerRejects(t *testing.T) {
 		{"value out of range", perCoord(8), mustSeal(t, s, round, Coord(2), 10.5), ReasonRange},
 		{"meta out of range", perCoord(8), mustSeal(t, s, round, Meta, -1), ReasonRange},
 		{"report value out of range", Spec{Mode: WholeReport, Dim: 3, Values: Range{0, 2.5}}, report, ReasonRange},
+		{"fractional share", Spec{Mode: PerCoordinate, Dim: 8, Values: Range{Lo: 0, Hi: 255}, Integers: true}, good, ReasonRange},
+		{"fractional report value", Spec{Mode: WholeReport, Dim: 3, Values: Range{Lo: 0, Hi: 255}, Integers: true}, mustSeal(t, s, round, Report, 1, 2.5, 3), ReasonRange},
+		{"share above q-1", Spec{Mode: PerCoordinate, Dim: 8, Values: Range{Lo: 0, Hi: 255}, Integers: true}, mustSeal(t, s, round, Coord(5), 256), ReasonRange},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -394,5 +397,26 @@ func TestLabelString(t *testing.T) {
 		if got := l.String(); got != want {
 			t.Errorf("%#v: %q, want %q", l, got, want)
 		}
+	}
+}
+
+// TestOpenerIntegers: with Spec.Integers the integers of the range are
+// accepted (0 and q-1 included) and the metadata keep their own range,
+// fractional values allowed.
+func TestOpenerIntegers(t *testing.T) {
+	k := testKey(t, X25519)
+	s := testSealer(t, k, "run-1")
+	sp := Spec{Mode: PerCoordinate, Dim: 4, Meta: true, Values: Range{Lo: 0, Hi: 1<<48 - 1}, MetaValues: Range{Lo: 0, Hi: 1}, Integers: true}
+	o := testOpener(t, k, 1, sp)
+	for i, tc := range []struct {
+		l Label
+		v float64
+	}{{Coord(0), 0}, {Coord(1), 1<<48 - 1}, {Coord(1), 12345}, {Meta, 0.25}} {
+		if _, v, err := o.Open(mustSeal(t, s, 1, tc.l, tc.v)); err != nil || v[0] != tc.v {
+			t.Errorf("message %d (%v = %v): %v %v", i, tc.l, tc.v, v, err)
+		}
+	}
+	if st := o.Stats(); st.Accepted != 4 || st.Rejected() != 0 {
+		t.Errorf("stats %+v, want 4 accepted", st)
 	}
 }

@@ -39,10 +39,13 @@ type OpenSpec struct {
 	// meta is true when metadata messages are expected (APES).
 	Meta bool `protobuf:"varint,3,opt,name=meta,proto3" json:"meta,omitempty"`
 	// The closed intervals of accepted values and metadata values.
-	ValuesLo      float64 `protobuf:"fixed64,4,opt,name=values_lo,json=valuesLo,proto3" json:"values_lo,omitempty"`
-	ValuesHi      float64 `protobuf:"fixed64,5,opt,name=values_hi,json=valuesHi,proto3" json:"values_hi,omitempty"`
-	MetaLo        float64 `protobuf:"fixed64,6,opt,name=meta_lo,json=metaLo,proto3" json:"meta_lo,omitempty"`
-	MetaHi        float64 `protobuf:"fixed64,7,opt,name=meta_hi,json=metaHi,proto3" json:"meta_hi,omitempty"`
+	ValuesLo float64 `protobuf:"fixed64,4,opt,name=values_lo,json=valuesLo,proto3" json:"values_lo,omitempty"`
+	ValuesHi float64 `protobuf:"fixed64,5,opt,name=values_hi,json=valuesHi,proto3" json:"values_hi,omitempty"`
+	MetaLo   float64 `protobuf:"fixed64,6,opt,name=meta_lo,json=metaLo,proto3" json:"meta_lo,omitempty"`
+	MetaHi   float64 `protobuf:"fixed64,7,opt,name=meta_hi,json=metaHi,proto3" json:"meta_hi,omitempty"`
+	// integers is seal.Spec.Integers: every value (not metadata) must be an
+	// integer (split-mix's shares mod q).
+	Integers      bool `protobuf:"varint,8,opt,name=integers,proto3" json:"integers,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -124,6 +127,13 @@ func (x *OpenSpec) GetMetaHi() float64 {
 		return x.MetaHi
 	}
 	return 0
+}
+
+func (x *OpenSpec) GetIntegers() bool {
+	if x != nil {
+		return x.Integers
+	}
+	return false
 }
 
 // OpenChunk is one piece of a round's shuffled batch, for an opener.
@@ -368,7 +378,7 @@ var File_transport_wire_opener_proto protoreflect.FileDescriptor
 
 const file_transport_wire_opener_proto_rawDesc = "" +
 	"\n" +
-	"\x1btransport/wire/opener.proto\x12\x11shufflefl.wire.v1\"\xbc\x01\n" +
+	"\x1btransport/wire/opener.proto\x12\x11shufflefl.wire.v1\"\xd8\x01\n" +
 	"\bOpenSpec\x12\x12\n" +
 	"\x04mode\x18\x01 \x01(\rR\x04mode\x12\x1c\n" +
 	"\tdimension\x18\x02 \x01(\rR\tdimension\x12\x12\n" +
@@ -376,7 +386,8 @@ const file_transport_wire_opener_proto_rawDesc = "" +
 	"\tvalues_lo\x18\x04 \x01(\x01R\bvaluesLo\x12\x1b\n" +
 	"\tvalues_hi\x18\x05 \x01(\x01R\bvaluesHi\x12\x17\n" +
 	"\ameta_lo\x18\x06 \x01(\x01R\x06metaLo\x12\x17\n" +
-	"\ameta_hi\x18\a \x01(\x01R\x06metaHi\"\x8d\x02\n" +
+	"\ameta_hi\x18\a \x01(\x01R\x06metaHi\x12\x1a\n" +
+	"\bintegers\x18\b \x01(\bR\bintegers\"\x8d\x02\n" +
 	"\tOpenChunk\x12\x15\n" +
 	"\x06run_id\x18\x01 \x01(\tR\x05runId\x12\x14\n" +
 	"\x05round\x18\x02 \x01(\x03R\x05round\x12\x14\n" +
