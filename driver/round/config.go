@@ -176,19 +176,8 @@ func (c *Config) Validate() error {
 	if err := checks.Positive("alpha", c.Alpha); err != nil {
 		return err
 	}
-	switch c.Partition {
-	case "iid":
-	case "dirichlet":
-	case "sampled":
-		if c.SamplesPerClient < 1 {
-			return checks.Invalidf("partition sampled needs samples-per-client >= 1")
-		}
-	case "rotated":
-		if err := checks.IntInRange("groups", c.Groups, 1, c.Clients); err != nil {
-			return err
-		}
-	default:
-		return checks.Invalidf("unknown partition %q (known: iid, dirichlet, rotated, sampled)", c.Partition)
+	if err := c.validatePartition(); err != nil {
+		return err
 	}
 	if err := checks.IntAtLeast("rounds", c.Rounds, 1); err != nil {
 		return err
@@ -307,4 +296,23 @@ func OptionString(m map[string]float64) string {
 		parts[i] = fmt.Sprintf("%s=%g", k, m[k])
 	}
 	return strings.Join(parts, ",")
+}
+
+// validatePartition checks the partition and its own settings.
+func (c *Config) validatePartition() error {
+	switch c.Partition {
+	case "iid":
+	case "dirichlet":
+	case "sampled":
+		if c.SamplesPerClient < 1 {
+			return checks.Invalidf("partition sampled needs samples-per-client >= 1")
+		}
+	case "rotated":
+		if err := checks.IntInRange("groups", c.Groups, 1, c.Clients); err != nil {
+			return err
+		}
+	default:
+		return checks.Invalidf("unknown partition %q (known: iid, dirichlet, rotated, sampled)", c.Partition)
+	}
+	return nil
 }
