@@ -834,8 +834,9 @@ func (s *Shuffler) closeAndForward(sr *sround) {
 	if err == nil {
 		shuffling := Progress{Role: "shuffler", Round: t, Stage: StageShuffling, Reports: int64(senders), Total: int64(dum.len())}
 		err = dum.seal(goMaxProcs(), func(done int) {
-			shuffling.Done = int64(done)
-			s.prog.report(shuffling)
+			p := shuffling // the sealing workers call this concurrently
+			p.Done = int64(done)
+			s.prog.report(p)
 		})
 	}
 	h := s.batchHeader(sr)
