@@ -204,3 +204,40 @@ func ExampleLedger() {
 	// 2 client "alice" round 2: release of (0.4, 0) would exceed the cap (1, 0): already spent (0.8, 0)
 	// remaining 0.2
 }
+
+// TestLedgerEntriesCreateNoState checks that reading clients the ledger
+// never saw creates no per-client state (a snapshot of a large population
+// reads every client), that such a read sees what the store holds, and
+// that a charge after the read is still checked against it.
+func TestLedgerEntriesCreateNoState(t *testing.T) {
+	st := NewMemoryStore()
+	if err := st.Append(rel("old", 1, 0.5)); err != nil {
+		t.Fatal(err)
+	}
+	l := NewLedger(st)
+	for c := range 1000 {
+		es, err := l.Entries(fmt.Sprint("client-", c))
+		if err != nil || es != nil {
+			t.Fatalf("client %d: %v, %v", c, es, err)
+		}
+	}
+	es, err := l.Entries("old")
+	if err != nil || len(es) != 1 || es[0].Round != 1 {
+		t.Fatalf("entries of a client only the store knows: %v, %v", es, err)
+	}
+	if n := len(l.clients); n != 0 {
+		t.Fatalf("reads created state for %d clients", n)
+	}
+	if err := l.SetCap("old", Cap{Epsilon: 10}); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Charge(rel("old", 1, 0.1)); !errors.Is(err, ErrDuplicateRelease) {
+		t.Fatalf("charge of a round the store holds: %v", err)
+	}
+	if err := l.Charge(rel("old", 2, 0.1)); err != nil {
+		t.Fatal(err)
+	}
+	if es, _ := l.Entries("old"); len(es) != 2 {
+		t.Fatalf("entries after a charge: %v", es)
+	}
+}
