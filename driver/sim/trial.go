@@ -100,33 +100,33 @@ const trialBlock = 4096
 // at its own budget from the noise stream (0, i), on the engine's workers
 // in blocks of trialBlock merged in block order, and returns the sum.
 func (e *Engine) trialEncode(s protocol.Shape, parts []int) (*protocol.Aggregate, error) {
-	nb := (len(parts) + trialBlock - 1) / trialBlock
-	aggs := make([]*protocol.Aggregate, nb)
-	errs := make([]error, nb)
-	next := make(chan int, nb)
-	for b := range nb {
-		next <- b
-	}
-	close(next)
-	var wg sync.WaitGroup
-	for range min(e.workers, max(nb, 1)) {
-		wg.Go(func() {
-			for b := range next {
-				aggs[b], errs[b] = e.trialEncodeBlock(s, parts, b*trialBlock, min((b+1)*trialBlock, len(parts)))
-			}
-		})
-	}
-	wg.Wait()
 	agg := protocol.NewAggregate(s.Dim)
 	if e.clustered != nil {
 		agg.KeepVectors()
 	}
-	for b, a := range aggs {
-		if errs[b] != nil {
-			return nil, errs[b]
+	nb := (len(parts) + trialBlock - 1) / trialBlock
+	// One window of e.workers blocks at a time, merged before the next, so
+	// that at most e.workers block aggregates (of d values each) exist at
+	// once, however many participants the round has.
+	w := max(e.workers, 1)
+	aggs, errs := make([]*protocol.Aggregate, w), make([]error, w)
+	for first := 0; first < nb; first += w {
+		n := min(w, nb-first)
+		var wg sync.WaitGroup
+		for i := range n {
+			b := first + i
+			wg.Go(func() {
+				aggs[i], errs[i] = e.trialEncodeBlock(s, parts, b*trialBlock, min((b+1)*trialBlock, len(parts)))
+			})
 		}
-		if err := agg.Merge(a); err != nil {
-			return nil, err
+		wg.Wait()
+		for i := range n {
+			if errs[i] != nil {
+				return nil, errs[i]
+			}
+			if err := agg.Merge(aggs[i]); err != nil {
+				return nil, err
+			}
 		}
 	}
 	return agg, nil
