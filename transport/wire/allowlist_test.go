@@ -29,6 +29,11 @@ import (
 //     sampled (the true sampling rate).
 //   - BatchHeader.reporter_epsilons/deltas: the reporters' budgets, each
 //     list sorted and unlinked from the other and from identities.
+//   - BatchHeader.shards, shard: how many shuffler shards split the round
+//     and which one sent this part. A per-coordinate message's shard is a
+//     function of its public label; a whole report's shard is drawn
+//     uniformly and independently of its sender (docs/DEPLOYMENT.md,
+//     "Shuffler shards"), so neither says anything of a sender.
 var analyzerBoundFields = map[protoreflect.FullName]string{
 	"shufflefl.wire.v1.BatchChunk.header":             "message shufflefl.wire.v1.BatchHeader",
 	"shufflefl.wire.v1.BatchChunk.messages":           "repeated message shufflefl.wire.v1.SealedMessage",
@@ -39,6 +44,8 @@ var analyzerBoundFields = map[protoreflect.FullName]string{
 	"shufflefl.wire.v1.BatchHeader.counts":            "message shufflefl.wire.v1.BatchCounts",
 	"shufflefl.wire.v1.BatchHeader.reporter_epsilons": "repeated double",
 	"shufflefl.wire.v1.BatchHeader.reporter_deltas":   "repeated double",
+	"shufflefl.wire.v1.BatchHeader.shards":            "uint32",
+	"shufflefl.wire.v1.BatchHeader.shard":             "uint32",
 	"shufflefl.wire.v1.BatchCounts.reports":           "uint32",
 	"shufflefl.wire.v1.BatchCounts.messages":          "uint64",
 	"shufflefl.wire.v1.BatchCounts.dummies":           "uint64",

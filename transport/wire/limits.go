@@ -32,6 +32,7 @@ const (
 	MaxBatchMessages     = 1 << 32 // a round's shuffled batch
 	MaxChunkBytes        = 48 << 20
 	MaxRejectReasons     = 32
+	MaxShards            = 256                  // shuffler shards of one round
 	MaxTTLMillis         = 7 * 24 * 3600 * 1000 // a week
 	MaxIntervalMillis    = 3600 * 1000          // heartbeat and retry hints
 )
@@ -502,6 +503,15 @@ func (x *BatchHeader) Validate() error {
 	if c.required("counts", x.Counts != nil) {
 		c.nested("counts", x.Counts.Validate())
 	}
+	c.intIn("shards", int64(x.Shards), 0, MaxShards)
+	switch {
+	case x.Shards == 0 && x.Shard != 0:
+		c.bad("shard", "shard %d of a batch that is not sharded (shards 0)", x.Shard)
+	case x.Shard > x.Shards:
+		c.bad("shard", "shard %d of %d shards", x.Shard, x.Shards)
+	case x.Shards > 0 && x.Shard == 0 && x.Counts != nil && (x.Counts.Messages != 0 || x.Counts.Dummies != 0):
+		c.bad("counts", "a sharded round's manifest (shard 0) carries no messages, not %d (%d dummies)", x.Counts.Messages, x.Counts.Dummies)
+	}
 	if c.err != nil {
 		return c.err
 	}
@@ -574,4 +584,81 @@ func firstNonFinite(b []byte) int {
 		}
 	}
 	return -1
+}
+
+// Validate checks a shard queue envelope: exactly one body, valid.
+func (x *ShardEnvelope) Validate() error {
+	c := &v{msg: "ShardEnvelope"}
+	if !c.required("(message)", x != nil) {
+		return c.err
+	}
+	switch {
+	case x.GetChunk() != nil:
+		c.nested("chunk", x.GetChunk().Validate())
+	case x.GetClose() != nil:
+		c.nested("close", x.GetClose().Validate())
+	default:
+		c.bad("body", "neither a chunk nor a close")
+	}
+	return c.err
+}
+
+// Validate checks one chunk of a shard's part.
+func (x *ShardChunk) Validate() error {
+	c := &v{msg: "ShardChunk"}
+	if !c.required("(message)", x != nil) {
+		return c.err
+	}
+	c.atLeast("round", x.Round, 1)
+	c.intIn("shard", int64(x.Shard), 1, MaxShards)
+	if len(x.Messages) > MaxMessagesPerChunk {
+		c.tooLarge("messages", "%d messages exceed %d", len(x.Messages), MaxMessagesPerChunk)
+	}
+	var size int
+	for i, m := range x.Messages {
+		c.nested(fmt.Sprintf("messages[%d]", i), m.Validate())
+		if m != nil {
+			size += len(m.Ciphertext)
+		}
+		if c.err != nil {
+			break
+		}
+	}
+	if size > MaxChunkBytes {
+		c.tooLarge("messages", "%d bytes of ciphertext exceed %d", size, MaxChunkBytes)
+	}
+	return c.err
+}
+
+// Validate checks a shard's close of a round.
+func (x *ShardClose) Validate() error {
+	c := &v{msg: "ShardClose"}
+	if !c.required("(message)", x != nil) {
+		return c.err
+	}
+	if c.required("header", x.Header != nil) {
+		c.nested("header", x.Header.Validate())
+	}
+	if c.err != nil {
+		return c.err
+	}
+	h := x.Header
+	c.atLeast("header.round", h.Round, 1)
+	if h.Shards == 0 || h.Shard == 0 {
+		c.bad("header.shard", "shard %d of %d: a part needs a shard in 1..shards", h.Shard, h.Shards)
+	}
+	if h.Counts.Messages != 0 || h.Counts.Dummies != 0 {
+		c.bad("header.counts", "the front sets no messages or dummies (%d, %d): the shard counts its part", h.Counts.Messages, h.Counts.Dummies)
+	}
+	c.intIn("counts", int64(len(x.Counts)), 0, MaxDimension)
+	for j, n := range x.Counts {
+		if n < 0 || n > int64(x.Senders)*int64(MaxMessagesPerReport) {
+			c.bad(fmt.Sprintf("counts[%d]", j), "%d messages for %d senders", n, x.Senders)
+			break
+		}
+	}
+	if x.Senders != h.Counts.Reports {
+		c.bad("senders", "%d senders, the header says %d reports", x.Senders, h.Counts.Reports)
+	}
+	return c.err
 }

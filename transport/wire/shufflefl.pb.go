@@ -1312,8 +1312,18 @@ type BatchHeader struct {
 	// every client has the run's uniform budget.
 	ReporterEpsilons []float64 `protobuf:"fixed64,4,rep,packed,name=reporter_epsilons,json=reporterEpsilons,proto3" json:"reporter_epsilons,omitempty"`
 	ReporterDeltas   []float64 `protobuf:"fixed64,5,rep,packed,name=reporter_deltas,json=reporterDeltas,proto3" json:"reporter_deltas,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// shards is the number of shuffler shards the round's batch is split
+	// over (docs/DEPLOYMENT.md, "Shuffler shards"): 0 for one shuffler, whose
+	// stream carries the whole batch. With shards = S the front shuffler
+	// sends a manifest (shard = 0: the round's facts and no messages) and
+	// shard s in 1..S its part (shard = s: its messages, counted in
+	// counts.messages and counts.dummies; its other facts equal to the
+	// manifest's); the analyzer releases the round once the manifest and
+	// every part arrived, and answers every one of their streams.
+	Shards        uint32 `protobuf:"varint,6,opt,name=shards,proto3" json:"shards,omitempty"`
+	Shard         uint32 `protobuf:"varint,7,opt,name=shard,proto3" json:"shard,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *BatchHeader) Reset() {
@@ -1379,6 +1389,20 @@ func (x *BatchHeader) GetReporterDeltas() []float64 {
 		return x.ReporterDeltas
 	}
 	return nil
+}
+
+func (x *BatchHeader) GetShards() uint32 {
+	if x != nil {
+		return x.Shards
+	}
+	return 0
+}
+
+func (x *BatchHeader) GetShard() uint32 {
+	if x != nil {
+		return x.Shard
+	}
+	return 0
 }
 
 // BatchChunk is one piece of SubmitBatch's stream: the first chunk carries
@@ -1601,13 +1625,15 @@ const file_transport_wire_shufflefl_proto_rawDesc = "" +
 	"\asampled\x18\x06 \x01(\rR\asampled\x1a;\n" +
 	"\rRejectedEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\rR\x05value:\x028\x01\"\xc8\x01\n" +
+	"\x05value\x18\x02 \x01(\rR\x05value:\x028\x01\"\xf6\x01\n" +
 	"\vBatchHeader\x12\x14\n" +
 	"\x05round\x18\x01 \x01(\x03R\x05round\x12\x15\n" +
 	"\x06run_id\x18\x02 \x01(\tR\x05runId\x126\n" +
 	"\x06counts\x18\x03 \x01(\v2\x1e.shufflefl.wire.v1.BatchCountsR\x06counts\x12+\n" +
 	"\x11reporter_epsilons\x18\x04 \x03(\x01R\x10reporterEpsilons\x12'\n" +
-	"\x0freporter_deltas\x18\x05 \x03(\x01R\x0ereporterDeltas\"\x82\x01\n" +
+	"\x0freporter_deltas\x18\x05 \x03(\x01R\x0ereporterDeltas\x12\x16\n" +
+	"\x06shards\x18\x06 \x01(\rR\x06shards\x12\x14\n" +
+	"\x05shard\x18\a \x01(\rR\x05shard\"\x82\x01\n" +
 	"\n" +
 	"BatchChunk\x126\n" +
 	"\x06header\x18\x01 \x01(\v2\x1e.shufflefl.wire.v1.BatchHeaderR\x06header\x12<\n" +
