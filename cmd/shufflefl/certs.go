@@ -5,10 +5,13 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/shufflefl/shufflefl/checks"
+	"github.com/shufflefl/shufflefl/driver/deploy"
 	"github.com/shufflefl/shufflefl/driver/rundir"
 	"github.com/shufflefl/shufflefl/transport/pki"
 	"github.com/shufflefl/shufflefl/transport/seal"
@@ -47,8 +50,17 @@ func runCerts(args []string, stdout, stderr io.Writer) int {
 	if err := pki.WriteDev(o.out, files, o.overwrite); err != nil {
 		return fail(1, err)
 	}
-	fmt.Fprintf(stdout, "shufflefl certs: wrote %d files to %s: CA, shuffler and analyzer certificates for %s (valid %v), analyzer HPKE key (%v), %d client keys and clients.json\n",
-		len(files), o.out, strings.Join(o.Hosts, ","), o.Validity, o.Suite, o.Clients)
+	// The shuffler's shard key (for --shuffler-shards), kept by the
+	// shuffler and its shards only.
+	keyPath := filepath.Join(o.out, deploy.ShardKeyFile)
+	if o.overwrite {
+		_ = os.Remove(keyPath)
+	}
+	if err := deploy.WriteShardKey(keyPath); err != nil {
+		return fail(1, err)
+	}
+	fmt.Fprintf(stdout, "shufflefl certs: wrote %d files to %s: CA, shuffler and analyzer certificates for %s (valid %v), analyzer HPKE key (%v), the shuffler's shard key, %d client keys and clients.json\n",
+		len(files)+1, o.out, strings.Join(o.Hosts, ","), o.Validity, o.Suite, o.Clients)
 	return 0
 }
 

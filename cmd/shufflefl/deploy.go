@@ -12,6 +12,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime/pprof"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -76,7 +77,7 @@ func splitDeployArgs(args []string, o *deployOpts) (deployArgs, runArgs []string
 
 // deployKeys are the YAML keys of the deployment flags.
 var deployKeys = []string{"certs", "listen", "control-listen", "shuffler-control", "analyzer", "shuffler", "db", "id", "run-id", "round-timeout", "min-reports", "allow-remote",
-	"nats", "openers", "opener-chunk", "data", "shards", "shuffle-memory"}
+	"nats", "openers", "opener-chunk", "data", "shards", "shuffle-memory", "shuffler-shards", "shard-key"}
 
 // resolveDeploy computes the run settings and the deployment options from
 // flags and --config (one YAML file holding both, keyed by flag names).
@@ -259,6 +260,11 @@ func runDeployLocal(args []string, stdout, stderr io.Writer) int {
 			lo.Openers.Command = []string{exe, "opener"}
 		}
 	}
+	if o.ShufflerShards > 0 {
+		if lo.ShufflerShards, err = localShards(cfg, o, stderr); err != nil {
+			return deployExit("deploy-local", stderr, err)
+		}
+	}
 	if o.testSeed {
 		seed := cfg.Seed
 		lo.TestSeed = &seed
@@ -293,6 +299,25 @@ func runDeployLocal(args []string, stdout, stderr io.Writer) int {
 	}
 	printLocalEnd(stdout, cfg, st, res, recs)
 	return 0
+}
+
+// localShards is deploy-local's --shuffler-shards: that many
+// `shufflefl shuffler-shard` processes of this executable, which read the
+// run's settings from the config.yaml written now in the output directory
+// and use the shuffler's credentials in its pki directory.
+func localShards(cfg round.Config, o deployOpts, stderr io.Writer) (*deploy.LocalShards, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	if err := rundir.WriteConfig(cfg, versionString()); err != nil {
+		return nil, err
+	}
+	cmd := []string{exe, "shuffler-shard", "--config", filepath.Join(cfg.Out, "config.yaml")}
+	if o.testSeed {
+		cmd = append(cmd, "--test-seed", strconv.FormatUint(cfg.Seed, 10))
+	}
+	return &deploy.LocalShards{Shards: o.ShufflerShards, NATS: o.NATS, Command: cmd, Certs: filepath.Join(cfg.Out, "pki"), Stderr: stderr}, nil
 }
 
 // liveProgress shows deploy-local's progress events (deploy.Progress) on

@@ -55,6 +55,9 @@ type LocalOptions struct {
 	// ShuffleMemory is the shuffler's round memory budget in bytes
 	// (ShufflerConfig.ShuffleMemory; 1 GiB if zero).
 	ShuffleMemory int64
+	// ShufflerShards, if set, splits every round's shuffle over shuffler
+	// shards on NATS JetStream (LocalShards).
+	ShufflerShards *LocalShards
 }
 
 // LocalResult is the outcome of RunLocal.
@@ -194,9 +197,14 @@ func (lr *localRun) services() (*Analyzer, *Shuffler, string, error) {
 	if err != nil {
 		return nil, nil, "", err
 	}
+	nshards, sconn, skey, err := lr.shards(al.Addr().String(), wire.NewAnalyzerClient(aconn))
+	if err != nil {
+		return nil, nil, "", err
+	}
 	sh, err := NewShuffler(ShufflerConfig{Setup: st, DB: sdb, Registry: creds.Registry, AnalyzerKey: creds.HPKEPublic,
 		Analyzer: wire.NewAnalyzerClient(aconn), TestSeed: o.TestSeed, Quorum: localQuorum(st), Logf: o.Logf,
-		Progress: o.Progress, ProgressEvery: o.ProgressEvery, ShuffleMemory: o.ShuffleMemory})
+		Progress: o.Progress, ProgressEvery: o.ProgressEvery, ShuffleMemory: o.ShuffleMemory,
+		Shards: nshards, ShardConn: sconn, ShardKey: skey})
 	if err != nil {
 		return nil, nil, "", err
 	}

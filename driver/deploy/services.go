@@ -6,6 +6,7 @@ import (
 	"flag"
 	"log"
 	"net"
+	"path/filepath"
 	"time"
 
 	"github.com/shufflefl/shufflefl/driver/round"
@@ -58,6 +59,12 @@ type ServiceOptions struct {
 	// ShuffleMemory is the shuffler's round memory budget in bytes
 	// (ShufflerConfig.ShuffleMemory; 1 GiB if zero).
 	ShuffleMemory int64
+	// ShufflerShards, if above zero, splits the shuffler's rounds over
+	// that many `shufflefl shuffler-shard` processes (ShufflerConfig.Shards)
+	// on the JetStream server at NATS, their queue sealed with the key in
+	// the file ShardKey (`shufflefl certs` writes shard.key).
+	ShufflerShards int
+	ShardKey       string
 	// Log receives the role's log lines.
 	Log *log.Logger
 	// ProgressEvery is how often the analyzer and the shuffler log a
@@ -102,6 +109,8 @@ func (o *ServiceOptions) RegisterFlags(fs *flag.FlagSet) {
 	fs.BoolVar(&o.Serve, "serve", o.Serve, "shuffler: keep serving after the run's last round (default: exit 0 once the analyzer acknowledged it)")
 	fs.StringVar(&o.NATS, "nats", o.NATS, "analyzer, deploy-local: open the batches on the 'shufflefl opener' processes of the NATS JetStream server at `URL` (default: on the analyzer's own cores)")
 	fs.IntVar(&o.Openers, "openers", o.Openers, "deploy-local: open the batches on `N` 'shufflefl opener' processes over a NATS JetStream server embedded under DIR/state/nats (or the --nats server); the model is the same bit for bit (default 0: in the analyzer)")
+	fs.IntVar(&o.ShufflerShards, "shuffler-shards", o.ShufflerShards, "shuffler, deploy-local: split every round's shuffle over `N` 'shufflefl shuffler-shard' processes on the NATS JetStream server (--nats; deploy-local: its embedded one), each padding, shuffling and forwarding a part (default 0: one shuffler)")
+	fs.StringVar(&o.ShardKey, "shard-key", o.ShardKey, "shuffler: the shard key `file` shared with the shuffler shards (default: shard.key in --certs)")
 	fs.IntVar(&o.OpenerChunk, "opener-chunk", o.OpenerChunk, "analyzer, deploy-local: messages of a chunk on the opener queue (default 4096, about 0.3 s of one core's opening; smaller spreads a small round over more openers)")
 }
 
@@ -195,8 +204,16 @@ func ServeShuffler(ctx context.Context, cfg round.Config, o ServiceOptions) (Shu
 	}
 	defer conn.Close()
 	prog, every := o.progressLog()
-	sh, err := NewShuffler(ShufflerConfig{Setup: st, DB: db, Registry: creds.Registry, AnalyzerKey: creds.HPKEPublic,
-		Analyzer: wire.NewAnalyzerClient(conn), Logf: o.Log.Printf, Progress: prog, ProgressEvery: every, ShuffleMemory: o.ShuffleMemory})
+	scfg := ShufflerConfig{Setup: st, DB: db, Registry: creds.Registry, AnalyzerKey: creds.HPKEPublic,
+		Analyzer: wire.NewAnalyzerClient(conn), Logf: o.Log.Printf, Progress: prog, ProgressEvery: every, ShuffleMemory: o.ShuffleMemory}
+	if o.ShufflerShards > 0 {
+		closeShards, err := o.shardFront(&scfg)
+		if err != nil {
+			return ShufflerStats{}, err
+		}
+		defer closeShards()
+	}
+	sh, err := NewShuffler(scfg)
 	if err != nil {
 		return ShufflerStats{}, err
 	}
@@ -230,6 +247,31 @@ func ServeShuffler(ctx context.Context, cfg round.Config, o ServiceOptions) (Shu
 	}
 	return sh.Stats(), nil
 }
+
+// shardFront connects the front shuffler to its shards' queue at o.NATS
+// with the shard key, and returns what closes the connection.
+func (o ServiceOptions) shardFront(cfg *ShufflerConfig) (func(), error) {
+	if o.NATS == "" {
+		return nil, errf("deploy: shuffler: --shuffler-shards %d needs the NATS JetStream server of the shard queue (--nats URL)", o.ShufflerShards)
+	}
+	path := o.ShardKey
+	if path == "" {
+		path = filepath.Join(o.Certs, ShardKeyFile)
+	}
+	key, err := ReadShardKey(path)
+	if err != nil {
+		return nil, err
+	}
+	conn, err := jetstream.Connect(o.NATS, jetstream.WithName("shufflefl shuffler"))
+	if err != nil {
+		return nil, err
+	}
+	cfg.Shards, cfg.ShardConn, cfg.ShardKey = o.ShufflerShards, conn, key
+	return conn.Close, nil
+}
+
+// ShardKeyFile is the shard key's file name in a certs directory.
+const ShardKeyFile = "shard.key"
 
 // ServeClient runs client o.ID of the run cfg against the shuffler at
 // o.Shuffler until the run ends or ctx does. With o.Data the client reads
