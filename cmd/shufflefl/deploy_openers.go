@@ -1,6 +1,9 @@
 package main
 
-import "github.com/shufflefl/shufflefl/checks"
+import (
+	"github.com/shufflefl/shufflefl/checks"
+	"github.com/shufflefl/shufflefl/transport/wire"
+)
 
 // checkOpenerFlags checks the opener flags of deployment command cmd: run's
 // --worker-procs (simulation workers) has no meaning for deploy-local or
@@ -16,6 +19,23 @@ func checkOpenerFlags(cmd string, o deployOpts, ex runExtras) error {
 		return checks.Invalidf("--opener-chunk %d: want a number of messages in [1, 1048576] (0: the default)", o.OpenerChunk)
 	case o.Openers > 0 && cmd != "deploy-local":
 		return checks.Invalidf("--openers is deploy-local's; %s uses the openers of --nats URL", cmd)
+	}
+	return checkShardFlags(cmd, o)
+}
+
+// checkShardFlags checks --shuffler-shards and --shard-key: a number of
+// shards in [0, wire.MaxShards], for the shuffler (which then needs the
+// shard queue's server, --nats) or deploy-local only.
+func checkShardFlags(cmd string, o deployOpts) error {
+	switch {
+	case o.ShufflerShards < 0 || o.ShufflerShards > wire.MaxShards:
+		return checks.Invalidf("--shuffler-shards %d: want 0 (one shuffler) to %d shards", o.ShufflerShards, wire.MaxShards)
+	case o.ShufflerShards > 0 && cmd != "deploy-local" && cmd != "shuffler":
+		return checks.Invalidf("--shuffler-shards is the shuffler's (and deploy-local's), not %s's", cmd)
+	case o.ShufflerShards > 0 && cmd == "shuffler" && o.NATS == "":
+		return checks.Invalidf("--shuffler-shards %d needs the NATS JetStream server of the shard queue: --nats URL (the shards' --nats)", o.ShufflerShards)
+	case o.ShardKey != "" && cmd != "shuffler":
+		return checks.Invalidf("--shard-key is the shuffler's (deploy-local writes its own)")
 	}
 	return nil
 }

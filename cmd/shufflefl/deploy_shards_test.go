@@ -1,0 +1,81 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/shufflefl/shufflefl/internal/longtest"
+)
+
+// TestDeployLocalShufflerShardsMatchRun: deploy-local with its shuffle
+// split over two 'shufflefl shuffler-shard' processes (this binary) on the
+// embedded JetStream server writes the model weights of 'run
+// --secure-noise --faithful' bit for bit, and the same metrics.jsonl but
+// for the timings and the fields a deployment reports differently from a
+// simulation. apes (per-coordinate, with metadata) runs in the default
+// suite; ss-double (padding) and e-apes (whole reports, three shards) with
+// the long tests.
+func TestDeployLocalShufflerShardsMatchRun(t *testing.T) {
+	t.Setenv(asCLIEnv, "1") // for the shard processes (this binary)
+	for _, tc := range []struct {
+		proto, shards string
+		long          bool
+	}{{"apes", "2", false}, {"ss-double", "2", true}, {"e-apes", "3", true}} {
+		t.Run(tc.proto, func(t *testing.T) {
+			if tc.long {
+				longtest.Skip(t)
+			}
+			flags := []string{"--clients", "12", "--rounds", "2", "--dataset", "blobs", "--model", "logreg", "--local-epochs", "1",
+				"--seed", "3", "--progress", "none", "--protocol", tc.proto}
+			dir := t.TempDir()
+			out := func(name string, args ...string) string {
+				o := filepath.Join(dir, name)
+				var stdout, stderr bytes.Buffer
+				if code := realMain(append(append(args, flags...), "--out", o), &stdout, &stderr); code != 0 {
+					t.Fatalf("%s: exit %d: %s", args[0], code, stderr.String())
+				}
+				return o
+			}
+			sh := out("shards", "deploy-local", "--shuffler-shards", tc.shards)
+			rn := out("run", "run", "--secure-noise", "--faithful")
+			sameModelWeights(t, filepath.Join(sh, "model.json"), filepath.Join(rn, "model.json"))
+			sameMetrics(t, sh, rn, "seconds", "timing", "dummies", "round_alone_epsilon", "round_alone_delta")
+			b, err := os.ReadFile(filepath.Join(sh, "run.log"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, want := range []string{"round 1: routed", "round 2: routed", "the manifest and " + tc.shards + " parts arrived"} {
+				if !strings.Contains(string(b), want) {
+					t.Errorf("run.log says nothing of %q", want)
+				}
+			}
+		})
+	}
+}
+
+// TestShufflerShardsFlags: --shuffler-shards out of range, on a role
+// other than the shuffler, or on the shuffler without --nats; --shard-key
+// off the shuffler: exit 2 with the reason.
+func TestShufflerShardsFlags(t *testing.T) {
+	dir := t.TempDir()
+	run := []string{"--dataset", "blobs", "--clients", "4", "--rounds", "1", "--out", filepath.Join(dir, "out")}
+	role := []string{"--certs", dir, "--db", filepath.Join(dir, "x.db"), "--listen", "127.0.0.1:1"}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{append([]string{"deploy-local", "--shuffler-shards", "-1"}, run...), "--shuffler-shards -1"},
+		{append([]string{"deploy-local", "--shuffler-shards", "257"}, run...), "--shuffler-shards 257"},
+		{append(append([]string{"shuffler", "--shuffler-shards", "2", "--control-listen", "127.0.0.1:2", "--analyzer", "127.0.0.1:3"}, role...), run...), "needs the NATS JetStream server"},
+		{append(append([]string{"analyzer", "--shuffler-shards", "2", "--shuffler-control", "127.0.0.1:2"}, role...), run...), "not analyzer's"},
+		{append([]string{"deploy-local", "--shard-key", "k"}, run...), "--shard-key is the shuffler's"},
+	} {
+		var out, errb bytes.Buffer
+		if code := realMain(tc.args, &out, &errb); code != 2 || !strings.Contains(errb.String(), tc.want) {
+			t.Errorf("%q: exit %d, stderr %q; want 2 and %q", tc.args, code, errb.String(), tc.want)
+		}
+	}
+}
