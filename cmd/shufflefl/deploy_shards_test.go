@@ -2,12 +2,17 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
+	"github.com/shufflefl/shufflefl/driver/deploy"
 	"github.com/shufflefl/shufflefl/internal/longtest"
+	"github.com/shufflefl/shufflefl/transport/jetstream"
 )
 
 // TestDeployLocalShufflerShardsMatchRun: deploy-local with its shuffle
@@ -76,6 +81,66 @@ func TestShufflerShardsFlags(t *testing.T) {
 		var out, errb bytes.Buffer
 		if code := realMain(tc.args, &out, &errb); code != 2 || !strings.Contains(errb.String(), tc.want) {
 			t.Errorf("%q: exit %d, stderr %q; want 2 and %q", tc.args, code, errb.String(), tc.want)
+		}
+	}
+}
+
+// TestShufflerShardsServices runs a deployment as separate services, each
+// through its own command as on separate machines: 'certs', an external
+// NATS JetStream server, the analyzer, the front shuffler with
+// --shuffler-shards 2, two 'shuffler-shard' services and every client.
+// Each must exit 0 after the run's rounds, and the analyzer must have
+// released them from the two parts and the manifest of each.
+func TestShufflerShardsServices(t *testing.T) {
+	dir := t.TempDir()
+	const clients = 4
+	run := []string{"--dataset", "blobs", "--model", "logreg", "--clients", strconv.Itoa(clients), "--rounds", "2",
+		"--protocol", "ss-simple", "--epsilon", "4", "--clip", "0.5", "--local-epochs", "1", "--progress", "none"}
+	with := func(args ...string) []string { return append(append([]string{}, args...), run...) }
+	var stdout, stderr bytes.Buffer
+	pki := filepath.Join(dir, "pki")
+	if code := realMain([]string{"certs", "--out", pki, "--clients", strconv.Itoa(clients)}, &stdout, &stderr); code != 0 {
+		t.Fatalf("certs: %s", stderr.String())
+	}
+	srv, err := jetstream.Embedded(filepath.Join(dir, "nats"), jetstream.WithLoopbackPort(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Shutdown()
+	an, pub, ctl := freeAddr(t), freeAddr(t), freeAddr(t)
+	roles := [][]string{
+		with("analyzer", "--certs", pki, "--listen", an, "--shuffler-control", ctl, "--db", filepath.Join(dir, "analyzer.db"),
+			"--round-timeout", "20s", "--min-reports", "1"),
+		with("shuffler", "--certs", pki, "--listen", pub, "--control-listen", ctl, "--analyzer", an, "--db", filepath.Join(dir, "shuffler.db"),
+			"--shuffler-shards", "2", "--nats", srv.URL()),
+	}
+	for s := 1; s <= 2; s++ {
+		roles = append(roles, with("shuffler-shard", "--certs", pki, "--analyzer", an, "--nats", srv.URL(), "--shard-key", filepath.Join(pki, deploy.ShardKeyFile),
+			"--index", strconv.Itoa(s), "--shards", "2", "--db", filepath.Join(dir, fmt.Sprintf("shard-%d.db", s))))
+	}
+	for i := range clients {
+		roles = append(roles, with("client", "--certs", pki, "--id", fmt.Sprintf("client-%06d", i), "--shuffler", pub,
+			"--db", filepath.Join(dir, fmt.Sprintf("client-%d.db", i))))
+	}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var logs strings.Builder
+	for _, args := range roles {
+		wg.Go(func() {
+			var o, e bytes.Buffer
+			code := realMain(args, &o, &e)
+			mu.Lock()
+			defer mu.Unlock()
+			logs.WriteString(e.String())
+			if code != 0 {
+				t.Errorf("%s: exit %d: %s", args[0], code, e.String())
+			}
+		})
+	}
+	wg.Wait()
+	for _, want := range []string{"round 1: the manifest and 2 parts arrived", "round 2: the manifest and 2 parts arrived", "round 2: routed"} {
+		if !strings.Contains(logs.String(), want) {
+			t.Errorf("the services' logs say nothing of %q", want)
 		}
 	}
 }
