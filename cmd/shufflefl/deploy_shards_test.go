@@ -119,7 +119,7 @@ func TestShufflerShardsServices(t *testing.T) {
 			"--index", strconv.Itoa(s), "--shards", "2", "--db", filepath.Join(dir, fmt.Sprintf("shard-%d.db", s))))
 	}
 	for i := range clients {
-		roles = append(roles, with("client", "--certs", pki, "--id", fmt.Sprintf("client-%06d", i), "--shuffler", pub,
+		roles = append(roles, with("client", "--certs", pki, "--id", fmt.Sprintf("client-%06d", i+1), "--shuffler", pub,
 			"--db", filepath.Join(dir, fmt.Sprintf("client-%d.db", i))))
 	}
 	var wg sync.WaitGroup
