@@ -114,7 +114,7 @@ var errBadPart = errors.New("inconsistent part")
 // parts its database holds saved but not acknowledged, then takes its
 // messages from the shard queue (a durable consumer, so that whatever it
 // did not acknowledge before a crash is delivered again) until Close.
-func NewShuffleShard(ctx context.Context, cfg ShardConfig) (*ShuffleShard, error) {
+func NewShuffleShard(cfg ShardConfig) (*ShuffleShard, error) {
 	if cfg.Setup == nil || cfg.DB == nil || cfg.AnalyzerKey == nil || cfg.Analyzer == nil || cfg.Conn == nil || cfg.Key == nil {
 		return nil, errf("deploy: shuffler shard: incomplete configuration")
 	}
@@ -142,6 +142,8 @@ func NewShuffleShard(ctx context.Context, cfg ShardConfig) (*ShuffleShard, error
 		s.Close()
 		return nil, err
 	}
+	ctx, cancel := context.WithTimeout(s.ctx, time.Minute)
+	defer cancel()
 	q, err := openShardQueue(ctx, cfg.Conn)
 	if err == nil {
 		s.cons, err = q.q.Consumer(ctx, jetstream.ConsumerConfig{Name: fmt.Sprintf("shard-%s-%d", s.tag, cfg.Index), Subject: shardFilter(s.tag, cfg.Index), AckWait: cfg.AckWait})
@@ -681,6 +683,8 @@ type ShardServiceOptions struct {
 	ShardKey string
 	// Index is the shard's index s in 1..Shards.
 	Index, Shards int
+	// TestSeed, if set, is ShardConfig.TestSeed (test mode only).
+	TestSeed *uint64
 }
 
 // ServeShuffleShard runs shard o.Index of o.Shards of the run cfg until
@@ -723,8 +727,8 @@ func ServeShuffleShard(ctx context.Context, cfg round.Config, o ShardServiceOpti
 	}
 	defer nc.Close()
 	prog, every := o.progressLog()
-	s, err := NewShuffleShard(ctx, ShardConfig{Setup: st, DB: db, AnalyzerKey: creds.HPKEPublic, Analyzer: wire.NewAnalyzerClient(conn), Conn: nc, Key: key,
-		Index: o.Index, Shards: o.Shards, Logf: o.Log.Printf, Progress: prog, ProgressEvery: every, ShuffleMemory: o.ShuffleMemory})
+	s, err := NewShuffleShard(ShardConfig{Setup: st, DB: db, AnalyzerKey: creds.HPKEPublic, Analyzer: wire.NewAnalyzerClient(conn), Conn: nc, Key: key,
+		Index: o.Index, Shards: o.Shards, TestSeed: o.TestSeed, Logf: o.Log.Printf, Progress: prog, ProgressEvery: every, ShuffleMemory: o.ShuffleMemory})
 	if err != nil {
 		return ShufflerStats{}, err
 	}

@@ -141,7 +141,7 @@ func (r *shardRig) shard(t *testing.T, idx, shards int, path string, edit func(*
 	if edit != nil {
 		edit(&cfg)
 	}
-	s, err := NewShuffleShard(context.Background(), cfg)
+	s, err := NewShuffleShard(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
