@@ -406,13 +406,14 @@ func sortDummies(ds []dummy) []dummy {
 // the dummies one role.Shuffler.Close draws from the same padding stream
 // (same coordinates, same values). ss-double pads; apes sends metadata
 // (to shard 1); e-apes sends whole reports (to a shard drawn uniformly)
-// and pads nothing.
+// and pads nothing; with one client a shard gets no message (a close of
+// no chunks) and forwards an empty part.
 func TestShardParts(t *testing.T) {
 	for _, c := range []struct {
 		proto   string
 		clients int
-	}{{"ss-double", 12}, {"apes", 4}, {"e-apes", 6}} {
-		t.Run(c.proto, func(t *testing.T) {
+	}{{"ss-double", 12}, {"apes", 4}, {"e-apes", 6}, {"e-apes", 1}} {
+		t.Run(fmt.Sprint(c.proto, "-", c.clients), func(t *testing.T) {
 			r := newShardRig(t, c.proto, c.clients)
 			const shards = 2
 			reps := r.reports(t, 1, c.clients, 3)
@@ -420,6 +421,9 @@ func TestShardParts(t *testing.T) {
 			rs, err := shard.Ranges(r.st.Dim(), shards)
 			if err != nil {
 				t.Fatal(err)
+			}
+			if c.clients == 1 && len(routed[0]) > 0 && len(routed[1]) > 0 {
+				t.Fatal("every shard has messages: the case tests no empty part")
 			}
 			dir := t.TempDir()
 			closes := make([]*wire.ShardClose, shards)
@@ -592,5 +596,73 @@ func TestShardRestartForwardsSaved(t *testing.T) {
 		if !bytes.Equal(m.Ciphertext, saved.Messages[i].Sealed) || !bytes.Equal(m.Ciphertext, first.ms[i].Ciphertext) {
 			t.Fatalf("message %d forwarded after the restart differs from the saved part", i)
 		}
+	}
+}
+
+// TestShardsBehindFront: the front shuffler (ShufflerConfig.Shards) routes
+// a closed round of ss-double reports to two shards, which forward parts
+// that together hold every report's messages once, and in test mode the
+// dummies one shuffler would draw with the same stream; the front's
+// manifest carries the round's facts and no messages.
+func TestShardsBehindFront(t *testing.T) {
+	const clients, shards = 10, 2
+	r := newShardRig(t, "ss-double", clients)
+	dir := t.TempDir()
+	fdb, err := store.Open(filepath.Join(dir, "front.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { fdb.Close() })
+	front, err := NewShuffler(ShufflerConfig{Setup: r.st, DB: fdb, Registry: r.creds.Registry, AnalyzerKey: r.creds.HPKEPublic, Analyzer: r.link,
+		TestSeed: &r.seed, Logf: r.logs.logf, Shards: shards, ShardConn: r.conn(t), ShardKey: r.key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(front.Close)
+	for s := 1; s <= shards; s++ {
+		r.shard(t, s, shards, filepath.Join(dir, fmt.Sprintf("shard-%d.db", s)), nil)
+	}
+	ann := &wire.RoundAnnouncement{Round: 1, RunId: r.st.RunID, Protocol: r.st.Config.Protocol, DeadlineUnixNano: time.Now().Add(time.Minute).UnixNano(), MinReports: 1}
+	if _, err := front.Announce(context.Background(), &wire.AnnounceRequest{Announcement: ann}); err != nil {
+		t.Fatal(err)
+	}
+	reps := r.reports(t, 1, clients, 3)
+	for i, rep := range reps {
+		msgs, err := front.parse(1, rep)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sr := store.Report{Round: 1, Client: ClientID(i), Nonce: []byte(fmt.Sprintf("nonce-%08d", i))}
+		for _, m := range rep {
+			sr.Messages = append(sr.Messages, store.SealedMessage{Label: m.Label, Sealed: m.Ciphertext})
+		}
+		if _, err := front.persistReport(sr); err != nil {
+			t.Fatal(err)
+		}
+		front.mu.Lock()
+		cur := front.cur
+		front.mu.Unlock()
+		if _, err := front.count(cur, ClientID(i), msgs, 0, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rs, _ := shard.Ranges(r.st.Dim(), shards)
+	var got []dummy
+	parts := r.waitParts(t, shards+1)
+	routed, _ := r.route(t, reps, shards)
+	for _, p := range parts {
+		if p.h.Shard == 0 {
+			if len(p.ms) != 0 || p.h.Shards != shards || p.h.Counts.Reports != clients {
+				t.Fatalf("manifest %v with %d messages", p.h, len(p.ms))
+			}
+			continue
+		}
+		s := int(p.h.Shard)
+		cl := &wire.ShardClose{Header: proto.Clone(p.h).(*wire.BatchHeader)}
+		cl.Header.Counts.Messages, cl.Header.Counts.Dummies = 0, 0
+		got = append(got, r.checkPart(t, p, cl, routed[s-1], rs[s-1])...)
+	}
+	if want := r.closeDummies(t, 1, reps); len(want) == 0 || !slices.Equal(sortDummies(got), sortDummies(want)) {
+		t.Fatalf("the shards drew %d dummies, one shuffler %d (or other values)", len(got), len(want))
 	}
 }
