@@ -666,3 +666,21 @@ func TestShardsBehindFront(t *testing.T) {
 		t.Fatalf("the shards drew %d dummies, one shuffler %d (or other values)", len(got), len(want))
 	}
 }
+
+// TestShardVoidRound: a close below the round's minimum voids the round
+// at the shard (nothing forwarded); the run's last round void, the shard
+// is finished.
+func TestShardVoidRound(t *testing.T) {
+	r := newShardRig(t, "ss-double", 4)
+	s, db := r.shard(t, 1, 1, filepath.Join(t.TempDir(), "shard.db"), nil)
+	cl := r.closeOf(2, 1, 1, 0, 0, make([]int64, r.st.Dim()))
+	r.publishClose(t, cl)
+	select {
+	case <-s.Finished():
+	case <-time.After(10 * time.Second):
+		t.Fatalf("not finished after the last round's void close; the shard logged:\n%s", r.logs.all())
+	}
+	if ir, err := db.InboxRound(2); err != nil || ir.Status != store.InboxVoid || len(r.an.parts(true)) != 0 {
+		t.Fatalf("round 2 %v (%v), %d parts forwarded; want void and none", ir.Status, err, len(r.an.parts(true)))
+	}
+}
