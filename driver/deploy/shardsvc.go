@@ -153,7 +153,11 @@ func NewShuffleShard(cfg ShardConfig) (*ShuffleShard, error) {
 		return nil, fmt.Errorf("deploy: shuffler shard: %w", err)
 	}
 	s.loop.Go(s.run)
-	s.sh.logf("serving shard %d of %d (coordinates [%d, %d)) on %s", cfg.Index, cfg.Shards, own.Lo, own.Hi, shardFilter(s.tag, cfg.Index))
+	what := fmt.Sprintf("coordinates [%d, %d)", own.Lo, own.Hi)
+	if cfg.Setup.Proto.Mode() != protocol.PerCoordinate {
+		what = "whole reports"
+	}
+	s.sh.logf("serving shard %d of %d (%s) on %s", cfg.Index, cfg.Shards, what, shardFilter(s.tag, cfg.Index))
 	return s, nil
 }
 
@@ -164,7 +168,10 @@ func shardRange(st *Setup, index, shards int) (shard.Range, error) {
 	if shards < 1 || shards > wire.MaxShards || index < 1 || index > shards {
 		return shard.Range{}, checks.Invalidf("shard %d of %d: want 1 <= shard <= shards <= %d", index, shards, wire.MaxShards)
 	}
-	if st.Proto.Mode() != protocol.PerCoordinate {
+	switch st.Proto.Mode() {
+	case protocol.NoShuffle:
+		return shard.Range{}, checks.Invalidf("%s does not shuffle: nothing to shard", st.Proto.Name())
+	case protocol.WholeReport:
 		return shard.Range{Lo: 0, Hi: st.Dim()}, nil
 	}
 	rs, err := shard.Ranges(st.Dim(), shards)

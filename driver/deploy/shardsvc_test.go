@@ -3,10 +3,12 @@ package deploy
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -17,6 +19,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/shufflefl/shufflefl/checks"
 	"github.com/shufflefl/shufflefl/internal/rng"
 	"github.com/shufflefl/shufflefl/protocol"
 	"github.com/shufflefl/shufflefl/role"
@@ -682,5 +685,33 @@ func TestShardVoidRound(t *testing.T) {
 	}
 	if ir, err := db.InboxRound(2); err != nil || ir.Status != store.InboxVoid || len(r.an.parts(true)) != 0 {
 		t.Fatalf("round 2 %v (%v), %d parts forwarded; want void and none", ir.Status, err, len(r.an.parts(true)))
+	}
+}
+
+// TestShardConfigRefused: a shard index outside 1..shards, more shards
+// than coordinates, and a protocol that does not shuffle are refused at
+// the start, with a usage error.
+func TestShardConfigRefused(t *testing.T) {
+	r := newShardRig(t, "ss-double", 4)
+	cfg := testConfig("ldp-laplace", 4, 1)
+	noShuffle, err := NewSetup(cfg, testSplit(t, cfg), "shard-ldp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		st            *Setup
+		index, shards int
+		want          string
+	}{
+		{r.st, 0, 2, "shard 0 of 2"},
+		{r.st, 3, 2, "shard 3 of 2"},
+		{r.st, 1, wire.MaxShards + 1, "shard 1 of 257"},
+		{r.st, 1, r.st.Dim() + 1, "must own at least one"},
+		{noShuffle, 1, 1, "does not shuffle"},
+	} {
+		_, err := shardRange(c.st, c.index, c.shards)
+		if err == nil || !strings.Contains(err.Error(), c.want) || !errors.Is(err, checks.ErrInvalid) {
+			t.Errorf("shard %d of %d (%s): %v, want a usage error with %q", c.index, c.shards, c.st.Config.Protocol, err, c.want)
+		}
 	}
 }
