@@ -195,8 +195,10 @@ func (s *ShuffleShard) newShuffler() (*Shuffler, error) {
 	if base == nil {
 		base = log.Printf
 	}
+	// The Shuffler's lines ("shuffler: round 3 forwarded ...") are the
+	// shard's.
 	prefix := s.role + ": "
-	logf := func(format string, a ...any) { base(prefix+format, a...) }
+	logf := func(format string, a ...any) { base(prefix+strings.TrimPrefix(format, "shuffler: "), a...) }
 	var prog func(Progress)
 	if cfg.Progress != nil {
 		prog = func(p Progress) {
