@@ -7,8 +7,8 @@
 //   - protocols: the protocols, their options and run defaults (package round);
 //   - audit: attacks and privacy audits against the claims (package audit);
 //   - certs: a development PKI for a deployment (package pki);
-//   - deploy-local, analyzer, shuffler, client: a deployment's roles as
-//     network services (package deploy);
+//   - deploy-local, analyzer, shuffler, shuffler-shard, client: a
+//     deployment's roles as network services (package deploy);
 //   - partition: one shard file per client, for a client that reads only
 //     its own data (package deploy);
 //   - help and version.
@@ -43,6 +43,7 @@ Usage:
   shufflefl partition --out DIR [flags]  write one shard file per client for 'client --data'
   shufflefl worker --nats URL          compute blocks of simulated clients for 'run --nats URL'
   shufflefl opener --nats URL --key F  open the analyzer's batches for 'analyzer --nats URL' (deploy-local --openers N)
+  shufflefl shuffler-shard --nats URL --shard-key F --index S --shards N  one shard of a sharded shuffle
   shufflefl help  [COMMAND [SUBCOMMAND]]  show help for a command
   shufflefl version                    print the version and git commit (also --version)
 
@@ -93,6 +94,8 @@ func realMain(args []string, stdout, stderr io.Writer) int {
 		return runWorker(args[1:], stdout, stderr)
 	case "opener":
 		return runOpener(args[1:], stdout, stderr)
+	case "shuffler-shard":
+		return runShufflerShard(args[1:], stdout, stderr)
 	case "version", "--version", "-version":
 		fmt.Fprintln(stdout, versionString())
 		return 0

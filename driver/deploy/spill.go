@@ -408,3 +408,56 @@ func (s *Shuffler) storedSource(h *wire.BatchHeader) batchSource {
 func (s *Shuffler) forwardStored(h *wire.BatchHeader) {
 	s.forwardAttempts(h, s.storedSource(h), false)
 }
+
+// dummySpill seals a round's dummies a block of spillSealBatch at a time
+// (on every core) as the padding draws them and scatters each block into
+// a spill, as Shuffler.scatter does: a driver hands it the dummies it
+// keeps (add) and flushes the last block. The first error stops it.
+type dummySpill struct {
+	sealer *seal.Sealer
+	round  uint64
+	sp     *spill
+	dum    *dummies
+	err    error
+	// sealed, if set, is called with the dummies scattered so far after
+	// each block.
+	sealed func(n int64)
+}
+
+func newDummySpill(sealer *seal.Sealer, round uint64, sp *spill, sealed func(int64)) *dummySpill {
+	return &dummySpill{sealer: sealer, round: round, sp: sp, dum: newDummies(sealer, round), sealed: sealed}
+}
+
+// add records a dummy for coordinate j with value v, flushing a full
+// block.
+func (d *dummySpill) add(j int, v float64) {
+	if d.err != nil {
+		return
+	}
+	d.dum.add(j, v)
+	if d.dum.len() >= spillSealBatch {
+		d.flush()
+	}
+}
+
+// flush seals the recorded dummies and scatters them; it returns the
+// first error so far.
+func (d *dummySpill) flush() error {
+	if d.err != nil || d.dum.len() == 0 {
+		return d.err
+	}
+	if d.err = d.dum.seal(goMaxProcs(), nil); d.err != nil {
+		return d.err
+	}
+	for i, slot := range d.dum.slots {
+		if d.err = d.sp.add(uint32(d.dum.coords[i]), slot); d.err != nil {
+			return d.err
+		}
+	}
+	d.sp.dummies += int64(d.dum.len())
+	if d.sealed != nil {
+		d.sealed(d.sp.dummies)
+	}
+	d.dum = newDummies(d.sealer, d.round)
+	return nil
+}
