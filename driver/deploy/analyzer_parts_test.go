@@ -102,6 +102,14 @@ func newPartsEnv(t *testing.T, h *harness) *partsEnv {
 	return &partsEnv{an: an, db: db, cli: wire.NewAnalyzerClient(conn)}
 }
 
+// partsCtx is the context of a test's streams: it ends after 30 s, so a
+// stream the analyzer never answers fails its test instead of hanging it.
+func partsCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
 // send streams one SubmitBatch of header h and messages ms (one chunk, not
 // checked here: the analyzer's checks are under test) and returns the
 // analyzer's answer.
@@ -252,7 +260,7 @@ func (e *partsEnv) wantReleased(t *testing.T, want released, streams ...<-chan p
 func unsharded(t *testing.T, h *harness, hb *wire.BatchHeader, ms []*wire.SealedMessage) released {
 	t.Helper()
 	e := newPartsEnv(t, h)
-	resp, err := e.send(context.Background(), hb, ms)
+	resp, err := e.send(partsCtx(t), hb, ms)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -272,7 +280,7 @@ func TestShardedRoundEqualsUnsharded(t *testing.T) {
 	if want.resp.Accepted != uint64(len(ms)) || want.entry.Counts.Dummies != 2 {
 		t.Fatalf("the unsharded round accepted %d of %d messages with %d dummies", want.resp.Accepted, len(ms), want.entry.Counts.Dummies)
 	}
-	ctx := context.Background()
+	ctx := partsCtx(t)
 	t.Run("in turn", func(t *testing.T) {
 		m, hs, parts := split(hb, ms, []int{len(ms) / 3}, []uint64{1, 1})
 		e := newPartsEnv(t, h)
@@ -326,7 +334,7 @@ func TestShardedRoundRefusals(t *testing.T) {
 	want := unsharded(t, h, hb, ms)
 	m, hs, parts := split(hb, ms, []int{len(ms) / 2}, []uint64{2, 0})
 	e := newPartsEnv(t, h)
-	ctx := context.Background()
+	ctx := partsCtx(t)
 	am := e.sendAsync(ctx, m, nil)
 	e.waitHeld(t, 1, 1)
 	a1 := e.sendAsync(ctx, hs[0], parts[0])
@@ -392,7 +400,7 @@ func TestShardedWaiterCancelled(t *testing.T) {
 	want := unsharded(t, h, hb, ms)
 	m, hs, parts := split(hb, ms, []int{len(ms) / 2}, []uint64{1, 1})
 	e := newPartsEnv(t, h)
-	ctx := context.Background()
+	ctx := partsCtx(t)
 	cctx, cancel := context.WithCancel(ctx)
 	a1 := e.sendAsync(cctx, hs[0], parts[0])
 	e.waitHeld(t, 1, 1)
@@ -414,7 +422,7 @@ func TestShardedManifestDropsParts(t *testing.T) {
 	hb, ms := partsBatch(t, h)
 	want := unsharded(t, h, hb, ms)
 	m, hs, parts := split(hb, ms, []int{len(ms) / 2}, []uint64{1, 1})
-	ctx := context.Background()
+	ctx := partsCtx(t)
 	for _, c := range []struct {
 		name, field string
 		h           *wire.BatchHeader
@@ -449,7 +457,7 @@ func TestShardedFailureKeepsPieces(t *testing.T) {
 	hb.Counts.Population, hb.Counts.Sampled = 3, 3
 	m, hs, parts := split(hb, ms, []int{len(ms) / 2}, []uint64{1, 1})
 	e := newPartsEnv(t, h)
-	ctx := context.Background()
+	ctx := partsCtx(t)
 	chs := []<-chan partAnswer{e.sendAsync(ctx, m, nil), e.sendAsync(ctx, hs[0], parts[0]), e.sendAsync(ctx, hs[1], parts[1])}
 	for i, ch := range chs {
 		ans := <-ch
