@@ -100,6 +100,10 @@ type Analyzer struct {
 	sum      round.Summary
 	// announced is when the pending round was (last) announced.
 	announced time.Time
+
+	// parts holds sharded rounds' pieces until complete
+	// (analyzer_parts.go; its own lock, taken after mu).
+	parts partHold
 }
 
 // NewAnalyzer builds the analyzer service, resuming from its database: the
@@ -365,12 +369,19 @@ func (a *Analyzer) summary(start time.Time) round.Summary {
 // checkpoint, accountant and round-log entry are committed in one
 // transaction before the acknowledgement. A batch for a round already
 // released is acknowledged with already_released and changes nothing.
+// A sharded round's manifest and parts are held until all arrived, then
+// processed as one batch (submitPart).
 func (a *Analyzer) SubmitBatch(stream grpc.ClientStreamingServer[wire.BatchChunk, wire.BatchResponse]) error {
 	h, ms, err := wire.ReceiveBatch(stream)
 	if err != nil {
 		return err
 	}
-	resp, err := a.batchCtx(stream.Context(), h, ms)
+	var resp *wire.BatchResponse
+	if h.Shards > 0 {
+		resp, err = a.submitPart(stream.Context(), h, ms) // a sharded round's piece
+	} else {
+		resp, err = a.batchCtx(stream.Context(), h, ms)
+	}
 	if err != nil {
 		return err
 	}

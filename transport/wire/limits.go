@@ -458,7 +458,13 @@ func (c *v) rejected(field string, keys []string) {
 // Validate checks that the counts are consistent: dummies and reports do
 // not exceed messages, and the sample (population, sampled) is either
 // absent or holds the reporters.
-func (x *BatchCounts) Validate() error {
+func (x *BatchCounts) Validate() error { return x.validate(false) }
+
+// validate is Validate; part (the counts of a sharded round's manifest or
+// part) skips the reports' bound by the messages, which count only the
+// part while reports are the round's (the analyzer checks the bound on the
+// assembled round).
+func (x *BatchCounts) validate(part bool) error {
 	c := &v{msg: "BatchCounts"}
 	if !c.required("(message)", x != nil) {
 		return c.err
@@ -469,7 +475,7 @@ func (x *BatchCounts) Validate() error {
 	if x.Dummies > x.Messages {
 		c.bad("dummies", "%d exceed messages %d", x.Dummies, x.Messages)
 	}
-	if uint64(x.Reports) > x.Messages-x.Dummies && c.err == nil {
+	if !part && uint64(x.Reports) > x.Messages-x.Dummies && c.err == nil {
 		c.bad("reports", "%d exceed the %d non-dummy messages", x.Reports, x.Messages-x.Dummies)
 	}
 	// The round's sample: both 0 (every registered client was offered the
@@ -501,7 +507,7 @@ func (x *BatchHeader) Validate() error {
 	c.atLeast("round", x.Round, 0)
 	c.printable("run_id", x.RunId, MaxIDBytes)
 	if c.required("counts", x.Counts != nil) {
-		c.nested("counts", x.Counts.Validate())
+		c.nested("counts", x.Counts.validate(x.Shards > 0))
 	}
 	c.intIn("shards", int64(x.Shards), 0, MaxShards)
 	switch {
