@@ -74,9 +74,12 @@ func (s *Shuffler) closeSharded(sr *sround) {
 	_, err := sr.live.ClosePadding()
 	sr.mu.Unlock()
 	h := s.batchHeader(sr)
+	if s.st.Proto.Mode() != protocol.PerCoordinate {
+		counts = nil
+	}
 	switch {
 	case errors.Is(err, role.ErrTooFew):
-		s.voidRound(sr, h, senders)
+		s.voidSharded(sr, h, senders, counts)
 		return
 	case err != nil:
 		s.logf("shuffler: round %d: closing: %v", t, err)
@@ -85,9 +88,6 @@ func (s *Shuffler) closeSharded(sr *sround) {
 	h.Counts.Reports = uint32(senders)
 	h.ReporterEpsilons, h.ReporterDeltas = s.reporterBudgets(reporters)
 	h.Shards = uint32(s.cfg.Shards)
-	if s.st.Proto.Mode() != protocol.PerCoordinate {
-		counts = nil
-	}
 	for attempt := 1; ; attempt++ {
 		err := s.route(sr, h, counts)
 		if err == nil {
@@ -101,6 +101,28 @@ func (s *Shuffler) closeSharded(sr *sround) {
 		}
 	}
 	s.forwardManifest(h)
+}
+
+// voidSharded tells every shard that round sr is void (a close of no
+// chunks with its senders below the minimum: the shard voids the round
+// and, after the run's last, exits), then voids it as one shuffler does.
+func (s *Shuffler) voidSharded(sr *sround, h *wire.BatchHeader, senders int, counts []int64) {
+	vh := proto.Clone(h).(*wire.BatchHeader)
+	vh.Counts.Reports, vh.Shards = uint32(senders), uint32(s.cfg.Shards)
+	r := &router{ctx: s.ctx, q: s.shardq, key: s.cfg.ShardKey, tag: runTag(s.st.RunID), t: sr.t}
+	for attempt := 1; ; attempt++ {
+		err := r.closes(vh, counts, sr.min, make([]int, s.cfg.Shards))
+		if err == nil {
+			break
+		}
+		s.logf("shuffler: round %d: telling the shards the round is void (attempt %d): %v", sr.t, attempt, err)
+		select {
+		case <-s.ctx.Done():
+			return
+		case <-time.After(time.Second):
+		}
+	}
+	s.voidRound(sr, h, senders)
 }
 
 // forwardManifest forwards the round's manifest (h, no messages) until
@@ -187,19 +209,26 @@ func (s *Shuffler) route(sr *sround, h *wire.BatchHeader, counts []int64) error 
 			return err
 		}
 	}
-	for k := range n {
-		ph := proto.Clone(h).(*wire.BatchHeader)
-		ph.Shard = uint32(k + 1)
-		c := &wire.ShardClose{Header: ph, Chunks: uint32(r.next[k]), Senders: h.Counts.Reports, Counts: counts, Min: uint32(sr.min)}
-		if err := r.publish(k, shardCloseID(r.tag, t, k+1), &wire.ShardEnvelope{Body: &wire.ShardEnvelope_Close{Close: c}}); err != nil {
-			return err
-		}
-	}
-	if err := r.send(); err != nil {
+	if err := r.closes(h, counts, sr.min, r.next); err != nil {
 		return err
 	}
 	s.logf("shuffler: round %d: routed %d messages of %d reports to %d shards in %d chunks", t, r.routed, h.Counts.Reports, n, sum(r.next))
 	return nil
+}
+
+// closes publishes every shard's close of the round: header h as the
+// part's, chunks[k] chunks for shard k, the padding counts and the
+// minimum; then sends what is queued.
+func (r *router) closes(h *wire.BatchHeader, counts []int64, min int, chunks []int) error {
+	for k := range chunks {
+		ph := proto.Clone(h).(*wire.BatchHeader)
+		ph.Shard = uint32(k + 1)
+		c := &wire.ShardClose{Header: ph, Chunks: uint32(chunks[k]), Senders: h.Counts.Reports, Counts: counts, Min: uint32(min)}
+		if err := r.publish(k, shardCloseID(r.tag, r.t, k+1), &wire.ShardEnvelope{Body: &wire.ShardEnvelope_Close{Close: c}}); err != nil {
+			return err
+		}
+	}
+	return r.send()
 }
 
 func sum(xs []int) int {
