@@ -309,6 +309,13 @@ func (sh *Shuffler[P]) Close(pad, perm *rand.Rand, dummy func(coord int, v float
 	return b, nil
 }
 
+// PadCounts returns a copy of the per-coordinate counts the round's
+// padding is drawn on (every submission accepted or counted so far; in
+// whole-report modes each report counts for every coordinate): what a
+// driver that splits the padding over several shufflers sends each (see
+// package role/shard).
+func (sh *Shuffler[P]) PadCounts() []int64 { return slices.Clone(sh.padCounts()) }
+
 // padCounts returns the per-coordinate counts the padding is drawn on; in
 // whole-report modes every report counts for every coordinate.
 func (sh *Shuffler[P]) padCounts() []int64 {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/shufflefl/shufflefl/driver/round"
 	"github.com/shufflefl/shufflefl/privacy/account"
+	"github.com/shufflefl/shufflefl/transport/jetstream"
 	"github.com/shufflefl/shufflefl/transport/seal"
 	"github.com/shufflefl/shufflefl/transport/store"
 	"github.com/shufflefl/shufflefl/transport/wire"
@@ -134,10 +135,13 @@ func RunLocal(ctx context.Context, st *Setup, o LocalOptions) (*LocalResult, err
 
 // localRun is what a local run opened, to close in reverse order.
 type localRun struct {
-	st      *Setup
-	o       LocalOptions
-	mu      sync.Mutex
-	closers []func()
+	st *Setup
+	o  LocalOptions
+	// natsURL and natsConn are the JetStream server's (natsServer).
+	natsURL  string
+	natsConn *jetstream.Conn
+	mu       sync.Mutex
+	closers  []func()
 }
 
 func (lr *localRun) add(f ...func()) {

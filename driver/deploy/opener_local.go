@@ -53,7 +53,7 @@ func (lr *localRun) openers() (*jetstream.Conn, error) {
 	if lo.AckWait <= 0 {
 		lo.AckWait = jetstream.DefaultAckWait
 	}
-	url, conn, err := lr.natsServer(lo)
+	url, conn, err := lr.natsServer(lo.NATS)
 	if err != nil {
 		return nil, err
 	}
@@ -77,16 +77,29 @@ func (lr *localRun) openers() (*jetstream.Conn, error) {
 	return conn, nil
 }
 
-// natsServer connects to lo.NATS or starts the embedded server under the
-// run's directory, and returns its URL and a connection.
-func (lr *localRun) natsServer(lo *LocalOpeners) (string, *jetstream.Conn, error) {
-	if lo.NATS != "" {
-		conn, err := jetstream.Connect(lo.NATS, jetstream.WithName("shufflefl analyzer"))
+// natsServer connects to url or, if it is empty, starts the embedded
+// server under the run's directory, and returns its URL and a connection;
+// the openers and the shuffler shards share it (the first call makes it).
+func (lr *localRun) natsServer(url string) (string, *jetstream.Conn, error) {
+	if lr.natsConn != nil {
+		return lr.natsURL, lr.natsConn, nil
+	}
+	u, conn, err := lr.dialNATS(url)
+	if err == nil {
+		lr.natsURL, lr.natsConn = u, conn
+	}
+	return u, conn, err
+}
+
+// dialNATS is natsServer's first call.
+func (lr *localRun) dialNATS(url string) (string, *jetstream.Conn, error) {
+	if url != "" {
+		conn, err := jetstream.Connect(url, jetstream.WithName("shufflefl deploy-local"))
 		if err != nil {
 			return "", nil, err
 		}
 		lr.add(conn.Close)
-		return lo.NATS, conn, nil
+		return url, conn, nil
 	}
 	srv, err := jetstream.Embedded(filepath.Join(lr.o.Dir, "nats"), jetstream.WithLoopbackPort(0))
 	if err != nil {

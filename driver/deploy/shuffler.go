@@ -18,6 +18,7 @@ import (
 	"github.com/shufflefl/shufflefl/internal/rng"
 	"github.com/shufflefl/shufflefl/protocol"
 	"github.com/shufflefl/shufflefl/role"
+	"github.com/shufflefl/shufflefl/transport/jetstream"
 	"github.com/shufflefl/shufflefl/transport/pki"
 	"github.com/shufflefl/shufflefl/transport/seal"
 	"github.com/shufflefl/shufflefl/transport/store"
@@ -77,6 +78,13 @@ type ShufflerConfig struct {
 	// empty).
 	ShuffleMemory int64
 	SpillDir      string
+	// Shards, if above zero, splits every round's shuffle over that many
+	// shuffler shards (`shufflefl shuffler-shard`; shardfront.go): the
+	// front routes each closed round over the shard queue on ShardConn,
+	// sealed with ShardKey, and forwards the round's manifest.
+	Shards    int
+	ShardConn *jetstream.Conn
+	ShardKey  *ShardKey
 }
 
 // ShufflerStats counts the shuffler's decisions.
@@ -175,6 +183,8 @@ type Shuffler struct {
 	finishedOnce sync.Once
 	// pruned is when report metadata was last pruned (Unix ns; metadata.go).
 	pruned atomic.Int64
+	// shardq is the shard queue (Shards > 0).
+	shardq *shardQueue
 	// onSpill, if set, is called at each stage of a disk shuffle (tests).
 	onSpill func(stage string)
 	// checkHeader replaces wire.CheckHeader in the tap (tests).
@@ -215,6 +225,10 @@ func NewShuffler(cfg ShufflerConfig) (*Shuffler, error) {
 		s.now = time.Now
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
+	if err := s.checkShards(); err != nil {
+		s.Close()
+		return nil, err
+	}
 	// No disk shuffle is under way at the start: a crashed one's files go.
 	if err := os.RemoveAll(s.spillRoot()); err != nil {
 		s.Close()
@@ -809,6 +823,10 @@ func (s *Shuffler) startClose(sr *sround) {
 // closeAndForward pads, permutes and forwards the round's batch (or a void
 // header below the minimum), retrying until the analyzer acknowledges.
 func (s *Shuffler) closeAndForward(sr *sround) {
+	if s.cfg.Shards > 0 {
+		s.closeSharded(sr)
+		return
+	}
 	sr.mu.Lock()
 	spill := s.spills(sr)
 	sr.mu.Unlock()
@@ -1027,6 +1045,9 @@ func (s *Shuffler) forwardAttempts(h *wire.BatchHeader, src batchSource, void bo
 		}
 		start := time.Now()
 		resp, sent, err := s.forward(t, src)
+		if err == nil && src.acked != nil {
+			err = src.acked()
+		}
 		if err == nil {
 			if !void {
 				if err := s.cfg.DB.MarkForwarded(t); err != nil && !errors.Is(err, store.ErrAlreadyForwarded) {

@@ -343,6 +343,10 @@ type batchSource struct {
 	bytes    *int64 // ciphertext bytes (for a stored batch, known once sent)
 	chunks   int    // the number of chunks (for a stored batch, an estimate for the progress)
 	each     func(send func(*wire.BatchChunk) error) error
+	// acked, if set, runs once the analyzer answered, before the round is
+	// marked forwarded (a sharded round's manifest is saved then); an
+	// error is retried as a failed attempt.
+	acked func() error
 }
 
 // memorySource is a batch held in memory, chunked by ChunkBatchBytes.

@@ -70,6 +70,16 @@ func checkRanges(rs []Range, dim int) error {
 	return nil
 }
 
+// Owner returns the index of the range of rs (Ranges' output, or any
+// contiguous cover of [0, dim) in order) that holds coordinate j; a
+// metadata label (negative) belongs to shard 0.
+func Owner(rs []Range, j int) int {
+	if j < 0 {
+		return 0
+	}
+	return owner(rs, j)
+}
+
 // owner returns the index of the range holding coordinate j (rs checked).
 func owner(rs []Range, j int) int {
 	lo, hi := 0, len(rs)

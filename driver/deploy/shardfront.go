@@ -1,0 +1,268 @@
+package deploy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/shufflefl/shufflefl/protocol"
+	"github.com/shufflefl/shufflefl/role"
+	"github.com/shufflefl/shufflefl/role/shard"
+	"github.com/shufflefl/shufflefl/transport/jetstream"
+	"github.com/shufflefl/shufflefl/transport/store"
+	"github.com/shufflefl/shufflefl/transport/wire"
+)
+
+// The front of a sharded shuffle (shardq.go says what travels). The front
+// keeps everything a single shuffler does up to a round's close: the
+// client port, the inbox, the sample and the void decision. At the close it
+// routes the inbox's reports to the shards, then forwards the round's
+// manifest to the analyzer, which answers it once every shard's part
+// arrived and the round was released. The inbox keeps the round's sealed
+// messages until that answer: a front restarted at any point routes the
+// round again, and the routing is a function of the inbox and the shard key
+// only (the inbox in its stored order, the whole-report draws from
+// ShardKey.draws), so every chunk is published again with the same id and
+// content and the shards' de-duplication keeps one copy.
+
+// shardChunkMessages bounds the messages of one chunk.
+const shardChunkMessages = 1 << 16
+
+// shardPublishWindow is how many chunks the front publishes at once.
+const shardPublishWindow = 16
+
+// checkShards checks a sharded configuration at the start (NewShuffler)
+// and opens the shard queue.
+func (s *Shuffler) checkShards() error {
+	n := s.cfg.Shards
+	switch {
+	case n == 0:
+		return nil
+	case n < 0 || n > wire.MaxShards:
+		return errf("deploy: shuffler: %d shards: want 1..%d", n, wire.MaxShards)
+	case s.cfg.ShardConn == nil || s.cfg.ShardKey == nil:
+		return errf("deploy: shuffler: %d shards need the shard queue's connection and the shard key", n)
+	}
+	switch s.st.Proto.Mode() {
+	case protocol.PerCoordinate:
+		if _, err := shard.Ranges(s.st.Dim(), n); err != nil {
+			return errf("deploy: shuffler: %w", err)
+		}
+	case protocol.WholeReport:
+	default:
+		return errf("deploy: shuffler: %s does not shuffle: nothing to shard", s.st.Proto.Name())
+	}
+	q, err := openShardQueue(s.ctx, s.cfg.ShardConn)
+	if err != nil {
+		return err
+	}
+	s.shardq = q
+	return nil
+}
+
+// closeSharded is closeAndForward for a sharded round: the void decision
+// as one shuffler takes it, then the routing and the manifest.
+func (s *Shuffler) closeSharded(sr *sround) {
+	t := sr.t
+	sr.mu.Lock()
+	senders, reporters, counts := sr.live.Senders(), slices.Clone(sr.reporters), sr.live.PadCounts()
+	_, err := sr.live.ClosePadding()
+	sr.mu.Unlock()
+	h := s.batchHeader(sr)
+	switch {
+	case errors.Is(err, role.ErrTooFew):
+		s.voidRound(sr, h, senders)
+		return
+	case err != nil:
+		s.logf("shuffler: round %d: closing: %v", t, err)
+		return
+	}
+	h.Counts.Reports = uint32(senders)
+	h.ReporterEpsilons, h.ReporterDeltas = s.reporterBudgets(reporters)
+	h.Shards = uint32(s.cfg.Shards)
+	if s.st.Proto.Mode() != protocol.PerCoordinate {
+		counts = nil
+	}
+	for attempt := 1; ; attempt++ {
+		err := s.route(sr, h, counts)
+		if err == nil {
+			break
+		}
+		s.logf("shuffler: round %d: routing to the shards (attempt %d): %v", t, attempt, err)
+		select {
+		case <-s.ctx.Done():
+			return
+		case <-time.After(time.Second):
+		}
+	}
+	s.forwardManifest(h)
+}
+
+// forwardManifest forwards the round's manifest (h, no messages) until
+// the analyzer answers; then the manifest is saved as the round's batch
+// and the round marked forwarded (its reports' sealed messages deleted).
+func (s *Shuffler) forwardManifest(h *wire.BatchHeader) {
+	src, err := memorySource(h, nil)
+	if err != nil {
+		s.logf("shuffler: round %d: %v", h.Round, err)
+		return
+	}
+	src.acked = func() error {
+		hb, err := proto.Marshal(h)
+		if err != nil {
+			return err
+		}
+		if err := s.cfg.DB.SaveBatch(h.Round, hb, nil); err != nil && !errors.Is(err, store.ErrBatchSaved) {
+			return err
+		}
+		return nil
+	}
+	s.forwardAttempts(h, src, false)
+}
+
+// router cuts each shard's messages into chunks and publishes them.
+type router struct {
+	ctx     context.Context
+	q       *shardQueue
+	key     *ShardKey
+	tag     string
+	t       int64
+	bufs    [][]*wire.SealedMessage
+	sizes   []int
+	next    []int
+	pending []jetstream.Message
+	routed  int64
+}
+
+// route publishes round sr's reports to the shards, then each shard's
+// close (header h as the part's, counts the padding counts).
+func (s *Shuffler) route(sr *sround, h *wire.BatchHeader, counts []int64) error {
+	t, n := sr.t, s.cfg.Shards
+	r := &router{ctx: s.ctx, q: s.shardq, key: s.cfg.ShardKey, tag: runTag(s.st.RunID), t: t,
+		bufs: make([][]*wire.SealedMessage, n), sizes: make([]int, n), next: make([]int, n)}
+	var ranges []shard.Range
+	var pick *rand.Rand
+	if s.st.Proto.Mode() == protocol.PerCoordinate {
+		ranges, _ = shard.Ranges(s.st.Dim(), n) // checked at the start
+	} else {
+		pick = shardDraws(s.cfg.TestSeed, s.cfg.ShardKey, s.st.RunID, t, "scatter", 2)
+	}
+	total := int64(0)
+	if ir, err := s.cfg.DB.InboxRound(t); err == nil {
+		total = ir.Messages
+	}
+	prog := Progress{Role: "shuffler", Round: t, Stage: StageShuffling, Reports: int64(h.Counts.Reports), Total: total}
+	err := s.cfg.DB.EachRoundReport(t, func(rep store.InboxReport) error {
+		msgs, err := s.parse(t, toWire(rep.Messages))
+		if err != nil {
+			return fmt.Errorf("stored report of %s: %w", rep.Client, err)
+		}
+		for _, m := range msgs {
+			k := 0
+			switch {
+			case m.Label == role.MetaLabel:
+			case ranges != nil:
+				k = shard.Owner(ranges, int(m.Label))
+			default:
+				k = pick.IntN(n)
+			}
+			if err := r.add(k, groupLabel(m.Label), m.Payload); err != nil {
+				return err
+			}
+		}
+		prog.Done = r.routed
+		s.prog.report(prog)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for k := range n {
+		if err := r.flush(k); err != nil {
+			return err
+		}
+	}
+	for k := range n {
+		ph := proto.Clone(h).(*wire.BatchHeader)
+		ph.Shard = uint32(k + 1)
+		c := &wire.ShardClose{Header: ph, Chunks: uint32(r.next[k]), Senders: h.Counts.Reports, Counts: counts, Min: uint32(sr.min)}
+		if err := r.publish(k, shardCloseID(r.tag, t, k+1), &wire.ShardEnvelope{Body: &wire.ShardEnvelope_Close{Close: c}}); err != nil {
+			return err
+		}
+	}
+	if err := r.send(); err != nil {
+		return err
+	}
+	s.logf("shuffler: round %d: routed %d messages of %d reports to %d shards in %d chunks", t, r.routed, h.Counts.Reports, n, sum(r.next))
+	return nil
+}
+
+func sum(xs []int) int {
+	n := 0
+	for _, x := range xs {
+		n += x
+	}
+	return n
+}
+
+// add appends a message to shard k's chunk, publishing the chunk first if
+// the message would overfill it.
+func (r *router) add(k int, label uint32, p []byte) error {
+	if len(r.bufs[k]) > 0 && (r.sizes[k]+len(p)+8 > r.q.maxChunk || len(r.bufs[k]) >= shardChunkMessages) {
+		if err := r.flush(k); err != nil {
+			return err
+		}
+	}
+	r.bufs[k] = append(r.bufs[k], &wire.SealedMessage{Label: label, Ciphertext: p})
+	r.sizes[k] += len(p) + 8
+	r.routed++
+	return nil
+}
+
+// flush publishes shard k's current chunk (none if empty).
+func (r *router) flush(k int) error {
+	if len(r.bufs[k]) == 0 {
+		return nil
+	}
+	i := r.next[k]
+	c := &wire.ShardChunk{Round: r.t, Shard: uint32(k + 1), Index: uint32(i), Messages: r.bufs[k]}
+	if err := r.publish(k, shardChunkID(r.tag, r.t, k+1, i), &wire.ShardEnvelope{Body: &wire.ShardEnvelope_Chunk{Chunk: c}}); err != nil {
+		return err
+	}
+	r.next[k]++
+	r.bufs[k], r.sizes[k] = nil, 0
+	return nil
+}
+
+// publish seals env for shard k under id and queues it, sending the queue
+// once it holds shardPublishWindow messages.
+func (r *router) publish(k int, id string, env *wire.ShardEnvelope) error {
+	subj := shardSubject(r.tag, k+1, r.t)
+	data, err := r.key.seal(subj, id, env)
+	if err != nil {
+		return err
+	}
+	r.pending = append(r.pending, jetstream.Message{Subject: subj, ID: id, Data: data})
+	if len(r.pending) >= shardPublishWindow {
+		return r.send()
+	}
+	return nil
+}
+
+// send publishes the queued messages and waits for the server's
+// acknowledgements (a duplicate id is a message already stored).
+func (r *router) send() error {
+	if len(r.pending) == 0 {
+		return nil
+	}
+	if _, err := r.q.q.PublishBatch(r.ctx, r.pending); err != nil {
+		return fmt.Errorf("publishing to the shard queue: %w", err)
+	}
+	r.pending = r.pending[:0]
+	return nil
+}
