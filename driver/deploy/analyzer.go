@@ -102,7 +102,8 @@ type Analyzer struct {
 	announced time.Time
 
 	// parts holds sharded rounds' pieces until complete
-	// (analyzer_parts.go; its own lock, taken after mu).
+	// (analyzer_parts.go). Not guarded by mu: it has its own lock,
+	// taken after mu.
 	parts partHold
 }
 

@@ -447,32 +447,45 @@ func TestShardedManifestDropsParts(t *testing.T) {
 	}
 }
 
-// TestShardedFailureKeepsPieces: when the assembled round is refused
-// (here its sample facts, which this run does not have), every waiting
-// stream gets the error and the pieces stay held; a retry of any piece
-// processes the round again.
+// TestShardedFailureKeepsPieces: when the assembled round is refused (by
+// the analyzer's round facts: a sample this run does not draw; by the
+// assembled header's check: more reports than the parts' messages), every
+// waiting stream gets the error and the pieces stay held; a retry of any
+// piece processes the round again.
 func TestShardedFailureKeepsPieces(t *testing.T) {
 	h := partsSetup(t)
 	hb, ms := partsBatch(t, h)
-	hb.Counts.Population, hb.Counts.Sampled = 3, 3
-	m, hs, parts := split(hb, ms, []int{len(ms) / 2}, []uint64{1, 1})
-	e := newPartsEnv(t, h)
-	ctx := partsCtx(t)
-	chs := []<-chan partAnswer{e.sendAsync(ctx, m, nil), e.sendAsync(ctx, hs[0], parts[0]), e.sendAsync(ctx, hs[1], parts[1])}
-	for i, ch := range chs {
-		ans := <-ch
-		wantStatus(t, ans.err, codes.InvalidArgument, wire.Reason_REASON_MALFORMED)
-		if !strings.Contains(ans.err.Error(), "without client sampling") {
-			t.Fatalf("stream %d: %v, want the facts' refusal", i, ans.err)
-		}
-	}
-	e.waitHeldWaiting(t, 1, 3, 0)
-	_, err := e.send(ctx, hs[1], parts[1])
-	if err == nil || !strings.Contains(err.Error(), "without client sampling") {
-		t.Fatalf("a retry of part 2: %v, want the round processed (and refused) again", err)
-	}
-	e.waitHeldWaiting(t, 1, 3, 0)
-	if e.an.Round() != 0 {
-		t.Fatalf("round %d finished, want none", e.an.Round())
+	sampled := modHeader(hb, func(x *wire.BatchHeader) { x.Counts.Population, x.Counts.Sampled = 3, 3 })
+	few := modHeader(hb, func(x *wire.BatchHeader) { x.Counts.Messages, x.Counts.Dummies = 2, 0 })
+	for _, c := range []struct {
+		name, says string
+		h          *wire.BatchHeader
+		ms         []*wire.SealedMessage
+	}{
+		{"facts", "without client sampling", sampled, ms},
+		{"reports beyond messages", "3 exceed the 2 non-dummy messages", few, ms[:2]},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			m, hs, parts := split(c.h, c.ms, []int{1}, []uint64{0, c.h.Counts.Dummies})
+			e := newPartsEnv(t, h)
+			ctx := partsCtx(t)
+			refused := func(what string, err error) {
+				t.Helper()
+				wantStatus(t, err, codes.InvalidArgument, wire.Reason_REASON_MALFORMED)
+				if !strings.Contains(err.Error(), c.says) {
+					t.Fatalf("%s: %v, want the round refused (%q)", what, err, c.says)
+				}
+			}
+			for i, ch := range []<-chan partAnswer{e.sendAsync(ctx, m, nil), e.sendAsync(ctx, hs[0], parts[0]), e.sendAsync(ctx, hs[1], parts[1])} {
+				refused(fmt.Sprintf("stream %d", i), (<-ch).err)
+			}
+			e.waitHeldWaiting(t, 1, 3, 0)
+			_, err := e.send(ctx, hs[1], parts[1])
+			refused("a retry of part 2", err)
+			e.waitHeldWaiting(t, 1, 3, 0)
+			if e.an.Round() != 0 {
+				t.Fatalf("round %d finished, want none", e.an.Round())
+			}
+		})
 	}
 }
