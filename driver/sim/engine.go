@@ -102,6 +102,11 @@ type worker struct {
 	update  []float64
 	report  protocol.Report
 	sub     fl.Examples // a client's shard, for clustered protocols' model choice
+	// shard holds the drawn shard of the client being trained (partition
+	// "sampled"), and role its client role (Engine.reporter): one of each
+	// per worker, not one per client.
+	shard []int
+	role  role.Client
 }
 
 // New builds an engine for cfg on the given data. budgets may be nil (they
@@ -529,11 +534,13 @@ func (e *Engine) client(c int) *role.Client {
 
 // reporter returns the client role that encodes client c's report of an
 // accepted round: client's, without the ledger, since charge recorded
-// every reporter's release before the round's first report. It is made
-// when the client runs and dropped after, so that a round holds no role
-// per client (a remote worker's clients are made the same way).
-func (e *Engine) reporter(c int) *role.Client {
-	return role.NewClient(role.ClientConfig{ID: strconv.Itoa(c), Budget: e.budgets.At(c), Protocol: e.proto, LocalDelta: e.approxLocal})
+// every reporter's release before the round's first report. It is w's
+// role, reset to client c's initial state when the client runs, so that a
+// round holds no role per client (a remote worker's clients are made the
+// same way).
+func (e *Engine) reporter(w *worker, c int) *role.Client {
+	w.role = *role.NewClient(role.ClientConfig{ID: strconv.Itoa(c), Budget: e.budgets.At(c), Protocol: e.proto, LocalDelta: e.approxLocal})
+	return &w.role
 }
 
 // clientReport runs one client's local update and encoding into w.report.
@@ -542,7 +549,7 @@ func (e *Engine) clientReport(w *worker, t int, s protocol.Shape, slot, client i
 	if e.clustered != nil {
 		// The client receives all k models and trains the one with the
 		// lowest loss on its own data (ties: the lowest index).
-		h, err := e.chooseHypothesis(w, e.part.Shard(client))
+		h, err := e.chooseHypothesis(w, e.shard(w, client))
 		if err != nil {
 			return fmt.Errorf("client %d: choosing a model: %w", client, err)
 		}
@@ -557,7 +564,7 @@ func (e *Engine) clientReport(w *worker, t int, s protocol.Shape, slot, client i
 func (e *Engine) trainEncode(w *worker, t int, s protocol.Shape, base []float64, client int, cl *role.Client, trainNS, encodeNS *atomic.Int64) error {
 	t0 := time.Now()
 	rt := rng.Stream(e.cfg.Seed, rng.LabelTraining, uint64(t), uint64(client))
-	if _, err := w.trainer.LocalUpdate(w.update, rt, base, e.trainEx, e.part.Shard(client), e.local); err != nil {
+	if _, err := w.trainer.LocalUpdate(w.update, rt, base, e.trainEx, e.shard(w, client), e.local); err != nil {
 		return fmt.Errorf("client %d: local update: %w", client, err)
 	}
 	t1 := time.Now()
@@ -578,6 +585,16 @@ func (e *Engine) trainEncode(w *worker, t int, s protocol.Shape, base []float64,
 	trainNS.Add(int64(t1.Sub(t0)))
 	encodeNS.Add(int64(time.Since(t1)))
 	return nil
+}
+
+// shard returns client's shard, drawn into w's buffer when the partition
+// draws shards on demand (valid until w trains another client).
+func (e *Engine) shard(w *worker, client int) []int {
+	if e.part.Shards != nil {
+		return e.part.Shard(client)
+	}
+	w.shard = e.part.ShardInto(client, w.shard)
+	return w.shard
 }
 
 // clientTimes accumulates the CPU time of the client phase over workers.
@@ -641,7 +658,7 @@ func (e *Engine) runClients(t int, s protocol.Shape, parts round.Participants, c
 				var err error
 				for i := b * blockSize; i < min((b+1)*blockSize, parts.Len()); i++ {
 					c := parts.At(i)
-					if err = e.clientReport(w, t, s, i, c, e.reporter(c), &ct.train, &ct.encode); err != nil {
+					if err = e.clientReport(w, t, s, i, c, e.reporter(w, c), &ct.train, &ct.encode); err != nil {
 						break
 					}
 					if err = fold(st, w, i); err != nil {

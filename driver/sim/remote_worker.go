@@ -249,7 +249,7 @@ func (e *Engine) remoteBlock(w *worker, rs *roundSpec, clients []int, agg *proto
 		if c < 0 || c >= e.budgets.Len() {
 			return fmt.Errorf("client %d is not in [0, %d)", c, e.budgets.Len())
 		}
-		if err := e.trainEncode(w, rs.Round, rs.Shape, rs.Weights, c, e.reporter(c), &ct.train, &ct.encode); err != nil {
+		if err := e.trainEncode(w, rs.Round, rs.Shape, rs.Weights, c, e.reporter(w, c), &ct.train, &ct.encode); err != nil {
 			return err
 		}
 		t0 := time.Now()
