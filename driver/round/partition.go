@@ -31,8 +31,9 @@ type Partition struct {
 	// the partition is "rotated").
 	TestGroups int
 
-	// sampled draws client c's shard on demand (partition "sampled").
-	sampled func(c int) ([]int, error)
+	// sampled draws client c's shard on demand (partition "sampled"), into
+	// buf's storage when it has room.
+	sampled func(c int, buf []int) ([]int, error)
 	clients int
 }
 
@@ -48,11 +49,17 @@ func (p Partition) Clients() int {
 // it draws them from client c's own stream, so the population's shards
 // are never held in memory at once (a run with 10^6 clients keeps only
 // the shards being trained).
-func (p Partition) Shard(c int) []int {
+func (p Partition) Shard(c int) []int { return p.ShardInto(c, nil) }
+
+// ShardInto is Shard drawing a sampled shard into buf's storage when it
+// has room (buf's contents are discarded; the result is valid until buf is
+// reused). Other partitions return their shard, buf unused: the caller
+// must not modify the result.
+func (p Partition) ShardInto(c int, buf []int) []int {
 	if p.sampled == nil {
 		return p.Shards[c]
 	}
-	s, err := p.sampled(c)
+	s, err := p.sampled(c, buf)
 	if err != nil {
 		// PartitionData checked samples-per-client against the set.
 		panic(fmt.Sprintf("round: sampled shard of client %d: %v", c, err))
@@ -111,8 +118,8 @@ func (p *Partition) sample(cfg Config, train, clients int) error {
 		return checks.Invalidf("partition sampled needs samples-per-client in [1, %d] (the training set), got %d", train, m)
 	}
 	p.clients = clients
-	p.sampled = func(c int) ([]int, error) {
-		return data.SampleShard(rng.Stream(cfg.Seed, rng.LabelPartition, 1, uint64(c)), train, m)
+	p.sampled = func(c int, buf []int) ([]int, error) {
+		return data.SampleShardInto(rng.Stream(cfg.Seed, rng.LabelPartition, 1, uint64(c)), train, m, buf)
 	}
 	return nil
 }

@@ -29,10 +29,10 @@ type Prepared struct {
 	// Poisson says the protocol samples clients independently (rate
 	// PerRound/Clients) rather than a fixed-size subset.
 	Poisson bool
-	// Proto is the protocol; Budgets every client's budget for one round
-	// (both scaled by the calibration).
-	Proto   protocol.Protocol
-	Budgets []protocol.Budget
+	// Proto is the protocol; ClientBudgets every client's budget for one
+	// round (both scaled by the calibration; Budgets lists them).
+	Proto         protocol.Protocol
+	ClientBudgets ClientBudgets
 	// Plan is the pre-flight privacy statement (after Preflight).
 	Plan Plan
 	// Charges says clients charge their ledgers (the protocol gives them a
@@ -50,7 +50,12 @@ type Prepared struct {
 // the given budgets, one per client; Preflight then checks and calibrates
 // it.
 func Prepare(cfg Config, model fl.Model, budgets []protocol.Budget) (*Prepared, error) {
-	p := &Prepared{Config: cfg, Model: model, PerRound: cfg.ClientsPerRound, Budgets: budgets}
+	return PrepareBudgets(cfg, model, ListBudgets(budgets))
+}
+
+// PrepareBudgets is Prepare with the budgets held compactly.
+func PrepareBudgets(cfg Config, model fl.Model, budgets ClientBudgets) (*Prepared, error) {
+	p := &Prepared{Config: cfg, Model: model, PerRound: cfg.ClientsPerRound, ClientBudgets: budgets}
 	if p.PerRound == 0 {
 		p.PerRound = cfg.Clients
 	}
@@ -58,10 +63,7 @@ func Prepare(cfg Config, model fl.Model, budgets []protocol.Budget) (*Prepared, 
 		// LDP-Min perturbs every client at the population's minimum budget;
 		// unless the option is given, derive it from the budgets.
 		if _, ok := cfg.Options["min-epsilon"]; !ok {
-			lo := math.Inf(1)
-			for _, b := range budgets {
-				lo = math.Min(lo, b.Epsilon)
-			}
+			lo := budgets.MinEpsilon()
 			opts := maps.Clone(cfg.Options)
 			if opts == nil {
 				opts = map[string]float64{}
@@ -98,6 +100,21 @@ func (pr *Prepared) Sample(t int) []int {
 	}
 	return SampleFixed(r, N, n)
 }
+
+// Participants is Sample held compactly: a round the whole population
+// takes part in is the range 0..Clients-1, not a list. That is fixed-size
+// sampling of every client, and Poisson sampling at rate 1, where every
+// draw of r.Float64() (in [0, 1)) keeps its client.
+func (pr *Prepared) Participants(t int) Participants {
+	if pr.PerRound >= pr.Config.Clients {
+		return AllClients(pr.Config.Clients)
+	}
+	return ParticipantList(pr.Sample(t))
+}
+
+// Budgets returns every client's budget for one round, one per client (a
+// new slice; ClientBudgets holds them compactly).
+func (pr *Prepared) Budgets() []protocol.Budget { return pr.ClientBudgets.Slice() }
 
 // targetTolerance is the relative precision of the calibration to a target:
 // the calibrated scale is within this factor of the largest scale whose
@@ -140,27 +157,23 @@ func scaled(budgets []protocol.Budget, scale float64) []protocol.Budget {
 
 // roundBudgets returns the budgets of round t's sampled clients (all
 // clients if nobody is sampled, so that a statement still exists).
-func (pr *Prepared) roundBudgets(t int, budgets []protocol.Budget) ([]protocol.Budget, int) {
-	parts := pr.Sample(t)
-	if len(parts) == 0 {
-		return budgets, 0
+func (pr *Prepared) roundBudgets(t int, budgets ClientBudgets) ([]protocol.Budget, int) {
+	parts := pr.Participants(t)
+	if parts.Len() == 0 {
+		return budgets.Slice(), 0
 	}
-	out := make([]protocol.Budget, len(parts))
-	for i, c := range parts {
-		out[i] = budgets[c]
-	}
-	return out, len(parts)
+	return budgets.Of(parts), parts.Len()
 }
 
 // planRounds returns the planned cumulative spend of the run's rounds with
 // protocol p and the given budgets, if every sampled client reports: the
 // plan of a run starting from round 1 (PlanFrom with a fresh accountant).
-func (pr *Prepared) planRounds(p protocol.Protocol, budgets []protocol.Budget, exact, fast bool) (account.Spent, protocol.Privacy, error) {
+func (pr *Prepared) planRounds(p protocol.Protocol, budgets ClientBudgets, exact, fast bool) (account.Spent, protocol.Privacy, error) {
 	acct, err := account.NewAccountant(pr.Config.Delta)
 	if err != nil {
 		return account.Spent{}, protocol.Privacy{}, err
 	}
-	return pr.PlanFrom(acct, 1, p, budgets, exact, fast)
+	return pr.PlanFromBudgets(acct, 1, p, budgets, exact, fast)
 }
 
 // PlanFrom returns what the run will have spent after its last planned
@@ -177,16 +190,15 @@ func (pr *Prepared) planRounds(p protocol.Protocol, budgets []protocol.Budget, e
 // the full plan, and much cheaper): calibration brackets with it. acct is
 // not changed.
 func (pr *Prepared) PlanFrom(acct *account.Accountant, first int, p protocol.Protocol, budgets []protocol.Budget, exact, fast bool) (account.Spent, protocol.Privacy, error) {
+	return pr.PlanFromBudgets(acct, first, p, ListBudgets(budgets), exact, fast)
+}
+
+// PlanFromBudgets is PlanFrom with the budgets held compactly.
+func (pr *Prepared) PlanFromBudgets(acct *account.Accountant, first int, p protocol.Protocol, budgets ClientBudgets, exact, fast bool) (account.Spent, protocol.Privacy, error) {
 	if fast {
 		acct = acct.WithoutPLD()
 	}
-	uniform := true
-	for _, b := range budgets {
-		if b.Epsilon != budgets[0].Epsilon {
-			uniform = false
-			break
-		}
-	}
+	uniform := budgets.UniformEpsilon()
 	T := pr.Config.Rounds
 	one := func(t int) (account.Statement, protocol.Privacy, error) {
 		s := pr.Shape(t)
@@ -241,7 +253,7 @@ func (pr *Prepared) Preflight() error {
 // statement, calibration to TargetEpsilon, and the planned composition.
 func (pr *Prepared) preflight() error {
 	cfg := pr.Config
-	_, priv, err := pr.planRounds(pr.Proto, pr.Budgets, false, true)
+	_, priv, err := pr.planRounds(pr.Proto, pr.ClientBudgets, false, true)
 	if err != nil {
 		return err
 	}
@@ -267,7 +279,7 @@ func (pr *Prepared) preflight() error {
 			return err
 		}
 	}
-	sp, priv, err := pr.planRounds(pr.Proto, pr.Budgets, true, false)
+	sp, priv, err := pr.planRounds(pr.Proto, pr.ClientBudgets, true, false)
 	if err != nil {
 		return err
 	}
@@ -285,9 +297,7 @@ func (pr *Prepared) preflight() error {
 			cfg.TargetEpsilon, cfg.Rounds, cfg.Protocol, sp.Epsilon, cfg.Delta, sp.Method)
 	}
 	pr.Plan.Epsilon, pr.Plan.Delta, pr.Plan.Method, pr.Plan.Approximate = sp.Epsilon, sp.Delta, sp.Method, sp.Approximate
-	for _, b := range pr.Budgets {
-		pr.Plan.LocalEpsilon = math.Max(pr.Plan.LocalEpsilon, b.Epsilon)
-	}
+	pr.Plan.LocalEpsilon = pr.ClientBudgets.MaxEpsilon()
 	return nil
 }
 
@@ -302,12 +312,10 @@ func (pr *Prepared) preflight() error {
 // too), then refines with the full accountant, whose scale can only be
 // larger.
 func (pr *Prepared) calibrate() error {
-	c := calibration{pr: pr, base: pr.Budgets, target: pr.Config.TargetEpsilon}
+	c := calibration{pr: pr, base: pr.ClientBudgets, target: pr.Config.TargetEpsilon}
 	// Largest local epsilon considered: beyond it every bound is the local
 	// guarantee, and clients would release their data nearly in the clear.
-	for _, b := range c.base {
-		c.maxLocal = math.Max(c.maxLocal, b.Epsilon)
-	}
+	c.maxLocal = c.base.MaxEpsilon()
 	const localCeiling = 1e6
 	c.hiScale = localCeiling / c.maxLocal
 	lo, hi, err := c.bracket(1, 2, true)
@@ -335,7 +343,7 @@ func (pr *Prepared) calibrate() error {
 	if err != nil {
 		return err
 	}
-	pr.Proto, pr.Budgets = p, scaled(c.base, lo)
+	pr.Proto, pr.ClientBudgets = p, c.base.Scaled(lo)
 	pr.Plan.Scale = lo
 	return nil
 }
@@ -344,7 +352,7 @@ func (pr *Prepared) calibrate() error {
 // target, and the largest scale considered.
 type calibration struct {
 	pr                *Prepared
-	base              []protocol.Budget
+	base              ClientBudgets
 	target            float64
 	maxLocal, hiScale float64
 }
@@ -356,7 +364,7 @@ func (c *calibration) cum(scale float64, exact, fast bool) (float64, error) {
 	if err != nil {
 		return math.Inf(1), err
 	}
-	sp, _, err := c.pr.planRounds(p, scaled(c.base, scale), exact, fast)
+	sp, _, err := c.pr.planRounds(p, c.base.Scaled(scale), exact, fast)
 	if err != nil {
 		return math.Inf(1), err
 	}

@@ -41,7 +41,7 @@ type Engine struct {
 	groups  []int           // rotation group of each client (partition "rotated")
 	part    round.Partition // the clients' shards (Shard(c); drawn on demand for "sampled")
 	nshards int             // training clients with shards (validation clients split off)
-	budgets []protocol.Budget
+	budgets round.ClientBudgets
 	ledger  *account.Ledger
 	acct    *account.Accountant // nil for non-private protocols
 	plan    round.Plan
@@ -64,7 +64,7 @@ type Engine struct {
 	// given are the budgets New was given (before calibration), and
 	// remote, when set, the worker processes that run the clients
 	// (SetRemote).
-	given  []protocol.Budget
+	given  round.ClientBudgets
 	remote *Remote
 	// an is the analyzer role: it holds the global model (w, shared) and
 	// the run's accountant.
@@ -102,11 +102,30 @@ type worker struct {
 	update  []float64
 	report  protocol.Report
 	sub     fl.Examples // a client's shard, for clustered protocols' model choice
+	// shard holds the drawn shard of the client being trained (partition
+	// "sampled"), and role its client role (Engine.reporter): one of each
+	// per worker, not one per client.
+	shard []int
+	role  role.Client
 }
 
 // New builds an engine for cfg on the given data. budgets may be nil (they
-// are then resolved by Budgets(cfg, nil)).
+// are then resolved by Budgets(cfg, nil)). Budgets that are all the same
+// are held as one (round.ListBudgets): the caller's list is not kept.
 func New(cfg round.Config, split data.Split, budgets []protocol.Budget) (*Engine, error) {
+	if budgets == nil {
+		return newEngine(cfg, split, round.ClientBudgets{}, false)
+	}
+	return newEngine(cfg, split, round.ListBudgets(budgets), true)
+}
+
+// NewBudgets is New with the budgets held compactly (round.ResolveBudgets).
+func NewBudgets(cfg round.Config, split data.Split, budgets round.ClientBudgets) (*Engine, error) {
+	return newEngine(cfg, split, budgets, true)
+}
+
+// newEngine is New; with given unset the budgets are resolved from cfg.
+func newEngine(cfg round.Config, split data.Split, budgets round.ClientBudgets, given bool) (*Engine, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -120,13 +139,13 @@ func New(cfg round.Config, split data.Split, budgets []protocol.Budget) (*Engine
 	e := &Engine{cfg: cfg, model: model, train: split.Train, test: split.Test}
 	e.trainEx = fl.Examples{X: split.Train.X, Y: split.Train.Y, Features: split.Train.Features}
 	e.testEx = fl.Examples{X: split.Test.X, Y: split.Test.Y, Features: split.Test.Features}
-	if budgets == nil {
-		if budgets, err = round.Budgets(cfg, nil); err != nil {
+	if !given {
+		if budgets, err = round.ResolveBudgets(cfg, nil); err != nil {
 			return nil, err
 		}
 	}
-	if len(budgets) != cfg.Clients {
-		return nil, checks.Invalidf("%d budgets for %d clients", len(budgets), cfg.Clients)
+	if budgets.Len() != cfg.Clients {
+		return nil, checks.Invalidf("%d budgets for %d clients", budgets.Len(), cfg.Clients)
 	}
 	e.budgets, e.given = budgets, budgets
 	if e.ledger, err = newLedger(cfg); err != nil {
@@ -142,7 +161,7 @@ func New(cfg round.Config, split data.Split, budgets []protocol.Budget) (*Engine
 		return nil, err
 	}
 
-	if e.pre, err = round.Prepare(cfg, model, budgets); err != nil {
+	if e.pre, err = round.PrepareBudgets(cfg, model, budgets); err != nil {
 		return nil, err
 	}
 	e.cfg, e.proto, e.perRound, e.poisson = e.pre.Config, e.pre.Proto, e.pre.PerRound, e.pre.Poisson
@@ -211,7 +230,7 @@ func (e *Engine) preflight() error {
 		return err
 	}
 	p := e.pre
-	e.proto, e.budgets, e.plan, e.acct, e.round1 = p.Proto, p.Budgets, p.Plan, p.Accountant, p.Round1
+	e.proto, e.budgets, e.plan, e.acct, e.round1 = p.Proto, p.ClientBudgets, p.Plan, p.Accountant, p.Round1
 	e.charges, e.approxLocal, e.dlevel = p.Charges, p.LocalDelta, p.DLevel
 	if err := e.trialRound(); err != nil {
 		// Zero updates and the run's own parameters: whatever failed, the
@@ -262,6 +281,9 @@ func (e *Engine) shape(t int) protocol.Shape { return e.pre.Shape(t) }
 // (round.Prepared.Sample).
 func (e *Engine) Sample(t int) []int { return e.pre.Sample(t) }
 
+// participants is Sample held compactly (round.Prepared.Participants).
+func (e *Engine) participants(t int) round.Participants { return e.pre.Participants(t) }
+
 // Step runs one round and returns its results: it samples the round's
 // clients, lets their ledgers refuse the round, hands the facts to the
 // analyzer machine (which decides release or void), charges and runs the
@@ -270,9 +292,9 @@ func (e *Engine) Step() (round.RoundResult, error) {
 	start := time.Now()
 	t := e.round + 1
 	s := e.shape(t)
-	parts := e.Sample(t)
+	parts := e.participants(t)
 	res := round.RoundResult{Round: t}
-	sampled := len(parts)
+	sampled := parts.Len()
 	if !e.poisson {
 		s.Sampled = sampled
 	}
@@ -285,33 +307,33 @@ func (e *Engine) Step() (round.RoundResult, error) {
 	// (dp-central's fixed denominator) and release noise even when nobody
 	// takes part.
 	t0 := time.Now()
-	parts, clients, err := e.admit(t, parts, &res)
+	parts, err := e.admit(t, parts, &res)
 	if err != nil {
 		return res, err
 	}
-	if !e.poisson && len(parts) > 0 {
-		s.Participants = len(parts)
+	if !e.poisson && parts.Len() > 0 {
+		s.Participants = parts.Len()
 	}
-	f := role.Facts{Shape: s, Sampled: sampled, Reporters: len(parts), MinReports: e.minReports()}
-	for _, cl := range clients {
-		f.Budgets = append(f.Budgets, cl.Budget())
-	}
-	if len(f.Budgets) == 0 {
-		f.Budgets = e.budgets // Poisson round with nobody sampled
+	f := role.Facts{Shape: s, Sampled: sampled, Reporters: parts.Len(), MinReports: e.minReports()}
+	if parts.Len() > 0 {
+		f.Budgets = e.budgets.Of(parts)
+	} else {
+		f.Budgets = e.budgets.Slice() // Poisson round with nobody sampled
 	}
 	rd, err := e.an.Open(f) // its errors name the round
 	if err != nil {
 		return res, err
 	}
+	f.Budgets = nil // the statement is made: the list is garbage
 	res.Privacy = rd.Privacy
 	if rd.Accepting {
-		if err := e.charge(t, parts, clients); err != nil {
+		if err := e.charge(t, parts); err != nil {
 			return res, err
 		}
 	}
 	res.Timing.Accounting = time.Since(t0).Seconds()
 	if rd.Accepting {
-		if rd, err = e.release(t, s, parts, clients, &res); err != nil {
+		if rd, err = e.release(t, s, parts, &res); err != nil {
 			return res, err
 		}
 	} else {
@@ -328,48 +350,66 @@ func (e *Engine) Step() (round.RoundResult, error) {
 	return res, nil
 }
 
-// admit builds the client roles of round t's sample and keeps those whose
-// ledger admits the round: a release that would exceed a client's cap (or,
-// for d-privacy, take its cumulative leakage past the cap: the paper
-// decides right before releasing) is refused and the client sits the round
-// out (res.Refused counts them).
-func (e *Engine) admit(t int, parts []int, res *round.RoundResult) ([]int, []*role.Client, error) {
-	kept := parts[:0:0]
-	var clients []*role.Client
-	for _, c := range parts {
-		cl := e.client(c)
+// admit keeps the clients of round t's sample whose ledger admits the
+// round: a release that would exceed a client's cap (or, for d-privacy,
+// take its cumulative leakage past the cap: the paper decides right before
+// releasing) is refused and the client sits the round out (res.Refused
+// counts them). When nobody can be refused (no ledger, no cap) the sample
+// itself is returned, and a list of the kept clients is made only from the
+// first refusal on: the round keeps nothing per client it need not.
+func (e *Engine) admit(t int, parts round.Participants, res *round.RoundResult) (round.Participants, error) {
+	dcap := e.dlevel > 0 && e.cfg.ClientCap > 0
+	if !e.charges && !dcap {
+		res.Participants = parts.Len()
+		return parts, nil
+	}
+	var kept []int // nil until a client is refused
+	for i := range parts.Len() {
+		c := parts.At(i)
+		ok := true
 		if e.charges {
-			err := cl.Check(t)
+			err := e.client(c).Check(t)
 			switch {
 			case errors.Is(err, account.ErrCapExceeded):
-				res.Refused++
-				continue
+				ok = false
 			case err != nil:
-				return nil, nil, fmt.Errorf("round %d: ledger: %w", t, err)
+				return round.Participants{}, fmt.Errorf("round %d: ledger: %w", t, err)
 			}
 		}
-		if e.dlevel > 0 && e.cfg.ClientCap > 0 && !account.Fits(e.dleak[c], e.dlevel, e.cfg.ClientCap) {
-			res.Refused++
-			continue
+		if ok && dcap && !account.Fits(e.dleak[c], e.dlevel, e.cfg.ClientCap) {
+			ok = false
 		}
-		kept = append(kept, c)
-		clients = append(clients, cl)
+		switch {
+		case !ok && kept == nil:
+			kept = parts.Block(0, i)
+			res.Refused++
+		case !ok:
+			res.Refused++
+		case kept != nil:
+			kept = append(kept, c)
+		}
 	}
-	res.Participants = len(kept)
-	return kept, clients, nil
+	if kept != nil {
+		parts = round.ParticipantList(kept)
+	}
+	res.Participants = parts.Len()
+	return parts, nil
 }
 
-// charge records every reporter's release in its ledger before its report
-// exists.
-func (e *Engine) charge(t int, parts []int, clients []*role.Client) error {
+// charge records every reporter's release in its ledger before any report
+// exists. The clients' roles that then encode the reports hold no ledger
+// (reporter): this charge, made for all of them first, is what their
+// reports need.
+func (e *Engine) charge(t int, parts round.Participants) error {
 	if !e.charges {
 		return nil
 	}
-	for i, cl := range clients {
-		if err := cl.Charge(t); err != nil {
+	for i := range parts.Len() {
+		c := parts.At(i)
+		if err := e.client(c).Charge(t); err != nil {
 			return fmt.Errorf("round %d: ledger: %w", t, err)
 		}
-		sp, err := e.ledger.Spent(strconv.Itoa(parts[i]))
+		sp, err := e.ledger.Spent(strconv.Itoa(c))
 		if err != nil {
 			return fmt.Errorf("round %d: ledger: %w", t, err)
 		}
@@ -381,15 +421,15 @@ func (e *Engine) charge(t int, parts []int, clients []*role.Client) error {
 // release runs the accepted round's clients, collects their reports into
 // the analyzer and closes the round. An estimate the analyzer refused
 // stops the run.
-func (e *Engine) release(t int, s protocol.Shape, parts []int, clients []*role.Client, res *round.RoundResult) (role.Ready, error) {
+func (e *Engine) release(t int, s protocol.Shape, parts round.Participants, res *round.RoundResult) (role.Ready, error) {
 	if e.clustered != nil {
-		e.chosen = make([]int, len(parts))
+		e.chosen = make([]int, parts.Len())
 	}
 	var err error
 	if e.cfg.Faithful {
-		err = e.collectFaithful(t, s, parts, clients, &res.Timing)
+		err = e.collectFaithful(t, s, parts, &res.Timing)
 	} else {
-		err = e.collectStreaming(t, s, parts, clients, &res.Timing)
+		err = e.collectStreaming(t, s, parts, &res.Timing)
 	}
 	if err != nil {
 		return role.Ready{}, fmt.Errorf("round %d: %w", t, err)
@@ -406,8 +446,8 @@ func (e *Engine) release(t int, s protocol.Shape, parts []int, clients []*role.C
 	}
 	res.Timing.Analyze = time.Since(t0).Seconds()
 	if e.clustered != nil {
-		e.recordClusters(res, parts)
-		ca, err := e.clusterAccuracy(parts)
+		e.recordClusters(res, parts.Slice())
+		ca, err := e.clusterAccuracy(parts.Slice())
 		if err != nil {
 			return rd, fmt.Errorf("round %d: cluster accuracy: %w", t, err)
 		}
@@ -485,11 +525,22 @@ func (e *Engine) evaluate(t int, res *round.RoundResult) error {
 // role is per round: its state (charged, encoded) guards one round, and
 // the ledger carries everything across rounds.
 func (e *Engine) client(c int) *role.Client {
-	cc := role.ClientConfig{ID: strconv.Itoa(c), Budget: e.budgets[c], Protocol: e.proto, LocalDelta: e.approxLocal}
+	cc := role.ClientConfig{ID: strconv.Itoa(c), Budget: e.budgets.At(c), Protocol: e.proto, LocalDelta: e.approxLocal}
 	if e.charges {
 		cc.Ledger = e.ledger
 	}
 	return role.NewClient(cc)
+}
+
+// reporter returns the client role that encodes client c's report of an
+// accepted round: client's, without the ledger, since charge recorded
+// every reporter's release before the round's first report. It is w's
+// role, reset to client c's initial state when the client runs, so that a
+// round holds no role per client (a remote worker's clients are made the
+// same way).
+func (e *Engine) reporter(w *worker, c int) *role.Client {
+	w.role = *role.NewClient(role.ClientConfig{ID: strconv.Itoa(c), Budget: e.budgets.At(c), Protocol: e.proto, LocalDelta: e.approxLocal})
+	return &w.role
 }
 
 // clientReport runs one client's local update and encoding into w.report.
@@ -498,7 +549,7 @@ func (e *Engine) clientReport(w *worker, t int, s protocol.Shape, slot, client i
 	if e.clustered != nil {
 		// The client receives all k models and trains the one with the
 		// lowest loss on its own data (ties: the lowest index).
-		h, err := e.chooseHypothesis(w, e.part.Shard(client))
+		h, err := e.chooseHypothesis(w, e.shard(w, client))
 		if err != nil {
 			return fmt.Errorf("client %d: choosing a model: %w", client, err)
 		}
@@ -513,7 +564,7 @@ func (e *Engine) clientReport(w *worker, t int, s protocol.Shape, slot, client i
 func (e *Engine) trainEncode(w *worker, t int, s protocol.Shape, base []float64, client int, cl *role.Client, trainNS, encodeNS *atomic.Int64) error {
 	t0 := time.Now()
 	rt := rng.Stream(e.cfg.Seed, rng.LabelTraining, uint64(t), uint64(client))
-	if _, err := w.trainer.LocalUpdate(w.update, rt, base, e.trainEx, e.part.Shard(client), e.local); err != nil {
+	if _, err := w.trainer.LocalUpdate(w.update, rt, base, e.trainEx, e.shard(w, client), e.local); err != nil {
 		return fmt.Errorf("client %d: local update: %w", client, err)
 	}
 	t1 := time.Now()
@@ -536,6 +587,16 @@ func (e *Engine) trainEncode(w *worker, t int, s protocol.Shape, base []float64,
 	return nil
 }
 
+// shard returns client's shard, drawn into w's buffer when the partition
+// draws shards on demand (valid until w trains another client).
+func (e *Engine) shard(w *worker, client int) []int {
+	if e.part.Shards != nil {
+		return e.part.Shard(client)
+	}
+	w.shard = e.part.ShardInto(client, w.shard)
+	return w.shard
+}
+
 // clientTimes accumulates the CPU time of the client phase over workers.
 type clientTimes struct {
 	train, encode, aggregate atomic.Int64
@@ -555,9 +616,9 @@ func (c *clientTimes) into(tm *round.Timing) {
 // goroutine), and closeBlock is called for the blocks strictly in block
 // order, under a lock — so what it does is deterministic whatever the number of
 // workers. The first error stops the phase.
-func (e *Engine) runClients(t int, s protocol.Shape, parts []int, clients []*role.Client, ct *clientTimes,
+func (e *Engine) runClients(t int, s protocol.Shape, parts round.Participants, ct *clientTimes,
 	open func() any, fold func(st any, w *worker, i int) error, closeBlock func(st any) error) error {
-	nb := (len(parts) + blockSize - 1) / blockSize
+	nb := (parts.Len() + blockSize - 1) / blockSize
 	window := 2 * e.workers
 	var (
 		mu       sync.Mutex
@@ -595,12 +656,13 @@ func (e *Engine) runClients(t int, s protocol.Shape, parts []int, clients []*rol
 
 				st := open()
 				var err error
-				for i := b * blockSize; i < min((b+1)*blockSize, len(parts)); i++ {
-					if err = e.clientReport(w, t, s, i, parts[i], clients[i], &ct.train, &ct.encode); err != nil {
+				for i := b * blockSize; i < min((b+1)*blockSize, parts.Len()); i++ {
+					c := parts.At(i)
+					if err = e.clientReport(w, t, s, i, c, e.reporter(w, c), &ct.train, &ct.encode); err != nil {
 						break
 					}
 					if err = fold(st, w, i); err != nil {
-						err = fmt.Errorf("client %d: report rejected: %w", parts[i], err)
+						err = fmt.Errorf("client %d: report rejected: %w", c, err)
 						break
 					}
 				}
@@ -637,7 +699,7 @@ func (e *Engine) runClients(t int, s protocol.Shape, parts []int, clients []*rol
 // pad from the per-coordinate counts. The shuffler's permutation is
 // skipped: the analyzer's aggregate does not depend on the order of
 // reports. Memory is O(workers·d), not O(n·d).
-func (e *Engine) collectStreaming(t int, s protocol.Shape, parts []int, clients []*role.Client, tm *round.Timing) error {
+func (e *Engine) collectStreaming(t int, s protocol.Shape, parts round.Participants, tm *round.Timing) error {
 	start := time.Now()
 	var ct clientTimes
 	absorb := func(agg *protocol.Aggregate) error { return e.an.Absorb(role.PartInput(agg)) }
@@ -645,7 +707,7 @@ func (e *Engine) collectStreaming(t int, s protocol.Shape, parts []int, clients 
 	if e.remoteRound() {
 		err = e.remote.round(e, t, s, parts, &ct, absorb)
 	} else {
-		err = e.streamLocal(t, s, parts, clients, &ct, absorb)
+		err = e.streamLocal(t, s, parts, &ct, absorb)
 	}
 	if err != nil {
 		return err
@@ -665,7 +727,7 @@ func (e *Engine) collectStreaming(t int, s protocol.Shape, parts []int, clients 
 		}
 	}
 	counts := slices.Clone(e.an.Aggregate().Count)
-	if err := sh.CloseCounts(e.mechStream(rng.LabelShuffle, uint64(t), 0), len(parts), counts, emit); err != nil {
+	if err := sh.CloseCounts(e.mechStream(rng.LabelShuffle, uint64(t), 0), parts.Len(), counts, emit); err != nil {
 		return err
 	}
 	if derr != nil {
@@ -677,8 +739,8 @@ func (e *Engine) collectStreaming(t int, s protocol.Shape, parts []int, clients 
 
 // streamLocal runs the clients on the engine's worker goroutines, folding
 // their reports into per-block aggregates that absorb takes in block order.
-func (e *Engine) streamLocal(t int, s protocol.Shape, parts []int, clients []*role.Client, ct *clientTimes, absorb func(*protocol.Aggregate) error) error {
-	return e.runClients(t, s, parts, clients, ct,
+func (e *Engine) streamLocal(t int, s protocol.Shape, parts round.Participants, ct *clientTimes, absorb func(*protocol.Aggregate) error) error {
+	return e.runClients(t, s, parts, ct,
 		func() any {
 			agg := e.pool.Get().(*protocol.Aggregate)
 			agg.Reset()
@@ -712,11 +774,11 @@ func (e *Engine) minReports() int {
 // order), which pads and permutes them, and the analyzer role absorbs the
 // shuffled batch — the data flow of a deployment, in the clear. Memory is
 // O(n·d).
-func (e *Engine) collectFaithful(t int, s protocol.Shape, parts []int, clients []*role.Client, tm *round.Timing) error {
+func (e *Engine) collectFaithful(t int, s protocol.Shape, parts round.Participants, tm *round.Timing) error {
 	start := time.Now()
-	reports := make([]protocol.Report, len(parts))
+	reports := make([]protocol.Report, parts.Len())
 	var ct clientTimes
-	err := e.runClients(t, s, parts, clients, &ct,
+	err := e.runClients(t, s, parts, &ct,
 		func() any { return nil },
 		func(_ any, w *worker, i int) error {
 			// Each participant owns its slot: no two workers write the same one.
@@ -744,8 +806,8 @@ func (e *Engine) collectFaithful(t int, s protocol.Shape, parts []int, clients [
 	var msgs []role.Message[role.Plain]
 	for i := range reports {
 		msgs = role.Messages(mode, &reports[i], msgs[:0])
-		if _, err := sh.Accept(clients[i].ID(), msgs); err != nil {
-			return fmt.Errorf("client %d: %w", parts[i], err)
+		if _, err := sh.Accept(strconv.Itoa(parts.At(i)), msgs); err != nil {
+			return fmt.Errorf("client %d: %w", parts.At(i), err)
 		}
 		reports[i] = protocol.Report{} // the shuffler holds the values now
 	}

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/shufflefl/shufflefl/driver/round"
 	"github.com/shufflefl/shufflefl/protocol"
 	"github.com/shufflefl/shufflefl/transport/jetstream"
 )
@@ -99,7 +100,13 @@ func (e *Engine) SetRemote(ctx context.Context, conn *jetstream.Conn, o RemoteOp
 	if err != nil {
 		return nil, fmt.Errorf("remote workers: %w", err)
 	}
-	spec, err := gobEncode(runSpec{Config: e.cfg, Budgets: e.given, Fingerprint: e.fingerprint()})
+	rs := runSpec{Config: e.cfg, Fingerprint: e.fingerprint()}
+	if b, ok := e.given.Uniform(); ok {
+		rs.Uniform = &b
+	} else {
+		rs.Budgets = e.given.Slice()
+	}
+	spec, err := gobEncode(rs)
 	if err != nil {
 		return nil, fmt.Errorf("remote workers: encoding the run's settings: %w", err)
 	}
@@ -134,7 +141,7 @@ type merge struct {
 	e       *Engine
 	r       *Remote
 	t       int
-	parts   []int
+	parts   round.Participants
 	next    int
 	closed  int
 	pending map[int]*protocol.Aggregate
@@ -145,7 +152,7 @@ type merge struct {
 // round runs round t's clients on the remote workers: it publishes the
 // round's model, keeps up to Window blocks in flight and hands the
 // results to absorb strictly in block order.
-func (r *Remote) round(e *Engine, t int, s protocol.Shape, parts []int, ct *clientTimes, absorb func(*protocol.Aggregate) error) error {
+func (r *Remote) round(e *Engine, t int, s protocol.Shape, parts round.Participants, ct *clientTimes, absorb func(*protocol.Aggregate) error) error {
 	ctx := context.Background()
 	name := r.run + "/round-" + strconv.Itoa(t)
 	spec, err := gobEncode(roundSpec{Round: t, Shape: s, Weights: e.w})
@@ -171,7 +178,7 @@ func (r *Remote) round(e *Engine, t int, s protocol.Shape, parts []int, ct *clie
 }
 
 func (m *merge) run(ctx context.Context) error {
-	nb := (len(m.parts) + blockSize - 1) / blockSize
+	nb := (m.parts.Len() + blockSize - 1) / blockSize
 	last := time.Now()
 	for m.closed < nb {
 		for m.next < nb && m.next < m.closed+m.r.opts.Window {
@@ -214,7 +221,7 @@ func (m *merge) run(ctx context.Context) error {
 
 // publish publishes block b's task; a task id is published once per run.
 func (m *merge) publish(ctx context.Context, b int) error {
-	task := blockTask{Run: m.r.run, Round: m.t, Block: b, Clients: m.parts[b*blockSize : min((b+1)*blockSize, len(m.parts))]}
+	task := blockTask{Run: m.r.run, Round: m.t, Block: b, Clients: m.parts.Block(b*blockSize, min((b+1)*blockSize, m.parts.Len()))}
 	id := fmt.Sprintf("%s.%d.%d", m.r.run, m.t, b)
 	if _, err := m.r.tasks.Publish(ctx, taskQueue+"."+m.r.run, id, task.marshal()); err != nil {
 		return fmt.Errorf("remote workers: %w", err)

@@ -23,12 +23,27 @@ import (
 const wireVersion = 1
 
 // runSpec is what a worker needs to build the run's engine itself: the
-// settings and the budgets the coordinator's engine was built from, and a
-// fingerprint of the calibrated engine that the worker's must match.
+// settings and the budgets the coordinator's engine was built from (one
+// per client, or Uniform, the budget every client has), and a fingerprint
+// of the calibrated engine that the worker's must match.
 type runSpec struct {
 	Config      round.Config
 	Budgets     []protocol.Budget
+	Uniform     *protocol.Budget
 	Fingerprint uint64
+}
+
+// budgets returns the run's budgets as the coordinator's engine was given
+// them; given is false when the spec has none (they are then resolved
+// from the configuration).
+func (rs runSpec) budgets() (b round.ClientBudgets, given bool) {
+	switch {
+	case rs.Uniform != nil:
+		return round.UniformBudgets(rs.Config.Clients, *rs.Uniform), true
+	case rs.Budgets != nil:
+		return round.ListBudgets(rs.Budgets), true
+	}
+	return round.ClientBudgets{}, false
 }
 
 // roundSpec is what a round's blocks share: the round's shape and the
@@ -241,9 +256,14 @@ func (e *Engine) fingerprint() uint64 {
 	h := crc64.New(crc64.MakeTable(crc64.ECMA))
 	b := appendString(nil, e.proto.Name())
 	b = binary.AppendUvarint(b, uint64(e.model.Dim()))
-	for _, bu := range e.budgets {
+	for i := range e.budgets.Len() {
+		bu := e.budgets.At(i)
 		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(bu.Epsilon))
 		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(bu.Delta))
+		if len(b) >= 1<<16 {
+			h.Write(b)
+			b = b[:0]
+		}
 	}
 	h.Write(b)
 	b = b[:0]

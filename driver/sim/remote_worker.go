@@ -13,7 +13,6 @@ import (
 	"github.com/shufflefl/shufflefl/learning/data"
 	"github.com/shufflefl/shufflefl/learning/fl"
 	"github.com/shufflefl/shufflefl/protocol"
-	"github.com/shufflefl/shufflefl/role"
 	"github.com/shufflefl/shufflefl/transport/jetstream"
 )
 
@@ -227,7 +226,8 @@ func (sw *simWorker) build(ctx context.Context, run string) (*Engine, error) {
 	if err != nil {
 		return nil, fmt.Errorf("loading dataset %s: %w", spec.Config.Dataset, err)
 	}
-	e, err := New(spec.Config, split, spec.Budgets)
+	budgets, given := spec.budgets()
+	e, err := newEngine(spec.Config, split, budgets, given)
 	if err != nil {
 		return nil, fmt.Errorf("building the run's engine: %w", err)
 	}
@@ -246,11 +246,10 @@ func (e *Engine) remoteBlock(w *worker, rs *roundSpec, clients []int, agg *proto
 		return fmt.Errorf("a block of %d clients (want 1 to %d)", len(clients), blockSize)
 	}
 	for _, c := range clients {
-		if c < 0 || c >= len(e.budgets) {
-			return fmt.Errorf("client %d is not in [0, %d)", c, len(e.budgets))
+		if c < 0 || c >= e.budgets.Len() {
+			return fmt.Errorf("client %d is not in [0, %d)", c, e.budgets.Len())
 		}
-		cl := role.NewClient(role.ClientConfig{ID: strconv.Itoa(c), Budget: e.budgets[c], Protocol: e.proto, LocalDelta: e.approxLocal})
-		if err := e.trainEncode(w, rs.Round, rs.Shape, rs.Weights, c, cl, &ct.train, &ct.encode); err != nil {
+		if err := e.trainEncode(w, rs.Round, rs.Shape, rs.Weights, c, e.reporter(w, c), &ct.train, &ct.encode); err != nil {
 			return err
 		}
 		t0 := time.Now()

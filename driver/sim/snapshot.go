@@ -262,7 +262,7 @@ func (e *Engine) restoreAccountant(snap Snapshot) (*account.Accountant, round.Pl
 		// keeps the plan it was run under.
 		sp := a.Spent()
 		if more := e.cfg.Rounds - snap.Round; snap.Halted == "" && more > 0 {
-			if sp, _, err = e.pre.PlanFrom(a, snap.Round+1, e.proto, e.budgets, true, false); err != nil {
+			if sp, _, err = e.pre.PlanFromBudgets(a, snap.Round+1, e.proto, e.budgets, true, false); err != nil {
 				return nil, round.Plan{}, err
 			}
 			if sp.Delta > e.cfg.Delta*(1+1e-12) || math.IsInf(sp.Epsilon, 1) || math.IsNaN(sp.Epsilon) || e.cfg.TargetEpsilon > 0 && sp.Epsilon > e.cfg.TargetEpsilon*(1+1e-9) {

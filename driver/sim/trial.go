@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/shufflefl/shufflefl/checks"
+	"github.com/shufflefl/shufflefl/driver/round"
 	"github.com/shufflefl/shufflefl/internal/rng"
 	"github.com/shufflefl/shufflefl/protocol"
 	"github.com/shufflefl/shufflefl/role"
@@ -34,11 +35,11 @@ import (
 func (e *Engine) trialRound() error {
 	const t = 1
 	s := e.shape(t)
-	parts := e.Sample(t)
+	parts := e.participants(t)
 	if !e.poisson {
-		s.Sampled = len(parts)
-		if len(parts) > 0 {
-			s.Participants = len(parts)
+		s.Sampled = parts.Len()
+		if parts.Len() > 0 {
+			s.Participants = parts.Len()
 		}
 	}
 	if err := e.trialUpdate(parts); err != nil {
@@ -53,7 +54,7 @@ func (e *Engine) trialRound() error {
 	if err != nil {
 		return err
 	}
-	if err := sh.CloseCounts(rng.Stream(e.cfg.Seed, rng.LabelShuffle, 0, 0), len(parts), slices.Clone(agg.Count), agg.AddValue); err != nil {
+	if err := sh.CloseCounts(rng.Stream(e.cfg.Seed, rng.LabelShuffle, 0, 0), parts.Len(), slices.Clone(agg.Count), agg.AddValue); err != nil {
 		return err
 	}
 	ra := rng.Stream(e.cfg.Seed, rng.LabelAnalyzer, 0)
@@ -99,12 +100,12 @@ const trialBlock = 4096
 // trialEncode encodes a zero update for every participant of round 1, each
 // at its own budget from the noise stream (0, i), on the engine's workers
 // in blocks of trialBlock merged in block order, and returns the sum.
-func (e *Engine) trialEncode(s protocol.Shape, parts []int) (*protocol.Aggregate, error) {
+func (e *Engine) trialEncode(s protocol.Shape, parts round.Participants) (*protocol.Aggregate, error) {
 	agg := protocol.NewAggregate(s.Dim)
 	if e.clustered != nil {
 		agg.KeepVectors()
 	}
-	nb := (len(parts) + trialBlock - 1) / trialBlock
+	nb := (parts.Len() + trialBlock - 1) / trialBlock
 	// One window of e.workers blocks at a time, merged before the next, so
 	// that at most e.workers block aggregates (of d values each) exist at
 	// once, however many participants the round has.
@@ -116,7 +117,7 @@ func (e *Engine) trialEncode(s protocol.Shape, parts []int) (*protocol.Aggregate
 		for i := range n {
 			b := first + i
 			wg.Go(func() {
-				aggs[i], errs[i] = e.trialEncodeBlock(s, parts, b*trialBlock, min((b+1)*trialBlock, len(parts)))
+				aggs[i], errs[i] = e.trialEncodeBlock(s, parts, b*trialBlock, min((b+1)*trialBlock, parts.Len()))
 			})
 		}
 		wg.Wait()
@@ -133,7 +134,7 @@ func (e *Engine) trialEncode(s protocol.Shape, parts []int) (*protocol.Aggregate
 }
 
 // trialEncodeBlock encodes the zero updates of participants parts[lo:hi].
-func (e *Engine) trialEncodeBlock(s protocol.Shape, parts []int, lo, hi int) (*protocol.Aggregate, error) {
+func (e *Engine) trialEncodeBlock(s protocol.Shape, parts round.Participants, lo, hi int) (*protocol.Aggregate, error) {
 	agg := protocol.NewAggregate(s.Dim)
 	if e.clustered != nil {
 		agg.KeepVectors()
@@ -141,9 +142,9 @@ func (e *Engine) trialEncodeBlock(s protocol.Shape, parts []int, lo, hi int) (*p
 	update := make([]float64, s.Dim)
 	var rep protocol.Report
 	for i := lo; i < hi; i++ {
-		c := parts[i]
+		c := parts.At(i)
 		clear(update)
-		b := e.budgets[c]
+		b := e.budgets.At(c)
 		r := rng.Stream(e.cfg.Seed, rng.LabelNoise, 0, uint64(i))
 		var err error
 		if e.clustered != nil {
@@ -166,10 +167,10 @@ func (e *Engine) trialEncodeBlock(s protocol.Shape, parts []int, lo, hi int) (*p
 // and checks that its update, applied as the analyzer would apply a mean
 // update, leaves a model the engine can evaluate: a learning rate or
 // server learning rate far out of range fails here.
-func (e *Engine) trialUpdate(parts []int) error {
+func (e *Engine) trialUpdate(parts round.Participants) error {
 	c := 0
-	if len(parts) > 0 {
-		c = parts[0]
+	if parts.Len() > 0 {
+		c = parts.At(0)
 	}
 	w := <-e.trainers
 	defer func() { e.trainers <- w }()

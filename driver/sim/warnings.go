@@ -56,8 +56,8 @@ func (e *Engine) amplificationWarning(priv protocol.Privacy) string {
 		return ""
 	}
 	n := e.perRound
-	if parts := e.Sample(1); !e.poisson && len(parts) > 0 {
-		n = len(parts)
+	if parts := e.participants(1); !e.poisson && parts.Len() > 0 {
+		n = parts.Len()
 	}
 	return fmt.Sprintf("the shuffle of %d reports per round barely amplifies: round 1's central epsilon %s is %.4g, %.0f%% of the local %.4g; more clients per round (--clients, --clients-per-round) are needed for the shuffle to help",
 		n, level, central, 100*central/local, local)

@@ -294,10 +294,20 @@ func LabelSkew(labels []uint8, classes int, parts [][]int) float64 {
 // holds a random sample of it (cross-device simulation). Memory and time
 // are O(perClient), whatever n.
 func SampleShard(r *rand.Rand, n, perClient int) ([]int, error) {
+	return SampleShardInto(r, n, perClient, nil)
+}
+
+// SampleShardInto is SampleShard drawing into buf's storage when it has
+// room (buf's contents are discarded): a worker that trains client after
+// client draws every shard into one buffer.
+func SampleShardInto(r *rand.Rand, n, perClient int, buf []int) ([]int, error) {
 	if err := checks.IntInRange("samples per client", perClient, 1, n); err != nil {
 		return nil, err
 	}
-	out := make([]int, 0, perClient)
+	out := buf[:0]
+	if cap(out) < perClient {
+		out = make([]int, 0, perClient)
+	}
 	var seen map[int]struct{} // for large shards; small ones scan out
 	if perClient > 64 {
 		seen = make(map[int]struct{}, perClient)

@@ -358,3 +358,35 @@ func TestSampleShard(t *testing.T) {
 		}
 	}
 }
+
+// TestSampleShardInto checks that drawing into a buffer gives SampleShard's
+// shard, whatever the buffer held, and uses the buffer when it has room.
+func TestSampleShardInto(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		n, per    int
+		buf       []int
+		usesBuf   bool
+		wantError bool
+	}{
+		{"no buffer", 100, 20, nil, false, false},
+		{"small buffer", 100, 20, make([]int, 3, 5), false, false},
+		{"large buffer holding values", 100, 20, append(make([]int, 0, 64), 5, 9, 11), true, false},
+		{"large shard (map)", 1000, 200, make([]int, 0, 256), true, false},
+		{"too many", 10, 11, make([]int, 0, 16), false, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			want, werr := SampleShard(rng.Stream(3, 1), tc.n, tc.per)
+			got, err := SampleShardInto(rng.Stream(3, 1), tc.n, tc.per, tc.buf)
+			if (err != nil) != tc.wantError || (werr != nil) != tc.wantError {
+				t.Fatalf("errors %v, %v; want error %v", err, werr, tc.wantError)
+			}
+			if !slices.Equal(got, want) {
+				t.Fatalf("got %v, want %v", got, want)
+			}
+			if uses := tc.buf != nil && len(got) > 0 && &got[0] == &tc.buf[:1][0]; uses != tc.usesBuf {
+				t.Fatalf("uses the buffer: %v, want %v", uses, tc.usesBuf)
+			}
+		})
+	}
+}
