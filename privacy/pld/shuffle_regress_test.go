@@ -153,3 +153,26 @@ func TestShuffleClonesHeteroRegression(t *testing.T) {
 		}
 	}
 }
+
+// TestShuffleClonesWorkers: the clone pair's PLD is the same, bit for bit,
+// whatever the number of goroutines evaluating its rows (GOMAXPROCS 1 takes
+// the sequential path; 2, 3 and 7 the ordered parallel one, with more
+// workers than some chunks).
+func TestShuffleClonesWorkers(t *testing.T) {
+	checkBits(t)
+	c := cloneRegressPoints[6] // eps0 = 1, n = 10^4: 36 chunks of rows
+	if c.eps0 != 1 || c.n != 10000 {
+		t.Fatalf("point 6 is eps0 = %v, n = %d", c.eps0, c.n)
+	}
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
+	for _, procs := range []int{1, 2, 3, 7} {
+		runtime.GOMAXPROCS(procs)
+		p, err := ShuffleClones(c.eps0, c.n, Options{Interval: c.interval})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := pldDigest(p); got != c.digest {
+			t.Errorf("GOMAXPROCS %d: digest %s, want %s", procs, got, c.digest)
+		}
+	}
+}
