@@ -215,8 +215,10 @@ func clonesDir(h, tail, eps0 float64, cLo int, pc []float64, lost, rhoC float64)
 // with at most MaxBins points, so beyond eps0 = 400 use a coarser
 // Interval), tested from 1e-6 to 60, and n up to 10^6: the number of
 // outcomes evaluated is about 14 sqrt(n) times 29 sqrt(n e^-eps0
-// (1 - e^-eps0)) (1.2e8, about 10 s, at eps0 = 1 and n = 10^6; milliseconds
-// when eps0 is small or large); above 4e8 an error is returned. The grid
+// (1 - e^-eps0)) (1.2e8 at eps0 = 1 and n = 10^6, about 4 s on one core;
+// milliseconds when eps0 is small or large), evaluated on GOMAXPROCS
+// goroutines with the same result whatever their number; above 4e8 an
+// error is returned. The grid
 // should resolve the losses: with Interval = min(1e-4, eps0/200) the delta
 // agrees with the exact clone bound (amplify.ClonesDelta) to within 2%
 // (TestShuffleClonesAgainstAmplify); a coarser grid stays rigorous but
