@@ -215,7 +215,7 @@ func clonesDir(h, tail, eps0 float64, cLo int, pc []float64, lost, rhoC float64)
 // with at most MaxBins points, so beyond eps0 = 400 use a coarser
 // Interval), tested from 1e-6 to 60, and n up to 10^6: the number of
 // outcomes evaluated is about 14 sqrt(n) times 29 sqrt(n e^-eps0
-// (1 - e^-eps0)) (1.2e8 at eps0 = 1 and n = 10^6, about 4 s on one core;
+// (1 - e^-eps0)) (1.2e8 at eps0 = 1 and n = 10^6, about 3 s on one core;
 // milliseconds when eps0 is small or large), evaluated on GOMAXPROCS
 // goroutines with the same result whatever their number; above 4e8 an
 // error is returned. The grid
