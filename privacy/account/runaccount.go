@@ -69,11 +69,12 @@ func (c Component) lossBound() float64 {
 	return c.Epsilon
 }
 
-// pair returns the component's dominating pair as a PLD (one application).
+// pair returns the component's dominating pair as a PLD (one application);
+// clone pairs come from the memo clonePairs.
 func (c Component) pair(o pld.Options) (*pld.PLD, error) {
 	switch c.Kind {
 	case KindShuffle:
-		return pld.ShuffleClones(c.Eps0, c.Reporters, o)
+		return clonePairs.get(c.Eps0, c.Reporters, o)
 	case KindSampledGaussian:
 		return pld.SampledGaussian(c.Q, c.Sigma, o)
 	case "":

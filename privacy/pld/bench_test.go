@@ -1,6 +1,7 @@
 package pld_test
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/shufflefl/shufflefl/privacy/pld"
@@ -80,4 +81,21 @@ func BenchmarkSampledGaussianSmallDelta(b *testing.B) {
 		d = c.Delta(1)
 	}
 	b.ReportMetric(d*1e14, "delta/1e-14")
+}
+
+// BenchmarkShuffleClones builds the clone pair's PLD at eps0 = 1 (the most
+// outcomes per client of the ss-simple calibrations' range) on the grid of
+// account.PLDEpsilon's probe (eps0/2^14), for n = 10^4, 10^5 and 10^6
+// reporters (about 1.2e6, 1.2e7 and 1.2e8 outcomes of the pair).
+func BenchmarkShuffleClones(b *testing.B) {
+	const eps0 = 1
+	for _, n := range []int{1e4, 1e5, 1e6} {
+		b.Run(fmt.Sprintf("n=%d", n), func(b *testing.B) {
+			for b.Loop() {
+				if _, err := pld.ShuffleClones(eps0, n, pld.Options{Interval: eps0 / (1 << 14)}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }

@@ -37,10 +37,41 @@ func (b *builder) atom(l, p float64) {
 	if p <= 0 {
 		return
 	}
-	h := b.h
-	i := int(math.Floor(l / h))
+	b.apply(b.cells().place(l, p))
+}
+
+// cells are the grid parameters of a builder that place reads: goroutines
+// may place atoms on a copy while one goroutine applies them in order.
+type cells struct {
+	h, om float64
+	off   int
+	n     int // len(builder.g)
+}
+
+func (b *builder) cells() cells { return cells{h: b.h, om: b.om, off: b.off, n: len(b.g)} }
+
+// gridAdd is where atom puts one atom: lo at grid index k and up at k+1
+// (indices of builder.g), or, when k < 0, lo on the +Inf atom.
+type gridAdd struct {
+	k      int
+	lo, up float64
+}
+
+// place returns where atom puts probability p > 0 at loss l (the
+// arithmetic of atom, which apply completes).
+func (c cells) place(l, p float64) gridAdd {
+	i, d := c.cell(l)
+	return c.split(i, d, p)
+}
+
+// cell returns the grid index i of the cell [l_i, l_{i+1}) holding loss l
+// and the offset d = l - l_i, rounded up by a bound on its floating-point
+// error.
+func (c cells) cell(l float64) (i int, d float64) {
+	h := c.h
+	i = int(math.Floor(l / h))
 	li := float64(i) * h
-	d := l - li + 4*unitRoundoff*(math.Abs(l)+math.Abs(li)+h)
+	d = l - li + 4*unitRoundoff*(math.Abs(l)+math.Abs(li)+h)
 	for d >= h {
 		i++
 		d -= h
@@ -48,20 +79,46 @@ func (b *builder) atom(l, p float64) {
 	if d < 0 {
 		d = 0
 	}
+	return i, d
+}
+
+// split returns the connect-the-dots split of mass p at offset d in cell i.
+func (c cells) split(i int, d, p float64) gridAdd {
 	var up float64
 	if d > 0 {
-		up = math.Min(p, p*oneMinusExpNeg(d)/b.om*(1+8*unitRoundoff))
+		up = minNum(p, p*oneMinusExpNeg(d)/c.om*(1+8*unitRoundoff))
 	}
-	k := i - b.off
+	k := i - c.off
 	if k < 0 {
 		k = 0 // cannot happen for l >= lmin; pessimistic anyway
 	}
-	if k+1 >= len(b.g) {
-		b.inf += p
+	if k+1 >= c.n {
+		return gridAdd{k: -1, lo: p}
+	}
+	return gridAdd{k: k, lo: p - up, up: up}
+}
+
+// minNum is math.Min unless a and b are zeros of opposite signs (Min
+// returns -0 for those; minNum returns a): it is inlined, where math.Min
+// calls an assembly routine on amd64.
+func minNum(a, b float64) float64 {
+	switch {
+	case b < a:
+		return b
+	case a != a || b != b:
+		return math.NaN()
+	}
+	return a
+}
+
+// apply adds a placed atom to the grid (or the +Inf atom).
+func (b *builder) apply(a gridAdd) {
+	if a.k < 0 {
+		b.inf += a.lo
 		return
 	}
-	b.g[k] += p - up
-	b.g[k+1] += up
+	b.g[a.k] += a.lo
+	b.g[a.k+1] += a.up
 }
 
 // interval adds the continuous mass of grid cell [l_i, l_{i+1}] (i the

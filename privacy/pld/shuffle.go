@@ -3,6 +3,7 @@ package pld
 import (
 	"fmt"
 	"math"
+	"runtime"
 
 	"github.com/shufflefl/shufflefl/checks"
 )
@@ -72,11 +73,26 @@ func logDbinom(k, n int, p, q float64) float64 {
 // recurrence, and an upper bound on the mass outside (geometric tail
 // bounds, the ratios being monotone).
 func binomWindow(n int, p, q float64) (lo int, w []float64, lost float64) {
+	var bb binomBuf
+	return bb.window(n, p, q)
+}
+
+// binomBuf holds the buffers of binomWindow, reused from one window to the
+// next: the clone pair needs a Bin(c, 1/2) window for every clone count c.
+type binomBuf struct {
+	down, w []float64
+}
+
+// window is binomWindow; w aliases bb's buffer and is valid until the next
+// call.
+func (bb *binomBuf) window(n int, p, q float64) (lo int, w []float64, lost float64) {
 	if n == 0 || p == 0 {
-		return 0, []float64{1}, 0
+		bb.w = append(bb.w[:0], 1)
+		return 0, bb.w, 0
 	}
 	if q == 0 {
-		return n, []float64{1}, 0
+		bb.w = append(bb.w[:0], 1)
+		return n, bb.w, 0
 	}
 	mode := int(math.Floor(float64(n+1) * p))
 	if mode > n {
@@ -84,7 +100,7 @@ func binomWindow(n int, p, q float64) (lo int, w []float64, lost float64) {
 	}
 	pm := math.Exp(logDbinom(mode, n, p, q))
 	odds := p / q
-	var down []float64
+	down := bb.down[:0]
 	v, k := pm, mode
 	for k > 0 {
 		r := float64(k) / (float64(n-k+1) * odds)
@@ -101,7 +117,11 @@ func binomWindow(n int, p, q float64) (lo int, w []float64, lost float64) {
 		down = append(down, v)
 	}
 	lo = k
-	var up []float64
+	w = bb.w[:0]
+	for i := len(down) - 1; i >= 0; i-- {
+		w = append(w, down[i])
+	}
+	w = append(w, pm)
 	v, k = pm, mode
 	for k < n {
 		r := float64(n-k) * odds / float64(k+1)
@@ -115,14 +135,9 @@ func binomWindow(n int, p, q float64) (lo int, w []float64, lost float64) {
 		}
 		v *= r
 		k++
-		up = append(up, v)
+		w = append(w, v)
 	}
-	w = make([]float64, 0, len(down)+1+len(up))
-	for i := len(down) - 1; i >= 0; i-- {
-		w = append(w, down[i])
-	}
-	w = append(w, pm)
-	w = append(w, up...)
+	bb.down, bb.w = down, w
 	return lo, w, lost
 }
 
@@ -163,46 +178,17 @@ func clonesDir(h, tail, eps0 float64, cLo int, pc []float64, lost, rhoC float64)
 		return dir{}, checks.Invalidf("the clone pair has about %.2g outcomes at these parameters (limit %.0g)", work, maxCloneAtoms)
 	}
 	// alpha = e^eps0/(1+e^eps0), 1-alpha = 1/(1+e^eps0)
-	al := 1 / (1 + math.Exp(-eps0))
-	be := math.Exp(-eps0) / (1 + math.Exp(-eps0))
-	inf := lost
-	maxSteps := 0
-	em1, ee := math.Expm1(eps0), math.Exp(eps0)
-	for i, w := range pc {
-		c := cLo + i
-		// A ~ Bin(c, 1/2) on its window
-		alo, aw, alost := binomWindow(c, 0.5, 0.5)
-		maxSteps = max(maxSteps, len(aw))
-		inf += w * alost * 2
-		bval := func(a int) float64 {
-			if a < alo || a >= alo+len(aw) {
-				return 0
-			}
-			return aw[a-alo]
-		}
-		// y = a + D ranges over [alo, alo+len(aw)]
-		for y := alo; y <= alo+len(aw); y++ {
-			pm := w * (al*bval(y-1) + be*bval(y))
-			if pm <= 0 {
-				continue
-			}
-			var r float64
-			switch {
-			case y == 0:
-				r = 0
-			case y == c+1:
-				r = math.Inf(1)
-			default:
-				r = float64(y) / float64(c-y+1)
-			}
-			l := cloneLoss(eps0, em1, ee, r)
-			l += 8 * unitRoundoff * (math.Abs(l) + 1)
-			if l > eps0 {
-				l = eps0 // the loss never exceeds eps0 (post-processing of RR)
-			}
-			b.atom(l, pm)
-		}
+	cr := cloneRows{
+		cells: b.cells(),
+		eps0:  eps0,
+		al:    1 / (1 + math.Exp(-eps0)),
+		be:    math.Exp(-eps0) / (1 + math.Exp(-eps0)),
+		em1:   math.Expm1(eps0),
+		ee:    math.Exp(eps0),
+		cLo:   cLo,
+		pc:    pc,
 	}
+	inf, maxSteps := cr.run(b, lost, runtime.GOMAXPROCS(0))
 	b.inf += inf
 	b.rho = rhoC + (64+4*float64(maxSteps))*unitRoundoff
 	logm := gridMoments(b.off, b.g, h)
@@ -229,8 +215,10 @@ func clonesDir(h, tail, eps0 float64, cLo int, pc []float64, lost, rhoC float64)
 // with at most MaxBins points, so beyond eps0 = 400 use a coarser
 // Interval), tested from 1e-6 to 60, and n up to 10^6: the number of
 // outcomes evaluated is about 14 sqrt(n) times 29 sqrt(n e^-eps0
-// (1 - e^-eps0)) (1.2e8, about 10 s, at eps0 = 1 and n = 10^6; milliseconds
-// when eps0 is small or large); above 4e8 an error is returned. The grid
+// (1 - e^-eps0)) (1.2e8 at eps0 = 1 and n = 10^6, about 3 s on one core;
+// milliseconds when eps0 is small or large), evaluated on GOMAXPROCS
+// goroutines with the same result whatever their number; above 4e8 an
+// error is returned. The grid
 // should resolve the losses: with Interval = min(1e-4, eps0/200) the delta
 // agrees with the exact clone bound (amplify.ClonesDelta) to within 2%
 // (TestShuffleClonesAgainstAmplify); a coarser grid stays rigorous but
