@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -28,7 +29,7 @@ func TestCertsWritesCredentials(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
-	if !strings.Contains(out, "wrote 12 files") {
+	if !strings.Contains(out, "wrote 13 files") || !strings.Contains(out, "shard key") {
 		t.Errorf("stdout: %q", out)
 	}
 	read := func(name string) []byte {
@@ -57,7 +58,7 @@ func TestCertsWritesCredentials(t *testing.T) {
 		}
 		return nil
 	})
-	if len(names) != 12 {
+	if len(names) != 13 || !slices.Contains(names, "shard.key") {
 		t.Errorf("files %v", names)
 	}
 
