@@ -39,6 +39,7 @@ func testSplit(t testing.TB, cfg round.Config) data.Split {
 // sums have at most a few hundred terms of similar magnitude: rounding
 // differences are around 1e-14 relative).
 func TestLocalEqualsSimulation(t *testing.T) {
+	t.Parallel() // a whole deployment or several: overlaps the others' waits
 	clients := 50
 	for _, p := range []string{"ss-double", "apes", "e-apes"} {
 		t.Run(p, func(t *testing.T) {

@@ -55,6 +55,7 @@ func TestSampleIndexesMatchesEngine(t *testing.T) {
 // does: the same round epsilon and delta, the same sampling rate, sample
 // and reporters, and the same cumulative epsilon.
 func TestLocalSampledEqualsSimulation(t *testing.T) {
+	t.Parallel() // a whole deployment or several: overlaps the others' waits
 	for _, tc := range []struct {
 		name, proto      string
 		clients, per     int
@@ -202,6 +203,7 @@ func (h *harness) currentSample(t *testing.T, r int64) map[string]bool {
 //     last round stops), and its submission is refused with
 //     REASON_NOT_SAMPLED.
 func TestSampledStatementTrueRate(t *testing.T) {
+	t.Parallel() // a whole deployment or several: overlaps the others' waits
 	for _, tc := range []struct {
 		name                       string
 		registered, report         int

@@ -22,6 +22,7 @@ import (
 // opened (the same counts), the privacy statements must be the same, and
 // the shard queue must be empty after the run.
 func TestLocalShardsEqualSimulation(t *testing.T) {
+	t.Parallel() // a whole deployment or several: overlaps the others' waits
 	cases := []struct {
 		proto  string
 		shards int

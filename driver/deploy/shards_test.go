@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"github.com/shufflefl/shufflefl/internal/longtest"
 	"math"
 	"os"
 	"path/filepath"
@@ -35,6 +36,7 @@ func shardConfigs() map[string]round.Config {
 // gives it (rotated for its group under "rotated"), and the manifest
 // lists every shard with its size and SHA-256.
 func TestWritePartitionMatchesSetup(t *testing.T) {
+	t.Parallel() // a whole deployment or several: overlaps the others' waits
 	for name, cfg := range shardConfigs() {
 		t.Run(name, func(t *testing.T) {
 			split := testSplit(t, cfg)
@@ -161,10 +163,16 @@ func writeManifest(t *testing.T, dir string, m *Manifest) {
 
 // TestLocalShardsEqualWhole: a local deployment (test mode) whose clients
 // read their shard files gives the same final model, bit for bit, as one
-// whose clients share the whole dataset's Setup.
+// whose clients share the whole dataset's Setup. The dirichlet
+// configuration (ss-double, whose calibration takes seconds) runs with the
+// long tests.
 func TestLocalShardsEqualWhole(t *testing.T) {
+	t.Parallel() // a whole deployment or several: overlaps the others' waits
 	for name, cfg := range shardConfigs() {
 		t.Run(name, func(t *testing.T) {
+			if name == "dirichlet" {
+				longtest.Skip(t)
+			}
 			split := testSplit(t, cfg)
 			shards := t.TempDir()
 			if _, err := WritePartition(cfg, split, shards); err != nil {

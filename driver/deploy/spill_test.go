@@ -23,6 +23,7 @@ import (
 // same counts of forwarded and opened messages as in memory. apes runs
 // with the long tests (SHUFFLEFL_LONG=1).
 func TestSpillEqualsMemory(t *testing.T) {
+	t.Parallel() // a whole deployment or several: overlaps the others' waits
 	protos := []string{"ss-double", "e-apes"}
 	if longtest.Enabled() {
 		protos = append(protos, "apes")
