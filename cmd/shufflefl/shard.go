@@ -167,6 +167,6 @@ func runShufflerShard(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return deployExit(cmd, stderr, err)
 	}
-	fmt.Fprintf(stdout, "shuffler-shard %d/%d: stopped; %d rounds forwarded, %d messages\n", o.Index, o.Shards, stats.Forwarded, stats.Messages)
+	fmt.Fprintf(stdout, "shuffler-shard %d/%d: stopped; %d rounds forwarded, %d messages%s\n", o.Index, o.Shards, stats.Forwarded, stats.Messages, cpuTime())
 	return 0
 }

@@ -10,10 +10,12 @@ import (
 type Stage string
 
 // The stages of a round, in order: the shuffler receives the reports,
-// shuffles (pads and seals the dummies) and forwards the batch in chunks;
-// the analyzer opens the messages and releases or voids the round.
+// (a sharded front: routes the messages to its shards,) shuffles (pads and
+// seals the dummies) and forwards the batch in chunks; the analyzer opens
+// the messages and releases or voids the round.
 const (
 	StageReceiving  Stage = "receiving"
+	StageRouting    Stage = "routing"
 	StageShuffling  Stage = "shuffling"
 	StageForwarding Stage = "forwarding"
 	StageOpening    Stage = "opening"
@@ -48,6 +50,8 @@ func (p Progress) String() string {
 	switch p.Stage {
 	case StageReceiving:
 		return fmt.Sprintf("%s %d/%d reports (%.0f%%)", head, p.Done, p.Total, p.Percent())
+	case StageRouting:
+		return fmt.Sprintf("%s %d reports, %d/%d messages to the shards (%.0f%%)", head, p.Reports, p.Done, p.Total, p.Percent())
 	case StageShuffling:
 		return fmt.Sprintf("%s %d reports, %d/%d dummies sealed (%.0f%%)", head, p.Reports, p.Done, p.Total, p.Percent())
 	case StageForwarding:

@@ -64,6 +64,7 @@ func TestProgressString(t *testing.T) {
 	}{
 		{Progress{Role: "shuffler", Round: 2, Stage: StageReceiving, Done: 12, Total: 20}, "round 2: shuffler: receiving 12/20 reports (60%)"},
 		{Progress{Role: "shuffler", Round: 2, Stage: StageShuffling, Reports: 20, Done: 5, Total: 10}, "round 2: shuffler: shuffling 20 reports, 5/10 dummies sealed (50%)"},
+		{Progress{Role: "shuffler", Round: 2, Stage: StageRouting, Reports: 20, Done: 500, Total: 1000}, "round 2: shuffler: routing 20 reports, 500/1000 messages to the shards (50%)"},
 		{Progress{Role: "shuffler", Round: 2, Stage: StageForwarding, Done: 1, Total: 4}, "round 2: shuffler: forwarding 1/4 chunks (25%)"},
 		{Progress{Role: "analyzer", Round: 2, Stage: StageOpening, Done: 3, Total: 3}, "round 2: analyzer: opening 3/3 messages (100%)"},
 		{Progress{Role: "analyzer", Round: 2, Stage: StageReleased}, "round 2: analyzer: released"},

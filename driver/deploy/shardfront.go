@@ -178,7 +178,7 @@ func (s *Shuffler) route(sr *sround, h *wire.BatchHeader, counts []int64) error 
 	if ir, err := s.cfg.DB.InboxRound(t); err == nil {
 		total = ir.Messages
 	}
-	prog := Progress{Role: "shuffler", Round: t, Stage: StageShuffling, Reports: int64(h.Counts.Reports), Total: total}
+	prog := Progress{Role: "shuffler", Round: t, Stage: StageRouting, Reports: int64(h.Counts.Reports), Total: total}
 	err := s.cfg.DB.EachRoundReport(t, func(rep store.InboxReport) error {
 		msgs, err := s.parse(t, toWire(rep.Messages))
 		if err != nil {
