@@ -216,9 +216,14 @@ func (f flameBase) randomizerName() string {
 
 // toUnit clips x to [-C, C] and returns (x+C)/(2C) in [0, 1]
 // (FLAME Algorithm 2, lines 8-9).
+//
+// The builtins min and max have math.Min's and math.Max's semantics (a NaN
+// wins, -0 is below +0) and are compiled inline; math.Max and math.Min are
+// calls to assembly on amd64, which cost a quarter of SS-Simple's encoding
+// at 10^6 clients.
 func (f flameBase) toUnit(x float64) float64 {
-	u := (math.Max(-f.clip, math.Min(f.clip, x)) + f.clip) / (2 * f.clip)
-	return math.Max(0, math.Min(1, u)) // guard against rounding
+	u := (max(-f.clip, min(f.clip, x)) + f.clip) / (2 * f.clip)
+	return max(0, min(1, u)) // guard against rounding
 }
 
 // estimate is the analyzer of FLAME (Algorithm 2 lines 18-19, Eq. 1
