@@ -686,10 +686,9 @@ func (s *ShuffleShard) scatterDummies(cl *wire.ShardClose, live *role.Shuffler[[
 // the service options it reads (Certs, Analyzer, DB, NATS, RunID, Serve,
 // ShuffleMemory, Log, ProgressEvery) and the shard's own.
 type ShardServiceOptions struct {
+	// ServiceOptions' ShardKey is the file of the shard key
+	// (WriteShardKey) the front shuffler and every shard share.
 	ServiceOptions
-	// ShardKey is the file of the shard key (WriteShardKey) the front
-	// shuffler and every shard share.
-	ShardKey string
 	// Index is the shard's index s in 1..Shards.
 	Index, Shards int
 	// TestSeed, if set, is ShardConfig.TestSeed (test mode only).

@@ -174,14 +174,14 @@ func open(cfg round.Config, o Options) (*sim.Engine, data.Split, []metrics.Recor
 			return nil, split, nil, invalid{fmt.Errorf("eps-file %s: %w", cfg.EpsFile, err)}
 		}
 	}
-	budgets, err := round.Budgets(cfg, explicit)
+	budgets, err := round.ResolveBudgets(cfg, explicit) // one budget, not one per client, when all are equal
 	if err != nil {
 		return nil, split, nil, err
 	}
 	if split, err = data.Load(cfg.Dataset, data.Options{DataDir: cfg.DataDir, Seed: cfg.Seed}); err != nil {
 		return nil, split, nil, invalid{err}
 	}
-	eng, err := sim.New(cfg, split, budgets)
+	eng, err := sim.NewBudgets(cfg, split, budgets)
 	if err != nil {
 		return nil, split, nil, err
 	}
