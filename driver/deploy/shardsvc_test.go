@@ -662,6 +662,12 @@ func TestShardsBehindFront(t *testing.T) {
 		if _, err := front.count(cur, ClientID(i), msgs, 0, false); err != nil {
 			t.Fatal(err)
 		}
+		cur.mu.Lock()
+		counted := cur.spilling
+		cur.mu.Unlock()
+		if !counted {
+			t.Fatalf("report %d: the sharded front holds the payloads in memory; it routes from the inbox and should only count them", i)
+		}
 	}
 	rs, _ := shard.Ranges(r.st.Dim(), shards)
 	var got []dummy

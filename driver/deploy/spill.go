@@ -70,10 +70,17 @@ func (s *Shuffler) spillRoot() string {
 
 // addReport adds a stored report's messages to the round machine (the
 // caller holds sr.mu): kept in memory while the round's sealed bytes stay
-// within the budget, counted only (role.Shuffler.Count) past it. A sender
+// within the budget, counted only (role.Shuffler.Count) past it or at a
+// sharded front. A sender
 // the round already holds is acknowledged as a duplicate (Resubmit).
 func (s *Shuffler) addReport(sr *sround, id string, msgs []role.Message[[]byte], size int64) (role.Ack, error) {
-	if !sr.spilling && sr.bytes+size > s.shuffleMemory() {
+	switch {
+	case sr.spilling:
+	case s.cfg.Shards > 0:
+		// A sharded front routes the round from the inbox (shardfront.go):
+		// it never holds the payloads.
+		sr.spilling = true
+	case sr.bytes+size > s.shuffleMemory():
 		sr.spilling = true
 		s.logf("shuffler: round %d: over %d bytes of sealed messages: the rest of the round is kept on disk only, and it is shuffled on disk", sr.t, s.shuffleMemory())
 	}
