@@ -88,19 +88,28 @@ func (s *Shuffler) closeSharded(sr *sround) {
 	h.Counts.Reports = uint32(senders)
 	h.ReporterEpsilons, h.ReporterDeltas = s.reporterBudgets(reporters)
 	h.Shards = uint32(s.cfg.Shards)
+	if s.untilDone(t, "routing to the shards", func() error { return s.route(sr, h, counts) }) {
+		s.forwardManifest(h)
+	}
+}
+
+// untilDone calls f until it succeeds (true) or the shuffler stops
+// (false), a second apart, logging each failure of round t's step what.
+// Every step it retries is idempotent on the shard queue (the same ids,
+// the same contents).
+func (s *Shuffler) untilDone(t int64, what string, f func() error) bool {
 	for attempt := 1; ; attempt++ {
-		err := s.route(sr, h, counts)
+		err := f()
 		if err == nil {
-			break
+			return true
 		}
-		s.logf("shuffler: round %d: routing to the shards (attempt %d): %v", t, attempt, err)
+		s.logf("shuffler: round %d: %s (attempt %d): %v", t, what, attempt, err)
 		select {
 		case <-s.ctx.Done():
-			return
+			return false
 		case <-time.After(time.Second):
 		}
 	}
-	s.forwardManifest(h)
 }
 
 // voidSharded tells every shard that round sr is void (a close of no
@@ -110,19 +119,9 @@ func (s *Shuffler) voidSharded(sr *sround, h *wire.BatchHeader, senders int, cou
 	vh := proto.Clone(h).(*wire.BatchHeader)
 	vh.Counts.Reports, vh.Shards = uint32(senders), uint32(s.cfg.Shards)
 	r := &router{ctx: s.ctx, q: s.shardq, key: s.cfg.ShardKey, tag: runTag(s.st.RunID), t: sr.t}
-	for attempt := 1; ; attempt++ {
-		err := r.closes(vh, counts, sr.min, make([]int, s.cfg.Shards))
-		if err == nil {
-			break
-		}
-		s.logf("shuffler: round %d: telling the shards the round is void (attempt %d): %v", sr.t, attempt, err)
-		select {
-		case <-s.ctx.Done():
-			return
-		case <-time.After(time.Second):
-		}
+	if s.untilDone(sr.t, "telling the shards the round is void", func() error { return r.closes(vh, counts, sr.min, make([]int, s.cfg.Shards)) }) {
+		s.voidRound(sr, h, senders)
 	}
-	s.voidRound(sr, h, senders)
 }
 
 // forwardManifest forwards the round's manifest (h, no messages) until
