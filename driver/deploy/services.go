@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"time"
 
+	"google.golang.org/grpc"
+
 	"github.com/shufflefl/shufflefl/driver/round"
 	"github.com/shufflefl/shufflefl/learning/data"
 	"github.com/shufflefl/shufflefl/research/bound"
@@ -185,27 +187,15 @@ func ServeAnalyzer(ctx context.Context, cfg round.Config, o ServiceOptions) (rou
 // last round it deletes the per-report metadata of every closed round
 // (PruneClosed). It returns the shuffler's counts.
 func ServeShuffler(ctx context.Context, cfg round.Config, o ServiceOptions) (ShufflerStats, error) {
-	st, err := LoadSetup(cfg, o.RunID)
+	p, err := openShufflerParty(cfg, o)
 	if err != nil {
 		return ShufflerStats{}, err
 	}
-	creds, err := LoadCredentials(o.Certs, "shuffler", "")
-	if err != nil {
-		return ShufflerStats{}, err
-	}
-	db, err := store.Open(o.DB)
-	if err != nil {
-		return ShufflerStats{}, err
-	}
-	defer db.Close()
-	conn, err := DialAnalyzer(creds, o.Analyzer)
-	if err != nil {
-		return ShufflerStats{}, err
-	}
-	defer conn.Close()
+	defer p.close()
+	st, creds := p.st, p.creds
 	prog, every := o.progressLog()
-	scfg := ShufflerConfig{Setup: st, DB: db, Registry: creds.Registry, AnalyzerKey: creds.HPKEPublic,
-		Analyzer: wire.NewAnalyzerClient(conn), Logf: o.Log.Printf, Progress: prog, ProgressEvery: every, ShuffleMemory: o.ShuffleMemory}
+	scfg := ShufflerConfig{Setup: st, DB: p.db, Registry: creds.Registry, AnalyzerKey: creds.HPKEPublic,
+		Analyzer: wire.NewAnalyzerClient(p.conn), Logf: o.Log.Printf, Progress: prog, ProgressEvery: every, ShuffleMemory: o.ShuffleMemory}
 	if o.ShufflerShards > 0 {
 		closeShards, err := o.shardFront(&scfg)
 		if err != nil {
@@ -246,6 +236,44 @@ func ServeShuffler(ctx context.Context, cfg round.Config, o ServiceOptions) (Shu
 		o.Log.Printf("shuffler: the run's last round is over; exiting")
 	}
 	return sh.Stats(), nil
+}
+
+// shufflerParty is what every service of the shuffler party (the
+// shuffler, or a front, and its shards) opens: the run's Setup, the
+// shuffler's credentials, its database and its link to the analyzer.
+type shufflerParty struct {
+	st    *Setup
+	creds *Credentials
+	db    *store.DB
+	conn  *grpc.ClientConn
+}
+
+// openShufflerParty opens them for the run cfg as o names them.
+func openShufflerParty(cfg round.Config, o ServiceOptions) (*shufflerParty, error) {
+	st, err := LoadSetup(cfg, o.RunID)
+	if err != nil {
+		return nil, err
+	}
+	creds, err := LoadCredentials(o.Certs, "shuffler", "")
+	if err != nil {
+		return nil, err
+	}
+	db, err := store.Open(o.DB)
+	if err != nil {
+		return nil, err
+	}
+	conn, err := DialAnalyzer(creds, o.Analyzer)
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	return &shufflerParty{st: st, creds: creds, db: db, conn: conn}, nil
+}
+
+// close closes the link and the database.
+func (p *shufflerParty) close() {
+	p.conn.Close()
+	p.db.Close()
 }
 
 // shardFront connects the front shuffler to its shards' queue at o.NATS

@@ -708,34 +708,21 @@ func ServeShuffleShard(ctx context.Context, cfg round.Config, o ShardServiceOpti
 	if err != nil {
 		return ShufflerStats{}, err
 	}
-	st, err := LoadSetup(cfg, o.RunID)
+	p, err := openShufflerParty(cfg, o.ServiceOptions)
 	if err != nil {
 		return ShufflerStats{}, err
 	}
-	if _, err := shardRange(st, o.Index, o.Shards); err != nil {
+	defer p.close()
+	if _, err := shardRange(p.st, o.Index, o.Shards); err != nil {
 		return ShufflerStats{}, err
 	}
-	creds, err := LoadCredentials(o.Certs, "shuffler", "")
-	if err != nil {
-		return ShufflerStats{}, err
-	}
-	db, err := store.Open(o.DB)
-	if err != nil {
-		return ShufflerStats{}, err
-	}
-	defer db.Close()
-	conn, err := DialAnalyzer(creds, o.Analyzer)
-	if err != nil {
-		return ShufflerStats{}, err
-	}
-	defer conn.Close()
 	nc, err := jetstream.Connect(o.NATS, jetstream.WithName(fmt.Sprintf("shufflefl shuffler-shard %d/%d", o.Index, o.Shards)))
 	if err != nil {
 		return ShufflerStats{}, err
 	}
 	defer nc.Close()
 	prog, every := o.progressLog()
-	s, err := NewShuffleShard(ShardConfig{Setup: st, DB: db, AnalyzerKey: creds.HPKEPublic, Analyzer: wire.NewAnalyzerClient(conn), Conn: nc, Key: key,
+	s, err := NewShuffleShard(ShardConfig{Setup: p.st, DB: p.db, AnalyzerKey: p.creds.HPKEPublic, Analyzer: wire.NewAnalyzerClient(p.conn), Conn: nc, Key: key,
 		Index: o.Index, Shards: o.Shards, TestSeed: o.TestSeed, Logf: o.Log.Printf, Progress: prog, ProgressEvery: every, ShuffleMemory: o.ShuffleMemory})
 	if err != nil {
 		return ShufflerStats{}, err
