@@ -60,11 +60,8 @@ const (
 // lossBound is a bound on (or for the Gaussian, a wide quantile of) the
 // privacy loss of one application, used to size the PLD grid.
 func (c Component) lossBound() float64 {
-	switch c.Kind {
-	case KindShuffle:
-		return c.Eps0
-	case KindSampledGaussian:
-		return 1/(c.Sigma*c.Sigma) + 10/c.Sigma
+	if k, ok := componentKinds[c.Kind]; ok {
+		return k.lossBound(c)
 	}
 	return c.Epsilon
 }
@@ -72,12 +69,7 @@ func (c Component) lossBound() float64 {
 // pair returns the component's dominating pair as a PLD (one application);
 // clone pairs come from the memo clonePairs.
 func (c Component) pair(o pld.Options) (*pld.PLD, error) {
-	switch c.Kind {
-	case KindShuffle:
-		return clonePairs.get(c.Eps0, c.Reporters, o)
-	case KindSampledGaussian:
-		return pld.SampledGaussian(c.Q, c.Sigma, o)
-	case "":
+	if c.Kind == "" {
 		switch {
 		case c.Delta == 0:
 			return pld.PureDP(c.Epsilon, o)
@@ -89,7 +81,61 @@ func (c Component) pair(o pld.Options) (*pld.PLD, error) {
 		}
 		return pld.ApproxDP(c.Epsilon, c.Delta, o)
 	}
+	if k, ok := componentKinds[c.Kind]; ok {
+		return k.pair(c, o)
+	}
 	return nil, checks.Invalidf("unknown component kind %q", c.Kind)
+}
+
+// componentKind is what the accountant needs of a Component kind other
+// than the generic "": a bound on one application's privacy loss (to size
+// the PLD grid), its dominating pair, and a check of the fields it reads.
+// Each kind registers itself (registerKind) from its own file.
+type componentKind struct {
+	lossBound func(c Component) float64
+	pair      func(c Component, o pld.Options) (*pld.PLD, error)
+	// validate returns a description of what is wrong with c's fields,
+	// or "" when they are valid.
+	validate func(c Component) string
+}
+
+// componentKinds holds the registered kinds by name.
+var componentKinds = map[string]componentKind{}
+
+// registerKind adds a component kind; a duplicate name panics (a
+// programming error every test catches).
+func registerKind(name string, k componentKind) {
+	if _, dup := componentKinds[name]; dup || name == "" {
+		panic("account: duplicate component kind " + name)
+	}
+	componentKinds[name] = k
+}
+
+func init() {
+	registerKind(KindShuffle, componentKind{
+		lossBound: func(c Component) float64 { return c.Eps0 },
+		pair: func(c Component, o pld.Options) (*pld.PLD, error) {
+			return clonePairs.get(c.Eps0, c.Reporters, o)
+		},
+		validate: func(c Component) string {
+			if !(c.Eps0 > 0) || math.IsInf(c.Eps0, 0) || c.Reporters < 1 {
+				return fmt.Sprintf("shuffle component needs eps0 > 0 and reporters >= 1, got %v and %d", c.Eps0, c.Reporters)
+			}
+			return ""
+		},
+	})
+	registerKind(KindSampledGaussian, componentKind{
+		lossBound: func(c Component) float64 { return 1/(c.Sigma*c.Sigma) + 10/c.Sigma },
+		pair: func(c Component, o pld.Options) (*pld.PLD, error) {
+			return pld.SampledGaussian(c.Q, c.Sigma, o)
+		},
+		validate: func(c Component) string {
+			if !(c.Q > 0 && c.Q <= 1) || !(c.Sigma > 0) || math.IsInf(c.Sigma, 0) {
+				return fmt.Sprintf("sampled-Gaussian component needs q in (0, 1] and sigma > 0, got %v and %v", c.Q, c.Sigma)
+			}
+			return ""
+		},
+	})
 }
 
 // Statement is the accountant's record of one round that happened: the
@@ -160,18 +206,15 @@ func (s Statement) validate() error {
 		if math.IsNaN(c.Epsilon) || c.Epsilon < 0 || math.IsInf(c.Epsilon, 0) || math.IsNaN(c.Delta) || c.Delta < 0 || c.Delta >= 1 || c.Count < 1 {
 			return checks.Invalidf("round %d: component %d (%v, %v) x %d is not a valid guarantee", s.Round, i, c.Epsilon, c.Delta, c.Count)
 		}
-		switch c.Kind {
-		case "":
-		case KindShuffle:
-			if !(c.Eps0 > 0) || math.IsInf(c.Eps0, 0) || c.Reporters < 1 {
-				return checks.Invalidf("round %d: shuffle component %d needs eps0 > 0 and reporters >= 1, got %v and %d", s.Round, i, c.Eps0, c.Reporters)
-			}
-		case KindSampledGaussian:
-			if !(c.Q > 0 && c.Q <= 1) || !(c.Sigma > 0) || math.IsInf(c.Sigma, 0) {
-				return checks.Invalidf("round %d: sampled-Gaussian component %d needs q in (0, 1] and sigma > 0, got %v and %v", s.Round, i, c.Q, c.Sigma)
-			}
-		default:
+		if c.Kind == "" {
+			continue
+		}
+		k, ok := componentKinds[c.Kind]
+		if !ok {
 			return checks.Invalidf("round %d: component %d has unknown kind %q", s.Round, i, c.Kind)
+		}
+		if why := k.validate(c); why != "" {
+			return checks.Invalidf("round %d: component %d: %s", s.Round, i, why)
 		}
 	}
 	if s.RDP != nil && len(s.RDP) != len(defaultOrders) {
