@@ -129,10 +129,13 @@ func TestSplitMixShufflerLimit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	msgs := func(k int) []role.Message[role.Plain] {
+	msgs := func(k int) []role.Message[role.Plain] { // k values of coordinate 0, m of coordinate 1
 		var out []role.Message[role.Plain]
 		for range k {
 			out = append(out, role.Message[role.Plain]{Label: 0, Payload: role.Plain{Value: 1}})
+		}
+		for range m {
+			out = append(out, role.Message[role.Plain]{Label: 1, Payload: role.Plain{Value: 1}})
 		}
 		return out
 	}
@@ -141,5 +144,8 @@ func TestSplitMixShufflerLimit(t *testing.T) {
 	}
 	if _, err := sh.Accept("b", msgs(m+1)); err == nil {
 		t.Errorf("%d values of one coordinate accepted", m+1)
+	}
+	if _, err := sh.Accept("c", msgs(m-1)); err == nil {
+		t.Errorf("%d values of one coordinate (an incomplete report) accepted", m-1)
 	}
 }

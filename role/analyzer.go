@@ -50,6 +50,22 @@ type Analyzer struct {
 	// next holds a clustered protocol's re-estimated models until Close
 	// applies them.
 	next [][]float64
+	// counted is the protocol's description of what a statement rests on
+	// (nil: nothing the analyzer can count); counts is the open round's.
+	counted protocol.Counted
+	counts  protocol.Counts
+	layout  *protocol.Layout
+	// sampled, minReports and uniform are the open round's facts the
+	// statement may be remade from: uniform is the reporters' common
+	// budget (ok false when they differ).
+	sampled, minReports int
+	uniform             protocol.Budget
+	uniformOK           bool
+	// dropped counts the open round's opened values (or whole reports)
+	// outside the randomizer's range; restated says why the statement
+	// was remade from the opened counts ("" when it was not).
+	dropped  int64
+	restated string
 }
 
 // AnalyzerConfig describes an analyzer.
@@ -96,6 +112,7 @@ func NewAnalyzer(c AnalyzerConfig) (*Analyzer, error) {
 	}
 	a := &Analyzer{acc: c.Protocol, mode: c.Protocol.Mode(), acct: c.Accountant, target: c.TargetEpsilon,
 		model: c.Model, est: make([]float64, d), scale: c.ServerLR, agg: protocol.NewAggregate(d)}
+	a.counted, _ = c.Protocol.(protocol.Counted)
 	if cl, ok := c.Protocol.(protocol.Clustered); ok {
 		if len(c.Hypotheses) != cl.Hypotheses()-1 {
 			return nil, checks.Invalidf("analyzer: %s keeps %d models, got %d", cl.Name(), cl.Hypotheses(), len(c.Hypotheses)+1)

@@ -89,7 +89,7 @@ func TestShufflerCount(t *testing.T) {
 		t.Error("ClosePadding drew other dummies than the padding stream gives")
 	}
 	few, _ := NewShuffler[Plain](p, s, 2)
-	if _, err := few.Count("a", Messages(p.Mode(), &protocol.Report{Coords: []int32{1}, Values: []float64{1}}, nil)); err != nil {
+	if _, err := few.Count("a", Messages(p.Mode(), &protocol.Report{Coords: []int32{1, 2}, Values: []float64{1, 1}}, nil)); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := few.ClosePadding(); !errors.Is(err, ErrTooFew) {

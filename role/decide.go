@@ -85,6 +85,14 @@ type Ready struct {
 	Estimate []float64
 	// Checkpoint is what to persist; nil while the round is open.
 	Checkpoint *Checkpoint
+	// Dropped counts the opened values (whole reports, in whole-report
+	// mode) outside the randomizer's output range, which the analyzer
+	// left out of the round (Close).
+	Dropped int64
+	// Restated says, when Close remade the statement from the counts it
+	// opened (a coordinate held fewer values than Open's statement
+	// counted), what it found; "" otherwise.
+	Restated string
 }
 
 // Open starts round f.Shape.Round, which must follow the last finished
@@ -107,6 +115,17 @@ func (a *Analyzer) Open(f Facts) (Ready, error) {
 	}
 	a.s, a.open, a.priv = s, true, protocol.Privacy{}
 	a.agg.Reset()
+	a.sampled, a.minReports, a.dropped, a.restated = f.Sampled, f.MinReports, 0, ""
+	a.uniform, a.uniformOK = uniformBudget(f.Budgets)
+	a.layout = nil
+	if l, ok := a.acc.(protocol.Laid); ok {
+		lay, err := l.Layout(s)
+		if err != nil {
+			a.open = false
+			return Ready{}, fmt.Errorf("round %d: %w", s.Round, err)
+		}
+		a.layout = &lay
+	}
 	a.st = a.statement(f.Sampled, f.Reporters, false, protocol.Privacy{})
 	if f.Reporters < f.MinReports {
 		return a.void(TooFew, fmt.Sprintf("%d reports, minimum %d", f.Reporters, f.MinReports), nil)
@@ -115,28 +134,157 @@ func (a *Analyzer) Open(f Facts) (Ready, error) {
 		a.open = false
 		return Ready{}, fmt.Errorf("round %d: %w", s.Round, err)
 	}
-	priv, err := a.acc.Account(s, f.Budgets)
-	if err != nil {
-		a.open = false
-		return Ready{}, fmt.Errorf("round %d: accountant: %w", s.Round, err)
-	}
-	a.priv = priv
-	a.st = a.statement(f.Sampled, f.Reporters, true, priv)
-	if a.acct != nil && a.target > 0 {
-		// The run's target is a hard limit: a round that would take the
-		// cumulative epsilon past it is not released.
-		sp, past, err := a.acct.PastTarget(a.st, a.target)
+	if a.counted != nil {
+		c, err := a.counted.Counts(s)
 		if err != nil {
 			a.open = false
-			return Ready{}, fmt.Errorf("round %d: accountant: %w", s.Round, err)
+			return Ready{}, fmt.Errorf("round %d: %w", s.Round, err)
+		}
+		a.counts = c
+	}
+	void, why, err := a.account(s, f.Reporters, f.Budgets)
+	if err != nil {
+		a.open = false
+		return Ready{}, err
+	}
+	if void != NotVoid {
+		return a.void(void, why, nil)
+	}
+	return Ready{Round: s.Round, Accepting: true, Privacy: a.priv, Statement: a.st}, nil
+}
+
+// account makes the open round's statement for shape s, reporters and
+// their budgets, and says whether it would take the run past its target
+// (the run's target is a hard limit: such a round is not released).
+func (a *Analyzer) account(s protocol.Shape, reporters int, budgets []protocol.Budget) (Void, string, error) {
+	priv, err := a.acc.Account(s, budgets)
+	if err != nil {
+		return NotVoid, "", fmt.Errorf("round %d: accountant: %w", s.Round, err)
+	}
+	a.priv = priv
+	a.st = a.statement(a.sampled, reporters, true, priv)
+	if a.acct != nil && a.target > 0 {
+		sp, past, err := a.acct.PastTarget(a.st, a.target)
+		if err != nil {
+			return NotVoid, "", fmt.Errorf("round %d: accountant: %w", s.Round, err)
 		}
 		if past {
 			a.st.Released = false
-			why := fmt.Sprintf("round %d would take the cumulative epsilon to %.4g, past the target %g", s.Round, sp.Epsilon, a.target)
-			return a.void(PastTarget, why, nil)
+			return PastTarget, fmt.Sprintf("round %d would take the cumulative epsilon to %.4g, past the target %g", s.Round, sp.Epsilon, a.target), nil
 		}
 	}
-	return Ready{Round: s.Round, Accepting: true, Privacy: priv, Statement: a.st}, nil
+	return NotVoid, "", nil
+}
+
+// uniformBudget returns the budget every one of bs has (ok false when
+// they differ or there are none).
+func uniformBudget(bs []protocol.Budget) (protocol.Budget, bool) {
+	if len(bs) == 0 {
+		return protocol.Budget{}, false
+	}
+	for _, b := range bs[1:] {
+		if b != bs[0] {
+			return protocol.Budget{}, false
+		}
+	}
+	return bs[0], true
+}
+
+// restatePadded makes the statement of a padded protocol again for
+// coordinates of m values (protocol.Restater), or voids the round.
+func (a *Analyzer) restatePadded(found string, m int64) (Void, string, error) {
+	r, ok := a.acc.(protocol.Restater)
+	if !ok {
+		return Refused, found + " (the statement rests on the padding)", nil
+	}
+	if !a.uniformOK {
+		return Refused, found + " and the reporters' budgets differ", nil
+	}
+	budgets := make([]protocol.Budget, a.s.Participants)
+	for i := range budgets {
+		budgets[i] = a.uniform
+	}
+	priv, err := r.AccountShort(a.s, budgets, m)
+	if err != nil {
+		return Refused, fmt.Sprintf("%s: %v", found, err), nil
+	}
+	a.priv = priv
+	a.st = a.statement(a.sampled, a.st.Reporters, true, priv)
+	if a.acct != nil && a.target > 0 {
+		sp, past, err := a.acct.PastTarget(a.st, a.target)
+		if err != nil {
+			return NotVoid, "", fmt.Errorf("round %d: accountant: %w", a.s.Round, err)
+		}
+		if past {
+			a.st.Released = false
+			return PastTarget, fmt.Sprintf("%s: restated, round %d would take the cumulative epsilon to %.4g, past the target %g", found, a.s.Round, sp.Epsilon, a.target), nil
+		}
+	}
+	a.restated = fmt.Sprintf("%s: stated for %d values per coordinate", found, m)
+	return NotVoid, "", nil
+}
+
+// settle checks what the open round's statement rests on against what
+// the analyzer really opened — the smallest per-coordinate count, or the
+// number of whole reports — never against a header's or driver's count
+// of reporters. When a coordinate holds fewer values than the statement
+// counted, the statement is made again for the reporters the counts
+// support (protocols without padding, all reporters on one budget, so
+// that any subset of them has the same statement), or the round is void:
+// a padded protocol's statement rests on its padding, and with personal
+// budgets the analyzer cannot tell whose values are missing.
+func (a *Analyzer) settle() (Void, string, error) {
+	if a.counted == nil {
+		return NotVoid, "", nil
+	}
+	c := a.counts
+	supported := int64(a.s.Participants)
+	var found string
+	if c.PerColumn > 0 && a.mode == protocol.PerCoordinate {
+		jmin := 0
+		for j, n := range a.agg.Count {
+			if n < a.agg.Count[jmin] {
+				jmin = j
+			}
+		}
+		if m := a.agg.Count[jmin]; m < c.PerColumn {
+			found = fmt.Sprintf("coordinate %d holds %d values, the statement counted %d", jmin, m, c.PerColumn)
+			if c.PerReporter == 0 {
+				return a.restatePadded(found, m)
+			}
+			supported = min(supported, m/c.PerReporter)
+		}
+	}
+	if c.Reports > 0 && a.agg.Reports < c.Reports {
+		found = fmt.Sprintf("%d whole reports opened, the statement counted %d", a.agg.Reports, c.Reports)
+		supported = min(supported, a.agg.Reports)
+	}
+	if found == "" {
+		return NotVoid, "", nil
+	}
+	n := int(supported)
+	switch {
+	case n < max(1, a.minReports):
+		return TooFew, fmt.Sprintf("%s: %d reports supported, minimum %d", found, n, max(1, a.minReports)), nil
+	case !a.uniformOK:
+		return Refused, found + " and the reporters' budgets differ (whose values are missing is unknown)", nil
+	}
+	s := a.s
+	s.Participants = n
+	budgets := make([]protocol.Budget, n)
+	for i := range budgets {
+		budgets[i] = a.uniform
+	}
+	if err := a.acc.Check(s, budgets); err != nil {
+		return Refused, fmt.Sprintf("%s; %d reporters: %v", found, n, err), nil
+	}
+	void, why, err := a.account(s, n, budgets)
+	if err != nil || void != NotVoid {
+		return void, why, err
+	}
+	a.s = s
+	a.restated = fmt.Sprintf("%s: stated for %d reporters", found, n)
+	return NotVoid, "", nil
 }
 
 // statement is the open round's statement for the accountant (just the
@@ -201,7 +349,10 @@ func (a *Analyzer) Absorb(in Input) error {
 
 // absorbBatch checks the whole batch, then folds it in: a batch for
 // another round or dimension, a non-finite value or a malformed report
-// refuses it whole.
+// refuses it whole. A finite value outside the randomizer's output range
+// (a whole report holding one, or not of the protocol's layout) is left
+// out and counted in Ready.Dropped: the round is then stated from the
+// values that remain (Close).
 func (a *Analyzer) absorbBatch(b *Batch[Plain]) error {
 	if b.Round != a.s.Round || b.Dim != len(a.model) || b.Mode != a.mode {
 		return fmt.Errorf("analyzer: batch of round %d (dimension %d, %s) in round %d (dimension %d, %s): %w",
@@ -210,20 +361,47 @@ func (a *Analyzer) absorbBatch(b *Batch[Plain]) error {
 	if err := a.checkBatch(b); err != nil {
 		return err
 	}
+	in := a.counts.Values.Contains
 	for j, col := range b.Columns {
 		for _, p := range col {
+			if !in(p.Value) {
+				a.dropped++
+				continue
+			}
 			a.agg.Sum[j] += p.Value
+			a.agg.Count[j]++
 		}
-		a.agg.Count[j] += int64(len(col))
 	}
 	for _, p := range b.Reports {
+		if !a.wholeOK(p.Report) {
+			a.dropped++
+			continue
+		}
 		_ = a.agg.AddReport(p.Report) // checked
 	}
 	for _, p := range b.Meta {
 		a.agg.Meta = append(a.agg.Meta, p.Value)
 	}
-	a.agg.Reports = int64(b.Senders)
+	if a.mode == protocol.PerCoordinate {
+		// The estimators' guard against a batch without metadata; the
+		// statement never rests on this header count (settle).
+		a.agg.Reports = int64(b.Senders)
+	}
 	return nil
+}
+
+// wholeOK says whether a whole report has the protocol's layout and only
+// values in its randomizer's range.
+func (a *Analyzer) wholeOK(r *protocol.Report) bool {
+	if l := a.layout; l != nil && (r.Coords != nil || len(r.Values) != l.Coords || len(r.Meta) != l.Meta) {
+		return false
+	}
+	for _, v := range r.Values {
+		if !a.counts.Values.Contains(v) {
+			return false
+		}
+	}
+	return true
 }
 
 // checkBatch checks every value and report of b without changing anything.
@@ -274,7 +452,13 @@ func (a *Analyzer) Close(r *rand.Rand) (Ready, error) {
 	if !a.st.Released {
 		return Ready{}, fmt.Errorf("analyzer: round %d was not accepted: %w", a.s.Round, ErrOrder)
 	}
-	var err error
+	void, why, err := a.settle()
+	if err != nil {
+		return Ready{}, fmt.Errorf("analyzer: %w", err)
+	}
+	if void != NotVoid {
+		return a.void(void, why, nil)
+	}
 	if a.clustered != nil {
 		err = a.estimateModels(r)
 	} else {
@@ -288,7 +472,7 @@ func (a *Analyzer) Close(r *rand.Rand) (Ready, error) {
 			return Ready{}, fmt.Errorf("analyzer: round %d: %w", a.s.Round, err)
 		}
 	}
-	rd := Ready{Round: a.s.Round, Released: true, Privacy: a.priv, Statement: a.st}
+	rd := Ready{Round: a.s.Round, Released: true, Privacy: a.priv, Statement: a.st, Dropped: a.dropped, Restated: a.restated}
 	if a.clustered != nil {
 		for i, m := range a.next {
 			copy(a.models[i], m)
@@ -324,7 +508,7 @@ func (a *Analyzer) void(v Void, why string, cause error) (Ready, error) {
 		}
 	}
 	a.open, a.round = false, a.s.Round
-	return Ready{Round: a.s.Round, Void: v, Why: why, Err: cause, Privacy: a.priv, Statement: a.st, Checkpoint: a.checkpoint()}, nil
+	return Ready{Round: a.s.Round, Void: v, Why: why, Err: cause, Privacy: a.priv, Statement: a.st, Checkpoint: a.checkpoint(), Dropped: a.dropped}, nil
 }
 
 func (a *Analyzer) checkpoint() *Checkpoint {

@@ -83,14 +83,15 @@ type Shuffler[P any] struct {
 	min      int
 	state    roundState
 	senders  map[string]struct{}
-	nsend    int     // senders (Accept's, or CloseCounts' vouched number)
-	counts   []int64 // real values per coordinate (per-coordinate mode)
-	stamp    []int32 // duplicate-label detection: attempt number per coordinate
-	seen     []int32 // values of the current attempt per coordinate
-	perCoord int32   // values a submission may carry per coordinate
-	attempt  int32   // submissions checked so far (accepted or not)
-	reports  int64   // whole reports accepted (kept or counted)
-	counted  bool    // a submission was counted without its payloads
+	nsend    int              // senders (Accept's, or CloseCounts' vouched number)
+	counts   []int64          // real values per coordinate (per-coordinate mode)
+	stamp    []int32          // duplicate-label detection: attempt number per coordinate
+	seen     []int32          // values of the current attempt per coordinate
+	perCoord int32            // values a submission may carry per coordinate
+	layout   *protocol.Layout // a complete report's labels (nil: unchecked)
+	attempt  int32            // submissions checked so far (accepted or not)
+	reports  int64            // whole reports accepted (kept or counted)
+	counted  bool             // a submission was counted without its payloads
 	batch    Batch[P]
 }
 
@@ -121,7 +122,39 @@ func NewShuffler[P any](p protocol.Padder, s protocol.Shape, min int) (*Shuffler
 			sh.perCoord = int32(mv.ValuesPerCoordinate())
 		}
 	}
+	if l, ok := p.(protocol.Laid); ok {
+		lay, err := l.Layout(layoutShape(s))
+		if err != nil {
+			return nil, fmt.Errorf("shuffler: round %d: the layout of a complete report: %w", s.Round, err)
+		}
+		if mode == protocol.PerCoordinate && (lay.PerCoord < 1 || int32(lay.PerCoord) > sh.perCoord || lay.Coords < 1 || lay.Coords > s.Dim) {
+			return nil, fmt.Errorf("shuffler: round %d: layout %+v does not fit dimension %d with %d values per coordinate: %w", s.Round, lay, s.Dim, sh.perCoord, ErrOrder)
+		}
+		sh.layout = &lay
+	}
 	return sh, nil
+}
+
+// layoutShape is the shape a complete report's layout is computed for:
+// the round's, with the planned participants when the driver leaves them
+// to be counted at Close (the clients encoded for the same plan).
+func layoutShape(s protocol.Shape) protocol.Shape {
+	if s.Participants == 0 {
+		s.Participants = s.Sampled
+		if s.Participants == 0 {
+			s.Participants = s.Population
+		}
+	}
+	return s
+}
+
+// Layout returns the layout every accepted submission has (false when the
+// protocol declares none and only the label rules are checked).
+func (sh *Shuffler[P]) Layout() (protocol.Layout, bool) {
+	if sh.layout == nil {
+		return protocol.Layout{}, false
+	}
+	return *sh.layout, true
 }
 
 // Senders returns the number of submissions accepted so far.
@@ -215,11 +248,15 @@ func (sh *Shuffler[P]) Resubmit(sender string, msgs []Message[P]) (Ack, error) {
 	return sh.Accept(sender, msgs)
 }
 
-// check validates the labels of one submission without keeping anything.
+// check validates the labels of one submission without keeping anything:
+// each label valid for the mode, no coordinate more often than allowed,
+// and, when the protocol declares its Layout, exactly the labels of a
+// complete report (a partial report would leave coordinates with fewer
+// values than the round's statement counts).
 func (sh *Shuffler[P]) check(msgs []Message[P]) error {
 	sh.attempt++
 	stamp := sh.attempt
-	var meta, reports int
+	var meta, reports, coords int
 	for i, m := range msgs {
 		switch {
 		case m.Label == MetaLabel:
@@ -229,6 +266,7 @@ func (sh *Shuffler[P]) check(msgs []Message[P]) error {
 		case m.Label >= 0 && int(m.Label) < sh.s.Dim && sh.mode == protocol.PerCoordinate:
 			if sh.stamp[m.Label] != stamp {
 				sh.stamp[m.Label], sh.seen[m.Label] = stamp, 0
+				coords++
 			}
 			if sh.seen[m.Label]++; sh.seen[m.Label] > sh.perCoord {
 				return fmt.Errorf("%w: message %d repeats coordinate %d (at most %d values each)", ErrBadMessage, i, m.Label, sh.perCoord)
@@ -245,6 +283,17 @@ func (sh *Shuffler[P]) check(msgs []Message[P]) error {
 	}
 	if sh.mode == protocol.PerCoordinate && len(msgs) == meta {
 		return fmt.Errorf("%w: a submission without values", ErrBadMessage)
+	}
+	if l := sh.layout; l != nil {
+		if meta != l.Meta {
+			return fmt.Errorf("%w: incomplete report: %d metadata values, a complete report has %d", ErrBadMessage, meta, l.Meta)
+		}
+		// Every coordinate was seen at most PerCoord times, so exactly
+		// Coords·PerCoord values over Coords coordinates means each holds
+		// exactly PerCoord.
+		if values := len(msgs) - meta; sh.mode == protocol.PerCoordinate && (coords != l.Coords || values != l.Coords*l.PerCoord) {
+			return fmt.Errorf("%w: incomplete report: %d values over %d coordinates, a complete report labels %d coordinates with %d value(s) each", ErrBadMessage, values, coords, l.Coords, l.PerCoord)
+		}
 	}
 	return nil
 }

@@ -562,6 +562,12 @@ func (a *Analyzer) decide(t int, facts RoundFacts, b *role.Batch[role.Plain]) (r
 	if err != nil {
 		return rd, wire.Errorf(codes.Internal, wire.Reason_REASON_INTERNAL, "", int64(t), "%v", err)
 	}
+	if rd.Dropped > 0 {
+		a.logf("analyzer: round %d: %d opened values outside the randomizer's range left out", t, rd.Dropped)
+	}
+	if rd.Restated != "" {
+		a.logf("analyzer: round %d: statement made from the opened counts: %s", t, rd.Restated)
+	}
 	return rd, nil
 }
 

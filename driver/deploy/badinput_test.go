@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/status"
 
+	"github.com/shufflefl/shufflefl/protocol"
 	"github.com/shufflefl/shufflefl/transport/pki"
 	"github.com/shufflefl/shufflefl/transport/seal"
 	"github.com/shufflefl/shufflefl/transport/wire"
@@ -20,21 +22,46 @@ import (
 
 func testRand() *rand.Rand { return rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64())) }
 
-// sealedReport seals a plausible per-coordinate report (every coordinate
-// once, value v) for round t.
+// sealedReport seals a plausible report of the protocol's layout for
+// round t: the first Layout.Coords coordinates, each with Layout.PerCoord
+// copies of v (mapped into the randomizer's output range when it has
+// one), and the budget's metadata.
 func sealedReport(t *testing.T, h *harness, round int64, v float64) []*wire.SealedMessage {
 	t.Helper()
 	s, err := seal.NewSealer(h.creds.HPKEPublic, h.st.RunID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out []*wire.SealedMessage
-	for j := 0; j < h.st.Dim(); j++ {
-		ct, err := s.Seal(uint64(round), seal.Coord(j), []float64{v})
-		if err != nil {
+	lay := protocol.Layout{Coords: h.st.Dim(), PerCoord: 1}
+	if l, ok := h.st.Proto.(protocol.Laid); ok {
+		if lay, err = l.Layout(h.st.Shape(int(round))); err != nil {
 			t.Fatal(err)
 		}
-		out = append(out, &wire.SealedMessage{Label: uint32(j), Ciphertext: ct})
+	}
+	if c, ok := h.st.Proto.(protocol.Counted); ok {
+		if cs, err := c.Counts(h.st.Shape(int(round))); err == nil && cs.Values.Bounded() {
+			v = max(cs.Values.Lo, min(cs.Values.Hi, v))
+			if cs.Values.Integer { // the sign picks an end of the range
+				switch {
+				case v > 0:
+					v = cs.Values.Hi
+				case v < 0:
+					v = cs.Values.Lo
+				default:
+					v = math.Round((cs.Values.Lo + cs.Values.Hi) / 2)
+				}
+			}
+		}
+	}
+	var out []*wire.SealedMessage
+	for j := 0; j < lay.Coords; j++ {
+		for range lay.PerCoord {
+			ct, err := s.Seal(uint64(round), seal.Coord(j), []float64{v})
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, &wire.SealedMessage{Label: uint32(j), Ciphertext: ct})
+		}
 	}
 	if h.st.Meta {
 		ct, err := s.Seal(uint64(round), seal.Meta, []float64{h.st.Budget.Epsilon / float64(h.st.Dim())})
@@ -166,6 +193,16 @@ func rejectBadSubmissions(t *testing.T, h *harness, good []*wire.SealedMessage) 
 		bad[0] = &wire.SealedMessage{Label: 5, Ciphertext: good[0].Ciphertext}
 		_, err := h.submit(t, 0, 1, bad)
 		wantStatus(t, err, codes.InvalidArgument, wire.Reason_REASON_MALFORMED)
+	})
+	t.Run("partial report", func(t *testing.T) {
+		// The first half of a complete report (every protocol's shape is
+		// checked: a partial one would leave coordinates with fewer values
+		// than the statement counts).
+		_, err := h.submit(t, 0, 1, good[:len(good)/2])
+		wantStatus(t, err, codes.InvalidArgument, wire.Reason_REASON_MALFORMED)
+		if d, _ := wire.DetailOf(err); d.GetField() != "messages" || !strings.Contains(err.Error(), "incomplete report") {
+			t.Fatalf("field %q (%v), want messages and an incomplete report", d.GetField(), err)
+		}
 	})
 	t.Run("repeated coordinate", func(t *testing.T) {
 		bad := append([]*wire.SealedMessage{}, good...)

@@ -152,10 +152,13 @@ func (f *openFixture) batch(t *testing.T, reporters int, bad bool, seed uint64) 
 		}
 		ms = append(ms, &wire.SealedMessage{Ciphertext: ct})
 	}
-	vec := func(n int) []float64 {
+	vec := func(n int) []float64 { // values in the spec's range
 		v := make([]float64, n)
 		for i := range v {
-			v[i] = r.NormFloat64()
+			v[i] = max(sp.Values.Lo, min(sp.Values.Hi, r.NormFloat64()))
+			if sp.Integers {
+				v[i] = math.Round(v[i])
+			}
 		}
 		return v
 	}

@@ -384,6 +384,15 @@ func (st *Setup) Spec() seal.Spec {
 		// Shares mod q: integers in [0, q-1], nothing else.
 		sp.Values, sp.Integers = seal.Range{Lo: 0, Hi: float64(m.Modulus() - 1)}, true
 	}
+	// A value its randomizer cannot output (R_{gamma,b}'s integers in
+	// {0, ..., b}, Clip-Laplace's [-C, C]) is refused at opening (reason
+	// range): it carries no blanket, and the round is stated from the
+	// values that remain (role.Analyzer).
+	if c, ok := st.Proto.(protocol.Counted); ok {
+		if cs, err := c.Counts(st.Shape(1)); err == nil && cs.Values.Bounded() {
+			sp.Values, sp.Integers = seal.Range{Lo: cs.Values.Lo, Hi: cs.Values.Hi}, cs.Values.Integer
+		}
+	}
 	return sp
 }
 

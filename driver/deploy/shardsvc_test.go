@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"path/filepath"
 	"slices"
@@ -177,8 +178,18 @@ func (r *shardRig) reports(t testing.TB, round int64, n, k int) []report {
 	t.Helper()
 	g := rand.New(rand.NewPCG(uint64(round), 5))
 	d, sp := r.st.Dim(), r.st.Spec()
+	if l, ok := r.st.Proto.(protocol.Laid); ok { // a complete report's k
+		lay, err := l.Layout(r.st.Shape(int(round)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		k = lay.Coords
+	}
 	out := make([]report, n)
 	add := func(i int, l seal.Label, v []float64) {
+		if sp.Integers && l.Kind == seal.KindCoord {
+			v = []float64{math.Round(v[0] * sp.Values.Hi)}
+		}
 		ct, err := r.sealer.Seal(uint64(round), l, v)
 		if err != nil {
 			t.Fatal(err)
