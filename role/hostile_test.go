@@ -52,7 +52,7 @@ func TestPartialReportRefused(t *testing.T) {
 		{"ss-simple", nil, func(m []Message[Plain]) []Message[Plain] { return m[1:] }},
 		{"ss-double", map[string]float64{"k": 4}, func(m []Message[Plain]) []Message[Plain] { return m[:3] }},
 		{"ss-topk", map[string]float64{"k": 2}, func(m []Message[Plain]) []Message[Plain] { return m[:len(m)-1] }},
-		{"apes", nil, func(m []Message[Plain]) []Message[Plain] { return m[:d] }},                  // no epsilon
+		{"apes", nil, func(m []Message[Plain]) []Message[Plain] { return m[:d] }},                 // no epsilon
 		{"apes", nil, func(m []Message[Plain]) []Message[Plain] { return append(m[:5:5], m[d]) }}, // 5 values and the epsilon
 		{"s-apes", nil, func(m []Message[Plain]) []Message[Plain] { return m[d/2:] }},
 		{"unis", nil, func(m []Message[Plain]) []Message[Plain] { return m[:d-1] }},
