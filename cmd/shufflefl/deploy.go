@@ -27,6 +27,7 @@ import (
 	"github.com/shufflefl/shufflefl/driver/sim"
 	"github.com/shufflefl/shufflefl/driver/sim/metrics"
 	"github.com/shufflefl/shufflefl/research/bound"
+	"github.com/shufflefl/shufflefl/transport/store"
 )
 
 // deployOpts are the flags of the deployment commands that 'run' does not
@@ -82,7 +83,7 @@ var deployKeys = []string{"certs", "listen", "control-listen", "shuffler-control
 // resolveDeploy computes the run settings and the deployment options from
 // flags and --config (one YAML file holding both, keyed by flag names).
 func resolveDeploy(cmd string, args []string, stdout io.Writer) (round.Config, runExtras, deployOpts, error) {
-	o := deployOpts{ServiceOptions: deploy.ServiceOptions{RoundTimeout: time.Minute, MinReports: 1, RunID: "shufflefl-run"}}
+	o := deployOpts{ServiceOptions: deploy.ServiceOptions{MinReports: 1, RunID: "shufflefl-run"}}
 	for _, a := range args {
 		if a == "-h" || a == "--help" || a == "-help" {
 			fmt.Fprint(stdout, deploy.Help)
@@ -126,6 +127,12 @@ func resolveDeploy(cmd string, args []string, stdout io.Writer) (round.Config, r
 	cfg, ex, err := resolveConfigFor(cmd, rargs, stdout)
 	if err != nil {
 		return cfg, ex, o, err
+	}
+	if o.RoundTimeout < 0 {
+		return cfg, ex, o, checks.Invalidf("--round-timeout %v: the deadline must be positive (0 or none: derived from the round's work and printed)", o.RoundTimeout)
+	}
+	if o.MinReports < 0 || o.MinReports > cfg.Clients {
+		return cfg, ex, o, checks.Invalidf("--min-reports %d: must be in [0, clients = %d] (more could never be met: every round would be void)", o.MinReports, cfg.Clients)
 	}
 	if err := checkOpenerFlags(cmd, o, ex); err != nil {
 		return cfg, ex, o, err
@@ -405,6 +412,18 @@ func need(cmd string, kv ...string) error {
 
 // runService implements 'shufflefl analyzer|shuffler|client': the flags,
 // then the role's service (package deploy) until it ends or a signal.
+// checkServiceFiles checks a role's files before any data is loaded: its
+// credentials in --certs (as the role will read them) and its --db.
+func checkServiceFiles(cmd string, o deployOpts) error {
+	if _, err := deploy.LoadCredentials(o.Certs, cmd, o.ID); err != nil {
+		return checks.Invalidf("--certs %s: %v", o.Certs, err)
+	}
+	if err := store.CheckPath(o.DB); err != nil {
+		return fmt.Errorf("--db: %w", err)
+	}
+	return nil
+}
+
 func runService(cmd string, args []string, stdout, stderr io.Writer) int {
 	cfg, ex, o, err := resolveDeploy(cmd, args, stdout)
 	if err == nil {
@@ -416,6 +435,9 @@ func runService(cmd string, args []string, stdout, stderr io.Writer) int {
 		default:
 			err = need(cmd, "certs", o.Certs, "shuffler", o.Shuffler, "db", o.DB, "id", o.ID)
 		}
+	}
+	if err == nil {
+		err = checkServiceFiles(cmd, o)
 	}
 	if err != nil {
 		return deployExit(cmd, stderr, err)

@@ -186,12 +186,17 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "shufflefl run: %s\n", oneLine(err))
 		return 2
 	}
-	// A used output directory is refused before any data is loaded.
+	// A used output directory, or a population that cannot fit, is
+	// refused before any data is loaded.
 	if ex.resume == "" {
 		if err := rundir.Check(cfg.Out, ex.overwrite); err != nil {
 			fmt.Fprintf(stderr, "shufflefl run: %s\n", oneLine(err))
 			return 2
 		}
+	}
+	if err := checkRunMemory(cfg); err != nil {
+		fmt.Fprintf(stderr, "shufflefl run: %s\n", oneLine(err))
+		return 2
 	}
 	if ex.cpuprofile != "" {
 		f, err := os.Create(ex.cpuprofile)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log"
 	"math"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -114,8 +115,16 @@ func NewAnalyzer(cfg AnalyzerConfig) (*Analyzer, error) {
 	if cfg.Setup == nil || cfg.DB == nil || cfg.Key == nil || cfg.Shuffler == nil {
 		return nil, errf("deploy: analyzer: incomplete configuration")
 	}
-	if cfg.RoundTimeout <= 0 {
-		cfg.RoundTimeout = time.Minute
+	if cfg.RoundTimeout < 0 {
+		return nil, checks.Invalidf("deploy: analyzer: round timeout %v: it must be positive (0: derived from the round's work)", cfg.RoundTimeout)
+	}
+	if cfg.RoundTimeout == 0 {
+		cfg.RoundTimeout = DefaultRoundTimeout(cfg.Setup)
+		logf := cfg.Logf
+		if logf == nil {
+			logf = log.Printf
+		}
+		logf("analyzer: round timeout %v (about %d messages a round on %d cores; --round-timeout sets it)", cfg.RoundTimeout, RoundMessages(cfg.Setup), runtime.NumCPU())
 	}
 	if cfg.TTL <= 0 {
 		cfg.TTL = cfg.RoundTimeout

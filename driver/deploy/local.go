@@ -29,7 +29,7 @@ type LocalOptions struct {
 	Creds *Credentials
 	// TestSeed selects test mode (see the package documentation).
 	TestSeed *uint64
-	// RoundTimeout is each round's deadline (one minute if zero).
+	// RoundTimeout is each round's deadline (DefaultRoundTimeout if zero).
 	RoundTimeout time.Duration
 	// MinReports is the minimum number of reports per round (1 if zero).
 	MinReports int

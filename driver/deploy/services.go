@@ -105,7 +105,7 @@ func (o *ServiceOptions) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.ID, "id", o.ID, "client: its `id` (client-NNNNNN, as 'shufflefl certs' names it)")
 	fs.StringVar(&o.Data, "data", o.Data, "client: its shard `file` written by 'shufflefl partition' (the client then reads only it, never the dataset)")
 	fs.StringVar(&o.RunID, "run-id", o.RunID, "the run's `id`, bound into every sealed message (all roles must agree)")
-	fs.DurationVar(&o.RoundTimeout, "round-timeout", o.RoundTimeout, "analyzer, deploy-local: time clients have to report in a round")
+	fs.DurationVar(&o.RoundTimeout, "round-timeout", o.RoundTimeout, "analyzer, deploy-local: time clients have to report in a round (default: a minute plus twice the round's estimated work on this machine's cores, printed at start)")
 	fs.IntVar(&o.MinReports, "min-reports", o.MinReports, "analyzer, deploy-local: minimum reports for a round to be released (below it the round is void)")
 	fs.Int64Var(&o.ShuffleMemory, "shuffle-memory", o.ShuffleMemory, "shuffler, deploy-local: round memory budget in `bytes` (0: 1 GiB); a larger round is shuffled on disk")
 	fs.BoolVar(&o.Serve, "serve", o.Serve, "shuffler: keep serving after the run's last round (default: exit 0 once the analyzer acknowledged it)")

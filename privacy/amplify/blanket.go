@@ -257,7 +257,11 @@ func blanketDelta(r Randomizer, v BlanketVariant, eps, eps0 float64, n int) floa
 			d = s * (b / lb) / (g * nf)
 			break
 		}
-		// Legacy: each term divided by m*a (the July-2020 typo).
+		// Legacy: each term divided by m*a (the July-2020 typo). A window
+		// too large to hold gives the trivial delta 1.
+		if WindowEntries(n, g, gc) > maxWindowEntries {
+			return 1
+		}
 		w := binomialWindowPQ(n, g, gc)
 		s := 0.0
 		for i, p := range w.P {

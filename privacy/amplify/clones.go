@@ -286,6 +286,9 @@ func ClonesDelta(eps, eps0 float64, n int) (float64, error) {
 	if err := checks.IntAtLeast("n", n, 2); err != nil {
 		return 0, fmt.Errorf("clones numerical delta: %w", err)
 	}
+	if err := checkWindow("n", n, n-1, math.Exp(-eps0), -math.Expm1(-eps0)); err != nil {
+		return 0, fmt.Errorf("clones numerical delta: %w", err)
+	}
 	w := binomialWindowPQ(n-1, math.Exp(-eps0), -math.Expm1(-eps0))
 	if err := checkCloneWork(w); err != nil {
 		return 0, fmt.Errorf("clones numerical delta: %w", err)
@@ -301,6 +304,9 @@ func ClonesDelta(eps, eps0 float64, n int) (float64, error) {
 // (the shuffled output is always eps0-DP).
 func ClonesNumerical(eps0 float64, n int, delta float64) (float64, error) {
 	if err := validateUniform(eps0, n, delta); err != nil {
+		return 0, fmt.Errorf("clones numerical bound: %w", err)
+	}
+	if err := checkWindow("n", n, n-1, math.Exp(-eps0), -math.Expm1(-eps0)); err != nil {
 		return 0, fmt.Errorf("clones numerical bound: %w", err)
 	}
 	w := binomialWindowPQ(n-1, math.Exp(-eps0), -math.Expm1(-eps0))

@@ -3,6 +3,8 @@ package amplify
 import (
 	"math"
 	"sort"
+
+	"github.com/shufflefl/shufflefl/checks"
 )
 
 // logChoose returns log(n choose k) for 0 <= k <= n.
@@ -41,6 +43,33 @@ func log1mexp(x float64) float64 {
 // accurately (p close to 1) use binomialWindowPQ.
 func binomialWindow(n int, p float64) pmfWindow {
 	return binomialWindowPQ(n, p, 1-p)
+}
+
+// maxWindowEntries is the largest binomial window (entries of 8 bytes) a
+// numerical bound may build: 2^26, 512 MiB.
+const maxWindowEntries = 1 << 26
+
+// WindowEntries estimates the number of entries of the Bin(n, p) window
+// where the pmf exceeds pmfFloor = 1e-40: by the Chernoff bound the pmf
+// falls below about e^{-t^2/(2 v + 2t/3)} at distance t from the mean
+// (Bernstein, v = n p q), so the window is within 2 sqrt(2 ln(1e40) v)
+// plus 2 ln(1e40) for the skewed tail, plus a few entries. It is an
+// estimate for refusing work that cannot fit, not a bound used in any
+// statement.
+func WindowEntries(n int, p, q float64) float64 {
+	v := float64(n) * p * q
+	l := math.Log(1 / pmfFloor)
+	return 2*math.Sqrt(2*l*v) + 2*l + 3
+}
+
+// checkWindow refuses a numerical bound whose Bin(n, p) window would not
+// fit in memory, before anything is built; name is the parameter the
+// user set (e.g. "n") and shown its value.
+func checkWindow(name string, shown, n int, p, q float64) error {
+	if w := WindowEntries(n, p, q); w > maxWindowEntries {
+		return checks.Invalidf("%s = %d: the numerical bound would hold about %.2g binomial probabilities (%.3g GB); at most %d fit: use a smaller %s or the closed form", name, shown, w, w*8/1e9, maxWindowEntries, name)
+	}
+	return nil
 }
 
 // binomialWindowPQ is binomialWindow with the complement q = 1 - p supplied

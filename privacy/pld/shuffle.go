@@ -242,6 +242,9 @@ func ShuffleClones(eps0 float64, n int, o Options) (*PLD, error) {
 	}
 	p := math.Exp(-eps0)
 	q := -math.Expm1(-eps0)
+	if w := cloneWork(n, p, q); w > maxCloneWork {
+		return nil, fmt.Errorf("shuffle clones PLD: %w", checks.Invalidf("n = %d: the clone pair's PLD needs about %.2g binomial terms (at most %.0g, about %.0f minutes here): use a smaller n", n, w, maxCloneWork, maxCloneWork*400e-9/60))
+	}
 	cLo, pc, lost := binomWindow(n-1, p, q)
 	rhoC := (64 + 4*float64(len(pc))) * unitRoundoff
 	d, err := clonesDir(o.Interval, o.TailMass, eps0, cLo, pc, lost, rhoC)
@@ -251,6 +254,22 @@ func ShuffleClones(eps0 float64, n int, o Options) (*PLD, error) {
 	out := symmetric(o.Interval, o, d)
 	out.subst = true
 	return out, nil
+}
+
+// maxCloneWork bounds the binomial terms one clone pair's PLD may
+// evaluate (cloneWork): 10^9, about seven minutes at the 400 ns a term
+// measured at n = 10^6.
+const maxCloneWork = 1e9
+
+// cloneWork estimates the binomial terms ShuffleClones evaluates: one
+// Bin(c, 1/2) window per clone count c of the Bin(n-1, p) window, each
+// about 2 sqrt(2 ln(1e45) c/4) + 2 ln(1e45) wide at c near (n-1) p.
+func cloneWork(n int, p, q float64) float64 {
+	l := math.Log(1e45)
+	v := float64(n-1) * p * q
+	rows := 2*math.Sqrt(2*l*v) + 2*l + 3
+	c := float64(n-1)*p + math.Sqrt(2*l*v)
+	return rows * (2*math.Sqrt(2*l*c/4) + 2*l + 3)
 }
 
 // ShuffleClonesHetero is ShuffleClones with the clone count C the

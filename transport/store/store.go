@@ -36,6 +36,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -204,6 +205,46 @@ func (db *DB) tx(ctx context.Context, f func(*sql.Tx) error) error {
 	}
 	if err := t.Commit(); err != nil {
 		return fmt.Errorf("commit: %w", err)
+	}
+	return nil
+}
+
+// sqliteMagic opens every SQLite database file.
+const sqliteMagic = "SQLite format 3\x00"
+
+// CheckPath checks, without opening or creating anything, that path can be
+// a database: its directory exists, and the file is absent, empty or a
+// SQLite database (its first 16 bytes). It is what a command checks before
+// any work, so that `--db /etc/passwd` is refused at once as bad input.
+func CheckPath(path string) error {
+	if path == "" {
+		return checks.Invalidf("database path must not be empty")
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return checks.Invalidf("database %q: %v", path, err)
+	}
+	if st, err := os.Stat(filepath.Dir(abs)); err != nil || !st.IsDir() {
+		return checks.Invalidf("database %q: directory %s does not exist", path, filepath.Dir(abs))
+	}
+	f, err := os.Open(abs)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return checks.Invalidf("database %q: %v", path, err)
+	}
+	defer f.Close()
+	if st, err := f.Stat(); err != nil || st.IsDir() {
+		return checks.Invalidf("database %q is a directory", path)
+	}
+	head := make([]byte, len(sqliteMagic))
+	n, _ := io.ReadFull(f, head)
+	if n == 0 {
+		return nil
+	}
+	if string(head[:n]) != sqliteMagic {
+		return checks.Invalidf("database %q is not a SQLite database (is it the right file?)", path)
 	}
 	return nil
 }
