@@ -3,6 +3,7 @@ package deploy
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log"
 	"math"
 	"math/rand/v2"
@@ -46,6 +47,11 @@ type ClientConfig struct {
 	TestSeed *uint64
 	// Logf logs events (log.Printf if nil).
 	Logf func(format string, a ...any)
+	// ShufflerAddr names the shuffler in the lines of a registration that
+	// waits for it; ConnectDeadline is how long registration retries a
+	// shuffler that is not up yet (0: 5 minutes).
+	ShufflerAddr    string
+	ConnectDeadline time.Duration
 }
 
 // Client is one client's driver: registration, heartbeats, pulling tasks,
@@ -120,6 +126,55 @@ func (c *Client) sign(method string, round int64, req wire.AuthRequest) error {
 	return sign(c.cfg.Signer, c.nonce, time.Now(), method, round, req)
 }
 
+// register registers the client, retrying with backoff a shuffler that
+// is not up yet or is busy, with a line a retry ("waiting for shuffler
+// ADDR (retry 3): ..."), until ConnectDeadline has passed.
+func (c *Client) register(ctx context.Context, reg *wire.RegisterRequest) error {
+	deadline := c.cfg.ConnectDeadline
+	if deadline <= 0 {
+		deadline = 5 * time.Minute
+	}
+	addr := c.cfg.ShufflerAddr
+	if addr == "" {
+		addr = "(its address)"
+	}
+	start := time.Now()
+	for retry := 0; ; retry++ {
+		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		err := c.sign(wire.Shuffler_Register_FullMethodName, 0, reg)
+		var r *wire.RegisterResponse
+		if err == nil {
+			r, err = c.cfg.Shuffler.Register(cctx, reg)
+		}
+		cancel()
+		if err == nil {
+			if r.HeartbeatIntervalMillis > 0 {
+				c.hb = time.Duration(r.HeartbeatIntervalMillis) * time.Millisecond
+			}
+			if retry > 0 {
+				c.logf("client %s: registered with shuffler %s after %d retries", c.cfg.Signer.ID(), addr, retry)
+			}
+			return nil
+		}
+		if !retryable(err) || ctx.Err() != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return err
+		}
+		wait := min(time.Duration(1<<min(retry, 5))*250*time.Millisecond, 5*time.Second)
+		if time.Since(start)+wait > deadline {
+			return fmt.Errorf("shuffler %s not reachable for %v (the connect deadline): %w", addr, time.Since(start).Round(time.Second), err)
+		}
+		c.logf("client %s: waiting for shuffler %s (retry %d): %v", c.cfg.Signer.ID(), addr, retry+1, status.Convert(err).Message())
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(wait):
+		}
+	}
+}
+
 // retryable reports whether a call may succeed if repeated.
 func retryable(err error) bool {
 	switch status.Code(err) {
@@ -166,16 +221,7 @@ func (c *Client) Run(ctx context.Context) error {
 	id := c.cfg.Signer.ID()
 	b := c.st.ClientBudget(c.cfg.Index) // declared: the shuffler forwards it for the statement
 	reg := &wire.RegisterRequest{Auth: c.auth(), PublicKey: c.cfg.Signer.Public(), KeyAlgorithm: "ed25519", Epsilon: b.Epsilon, Delta: b.Delta}
-	err := c.call(ctx, func(ctx context.Context) error {
-		if err := c.sign(wire.Shuffler_Register_FullMethodName, 0, reg); err != nil {
-			return err
-		}
-		r, err := c.cfg.Shuffler.Register(ctx, reg)
-		if err == nil && r.HeartbeatIntervalMillis > 0 {
-			c.hb = time.Duration(r.HeartbeatIntervalMillis) * time.Millisecond
-		}
-		return err
-	})
+	err := c.register(ctx, reg)
 	if err != nil {
 		return errf("client %s: register: %w", id, err)
 	}

@@ -46,6 +46,10 @@ type ServiceOptions struct {
 	// the fewest reports it releases.
 	RoundTimeout time.Duration
 	MinReports   int
+	// ConnectDeadline is how long a role keeps retrying, with a line a
+	// retry, a peer or NATS server that is not up yet before it gives up
+	// (0: 5 minutes).
+	ConnectDeadline time.Duration
 	// Serve keeps the shuffler serving after the run's last round (by
 	// default it exits once the analyzer acknowledged it).
 	Serve bool
@@ -106,6 +110,7 @@ func (o *ServiceOptions) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.Data, "data", o.Data, "client: its shard `file` written by 'shufflefl partition' (the client then reads only it, never the dataset)")
 	fs.StringVar(&o.RunID, "run-id", o.RunID, "the run's `id`, bound into every sealed message (all roles must agree)")
 	fs.DurationVar(&o.RoundTimeout, "round-timeout", o.RoundTimeout, "analyzer, deploy-local: time clients have to report in a round (default: a minute plus twice the round's estimated work on this machine's cores, printed at start)")
+	fs.DurationVar(&o.ConnectDeadline, "connect-deadline", o.ConnectDeadline, "every role: how long to keep retrying a peer or NATS server that is not up yet, with a line a retry, before giving up (default 5m)")
 	fs.IntVar(&o.MinReports, "min-reports", o.MinReports, "analyzer, deploy-local: minimum reports for a round to be released (below it the round is void)")
 	fs.Int64Var(&o.ShuffleMemory, "shuffle-memory", o.ShuffleMemory, "shuffler, deploy-local: round memory budget in `bytes` (0: 1 GiB); a larger round is shuffled on disk")
 	fs.BoolVar(&o.Serve, "serve", o.Serve, "shuffler: keep serving after the run's last round (default: exit 0 once the analyzer acknowledged it)")
@@ -149,7 +154,7 @@ func ServeAnalyzer(ctx context.Context, cfg round.Config, o ServiceOptions) (rou
 	defer conn.Close()
 	var openers *jetstream.Conn
 	if o.NATS != "" {
-		if openers, err = jetstream.Connect(o.NATS, jetstream.WithName("shufflefl analyzer")); err != nil {
+		if openers, err = jetstream.ConnectWait(ctx, o.NATS, o.ConnectDeadline, o.logf("analyzer"), jetstream.WithName("shufflefl analyzer")); err != nil {
 			return round.Summary{}, err
 		}
 		defer openers.Close()
@@ -276,6 +281,15 @@ func (p *shufflerParty) close() {
 	p.db.Close()
 }
 
+// logf is the role's log line function for connection retries, prefixed
+// with the role (nil when the options have no log).
+func (o ServiceOptions) logf(role string) func(string, ...any) {
+	if o.Log == nil {
+		return nil
+	}
+	return func(format string, a ...any) { o.Log.Printf(role+": "+format, a...) }
+}
+
 // shardFront connects the front shuffler to its shards' queue at o.NATS
 // with the shard key, and returns what closes the connection.
 func (o ServiceOptions) shardFront(cfg *ShufflerConfig) (func(), error) {
@@ -290,7 +304,7 @@ func (o ServiceOptions) shardFront(cfg *ShufflerConfig) (func(), error) {
 	if err != nil {
 		return nil, err
 	}
-	conn, err := jetstream.Connect(o.NATS, jetstream.WithName("shufflefl shuffler"))
+	conn, err := jetstream.ConnectWait(context.Background(), o.NATS, o.ConnectDeadline, o.logf("shuffler"), jetstream.WithName("shufflefl shuffler"))
 	if err != nil {
 		return nil, err
 	}
@@ -340,7 +354,7 @@ func ServeClient(ctx context.Context, cfg round.Config, o ServiceOptions) error 
 	}
 	defer conn.Close()
 	c, err := NewClient(ClientConfig{Setup: st, Index: idx, Signer: signer, AnalyzerKey: creds.HPKEPublic, DB: db,
-		Shuffler: wire.NewShufflerClient(conn), Logf: o.Log.Printf})
+		Shuffler: wire.NewShufflerClient(conn), Logf: o.Log.Printf, ShufflerAddr: o.Shuffler, ConnectDeadline: o.ConnectDeadline})
 	if err != nil {
 		return err
 	}

@@ -716,7 +716,7 @@ func ServeShuffleShard(ctx context.Context, cfg round.Config, o ShardServiceOpti
 	if _, err := shardRange(p.st, o.Index, o.Shards); err != nil {
 		return ShufflerStats{}, err
 	}
-	nc, err := jetstream.Connect(o.NATS, jetstream.WithName(fmt.Sprintf("shufflefl shuffler-shard %d/%d", o.Index, o.Shards)))
+	nc, err := jetstream.ConnectWait(ctx, o.NATS, o.ConnectDeadline, o.logf("shuffler-shard"), jetstream.WithName(fmt.Sprintf("shufflefl shuffler-shard %d/%d", o.Index, o.Shards)))
 	if err != nil {
 		return ShufflerStats{}, err
 	}

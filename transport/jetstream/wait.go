@@ -1,0 +1,45 @@
+package jetstream
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// DefaultConnectDeadline is how long ConnectWait keeps trying by default.
+const DefaultConnectDeadline = 5 * time.Minute
+
+// ConnectWait is Connect for a service that may start before its server:
+// it retries with exponential backoff (250 ms doubling to 10 s), logging
+// one line a retry ("waiting for NATS URL (retry 3): ...") through logf
+// when it is not nil, until it connects, ctx ends, or deadline (0:
+// DefaultConnectDeadline) has passed, when it gives up with the last
+// error and the time waited.
+func ConnectWait(ctx context.Context, url string, deadline time.Duration, logf func(string, ...any), opts ...ConnOption) (*Conn, error) {
+	if deadline <= 0 {
+		deadline = DefaultConnectDeadline
+	}
+	start := time.Now()
+	wait := 250 * time.Millisecond
+	for retry := 0; ; retry++ {
+		c, err := Connect(url, opts...)
+		if err == nil {
+			if retry > 0 && logf != nil {
+				logf("connected to NATS %s after %d retries", url, retry)
+			}
+			return c, nil
+		}
+		if time.Since(start)+wait > deadline {
+			return nil, fmt.Errorf("%w (gave up after %v, the connect deadline)", err, time.Since(start).Round(time.Millisecond))
+		}
+		if logf != nil {
+			logf("waiting for NATS %s (retry %d): %v", url, retry+1, err)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("jetstream: connect to %s: %w", url, ctx.Err())
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, 10*time.Second)
+	}
+}
