@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/tap"
 
 	"github.com/shufflefl/shufflefl/transport/pki"
@@ -91,6 +92,9 @@ type admission struct {
 
 	mu       sync.Mutex
 	inflight map[string]int
+	// lim is the connection bound; an admitted stream marks its
+	// connection authenticated there.
+	lim *connLimit
 }
 
 // admit is the grpc.InTapHandle of the shuffler's public server. It runs
@@ -114,6 +118,9 @@ func (a *admission) admit(ctx context.Context, info *tap.Info) (context.Context,
 	a.checking.Add(-1)
 	if err != nil {
 		return nil, a.s.reject(authStatus(err, round))
+	}
+	if p, ok := peer.FromContext(ctx); ok && a.lim != nil {
+		a.lim.authenticated(p.Addr.String())
 	}
 	id := sr.ClientID
 	a.mu.Lock()
@@ -146,11 +153,15 @@ func publicServerOptions(s *Shuffler, creds credentials.TransportCredentials) []
 	if a.maxChecking <= 0 {
 		a.maxChecking = defaultMaxUnauthenticated
 	}
-	lim := &connLimit{TransportCredentials: creds, max: int64(s.maxConns()), refused: func() {
-		s.mu.Lock()
-		s.stats.Rejected["connections"]++
-		s.mu.Unlock()
-	}}
+	count := func(what string) func() {
+		return func() {
+			s.mu.Lock()
+			s.stats.Rejected[what]++
+			s.mu.Unlock()
+		}
+	}
+	lim := &connLimit{TransportCredentials: creds, max: int64(s.maxConns()), refused: count("connections"), evicted: count("evicted"), authWithin: s.authWithin}
+	a.lim = lim
 	return []grpc.ServerOption{grpc.InTapHandle(a.admit), grpc.MaxHeaderListSize(wire.MaxHeaderListBytes),
 		grpc.MaxConcurrentStreams(maxStreams), grpc.Creds(lim)}
 }
@@ -158,32 +169,190 @@ func publicServerOptions(s *Shuffler, creds credentials.TransportCredentials) []
 // errTooManyConns is the handshake error of a connection over the bound.
 var errTooManyConns = errors.New("deploy: shuffler: too many connections")
 
+// errTooManyFromPeer is the handshake error of a connection over the
+// per-address bound on unauthenticated connections.
+var errTooManyFromPeer = errors.New("deploy: shuffler: too many unauthenticated connections from this address")
+
+// Bounds on unauthenticated connections: the TLS handshake must finish
+// within handshakeTimeout, the connection's first signed request must be
+// admitted within authTimeout of its start, and one address may hold at
+// most perPeerUnauth(max) connections that have not authenticated.
+const (
+	handshakeTimeout = 10 * time.Second
+	authTimeout      = 15 * time.Second
+)
+
+// perPeerUnauth is the bound on one address's unauthenticated
+// connections under a global bound of max: a quarter of it, at least 64,
+// so that one peer cannot take every slot while many clients behind one
+// address (a NAT, deploy-local's loopback) still connect at once.
+func perPeerUnauth(bound int64) int {
+	return int(min(bound, max(64, bound/4)))
+}
+
 // connLimit wraps the public server's transport credentials: a connection
-// is counted from the start of its handshake until it is closed, and one
-// over max is closed before its TLS handshake (the peer sees the
-// connection closed: gRPC Unavailable, without a status of the
-// shuffler's, for there is no session to carry one).
+// is counted from the start of its handshake until it is closed. One
+// address may hold at most perPeerUnauth(max) connections that have not
+// authenticated (none of their streams was admitted on a verified
+// header): a new one past it evicts that address's oldest. A new
+// connection over max evicts the oldest unauthenticated connection of the
+// address holding the most, or is closed before its TLS handshake when
+// every connection has authenticated. A connection that has not
+// authenticated within authTimeout (its handshake within
+// handshakeTimeout) is closed. So a flood of idle or
+// slow connections from one peer cannot lock clients out: they are
+// refused past the per-peer bound and evicted for a client's connection
+// (the peer sees the connection closed: gRPC Unavailable, without a
+// status of the shuffler's, for there is no session to carry one).
 type connLimit struct {
 	credentials.TransportCredentials
-	max     int64
-	open    atomic.Int64
-	refused func()
+	max              int64
+	refused, evicted func()
+	// authWithin is authTimeout (a test may shorten it).
+	authWithin time.Duration
+
+	mu     sync.Mutex
+	open   int64
+	conns  map[string]*countedConn // by remote address
+	unauth []*countedConn          // not authenticated, oldest first
+	perIP  map[string]int          // unauthenticated connections by host
 }
 
 // ServerHandshake implements credentials.TransportCredentials.
 func (l *connLimit) ServerHandshake(raw net.Conn) (net.Conn, credentials.AuthInfo, error) {
-	if l.open.Add(1) > l.max {
-		l.open.Add(-1)
-		l.refused()
-		return nil, nil, errTooManyConns
+	host := peerHost(raw.RemoteAddr())
+	c := &countedConn{l: l, addr: raw.RemoteAddr().String(), host: host}
+	var evict *countedConn
+	l.mu.Lock()
+	if l.conns == nil {
+		l.conns, l.perIP = map[string]*countedConn{}, map[string]int{}
 	}
-	release := sync.OnceFunc(func() { l.open.Add(-1) })
+	switch {
+	case l.perIP[host] >= perPeerUnauth(l.max):
+		// The address is at its bound: its oldest unauthenticated
+		// connection makes room (a client behind the address of a flood
+		// still gets in).
+		evict = l.oldestLocked(host)
+	case l.open >= l.max:
+		// Every slot is taken: the oldest unauthenticated connection of
+		// the address holding the most makes room.
+		evict = l.oldestLocked(l.busiestLocked())
+	}
+	if evict == nil && (l.open >= l.max || l.perIP[host] >= perPeerUnauth(l.max)) {
+		l.mu.Unlock()
+		l.refused()
+		if l.open >= l.max {
+			return nil, nil, errTooManyConns
+		}
+		return nil, nil, errTooManyFromPeer
+	}
+	if evict != nil {
+		l.dropLocked(evict)
+	}
+	l.open++
+	l.perIP[host]++
+	l.conns[c.addr] = c
+	l.unauth = append(l.unauth, c)
+	l.mu.Unlock()
+	if evict != nil {
+		l.evicted()
+		evict.closeRaw()
+	}
+	c.raw = raw
+	_ = raw.SetDeadline(time.Now().Add(handshakeTimeout))
 	conn, info, err := l.TransportCredentials.ServerHandshake(raw)
 	if err != nil {
-		release()
+		c.Close()
 		return nil, nil, err
 	}
-	return &countedConn{Conn: conn, release: release}, info, nil
+	_ = raw.SetDeadline(time.Time{})
+	within := l.authWithin
+	if within <= 0 {
+		within = authTimeout
+	}
+	c.mu.Lock()
+	c.Conn = conn
+	c.mu.Unlock()
+	time.AfterFunc(within, func() {
+		l.mu.Lock()
+		late := !c.authed && !c.gone
+		l.mu.Unlock()
+		if late {
+			l.evicted()
+			c.Close()
+		}
+	})
+	return c, info, nil
+}
+
+// authenticated marks the connection from remote address addr as
+// authenticated: it no longer counts against its address's bound and is
+// never evicted.
+func (l *connLimit) authenticated(addr string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	c := l.conns[addr]
+	if c == nil || c.authed {
+		return
+	}
+	l.removeUnauthLocked(c)
+	c.authed = true
+}
+
+// oldestLocked is host's oldest unauthenticated connection (nil if none).
+func (l *connLimit) oldestLocked(host string) *countedConn {
+	for _, c := range l.unauth {
+		if c.host == host {
+			return c
+		}
+	}
+	return nil
+}
+
+// busiestLocked is the address holding the most unauthenticated
+// connections ("" if none).
+func (l *connLimit) busiestLocked() string {
+	best, n := "", 0
+	for h, k := range l.perIP {
+		if k > n || k == n && h < best {
+			best, n = h, k
+		}
+	}
+	return best
+}
+
+// dropLocked forgets c (it is closed or being closed).
+func (l *connLimit) dropLocked(c *countedConn) {
+	if c.gone {
+		return
+	}
+	c.gone = true
+	l.open--
+	if !c.authed {
+		l.removeUnauthLocked(c)
+	}
+	delete(l.conns, c.addr)
+}
+
+// removeUnauthLocked takes c out of the unauthenticated connections.
+func (l *connLimit) removeUnauthLocked(c *countedConn) {
+	for i, u := range l.unauth {
+		if u == c {
+			l.unauth = append(l.unauth[:i], l.unauth[i+1:]...)
+			break
+		}
+	}
+	if l.perIP[c.host]--; l.perIP[c.host] <= 0 {
+		delete(l.perIP, c.host)
+	}
+}
+
+// peerHost is the host part of a remote address.
+func peerHost(a net.Addr) string {
+	if h, _, err := net.SplitHostPort(a.String()); err == nil {
+		return h
+	}
+	return a.String()
 }
 
 // Clone implements credentials.TransportCredentials (the count is shared).
@@ -191,12 +360,34 @@ func (l *connLimit) Clone() credentials.TransportCredentials { return l }
 
 // countedConn gives its connLimit slot back when it is closed.
 type countedConn struct {
-	net.Conn
-	release func()
+	net.Conn   // the TLS connection once the handshake is done
+	l          *connLimit
+	addr, host string
+	raw        net.Conn
+	// authed and gone are guarded by l.mu.
+	authed, gone bool
+	mu           sync.Mutex // guards Conn during the handshake
 }
 
 // Close implements net.Conn.
 func (c *countedConn) Close() error {
-	c.release()
-	return c.Conn.Close()
+	c.l.mu.Lock()
+	c.l.dropLocked(c)
+	c.l.mu.Unlock()
+	return c.closeRaw()
+}
+
+// closeRaw closes the connection (the TLS one, or the raw one while it
+// handshakes).
+func (c *countedConn) closeRaw() error {
+	c.mu.Lock()
+	conn := c.Conn
+	c.mu.Unlock()
+	if conn != nil {
+		return conn.Close()
+	}
+	if c.raw != nil {
+		return c.raw.Close()
+	}
+	return nil
 }

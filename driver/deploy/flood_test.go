@@ -2,6 +2,7 @@ package deploy
 
 import (
 	"context"
+	"net"
 	"os"
 	"runtime"
 	"runtime/metrics"
@@ -323,15 +324,20 @@ func TestUnauthenticatedBound(t *testing.T) {
 	}
 }
 
-// TestConnectionBound: a shuffler that takes at most 3 connections
-// refuses a fourth before its TLS handshake (the peer sees Unavailable),
-// and takes new ones once the first are closed.
+// TestConnectionBound: a shuffler that takes at most 3 connections, all
+// authenticated, refuses a fourth before its TLS handshake (the peer sees
+// Unavailable), and takes new ones once the first are closed.
 func TestConnectionBound(t *testing.T) {
 	const bound = 3
 	h := newHarness(t, "ss-double", 2, 1, 1)
 	h.waitRound(t, 1)
 	addr := boundedPublic(t, h, bound, 0, nil)
 	held := readyConns(t, h, addr, bound)
+	for i, c := range held { // authenticated connections are never evicted
+		if err := heartbeat(t, h, c, i%2); err != nil {
+			t.Fatal(err)
+		}
+	}
 	refused0 := h.sh.Stats().Rejected["connections"]
 	for i := range 3 {
 		c, err := DialShuffler(h.creds, addr)
@@ -366,5 +372,79 @@ func TestConnectionBound(t *testing.T) {
 			t.Fatalf("a client after the held connections closed: %v", err)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestPeerConnectionCap: one unauthenticated peer flooding the shuffler
+// with three times its connection bound — TCP connections that never
+// start TLS and TLS connections that never send a request — cannot lock a
+// client out: past the per-address bound and the global one the oldest
+// unauthenticated connections are evicted, so a registered client on the
+// same address gets through at once; and an idle connection is closed
+// once its time to authenticate has passed. (Before, 3,000 connections
+// from one address took every slot and a client got Unavailable.)
+func TestPeerConnectionCap(t *testing.T) {
+	const bound = 40
+	h := newHarness(t, "ss-double", 2, 1, 1)
+	h.waitRound(t, 1)
+	h.sh.authWithin = 2 * time.Second
+	addr := boundedPublic(t, h, bound, 0, nil)
+	var raws []net.Conn
+	for range bound * 3 / 2 {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		raws = append(raws, c)
+	}
+	t.Cleanup(func() {
+		for _, c := range raws {
+			c.Close()
+		}
+	})
+	for range bound * 3 / 2 {
+		c, err := DialShuffler(h.creds, addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		c.Connect()
+	}
+	time.Sleep(300 * time.Millisecond) // let the flood's handshakes land
+	served := 0
+	for i := range 5 {
+		c, err := DialShuffler(h.creds, addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		err = heartbeat(t, h, c, i%2)
+		c.Close()
+		if err != nil {
+			t.Errorf("client %d during the flood: %v after %v", i, err, time.Since(start))
+			continue
+		}
+		served++
+	}
+	st := h.sh.Stats()
+	t.Logf("clients served during a flood of %d connections (bound %d): %d of 5; evicted %d, refused %d", bound*3, bound, served, st.Rejected["evicted"], st.Rejected["connections"])
+	if st.Rejected["evicted"] == 0 {
+		t.Errorf("no connection of the flood was evicted: %v", st.Rejected)
+	}
+	// Idle TLS connections are closed once their time to authenticate
+	// has passed.
+	idle, err := DialShuffler(h.creds, addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer idle.Close()
+	idle.Connect()
+	before := h.sh.Stats().Rejected["evicted"]
+	deadline := time.Now().Add(10 * time.Second)
+	for h.sh.Stats().Rejected["evicted"] == before {
+		if time.Now().After(deadline) {
+			t.Fatal("an idle unauthenticated connection was not closed after its time to authenticate")
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }

@@ -189,6 +189,9 @@ type Shuffler struct {
 	onSpill func(stage string)
 	// checkHeader replaces wire.CheckHeader in the tap (tests).
 	checkHeader func(*pki.Registry, time.Duration, time.Time, string, *pki.SignedRequest) error
+	// authWithin replaces authTimeout, the time a connection has to
+	// authenticate (tests).
+	authWithin time.Duration
 }
 
 // NewShuffler starts a shuffler service, resuming the open round of its
