@@ -318,3 +318,25 @@ func EoNWorstCase(eps []float64, delta float64) (Bound, error) {
 	return Bound{Name: "eon-worst-case", Epsilon: e, Delta: delta,
 		Note: "APES EoN for public budgets: differing user at max eps_i, clone probabilities against it, exact Poisson-binomial clone counts"}, nil
 }
+
+// EoNClonePair returns the clone pair behind EoN's numerical bounds: the
+// clone probabilities of the n-1 users other than the differing one and the
+// differing user's budget eps* = max eps_i. For the standard definition
+// (hidden false) they are those of EoNWorstCase (eonWorstOthers: the
+// differing user has the largest budget and p_i* =
+// ClipLaplaceEchoProb(eps_i, eps*)); with hidden set they are those of
+// EoNNumerical (Lemma 5's averages q_i, the largest removed), valid only
+// under HiddenBudgetAssumption. EoNWorstCaseDelta and EoNDelta are the
+// exact deltas of these pairs; the run's PLD accountant composes the same
+// pairs (account.KindShuffleHetero).
+func EoNClonePair(eps []float64, hidden bool) (others []float64, epsStar float64, err error) {
+	if hidden {
+		others, epsStar, err = eonOthers(eps)
+	} else {
+		others, epsStar, err = eonWorstOthers(eps)
+	}
+	if err != nil {
+		return nil, 0, fmt.Errorf("EoN clone pair: %w", err)
+	}
+	return others, epsStar, nil
+}
