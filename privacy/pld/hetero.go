@@ -94,6 +94,17 @@ func cloneCountHist(probs []float64, counts []int) (lo int, w []float64, lost, r
 	if total < 1 {
 		return 0, nil, 0, 0, checks.Invalidf("the clone count needs at least one other user, got %d", total)
 	}
+	// Estimated window lengths (a binomial window below 1e-45 spans about
+	// 29 standard deviations): refuse before allocating anything.
+	est, acc := 0.0, 1.0
+	for g, p := range probs {
+		l := 30*math.Sqrt(float64(counts[g])*p*(1-p)) + 3
+		est += acc * l
+		acc += l
+	}
+	if est > maxHeteroWork {
+		return 0, nil, 0, 0, checks.Invalidf("the clone-count convolution needs about %.2g operations at these parameters (limit %.0g)", est, float64(maxHeteroWork))
+	}
 	w = []float64{1}
 	work := 0.0
 	var bb binomBuf
