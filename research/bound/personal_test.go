@@ -68,7 +68,9 @@ func TestBoundPersonalBest(t *testing.T) {
 		}
 	})
 	t.Run("eapes", func(t *testing.T) {
-		r := compute("eapes", func(p *bound.Params) { p.EpsDist, p.N, p.Delta, p.Rounds, p.DeltaLocal = "uniform2", 2000, 5e-7, 10, 2.5e-8 })
+		r := compute("eapes", func(p *bound.Params) {
+			p.EpsDist, p.N, p.Delta, p.Rounds, p.DeltaLocal = "uniform2", 2000, 5e-7, 10, 2.5e-8
+		})
 		e, ok := r.Extra["rigorous_epsilon"].(float64)
 		if !ok {
 			t.Fatalf("no rigorous statement: %+v", r.Extra)
