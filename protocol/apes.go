@@ -380,14 +380,13 @@ const (
 // shuffling Clip-Laplace reports with the given per-dimension budgets, for
 // the standard definition of DP unless hidden is set:
 //
-//   - standard (default): APES's EoN analysis for a differing user whose
-//     budget is public, the largest budget being the worst case
-//     (amplify.EoNWorstCase; APES Lemmas 4 and 6 without the average over
-//     the differing user's budget). FMT's clones at the largest budget
-//     (UniS) would be tighter on APES Table 3 (0.069 against 0.077), but for
-//     users with different Clip-Laplace budgets it needs each user's output
-//     to dominate e^-eps* times the differing user's, which is supported by
-//     a grid search (docs/ACCOUNTING.md) but not proved, so it is not used;
+//   - standard (default): APES's EoN analysis for public budgets with
+//     Clip-Laplace's exact echo probabilities (amplify.EoNExactEcho: the
+//     differing user at the largest budget eps*, every other user but one
+//     of smallest budget echoing with G(eps_i)/F(eps*), proved in
+//     amplify.ClipLaplaceExactEchoProb and amplify.eonExactOthers; never
+//     above amplify.EoNWorstCase, which uses APES Lemma 6's smaller
+//     weights);
 //   - hidden (option hidden-budget=1): APES's EoN numerical bound
 //     (Theorem 4 / Lemma 6), which averages the clone probabilities over the
 //     differing user's budget and therefore assumes the adversary cannot
@@ -414,8 +413,8 @@ func apesShuffleBound(eps []float64, deltaS float64, hidden bool) (epsC, deltaC 
 			why = append(why, err.Error())
 		}
 	}
-	if b, err := amplify.EoNWorstCase(eps, deltaS); err == nil {
-		cs = append(cs, cand{b, "EoN for the largest (public) budget, exact clone counts (standard DP)", apesPairWorst})
+	if b, err := amplify.EoNExactEcho(eps, deltaS); err == nil {
+		cs = append(cs, cand{b, "EoN for public budgets with Clip-Laplace's exact echo probabilities, exact clone counts (standard DP)", apesPairWorst})
 	} else {
 		why = append(why, err.Error())
 	}
