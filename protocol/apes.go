@@ -63,8 +63,9 @@ func init() {
 // is independent of the protocol.
 //
 // Accounting (Account): dimension level, for the standard definition of DP
-// the EoN analysis for the worst-case (largest, public) budget
-// (amplify.EoNWorstCase), or with option hidden-budget=1 APES's own EoN
+// the EoN analysis for public budgets with Clip-Laplace's exact echo
+// probabilities (amplify.EoNExactEcho, never above amplify.EoNWorstCase's
+// Lemma 6 weights), or with option hidden-budget=1 APES's own EoN
 // numerical bound under its hidden-budget assumption (APES Theorem 4 /
 // Lemma 6 with the exact Poisson-binomial clone count, amplify.EoNNumerical;
 // see apesShuffleBound), at the participants' budgets and delta_s; user
@@ -72,8 +73,11 @@ func init() {
 // and advanced composition (APES Lemma 2, as in Table 3's eps^uc) with slack
 // delta' (apesOptions: derived from the run's delta, or the options
 // "delta-s" and "delta-prime": APES Table 3 uses delta_s = delta' = 1e-8);
-// the run's accountant composes the d·T column releases of T rounds. No
-// credit is taken for client subsampling.
+// the run's accountant composes the d·T column releases of T rounds, each
+// as the dominating clone pair of the same analysis (apesComponent:
+// account.KindShuffleHetero with a Poisson-binomial clone count, or FMT's
+// pair for equal budgets) by PLD. No credit is taken for client
+// subsampling.
 // When no bound applies (fewer than two participants, or a budget vector
 // it cannot evaluate) the statement falls back to the unamplified max
 // eps_i^l, which holds by post-processing.

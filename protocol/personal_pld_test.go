@@ -272,3 +272,23 @@ func TestAPESHeteroStatementBounds(t *testing.T) {
 	}
 	t.Logf("stated %.4f (exact pair's delta there >= %.3g), count lower bound %.4f", sp.Epsilon, ref, lb)
 }
+
+// TestAPESHiddenBudgetPair: under option hidden-budget=1 the round's pair
+// is the one of the hidden-budget bound (Lemma 5's averaged clone
+// probabilities), whose figure is below the standard one, and the bound
+// names the assumption; without it the pair is the standard one.
+func TestAPESHiddenBudgetPair(t *testing.T) {
+	const n, d, T, D = 500, 100, 3, 1e-6
+	bs := runBudgets(t, "uniform2", n, 100, D, T)
+	std := mustNew(t, "apes", Params{Clip: 0.1, Delta: D, Rounds: T})
+	hid := mustNew(t, "apes", Params{Clip: 0.1, Delta: D, Rounds: T, Extra: map[string]float64{"hidden-budget": 1}})
+	ss, ps := runSpent(t, std, Shape{Dim: d, Population: n, Participants: n}, bs, T, D)
+	sh, ph := runSpent(t, hid, Shape{Dim: d, Population: n, Participants: n}, bs, T, D)
+	if ps.Components[0].Kind != account.KindShuffleHetero || ph.Components[0].Kind != account.KindShuffleHetero ||
+		ps.Components[0].Clones == ph.Components[0].Clones {
+		t.Fatalf("components %+v and %+v", ps.Components, ph.Components)
+	}
+	if !strings.Contains(ph.Bound, "HIDDEN-BUDGET") || strings.Contains(ps.Bound, "HIDDEN-BUDGET") || !(sh.Epsilon < ss.Epsilon) {
+		t.Errorf("hidden %v (%q), standard %v (%q)", sh.Epsilon, ph.Bound, ss.Epsilon, ps.Bound)
+	}
+}
