@@ -592,49 +592,79 @@ func runEoN(o *Params, out *Result) error {
 // EoN's Poisson-binomial clone pair, account.KindShuffleHetero, whose
 // documentation proves it dominates): with --rounds R > 1 and --composition
 // best (the default) or pld, the R releases are also composed as the pair
-// itself by PLD (account.PLDEpsilon, pessimistic), at the total delta of
-// the (eps, delta) route, and best keeps the smaller figure, named
-// (composition = pld-clone-pair); pld always reports the pair's figure.
-// The pair rests on the same premise as the per-round bound (EoN's on
-// APES's hidden-budget assumption, which the result keeps stating).
-// --compare and --target-epsilon keep the (eps, delta) route.
+// itself by PLD (clonePairRounds). The pair rests on the same premise as
+// the per-round bound (EoN's on APES's hidden-budget assumption, which the
+// result keeps stating). --compare and --target-epsilon keep the
+// (eps, delta) route.
 func personalPairRounds(o *Params, out *Result, bound amplify.PersonalBound, pair func(eps []float64, b amplify.Bound) (account.Component, error)) error {
-	usePair := o.Rounds > 1 && !o.Compare && !o.Given["target-epsilon"] && (o.Composition == "best" || o.Composition == "" || o.Composition == "pld")
-	if !usePair {
-		return personalCmd(o, out, bound)
-	}
 	if err := personalCmd(o, out, bound); err != nil {
 		return err
+	}
+	if !usePairRounds(o) {
+		return nil
 	}
 	eps, err := budgets(o, out)
 	if err != nil {
 		return err
 	}
 	per := out.Bound
-	o.composeInside = true
-	if err := composeOutput(o, out); err != nil {
-		return err
-	}
 	c, err := pair(eps, per)
 	if err != nil {
 		out.Extra["pld_clone_pair"] = "unavailable: " + err.Error()
 		return nil
 	}
-	c.Count = o.Rounds
-	e, err := account.PLDEpsilon([]account.Component{c}, out.Bound.Delta)
-	if err != nil {
-		out.Extra["pld_clone_pair"] = "unavailable: " + err.Error()
+	return clonePairRounds(o, out, []pairCand{{per, c}})
+}
+
+// usePairRounds says whether a result is composed over --rounds by its
+// clone pair as well (see clonePairRounds).
+func usePairRounds(o *Params) bool {
+	return o.Rounds > 1 && !o.Compare && !o.Given["target-epsilon"] && (o.Composition == "best" || o.Composition == "" || o.Composition == "pld")
+}
+
+// pairCand is a per-round bound and its dominating pair (one application).
+type pairCand struct {
+	per  amplify.Bound
+	pair account.Component
+}
+
+// clonePairRounds composes out's bound over o.Rounds by the (eps, delta)
+// route (composeOutput) and then every candidate's pair, applied o.Rounds
+// times, by PLD (account.PLDEpsilon, pessimistic discretisation, every
+// error term in delta) at the same total delta; with --composition best the
+// smallest figure is kept and named (composition = pld-clone-pair, the bound
+// named after the candidate), with pld the best pair's figure is reported.
+// Each pair dominates its per-round mechanism, and the R-fold product of
+// dominating pairs dominates the R-fold (adaptive) composition.
+func clonePairRounds(o *Params, out *Result, cands []pairCand) error {
+	o.composeInside = true
+	if err := composeOutput(o, out); err != nil {
+		return err
+	}
+	best, bestE := -1, math.Inf(1)
+	for i, c := range cands {
+		c.pair.Count = o.Rounds
+		e, err := account.PLDEpsilon([]account.Component{c.pair}, out.Bound.Delta)
+		if err != nil {
+			out.Extra["pld_clone_pair_"+c.per.Name] = "unavailable: " + err.Error()
+			continue
+		}
+		out.Extra["pld_clone_pair_epsilon_"+c.per.Name] = e
+		if e < bestE {
+			best, bestE = i, e
+		}
+	}
+	if best < 0 || o.Composition != "pld" && !(bestE < out.Bound.Epsilon) {
 		return nil
 	}
-	out.Extra["pld_clone_pair_epsilon"] = e
-	if o.Composition == "pld" || e < out.Bound.Epsilon {
-		out.Bound.Epsilon = e
-		out.Bound.Note = fmt.Sprintf("%s; composed over %d rounds by the PLD of the clone pair itself (pessimistic FFT)", per.Note, o.Rounds)
-		if o.Composition != "pld" {
-			out.Bound.Note += ", the tightest of basic, advanced, rdp, pld and the clone pair's PLD"
-		}
-		out.Extra["composition"] = "pld-clone-pair"
+	per, delta := cands[best].per, out.Bound.Delta
+	out.Bound = per
+	out.Bound.Epsilon, out.Bound.Delta = bestE, delta
+	out.Bound.Note = fmt.Sprintf("%s; composed over %d rounds by the PLD of its clone pair (pessimistic FFT)", per.Note, o.Rounds)
+	if o.Composition != "pld" {
+		out.Bound.Note += ", the tightest of basic, advanced, rdp, pld and the clone pairs' PLD"
 	}
+	out.Extra["composition"] = "pld-clone-pair"
 	return nil
 }
 
@@ -776,7 +806,53 @@ func runBest(o *Params, out *Result) error {
 	if !o.Compare {
 		out.Compare = nil
 	}
+	if usePairRounds(o) {
+		cands, err := bestPairs(o, out, rows)
+		if err != nil {
+			return err
+		}
+		return clonePairRounds(o, out, cands)
+	}
 	return nil
+}
+
+// bestPairs returns the clone pairs of best's rigorous standard rows that
+// have one: FMT's clone pair for uniform budgets (clones-numerical, valid
+// for every eps0-LDP randomizer) and for UniS at max eps_i, and the
+// Poisson-binomial pair of EoN with Clip-Laplace's exact echo
+// probabilities (eon-exact-echo; amplify.EoNClonePair).
+func bestPairs(o *Params, out *Result, rows []amplify.Candidate) ([]pairCand, error) {
+	var eps []float64
+	if o.EpsFile != "" || o.EpsDist != "" {
+		e, err := budgets(o, out)
+		if err != nil {
+			return nil, err
+		}
+		eps = e
+	}
+	var cs []pairCand
+	for _, r := range rows {
+		if r.Err != "" || r.Approximation || r.Assumption != "" {
+			continue
+		}
+		switch {
+		case eps == nil && r.Name == "clones-numerical":
+			cs = append(cs, pairCand{r.Bound, account.Component{Epsilon: r.Epsilon, Delta: r.Delta, Kind: account.KindShuffle, Eps0: o.Eps0, Reporters: o.N}})
+		case eps != nil && r.Name == "unis-numerical":
+			cs = append(cs, pairCand{r.Bound, account.Component{Epsilon: r.Epsilon, Delta: r.Delta, Kind: account.KindShuffle, Eps0: slices.Max(eps), Reporters: len(eps)}})
+		case eps != nil && r.Name == "eon-exact-echo":
+			others, es, err := amplify.EoNClonePair(eps, false)
+			if err != nil {
+				continue
+			}
+			h, err := account.HeteroClones(others)
+			if err != nil {
+				continue
+			}
+			cs = append(cs, pairCand{r.Bound, account.Component{Epsilon: r.Epsilon, Delta: r.Delta, Kind: account.KindShuffleHetero, Eps0: es, Reporters: len(eps), Clones: h}})
+		}
+	}
+	return cs, nil
 }
 
 func flameAmp(o *Params) (amplify.Amplifier, error) {

@@ -51,6 +51,19 @@ func TestBoundPersonalBest(t *testing.T) {
 			}
 		})
 	}
+	t.Run("best", func(t *testing.T) {
+		for _, set := range []func(p *bound.Params){
+			func(p *bound.Params) { p.EpsDist, p.N, p.Delta, p.Rounds = "uniform2", 2000, 1e-8, 10 },
+			func(p *bound.Params) { p.Eps0, p.N, p.Delta, p.Rounds = 0.05, 1000, 1e-8, 10 },
+		} {
+			r := compute("best", set)
+			per := r.Extra["per_round_epsilon"].(float64)
+			e, _, _, err := account.ComposeBest(per, 1e-8, 10, r.Bound.Delta-10e-8)
+			if err != nil || r.Extra["composition"] != "pld-clone-pair" || !(r.Bound.Epsilon > per) || r.Bound.Epsilon > e || !bound.Rigorous(r.Bound) || r.Bound.Assumption != "" {
+				t.Errorf("best over 10 rounds: %+v by %v (per round %v, (eps, delta) composition %v, %v)", r.Bound, r.Extra["composition"], per, e, err)
+			}
+		}
+	})
 	t.Run("sapes", func(t *testing.T) {
 		r := compute("sapes", func(p *bound.Params) {
 			p.EpsC, p.DeltaC, p.B = 0.01, 1e-8, 1570
