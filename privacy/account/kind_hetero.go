@@ -34,11 +34,12 @@ import (
 //  2. Echoes of the others. If R_i(x_i) >= p_i (P + P')/2 pointwise for
 //     every input x_i of user i, then R_i(x_i) = p_i (Q0 + Q1)/2 +
 //     (1 - p_i) L_i with L_i = (R_i(x_i) - p_i (P + P')/2)/(1 - p_i) a
-//     distribution that does not depend on u's input. For Clip-Laplace
-//     randomizers (APES) APES Lemma 4 gives R_i(x_i) >= p_iu R_u(y) for
-//     every y, hence the condition, with p_iu =
-//     amplify.ClipLaplaceEchoProb(eps_i, eps_u) (Lemma 6's weights); any
-//     smaller p_i satisfies it too (step 5).
+//     distribution that does not depend on u's input. For APES's
+//     Clip-Laplace randomizers R_i(x_i) >= p_iu R_u(y) for every input y,
+//     hence the condition, with p_iu = amplify.ClipLaplaceExactEchoProb(
+//     eps_i, eps_u) (the exact infimum of the density ratio, proved there;
+//     at least APES Lemma 6's amplify.ClipLaplaceEchoProb); any smaller p_i
+//     satisfies it too (step 5).
 //  3. The reduction. Draw every mixture component first: user i is a clone
 //     with probability p_i (independently), C = the number of clones, and
 //     each clone draws Q0 or Q1 with probability 1/2; u draws Q0 with
@@ -51,7 +52,9 @@ import (
 //     1 - D) against (A + 1 - D, C - A + D), A ~ Bin(C, 1/2),
 //     D ~ Bern(a), C Poisson-binomial(p_i): pld.ShuffleClonesHetero's pair.
 //  4. Composition. The d coordinates are randomized and shuffled
-//     independently (per-coordinate permutations), so a round's view is a
+//     independently (per-coordinate permutations; APES's list of epsilons
+//     is permuted independently of the columns and, the budgets being
+//     public, its multiset is known anyway), so a round's view is a
 //     product of d such mechanisms and the product of their pairs
 //     dominates it; rounds compose adaptively, for which the product of
 //     dominating pairs dominates too (docs/PLD.md). The run's accountant
@@ -65,17 +68,17 @@ import (
 //     are, and d identical dimensions are one Component with Count d.
 //
 // Which differing user. With public budgets (the standard definition) the
-// statement must hold for every u; protocol/apes.go takes u = the user
-// with the largest budget eps* and p_i = p_i* = ClipLaplaceEchoProb(eps_i,
-// eps*), as amplify.EoNWorstCase does: for any other u, p_iu >= p_i* for
-// i other than u and the largest-budget user m, p_mu >= p_um, and eps_u <=
-// eps*, so u's clone count is stochastically larger (coordinate-wise
-// larger Bernoulli parameters), and the pair with more clones is a
-// post-processing of the pair with fewer (given C' = N0 + N1 - 1, draw the
-// extra clones from the coupling's law of C - C' and add each to N0 or N1
-// with probability 1/2). Under APES's hidden-budget assumption (option
-// hidden-budget=1) the clone probabilities are Lemma 5's averages instead
-// (amplify.EoNClonePair), and the round's bound says so.
+// statement must hold for every u: protocol/apes.go uses the pair of
+// amplify.EoNClonePair(eps, false) (amplify's eonExactOthers, which proves
+// that it covers every u: eps0 = eps* the largest budget, and the exact echo
+// probabilities against eps* of every user but one of smallest budget;
+// u's own clone count is stochastically larger, and the pair with more
+// clones is a post-processing of the pair with fewer: given C' = N0 + N1 -
+// 1, draw the extra clones from the coupling's law of C - C' and add each
+// to N0 or N1 with probability 1/2). Under APES's hidden-budget assumption
+// (option hidden-budget=1, when the round's bound is the hidden-budget one)
+// the clone probabilities are Lemma 5's averages instead
+// (amplify.EoNClonePair(eps, true)), and the round's bound says so.
 const KindShuffleHetero = "shuffle-hetero"
 
 // heteroQuantBits is the relative precision 2^-heteroQuantBits of the

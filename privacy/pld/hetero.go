@@ -44,8 +44,10 @@ const (
 //     over all steps, doubled for the second-order terms (every bound here
 //     is far below 1e-6), is the rho handed to clonesDir.
 //
-// probs must be in [0, 1], counts >= 0 with at least one user in all, and
-// eps0 in (0, 500]. The relation is substitution, as for ShuffleClones.
+// Each probability p is used as p' <= p with p' + (1 - p') = 1 exactly (see
+// cloneCountHist), which only lowers the clone count. probs must be in
+// [0, 1], counts in [0, 2^40] with at least one user in all, and eps0 in
+// (0, 500]. The relation is substitution, as for ShuffleClones.
 func ShuffleClonesHeteroCounts(probs []float64, counts []int, eps0 float64, o Options) (*PLD, error) {
 	o, err := o.resolve()
 	if err != nil {
@@ -114,8 +116,10 @@ func cloneCountHist(probs []float64, counts []int) (lo int, w []float64, lost, r
 			continue
 		}
 		// The window is computed for p' = 1 - q with q = 1 - p rounded up,
-		// so that p' + q = 1 exactly and p' <= p: fewer clones, a
-		// pessimistic change (see ShuffleClonesHetero's callers).
+		// so that p' + q = 1 exactly and p' <= p (one step of Nextafter
+		// suffices: fl(1 - p) is within half an ulp of 1 - p). Fewer
+		// clones is pessimistic: the pair with a stochastically smaller
+		// clone count is post-processed into the other by adding clones.
 		q := 1 - p
 		if 1-q > p {
 			q = math.Nextafter(q, 2)
