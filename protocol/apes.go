@@ -63,8 +63,9 @@ func init() {
 // is independent of the protocol.
 //
 // Accounting (Account): dimension level, for the standard definition of DP
-// the EoN analysis for the worst-case (largest, public) budget
-// (amplify.EoNWorstCase), or with option hidden-budget=1 APES's own EoN
+// the EoN analysis for public budgets with Clip-Laplace's exact echo
+// probabilities (amplify.EoNExactEcho, never above amplify.EoNWorstCase's
+// Lemma 6 weights), or with option hidden-budget=1 APES's own EoN
 // numerical bound under its hidden-budget assumption (APES Theorem 4 /
 // Lemma 6 with the exact Poisson-binomial clone count, amplify.EoNNumerical;
 // see apesShuffleBound), at the participants' budgets and delta_s; user
@@ -72,8 +73,11 @@ func init() {
 // and advanced composition (APES Lemma 2, as in Table 3's eps^uc) with slack
 // delta' (apesOptions: derived from the run's delta, or the options
 // "delta-s" and "delta-prime": APES Table 3 uses delta_s = delta' = 1e-8);
-// the run's accountant composes the d·T column releases of T rounds. No
-// credit is taken for client subsampling.
+// the run's accountant composes the d·T column releases of T rounds, each
+// as the dominating clone pair of the same analysis (apesComponent:
+// account.KindShuffleHetero with a Poisson-binomial clone count, or FMT's
+// pair for equal budgets) by PLD. No credit is taken for client
+// subsampling.
 // When no bound applies (fewer than two participants, or a budget vector
 // it cannot evaluate) the statement falls back to the unamplified max
 // eps_i^l, which holds by post-processing.
@@ -361,22 +365,32 @@ func (m APES) Account(s Shape, budgets []Budget) (Privacy, error) {
 	}
 	eps := coordEpsilons(s, budgets)
 	deltaS, deltaPrime := m.deltas(s.Dim)
-	epsC, deltaC, bound := apesShuffleBound(eps, deltaS, m.hidden)
-	return apesPrivacy(s, eps, budgetEpsilons(budgets), apesComponent(eps, epsC, deltaC), s.Dim, deltaPrime, bound, false)
+	epsC, deltaC, bound, pair := apesShuffleBound(eps, deltaS, m.hidden)
+	return apesPrivacy(s, eps, budgetEpsilons(budgets), apesComponent(eps, epsC, deltaC, pair), s.Dim, deltaPrime, bound, false)
 }
+
+// apesPair says which analysis gave a dimension-level APES statement, and
+// so which dominating pair the run's PLD accountant may compose for it.
+type apesPair int
+
+const (
+	apesPairNone    apesPair = iota // unamplified, or a bound without a pair
+	apesPairWorst                   // EoN for the largest public budget (standard DP)
+	apesPairHidden                  // EoN under APES's hidden-budget assumption
+	apesPairUniform                 // FMT's clones, equal budgets
+)
 
 // apesShuffleBound returns the dimension-level central (eps^c, delta^c) of
 // shuffling Clip-Laplace reports with the given per-dimension budgets, for
 // the standard definition of DP unless hidden is set:
 //
-//   - standard (default): APES's EoN analysis for a differing user whose
-//     budget is public, the largest budget being the worst case
-//     (amplify.EoNWorstCase; APES Lemmas 4 and 6 without the average over
-//     the differing user's budget). FMT's clones at the largest budget
-//     (UniS) would be tighter on APES Table 3 (0.069 against 0.077), but for
-//     users with different Clip-Laplace budgets it needs each user's output
-//     to dominate e^-eps* times the differing user's, which is supported by
-//     a grid search (docs/ACCOUNTING.md) but not proved, so it is not used;
+//   - standard (default): APES's EoN analysis for public budgets with
+//     Clip-Laplace's exact echo probabilities (amplify.EoNExactEcho: the
+//     differing user at the largest budget eps*, every other user but one
+//     of smallest budget echoing with G(eps_i)/F(eps*), proved in
+//     amplify.ClipLaplaceExactEchoProb and amplify.eonExactOthers; never
+//     above amplify.EoNWorstCase, which uses APES Lemma 6's smaller
+//     weights);
 //   - hidden (option hidden-budget=1): APES's EoN numerical bound
 //     (Theorem 4 / Lemma 6), which averages the clone probabilities over the
 //     differing user's budget and therefore assumes the adversary cannot
@@ -385,31 +399,32 @@ func (m APES) Account(s Shape, budgets []Budget) (Privacy, error) {
 //
 // When the budgets are all equal, FMT's clone bound applies rigorously and
 // the smaller figure is used. When no bound applies the statement is the
-// unamplified (max eps_i, 0).
-func apesShuffleBound(eps []float64, deltaS float64, hidden bool) (epsC, deltaC float64, bound string) {
+// unamplified (max eps_i, 0). The last result names the analysis chosen.
+func apesShuffleBound(eps []float64, deltaS float64, hidden bool) (epsC, deltaC float64, bound string, pair apesPair) {
 	st := Summarize(eps)
 	emax := st.Max
 	type cand struct {
 		b    amplify.Bound
 		name string
+		pair apesPair
 	}
 	var cs []cand
 	var why []string
 	if hidden {
 		if b, err := amplify.EoNNumerical(eps, deltaS); err == nil {
-			cs = append(cs, cand{b, "EoN numerical (APES Theorem 4 / Lemma 6, exact clone counts) UNDER APES's HIDDEN-BUDGET ASSUMPTION (not standard DP)"})
+			cs = append(cs, cand{b, "EoN numerical (APES Theorem 4 / Lemma 6, exact clone counts) UNDER APES's HIDDEN-BUDGET ASSUMPTION (not standard DP)", apesPairHidden})
 		} else {
 			why = append(why, err.Error())
 		}
 	}
-	if b, err := amplify.EoNWorstCase(eps, deltaS); err == nil {
-		cs = append(cs, cand{b, "EoN for the largest (public) budget, exact clone counts (standard DP)"})
+	if b, err := amplify.EoNExactEcho(eps, deltaS); err == nil {
+		cs = append(cs, cand{b, "EoN for public budgets with Clip-Laplace's exact echo probabilities, exact clone counts (standard DP)", apesPairWorst})
 	} else {
 		why = append(why, err.Error())
 	}
 	if st.Min == st.Max {
 		if b, err := amplify.ClonesNumerical(emax, len(eps), deltaS); err == nil {
-			cs = append(cs, cand{amplify.Bound{Epsilon: b, Delta: deltaS}, fmt.Sprintf("FMT numerical clones at the common eps_i/d = %.4g (standard DP)", emax)})
+			cs = append(cs, cand{amplify.Bound{Epsilon: b, Delta: deltaS}, fmt.Sprintf("FMT numerical clones at the common eps_i/d = %.4g (standard DP)", emax), apesPairUniform})
 		}
 	}
 	best := -1
@@ -423,21 +438,54 @@ func apesShuffleBound(eps []float64, deltaS float64, hidden bool) (epsC, deltaC 
 		if len(why) > 0 {
 			w = strings.Join(why, "; ")
 		}
-		return emax, 0, fmt.Sprintf("unamplified max eps_i (no shuffle bound applies: %s)", w)
+		return emax, 0, fmt.Sprintf("unamplified max eps_i (no shuffle bound applies: %s)", w), apesPairNone
 	}
 	c := cs[best]
-	return c.b.Epsilon, c.b.Delta, fmt.Sprintf("%s at delta_s=%.3g", c.name, deltaS)
+	return c.b.Epsilon, c.b.Delta, fmt.Sprintf("%s at delta_s=%.3g", c.name, deltaS), c.pair
 }
 
 // apesComponent describes one dimension-level release of a shuffled APES
-// family protocol for the run's accountant: the central (epsC, deltaC) and,
-// when every participant has the same budget (FMT's clone reduction then
-// applies rigorously), the clone pair for the PLD accountant.
-func apesComponent(eps []float64, epsC, deltaC float64) account.Component {
+// family protocol for the run's accountant: the central (epsC, deltaC) and
+// the dominating pair for the PLD accountant of the analysis that gave
+// them (pair, from apesShuffleBound):
+//
+//   - equal budgets: FMT's clone pair (account.KindShuffle), rigorous for
+//     any eps-LDP randomizers;
+//   - EoN (heterogeneous Clip-Laplace budgets): the clone pair with the
+//     Poisson-binomial clone count of the same analysis
+//     (account.KindShuffleHetero; its documentation proves that it
+//     dominates): for the standard definition the differing user at the
+//     largest budget eps* and the others' echo probabilities
+//     ClipLaplaceEchoProb(eps_i, eps*) (APES Lemmas 4 and 6), or, only when
+//     the chosen bound is the one under APES's hidden-budget assumption,
+//     Lemma 5's averaged probabilities (amplify.EoNClonePair), so that the
+//     pair rests on exactly the assumption the round's bound names. The
+//     probabilities are stored as a pessimistically quantised histogram
+//     (account.HeteroClones).
+//
+// Otherwise (unamplified, or a pair that cannot be described) the generic
+// (epsC, deltaC) pair is composed.
+func apesComponent(eps []float64, epsC, deltaC float64, pair apesPair) account.Component {
 	c := account.Component{Epsilon: epsC, Delta: deltaC}
-	if st := Summarize(eps); st.Min == st.Max && deltaC > 0 && len(eps) > 1 {
-		c.Kind, c.Eps0, c.Reporters = account.KindShuffle, st.Max, len(eps)
+	if deltaC <= 0 || len(eps) < 2 {
+		return c
 	}
+	if st := Summarize(eps); st.Min == st.Max {
+		c.Kind, c.Eps0, c.Reporters = account.KindShuffle, st.Max, len(eps)
+		return c
+	}
+	if pair != apesPairWorst && pair != apesPairHidden {
+		return c
+	}
+	others, es, err := amplify.EoNClonePair(eps, pair == apesPairHidden)
+	if err != nil {
+		return c
+	}
+	h, err := account.HeteroClones(others)
+	if err != nil {
+		return c
+	}
+	c.Kind, c.Eps0, c.Reporters, c.Clones = account.KindShuffleHetero, es, len(eps), h
 	return c
 }
 

@@ -712,7 +712,7 @@ func Example_apes() {
 	// Output:
 	// estimate within 0.05 of the clipped update: true
 	// local eps per user in [0.20, 4.00], per dimension in [0.05, 1.00]
-	// central eps^c = 0.18 (dimension), 0.7 (user)
+	// central eps^c = 0.14 (dimension), 0.6 (user)
 	// hidden budgets: eps^c = 0.13 (dimension), 0.5 (user)
 }
 

@@ -333,5 +333,5 @@ func (m UniS) Account(s Shape, budgets []Budget) (Privacy, error) {
 	if approx {
 		bound += "; approximate: heterogeneous classic-Laplace budgets (APES footnote 1)"
 	}
-	return apesPrivacy(s, eps, budgetEpsilons(budgets), apesComponent(eps, num.Epsilon, num.Delta), s.Dim, deltaPrime, bound, approx)
+	return apesPrivacy(s, eps, budgetEpsilons(budgets), apesComponent(eps, num.Epsilon, num.Delta, apesPairUniform), s.Dim, deltaPrime, bound, approx)
 }

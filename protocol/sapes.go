@@ -432,10 +432,12 @@ func (m SAPES) Account(s Shape, budgets []Budget) (Privacy, error) {
 	eps := coordEpsilons(s, budgets)
 	b := m.B(s.Dim)
 	deltaS, deltaPrime := m.deltas(2 * b)
-	epsC, deltaC, bound := apesShuffleBound(eps, deltaS, m.hidden)
+	epsC, deltaC, bound, pair := apesShuffleBound(eps, deltaS, m.hidden)
 	if deltaC == 0 { // unamplified fallback: rigorous composition over all d coordinates
 		return apesPrivacy(s, eps, budgetEpsilons(budgets), account.Component{Epsilon: epsC}, s.Dim, deltaPrime, bound, false)
 	}
 	bound += fmt.Sprintf("; S-APES Proposition 1 with b=%d (paper's claim: EoN applied to post-sparsified outputs without proof)", b)
-	return apesPrivacy(s, eps, budgetEpsilons(budgets), account.Component{Epsilon: epsC, Delta: deltaC}, 2*b, deltaPrime, bound, true)
+	// The base is APES's dimension-level pair (apesComponent), composed 2b
+	// times as Proposition 1 claims; the statement stays approximate.
+	return apesPrivacy(s, eps, budgetEpsilons(budgets), apesComponent(eps, epsC, deltaC, pair), 2*b, deltaPrime, bound, true)
 }

@@ -190,6 +190,10 @@ func TestPreflightRejectsImpossibleDelta(t *testing.T) {
 	cfg.Protocol = "e-apes"
 	cfg.Rounds = 20
 	cfg.Delta = 1e-6
+	// Secure noise: its guarantee is not an exact Gaussian pair, so only the
+	// (eps_i, delta_i) figures compose (with the plain Gaussian the premise
+	// composes by PLD at any delta and the run is possible).
+	cfg.Options = map[string]float64{"secure": 1}
 	budgets := make([]protocol.Budget, cfg.Clients)
 	for i := range budgets {
 		budgets[i] = protocol.Budget{Epsilon: 5, Delta: 1e-5}

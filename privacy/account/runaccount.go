@@ -43,12 +43,21 @@ type Component struct {
 	//     dominated by the clone pair of Feldman, McMillan and Talwar
 	//     (pld.ShuffleClones; substitution relation);
 	//   - KindSampledGaussian: the Poisson-subsampled Gaussian mechanism with
-	//     rate Q and noise multiplier Sigma (pld.SampledGaussian; add/remove).
+	//     rate Q and noise multiplier Sigma (pld.SampledGaussian; add/remove);
+	//   - KindShuffleHetero: shuffling Reporters reports of which the
+	//     differing user's is Eps0-LDP and the others reproduce it with the
+	//     clone probabilities Clones (kind_hetero.go);
+	//   - KindGaussian: the Gaussian mechanism with noise multiplier Sigma
+	//     (kind_gaussian.go).
 	Kind      string  `json:"kind,omitempty"`
 	Eps0      float64 `json:"eps0,omitempty"`
 	Reporters int     `json:"reporters,omitempty"`
 	Q         float64 `json:"q,omitempty"`
 	Sigma     float64 `json:"sigma,omitempty"`
+	// Clones is KindShuffleHetero's histogram of the other users' clone
+	// probabilities, in the canonical text form of HeteroClones (a string,
+	// so that Component stays comparable and identical releases merge).
+	Clones string `json:"clones,omitempty"`
 }
 
 // Component kinds (Component.Kind).

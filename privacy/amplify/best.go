@@ -132,7 +132,9 @@ func BestUniform(eps0 float64, n int, delta float64, r Randomizer) (Bound, error
 // ComparePersonal evaluates every personalized bound for the budget vector
 // at delta: UniS (closed and numerical), EoN (closed and numerical, both
 // under HiddenBudgetAssumption, marked in Assumption), EoN for public
-// budgets (EoNWorstCase) and E-APES (labelled approximation).
+// budgets (EoNWorstCase with APES Lemma 6's weights, EoNExactEcho with
+// Clip-Laplace's exact echo probabilities) and E-APES (labelled
+// approximation).
 func ComparePersonal(eps []float64, delta float64) ([]Candidate, error) {
 	if err := validateBudgets(eps, true); err != nil {
 		return nil, fmt.Errorf("compare: %w", err)
@@ -161,6 +163,8 @@ func ComparePersonal(eps []float64, delta float64) ([]Candidate, error) {
 	}
 	b, err = EoNWorstCase(eps, delta)
 	add("eon-worst-case", b, err)
+	b, err = EoNExactEcho(eps, delta)
+	add("eon-exact-echo", b, err)
 	b, _, err = EAPES(eps, nil, delta)
 	add("eapes-gdp", b, err)
 	sortCandidates(out)

@@ -318,3 +318,138 @@ func EoNWorstCase(eps []float64, delta float64) (Bound, error) {
 	return Bound{Name: "eon-worst-case", Epsilon: e, Delta: delta,
 		Note: "APES EoN for public budgets: differing user at max eps_i, clone probabilities against it, exact Poisson-binomial clone counts"}, nil
 }
+
+// ClipLaplaceExactEchoProb returns the exact echo probability of APES's
+// Clip-Laplace randomizers (A = C, lambda = 2C/eps, inputs and outputs in
+// [-C, C]): the largest p with
+//
+//	mu_i(z | x_i) >= p mu_u(z | x)   for every x_i, x, z in [-C, C],
+//
+// mu_i the density of a user with budget epsI and mu_u of one with budget
+// epsU, which is
+//
+//	p = G(eps_i)/F(eps_u),  G(e) = e/(e^e - 1),  F(e) = e/(1 - e^-e),
+//
+// i.e. F(eps_i) e^-eps_i / F(eps_u), at least APES Lemma 6's
+// ClipLaplaceEchoProb (equal when eps_i >= eps_u, larger by e^(eps_u -
+// eps_i) otherwise) and at most 1.
+//
+// Proof (C = 1, a = 1/lambda_u = eps_u/2, b = 1/lambda_i = eps_i/2; mu(z|x)
+// = e^{-a|z-x|}/N(x) with N(x) = integral_{-1}^{1} e^{-a|w-x|} dw):
+//
+//  1. N_u(x) e^{a|z-x|} = integral e^{a(|z-x| - |w-x|)} dw >=
+//     integral e^{-a|w-z|} dw = N_u(z) (triangle inequality), so
+//     1/mu_u(z|x) >= N_u(z), for every x (equality at x = z).
+//  2. N_i(x_i) e^{b|z-x_i|} = integral e^{b(|z-x_i| - |w-x_i|)} dw <=
+//     integral e^{b|w-z|} dw =: M_i(z), so mu_i(z|x_i) >= 1/M_i(z) (equality
+//     at x_i = -z = +-1).
+//  3. Hence mu_i(z|x_i)/mu_u(z|x) >= N_u(z)/M_i(z). a N_u(z) = 2 -
+//     e^{-a(1+z)} - e^{-a(1-z)} and b M_i(z) = e^{b(1+z)} + e^{b(1-z)} - 2
+//     are even in z, the first non-increasing and the second
+//     non-decreasing in |z| (their derivatives on [0, 1] are
+//     a(e^{-a(1+z)} - e^{-a(1-z)}) <= 0 and b(e^{b(1+z)} - e^{b(1-z)}) >= 0),
+//     so the ratio is smallest at z = +-1:
+//     N_u(1)/M_i(1) = b (1 - e^{-2a}) / (a (e^{2b} - 1)) = G(eps_i)/F(eps_u),
+//     attained at z = x = -1, x_i = 1 (or the mirror image), so it is the
+//     infimum.
+//
+// F is increasing and G decreasing (G'(e) has the sign of e^e (1 - e) - 1
+// < 0), so p decreases in both budgets; p(e, e) = e^-e, FMT's clone
+// probability. The grid search of TestClipLaplaceEchoRatioGrid finds the
+// same value.
+func ClipLaplaceExactEchoProb(epsI, epsU float64) float64 {
+	return echoG(epsI) / echoF(epsU)
+}
+
+// echoG is e/(e^e - 1) = F(e) e^-e.
+func echoG(e float64) float64 { return e / math.Expm1(e) }
+
+// eonExactOthers returns the clone probabilities and the differing user's
+// budget of a clone pair that dominates the shuffle of Clip-Laplace
+// reports for EVERY differing user (public budgets): eps* = max eps_i and,
+// for every user but one with the smallest budget, p_i =
+// ClipLaplaceExactEchoProb(eps_i, eps*) = G(eps_i)/F(eps*).
+//
+// Why it covers every differing user u: u's randomizer is eps_u-LDP, hence
+// eps*-LDP (account.KindShuffleHetero, step 1: eps0 may be any bound on
+// u's budget); the others echo u with p_iu = G(eps_i)/F(eps_u) >=
+// G(eps_i)/F(eps*) (F increasing). The multiset {G(eps_i) : i != u}
+// dominates, after sorting, the multiset of all G(eps_i) without its
+// largest element (removing the largest element gives the elementwise
+// smallest sub-multiset of size n-1), and G is largest at the smallest
+// budget (G decreasing). So u's clone count is stochastically larger
+// (coordinate-wise larger Bernoulli parameters under a matching), and the
+// clone pair with fewer clones dominates the one with more (it is
+// post-processed into it by adding the extra clones, each to either count
+// with probability 1/2). Compared with eonWorstOthers (Lemma 6's weights,
+// the largest budget removed) every probability is at least as large after
+// matching the largest-budget user here with the smallest-budget user
+// there.
+func eonExactOthers(eps []float64) (others []float64, epsStar float64, err error) {
+	if err := validateBudgets(eps, false); err != nil {
+		return nil, 0, err
+	}
+	imin, imax := 0, 0
+	for i, e := range eps {
+		if e < eps[imin] {
+			imin = i
+		}
+		if e > eps[imax] {
+			imax = i
+		}
+	}
+	es := eps[imax]
+	f := echoF(es)
+	others = make([]float64, 0, len(eps)-1)
+	for i, e := range eps {
+		if i == imin {
+			continue
+		}
+		others = append(others, math.Min(1, echoG(e)/f))
+	}
+	return others, es, nil
+}
+
+// EoNExactEchoDelta is EoNWorstCaseDelta with Clip-Laplace's exact echo
+// probabilities (eonExactOthers): a guaranteed upper bound on
+// delta(epsCentral) of one dimension's shuffle of APES's Clip-Laplace
+// reports for the standard definition with public budgets.
+func EoNExactEchoDelta(eps []float64, epsCentral float64) (float64, error) {
+	return eonDeltaWith("EoN exact-echo delta", eonExactOthers, eps, epsCentral)
+}
+
+// EoNExactEcho returns the smallest epsilon (relative precision 1e-6,
+// rounded up) whose EoNExactEchoDelta is at most delta: the EoN analysis
+// for public budgets (no hidden-budget assumption) with Clip-Laplace's
+// exact echo probabilities (ClipLaplaceExactEchoProb) instead of APES
+// Lemma 6's, valid for APES's Clip-Laplace randomizers. It is never above
+// EoNWorstCase (every clone probability is at least as large).
+func EoNExactEcho(eps []float64, delta float64) (Bound, error) {
+	e, err := eonSearchWith("EoN exact echo", "delta", eonExactOthers, eps, delta)
+	if err != nil {
+		return Bound{}, err
+	}
+	return Bound{Name: "eon-exact-echo", Epsilon: e, Delta: delta,
+		Note: "APES EoN for public budgets with Clip-Laplace's exact echo probabilities G(eps_i)/F(eps*), exact Poisson-binomial clone counts"}, nil
+}
+
+// EoNClonePair returns the clone pair behind EoN's numerical bounds: the
+// clone probabilities of the n-1 users other than the differing one and the
+// differing user's budget eps* = max eps_i. For the standard definition
+// (hidden false) they are those of EoNExactEcho (eonExactOthers: every
+// differing user is covered, Clip-Laplace's exact echo probabilities); with
+// hidden set they are those of EoNNumerical (Lemma 5's averages q_i, the
+// largest removed), valid only under HiddenBudgetAssumption.
+// EoNExactEchoDelta and EoNDelta are the exact deltas of these pairs; the
+// run's PLD accountant composes the same pairs (account.KindShuffleHetero).
+func EoNClonePair(eps []float64, hidden bool) (others []float64, epsStar float64, err error) {
+	if hidden {
+		others, epsStar, err = eonOthers(eps)
+	} else {
+		others, epsStar, err = eonExactOthers(eps)
+	}
+	if err != nil {
+		return nil, 0, fmt.Errorf("EoN clone pair: %w", err)
+	}
+	return others, epsStar, nil
+}

@@ -207,6 +207,7 @@ func TestUpperBoundsAboveShuffledRR(t *testing.T) {
 		{"eon-closed", personalAsUniform(EoNClosedForm)},
 		{"eon-numerical", personalAsUniform(EoNNumerical)},
 		{"eon-worst-case", personalAsUniform(EoNWorstCase)},
+		{"eon-exact-echo", personalAsUniform(EoNExactEcho)},
 		{"best-personal", personalAsUniform(BestPersonal)},
 	}
 	checked := 0
@@ -317,6 +318,12 @@ func TestPersonalLargeBudgetsAgainstBigFloat(t *testing.T) {
 		}
 		o, es, _ := eonWorstOthers(eps)
 		check("eon-worst-case", w, o, es)
+		x, err := EoNExactEcho(eps, delta)
+		if err != nil {
+			t.Fatal(err)
+		}
+		o, es, _ = eonExactOthers(eps)
+		check("eon-exact-echo", x, o, es)
 		h, err := EoNNumerical(eps, delta)
 		if err != nil {
 			t.Fatal(err)
@@ -414,8 +421,10 @@ func TestEoNHiddenBudgetAssumption(t *testing.T) {
 		t.Errorf("worst-case delta at its own epsilon %g > %g", d, delta)
 	}
 	best, err := BestPersonal(eps, delta)
-	if err != nil || best.Name != "unis-numerical" || !best.Standard() {
-		t.Errorf("BestPersonal = %v, %v; want unis-numerical (standard definition)", best, err)
+	// EoN with Clip-Laplace's exact echo probabilities (0.05965) is the
+	// tightest standard bound, below UniS (0.06885) and Lemma 6's worst case
+	if err != nil || best.Name != "eon-exact-echo" || !best.Standard() || !near(best.Epsilon, 0.05965, 5e-5) {
+		t.Errorf("BestPersonal = %v, %v; want eon-exact-echo, about 0.05965 (standard definition)", best, err)
 	}
 	bh, err := BestPersonalOpts(eps, delta, PersonalOptions{HiddenBudget: true})
 	if err != nil || bh.Name != "eon-numerical" || bh.Assumption != HiddenBudgetAssumption {
