@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -214,25 +215,43 @@ func signalContext() (context.Context, context.CancelFunc) {
 
 // runDeployLocal implements 'shufflefl deploy-local'.
 func runDeployLocal(args []string, stdout, stderr io.Writer) int {
+	args, resumeDir, err := deployLocalResumeArgs(args)
+	if err != nil {
+		return deployExit("deploy-local", stderr, err)
+	}
 	cfg, ex, o, err := resolveDeploy("deploy-local", args, stdout)
 	if err != nil {
 		return deployExit("deploy-local", stderr, err)
 	}
-	if err := rundir.Check(cfg.Out, ex.overwrite); err != nil {
-		return deployExit("deploy-local", stderr, err)
+	if resumeDir == "" {
+		if err := rundir.Check(cfg.Out, ex.overwrite); err != nil {
+			return deployExit("deploy-local", stderr, err)
+		}
 	}
 	cfg.SecureNoise, cfg.Faithful = true, true
 	st, err := deploy.LoadSetup(cfg, o.RunID)
 	if err != nil {
 		return deployExit("deploy-local", stderr, err)
 	}
-	if err := rundir.Prepare(cfg.Out, ex.overwrite); err != nil {
-		return deployExit("deploy-local", stderr, err)
-	}
-	creds, err := deploy.WriteLocalPKI(filepath.Join(cfg.Out, "pki"), cfg.Clients)
 	stateDir := filepath.Join(cfg.Out, "state")
-	if err == nil {
-		err = os.RemoveAll(stateDir)
+	var creds *deploy.Credentials
+	var recs []metrics.Record
+	if resumeDir != "" {
+		// The run's own credentials and state: every role resumes from
+		// its database, and the rounds done keep their records.
+		if creds, err = deploy.LoadAllCredentials(filepath.Join(cfg.Out, "pki"), cfg.Clients); err == nil {
+			recs, err = rundir.ReadRecords(filepath.Join(cfg.Out, rundir.MetricsFile))
+		}
+	} else {
+		if err := rundir.Prepare(cfg.Out, ex.overwrite); err != nil {
+			return deployExit("deploy-local", stderr, err)
+		}
+		if err = saveDeployLocalArgs(cfg.Out, args); err == nil {
+			creds, err = deploy.WriteLocalPKI(filepath.Join(cfg.Out, "pki"), cfg.Clients)
+		}
+		if err == nil {
+			err = os.RemoveAll(stateDir)
+		}
 	}
 	if err != nil {
 		return deployExit("deploy-local", stderr, err)
@@ -248,7 +267,6 @@ func runDeployLocal(args []string, stdout, stderr io.Writer) int {
 		}
 		mu.Unlock()
 	}
-	var recs []metrics.Record
 	prog := rundir.NewProgress(ex.progress, stderr, io.Discard, cfg.Rounds)
 	live := newLiveProgress(prog.Mode(), stderr, &mu)
 	lo := deploy.LocalOptions{Dir: stateDir, Creds: creds, Shards: o.shards, RoundTimeout: o.RoundTimeout, MinReports: o.MinReports, Workers: cfg.Workers, Logf: logf,
@@ -295,6 +313,9 @@ func runDeployLocal(args []string, stdout, stderr io.Writer) int {
 		live.clear()
 		prog.Done()
 	}
+	if err != nil && ctx.Err() != nil {
+		return deployLocalInterrupted(cfg, recs, stderr)
+	}
 	if err != nil {
 		return deployExit("deploy-local", stderr, err)
 	}
@@ -306,6 +327,102 @@ func runDeployLocal(args []string, stdout, stderr io.Writer) int {
 	}
 	printLocalEnd(stdout, cfg, st, res, recs)
 	return 0
+}
+
+// deployArgsFile keeps a deploy-local run's command line in its output
+// directory, for --resume.
+const deployArgsFile = "deploy-local-args.json"
+
+// saveDeployLocalArgs writes the run's arguments into dir.
+func saveDeployLocalArgs(dir string, args []string) error {
+	b, err := json.Marshal(args)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, deployArgsFile), b, 0o644)
+}
+
+// deployLocalResumeArgs turns `deploy-local --resume DIR [--progress M]`
+// into the interrupted run's own arguments (with its --out) and DIR; any
+// other arguments are returned as they are, with no DIR.
+func deployLocalResumeArgs(args []string) ([]string, string, error) {
+	var dir, progress string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		name, val, hasVal := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if !strings.HasPrefix(a, "-") || (name != "resume" && name != "progress") {
+			if dir != "" || slicesContainsResume(args) {
+				return nil, "", checks.Invalidf("deploy-local --resume DIR continues the run with its own settings; only --progress may be given (got %s)", a)
+			}
+			return args, "", nil
+		}
+		if !hasVal {
+			if i+1 >= len(args) {
+				return nil, "", checks.Invalidf("flag needs an argument: %s", a)
+			}
+			i++
+			val = args[i]
+		}
+		if name == "resume" {
+			dir = val
+		} else {
+			progress = val
+		}
+	}
+	if dir == "" {
+		return args, "", nil
+	}
+	b, err := os.ReadFile(filepath.Join(dir, deployArgsFile))
+	if err != nil {
+		return nil, "", checks.Invalidf("--resume %s: not an interrupted deploy-local run (%v)", dir, err)
+	}
+	var saved []string
+	if err := json.Unmarshal(b, &saved); err != nil {
+		return nil, "", checks.Invalidf("--resume %s: %s: %v", dir, deployArgsFile, err)
+	}
+	saved = append(saved, "--out", dir)
+	if progress != "" {
+		saved = append(saved, "--progress", progress)
+	}
+	return saved, dir, nil
+}
+
+// slicesContainsResume says whether args name --resume.
+func slicesContainsResume(args []string) bool {
+	for _, a := range args {
+		if n, _, _ := strings.Cut(strings.TrimLeft(a, "-"), "="); strings.HasPrefix(a, "-") && n == "resume" {
+			return true
+		}
+	}
+	return false
+}
+
+// deployLocalInterrupted ends a deploy-local run stopped by SIGINT or
+// SIGTERM: the rounds done keep their records (metrics.jsonl), every role
+// its database under state/, and the command to continue is printed; the
+// exit status is 130.
+func deployLocalInterrupted(cfg round.Config, recs []metrics.Record, stderr io.Writer) int {
+	if err := rundir.WriteConfig(cfg, versionString()); err != nil {
+		fmt.Fprintf(stderr, "shufflefl deploy-local: interrupted; writing config.yaml: %v\n", err)
+	}
+	f, err := os.Create(filepath.Join(cfg.Out, rundir.MetricsFile))
+	if err == nil {
+		jl := metrics.NewJSONL(f)
+		for _, r := range recs {
+			if err = jl.Write(r); err != nil {
+				break
+			}
+		}
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "shufflefl deploy-local: interrupted; writing metrics.jsonl: %v\n", err)
+	}
+	fmt.Fprintf(stderr, "shufflefl deploy-local: interrupted after %d of %d rounds; the state is kept in %s. To continue: shufflefl deploy-local --resume %s\n",
+		len(recs), cfg.Rounds, filepath.Join(cfg.Out, "state"), cfg.Out)
+	return 130
 }
 
 // localShards is deploy-local's --shuffler-shards: that many
