@@ -59,7 +59,12 @@ func runCerts(args []string, stdout, stderr io.Writer) int {
 	if err := deploy.WriteShardKey(keyPath); err != nil {
 		return fail(1, err)
 	}
-	fmt.Fprintf(stdout, "shufflefl certs: wrote %d files to %s: CA, shuffler and analyzer certificates for %s (valid %v), analyzer HPKE key (%v), the shuffler's shard key, %d client keys and clients.json\n",
+	// The NATS keys of the roles that use the engine, their permissions
+	// and an external server's configuration (nats/).
+	if err := deploy.WriteNATSKeys(o.out); err != nil {
+		return fail(1, err)
+	}
+	fmt.Fprintf(stdout, "shufflefl certs: wrote %d files to %s: CA, shuffler and analyzer certificates for %s (valid %v), analyzer HPKE key (%v), the shuffler's shard key, %d client keys and clients.json, and in nats/ the NATS keys of the analyzer, openers, shuffler and shards with nats-server.conf\n",
 		len(files)+1, o.out, strings.Join(o.Hosts, ","), o.Validity, o.Suite, o.Clients)
 	return 0
 }

@@ -37,6 +37,7 @@ func runOpener(args []string, stdout, stderr io.Writer) int {
 	url := fs.String("nats", "", "NATS `URL` of the analyzer's JetStream server (required)")
 	keyFile := fs.String("key", "", "`file` holding the analyzer's HPKE private key (PEM, as 'shufflefl certs' writes analyzer-hpke.key; required)")
 	n := fs.Int("workers", runtime.GOMAXPROCS(0), "chunks opened at once by this process")
+	seedFile := fs.String("nats-seed", "", "the `file` of the opener's NATS key (nats/opener.nk of a 'shufflefl certs' directory); required by a server that admits only the deployment's keys")
 	ackWait := fs.Duration("ack-wait", jetstream.DefaultAckWait, "how long a chunk may go unanswered before the server gives it to another opener (give every opener the same)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -68,7 +69,11 @@ func runOpener(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "shufflefl opener: %s\n", oneLine(err))
 		return 2
 	}
-	conn, err := jetstream.Connect(*url, jetstream.WithName(fmt.Sprintf("shufflefl opener %d", os.Getpid())))
+	copts := []jetstream.ConnOption{jetstream.WithName(fmt.Sprintf("shufflefl opener %d", os.Getpid()))}
+	if *seedFile != "" {
+		copts = append(copts, jetstream.WithUserSeedFile(*seedFile))
+	}
+	conn, err := jetstream.Connect(*url, copts...)
 	if err != nil {
 		fmt.Fprintf(stderr, "shufflefl opener: %s\n", oneLine(err))
 		return 1
@@ -77,7 +82,7 @@ func runOpener(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signalContext()
 	defer stop()
 	lg := log.New(stderr, "", log.LstdFlags|log.Lmicroseconds)
-	if err := deploy.ServeOpener(ctx, deploy.OpenerConfig{Conn: conn, Key: key, Workers: *n, AckWait: *ackWait, Logf: lg.Printf}); err != nil {
+	if err := deploy.ServeOpener(ctx, deploy.OpenerConfig{Conn: conn, Key: key, Workers: *n, AckWait: *ackWait, Logf: lg.Printf, Restricted: *seedFile != ""}); err != nil {
 		fmt.Fprintf(stderr, "shufflefl opener: %s\n", oneLine(err))
 		return 1
 	}

@@ -179,7 +179,7 @@ func (a *Analyzer) joinOpeners() error {
 	if a.openMAC, err = openerMACKey(a.cfg.Key); err != nil {
 		return err
 	}
-	if a.openq, err = openOpenerStreams(ctx, a.cfg.Openers); err != nil {
+	if a.openq, err = openOpenerStreams(ctx, a.cfg.Openers, true); err != nil {
 		return err
 	}
 	if err := a.checkOpenerPayload(); err != nil {

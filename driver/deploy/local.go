@@ -27,6 +27,10 @@ type LocalOptions struct {
 	// Creds are the deployment's credentials (NewDevCredentials for
 	// Config.Clients clients if nil).
 	Creds *Credentials
+	// NATSKeys is the directory whose nats/ holds the roles' NATS keys
+	// (WriteNATSKeys; deploy-local's pki); "" writes fresh ones under
+	// Dir/nats-keys when a NATS server is needed.
+	NATSKeys string
 	// TestSeed selects test mode (see the package documentation).
 	TestSeed *uint64
 	// RoundTimeout is each round's deadline (DefaultRoundTimeout if zero).

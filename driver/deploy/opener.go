@@ -37,6 +37,11 @@ type OpenerConfig struct {
 	Name string
 	// Logf logs refusals and failures (log.Printf if nil).
 	Logf func(format string, a ...any)
+	// Restricted says the connection proves the opener's NATS key, which
+	// may publish results but neither read nor reconfigure their log: the
+	// opener then waits for the analyzer to create the log instead of
+	// creating it (natsauth.go).
+	Restricted bool
 
 	// started, if set, is called as the opening of a chunk starts (tests:
 	// it may block, holding the chunk unacknowledged).
@@ -77,7 +82,7 @@ func NewOpener(ctx context.Context, cfg OpenerConfig) (*Opener, error) {
 	if o.mac, err = openerMACKey(cfg.Key); err != nil {
 		return nil, err
 	}
-	if o.streams, err = openOpenerStreams(ctx, cfg.Conn); err != nil {
+	if o.streams, err = openOpenerStreams(ctx, cfg.Conn, !cfg.Restricted); err != nil {
 		return nil, err
 	}
 	if o.cons, err = o.streams.chunks.Consumer(ctx, jetstream.ConsumerConfig{Name: openerGroup, AckWait: cfg.AckWait}); err != nil {

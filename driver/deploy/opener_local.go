@@ -91,17 +91,43 @@ func (lr *localRun) natsServer(url string) (string, *jetstream.Conn, error) {
 	return u, conn, err
 }
 
-// dialNATS is natsServer's first call.
+// natsKeys returns the directory of the run's NATS keys, writing fresh
+// ones under Dir/nats-keys when none was given.
+func (lr *localRun) natsKeys() (string, error) {
+	if lr.o.NATSKeys != "" {
+		return lr.o.NATSKeys, nil
+	}
+	dir := filepath.Join(lr.o.Dir, "nats-keys")
+	if _, err := os.Stat(filepath.Join(dir, "nats", "users.json")); err == nil {
+		return dir, nil
+	}
+	return dir, WriteNATSKeys(dir)
+}
+
+// dialNATS is natsServer's first call. The embedded server admits only
+// the roles' keys (natsauth.go); the analyzer connects in process.
 func (lr *localRun) dialNATS(url string) (string, *jetstream.Conn, error) {
+	keys, err := lr.natsKeys()
+	if err != nil {
+		return "", nil, err
+	}
 	if url != "" {
-		conn, err := jetstream.Connect(url, jetstream.WithName("shufflefl deploy-local"))
+		opts, err := natsSeedOption(keys, NATSAnalyzer)
+		if err != nil {
+			return "", nil, err
+		}
+		conn, err := jetstream.Connect(url, append(opts, jetstream.WithName("shufflefl deploy-local"))...)
 		if err != nil {
 			return "", nil, err
 		}
 		lr.add(conn.Close)
 		return url, conn, nil
 	}
-	srv, err := jetstream.Embedded(filepath.Join(lr.o.Dir, "nats"), jetstream.WithLoopbackPort(0))
+	users, err := LoadNATSUsers(keys)
+	if err != nil {
+		return "", nil, err
+	}
+	srv, err := jetstream.Embedded(filepath.Join(lr.o.Dir, "nats"), jetstream.WithLoopbackPort(0), jetstream.WithUsers(users))
 	if err != nil {
 		return "", nil, err
 	}
@@ -135,8 +161,13 @@ func (lr *localRun) openerProcs(lo *LocalOpeners, url string) error {
 	if out == nil {
 		out = io.Discard
 	}
+	keys, err := lr.natsKeys()
+	if err != nil {
+		return err
+	}
 	for range lo.Procs {
-		args := append(append([]string(nil), lo.Command[1:]...), "--nats", url, "--key", keyFile, "--ack-wait", lo.AckWait.String())
+		args := append(append([]string(nil), lo.Command[1:]...), "--nats", url, "--key", keyFile, "--ack-wait", lo.AckWait.String(),
+			"--nats-seed", NATSSeedFile(keys, NATSOpener))
 		cmd := exec.Command(lo.Command[0], args...)
 		cmd.Stdout, cmd.Stderr = out, out
 		cmd.SysProcAttr = openerProcAttr()

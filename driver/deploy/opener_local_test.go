@@ -59,7 +59,7 @@ func TestLocalOpenersEqualLocal(t *testing.T) {
 	}
 	defer conn.Close()
 	ctx := context.Background()
-	q, err := openOpenerStreams(ctx, conn)
+	q, err := openOpenerStreams(ctx, conn, true)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -62,8 +62,10 @@ type openStreams struct {
 }
 
 // openOpenerStreams creates or opens the opener queue's streams; the
-// analyzer and every opener call it with the same settings.
-func openOpenerStreams(ctx context.Context, conn *jetstream.Conn) (*openStreams, error) {
+// analyzer and every opener call it with the same settings. The analyzer
+// (create) creates the results log; an opener, which may publish on it but
+// neither read nor reconfigure it, only opens it once it exists.
+func openOpenerStreams(ctx context.Context, conn *jetstream.Conn, create bool) (*openStreams, error) {
 	// The ids' header and the server's framing fit in 4 KiB.
 	maxMsg := int(conn.MaxPayload()) - 4<<10
 	if maxMsg < 2*openChunkSlack {
@@ -73,7 +75,12 @@ func openOpenerStreams(ctx context.Context, conn *jetstream.Conn) (*openStreams,
 	if err != nil {
 		return nil, fmt.Errorf("deploy: opener queue: %w", err)
 	}
-	l, err := conn.Log(ctx, jetstream.LogConfig{Name: openLogName, DedupWindow: openDedupWindow, MaxMsgSize: maxMsg})
+	var l *jetstream.Log
+	if create {
+		l, err = conn.Log(ctx, jetstream.LogConfig{Name: openLogName, DedupWindow: openDedupWindow, MaxMsgSize: maxMsg})
+	} else {
+		l, err = conn.OpenLog(ctx, openLogName)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("deploy: opener results: %w", err)
 	}

@@ -46,6 +46,9 @@ type ServiceOptions struct {
 	// the fewest reports it releases.
 	RoundTimeout time.Duration
 	MinReports   int
+	// NATSSeed is the file of the role's NATS key ("": DIR/nats/ROLE.nk of
+	// --certs when it exists).
+	NATSSeed string
 	// ConnectDeadline is how long a role keeps retrying, with a line a
 	// retry, a peer or NATS server that is not up yet before it gives up
 	// (0: 5 minutes).
@@ -110,6 +113,7 @@ func (o *ServiceOptions) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.Data, "data", o.Data, "client: its shard `file` written by 'shufflefl partition' (the client then reads only it, never the dataset)")
 	fs.StringVar(&o.RunID, "run-id", o.RunID, "the run's `id`, bound into every sealed message (all roles must agree)")
 	fs.DurationVar(&o.RoundTimeout, "round-timeout", o.RoundTimeout, "analyzer, deploy-local: time clients have to report in a round (default: a minute plus twice the round's estimated work on this machine's cores, printed at start)")
+	fs.StringVar(&o.NATSSeed, "nats-seed", o.NATSSeed, "analyzer, shuffler, shuffler-shard: the `file` of the role's NATS key (default: nats/ROLE.nk in --certs, written by 'shufflefl certs')")
 	fs.DurationVar(&o.ConnectDeadline, "connect-deadline", o.ConnectDeadline, "every role: how long to keep retrying a peer or NATS server that is not up yet, with a line a retry, before giving up (default 5m)")
 	fs.IntVar(&o.MinReports, "min-reports", o.MinReports, "analyzer, deploy-local: minimum reports for a round to be released (below it the round is void)")
 	fs.Int64Var(&o.ShuffleMemory, "shuffle-memory", o.ShuffleMemory, "shuffler, deploy-local: round memory budget in `bytes` (0: 1 GiB); a larger round is shuffled on disk")
@@ -154,7 +158,11 @@ func ServeAnalyzer(ctx context.Context, cfg round.Config, o ServiceOptions) (rou
 	defer conn.Close()
 	var openers *jetstream.Conn
 	if o.NATS != "" {
-		if openers, err = jetstream.ConnectWait(ctx, o.NATS, o.ConnectDeadline, o.logf("analyzer"), jetstream.WithName("shufflefl analyzer")); err != nil {
+		nopts, err := o.natsAuth(NATSAnalyzer)
+		if err != nil {
+			return round.Summary{}, err
+		}
+		if openers, err = jetstream.ConnectWait(ctx, o.NATS, o.ConnectDeadline, o.logf("analyzer"), append(nopts, jetstream.WithName("shufflefl analyzer"))...); err != nil {
 			return round.Summary{}, err
 		}
 		defer openers.Close()
@@ -281,6 +289,15 @@ func (p *shufflerParty) close() {
 	p.db.Close()
 }
 
+// natsAuth is the connection option proving role's NATS key: --nats-seed,
+// or the key in --certs.
+func (o ServiceOptions) natsAuth(role string) ([]jetstream.ConnOption, error) {
+	if o.NATSSeed != "" {
+		return []jetstream.ConnOption{jetstream.WithUserSeedFile(o.NATSSeed)}, nil
+	}
+	return natsSeedOption(o.Certs, role)
+}
+
 // logf is the role's log line function for connection retries, prefixed
 // with the role (nil when the options have no log).
 func (o ServiceOptions) logf(role string) func(string, ...any) {
@@ -304,7 +321,11 @@ func (o ServiceOptions) shardFront(cfg *ShufflerConfig) (func(), error) {
 	if err != nil {
 		return nil, err
 	}
-	conn, err := jetstream.ConnectWait(context.Background(), o.NATS, o.ConnectDeadline, o.logf("shuffler"), jetstream.WithName("shufflefl shuffler"))
+	nopts, err := o.natsAuth(NATSShuffler)
+	if err != nil {
+		return nil, err
+	}
+	conn, err := jetstream.ConnectWait(context.Background(), o.NATS, o.ConnectDeadline, o.logf("shuffler"), append(nopts, jetstream.WithName("shufflefl shuffler"))...)
 	if err != nil {
 		return nil, err
 	}
@@ -393,6 +414,9 @@ func WriteLocalPKI(dir string, clients int) (*Credentials, error) {
 	files, err := pki.DevFiles(pki.DevOptions{Clients: clients, Hosts: pki.DefaultHosts, Suite: seal.DefaultSuite, Validity: 24 * time.Hour}, time.Now())
 	if err == nil {
 		err = pki.WriteDev(dir, files, true)
+	}
+	if err == nil {
+		err = WriteNATSKeys(dir)
 	}
 	if err != nil {
 		return nil, err

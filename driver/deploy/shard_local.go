@@ -96,7 +96,11 @@ func (lr *localRun) shardProc(ls *LocalShards, s int, url, keyFile, aaddr string
 	if out == nil {
 		out = io.Discard
 	}
-	args := append(append([]string(nil), ls.Command[1:]...), "--nats", url, "--shard-key", keyFile,
+	keys, err := lr.natsKeys()
+	if err != nil {
+		return err
+	}
+	args := append(append([]string(nil), ls.Command[1:]...), "--nats", url, "--nats-seed", NATSSeedFile(keys, NATSShard), "--shard-key", keyFile,
 		"--index", strconv.Itoa(s), "--shards", strconv.Itoa(ls.Shards), "--db", filepath.Join(lr.o.Dir, fmt.Sprintf("shard-%d.db", s)),
 		"--analyzer", aaddr, "--certs", ls.Certs, "--run-id", lr.st.RunID)
 	cmd := exec.Command(ls.Command[0], args...)

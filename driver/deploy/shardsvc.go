@@ -716,7 +716,11 @@ func ServeShuffleShard(ctx context.Context, cfg round.Config, o ShardServiceOpti
 	if _, err := shardRange(p.st, o.Index, o.Shards); err != nil {
 		return ShufflerStats{}, err
 	}
-	nc, err := jetstream.ConnectWait(ctx, o.NATS, o.ConnectDeadline, o.logf("shuffler-shard"), jetstream.WithName(fmt.Sprintf("shufflefl shuffler-shard %d/%d", o.Index, o.Shards)))
+	nopts, err := o.natsAuth(NATSShard)
+	if err != nil {
+		return ShufflerStats{}, err
+	}
+	nc, err := jetstream.ConnectWait(ctx, o.NATS, o.ConnectDeadline, o.logf("shuffler-shard"), append(nopts, jetstream.WithName(fmt.Sprintf("shufflefl shuffler-shard %d/%d", o.Index, o.Shards)))...)
 	if err != nil {
 		return ShufflerStats{}, err
 	}

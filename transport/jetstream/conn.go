@@ -24,6 +24,7 @@ type ConnOption func(*connConfig) error
 type connConfig struct {
 	replicas int
 	name     string
+	seed     []byte // user NKey seed (WithUserSeed)
 }
 
 // WithReplicas sets how many servers of a cluster store each stream this
@@ -65,6 +66,19 @@ func (c connConfig) natsOptions() []nats.Option {
 	return o
 }
 
+// natsOptionsAuth is natsOptions with the user's NKey proof, if any.
+func (c connConfig) natsOptionsAuth() ([]nats.Option, error) {
+	o := c.natsOptions()
+	if c.seed != nil {
+		nk, err := nkeyOption(c.seed)
+		if err != nil {
+			return nil, err
+		}
+		o = append(o, nk)
+	}
+	return o, nil
+}
+
 // Connect connects to the NATS server or cluster at url (for a cluster, a
 // comma-separated list of nats:// URLs), which must have JetStream enabled.
 // The connection reconnects by itself after a server restart or failover.
@@ -76,7 +90,11 @@ func Connect(url string, opts ...ConnOption) (*Conn, error) {
 	if err != nil {
 		return nil, fmt.Errorf("jetstream: connect to %s: %w", url, err)
 	}
-	nc, err := nats.Connect(url, cfg.natsOptions()...)
+	no, err := cfg.natsOptionsAuth()
+	if err != nil {
+		return nil, fmt.Errorf("jetstream: connect to %s: %w", url, err)
+	}
+	nc, err := nats.Connect(url, no...)
 	if err != nil {
 		return nil, fmt.Errorf("jetstream: connect to %s: %w", url, err)
 	}

@@ -154,3 +154,31 @@ func (l *Log) Purge(ctx context.Context, subject string) error { return l.q.Purg
 
 // Delete removes the log and its messages.
 func (l *Log) Delete(ctx context.Context) error { return l.q.Delete(ctx) }
+
+// OpenLog opens the existing log name without creating or changing it
+// (a JetStream STREAM.INFO request only), for a user whose permissions
+// allow it to publish on the log but not to manage it. Until the log is
+// created it waits, retrying every 250 ms, until ctx ends.
+func (c *Conn) OpenLog(ctx context.Context, name string) (*Log, error) {
+	if err := validName(name); err != nil {
+		return nil, fmt.Errorf("jetstream: log %q: %w", name, err)
+	}
+	for {
+		st, err := c.js.Stream(ctx, name)
+		if err == nil {
+			info := st.CachedInfo()
+			if info.Config.Retention != js.LimitsPolicy {
+				return nil, fmt.Errorf("jetstream: %q is not a log (retention %v)", name, info.Config.Retention)
+			}
+			return &Log{q: &Queue{conn: c, stream: st, name: name, prefix: name + ".", maxMsg: int(info.Config.MaxMsgSize) - headerAllowance}}, nil
+		}
+		if !errors.Is(err, js.ErrStreamNotFound) {
+			return nil, fmt.Errorf("jetstream: open log %q: %w", name, err)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("jetstream: open log %q: it was never created: %w", name, ctx.Err())
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}

@@ -35,6 +35,9 @@ type Server struct {
 	dir  string
 	url  string
 	lock *os.File
+	// internal is the seed of the server's own user (WithUsers), which
+	// Connect proves.
+	internal []byte
 }
 
 // Option configures an embedded [Server].
@@ -46,12 +49,14 @@ type serverConfig struct {
 	maxStore   int64
 	syncAlways bool
 	name       string
+	users      []User
 }
 
 // WithLoopbackPort makes the server also listen on 127.0.0.1:port, so that
 // other processes on this machine can [Connect] to [Server.URL]; port 0
-// picks a free port. The listener has no authentication: anything on this
-// machine that can reach the port can use every stream.
+// picks a free port. Without [WithUsers] the listener has no
+// authentication: anything on this machine that can reach the port can use
+// every stream.
 func WithLoopbackPort(port int) Option {
 	return func(c *serverConfig) error {
 		if port < 0 || port > 65535 {
@@ -166,6 +171,15 @@ func startServer(dir string, cfg serverConfig) (*Server, error) {
 	if cfg.maxStore == 0 {
 		o.JetStreamMaxStore = -1
 	}
+	var internal []byte
+	if len(cfg.users) > 0 {
+		seed, pub, err := NewUserKey()
+		if err != nil {
+			return nil, err
+		}
+		internal = seed
+		o.Nkeys = nkeyUsers(cfg.users, pub)
+	}
 	ns, err := server.NewServer(o)
 	if err != nil {
 		return nil, fmt.Errorf("configure: %w", err)
@@ -181,7 +195,7 @@ func startServer(dir string, cfg serverConfig) (*Server, error) {
 		ns.WaitForShutdown()
 		return nil, errors.New("JetStream did not start (is the store directory writable?)")
 	}
-	s := &Server{ns: ns, dir: dir}
+	s := &Server{ns: ns, dir: dir, internal: internal}
 	if cfg.port >= 0 {
 		addr, ok := ns.Addr().(*net.TCPAddr)
 		if !ok {
@@ -209,7 +223,14 @@ func (s *Server) Connect(opts ...ConnOption) (*Conn, error) {
 	if err != nil {
 		return nil, fmt.Errorf("jetstream: connect in process: %w", err)
 	}
-	nc, err := nats.Connect("", append(cfg.natsOptions(), nats.InProcessServer(s.ns), nats.NoReconnect())...)
+	if cfg.seed == nil && s.internal != nil {
+		cfg.seed = s.internal
+	}
+	no, err := cfg.natsOptionsAuth()
+	if err != nil {
+		return nil, fmt.Errorf("jetstream: connect in process: %w", err)
+	}
+	nc, err := nats.Connect("", append(no, nats.InProcessServer(s.ns), nats.NoReconnect())...)
 	if err != nil {
 		return nil, fmt.Errorf("jetstream: connect in process to %s: %w", s.dir, err)
 	}
