@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/shufflefl/shufflefl/checks"
+	"github.com/shufflefl/shufflefl/privacy/account"
 	"github.com/shufflefl/shufflefl/privacy/amplify"
 )
 
@@ -369,7 +370,40 @@ func (p SSDouble) Account(s Shape, budgets []Budget) (Privacy, error) {
 		res: func(deltaC float64) (amplify.ProtocolResult, error) {
 			return amplify.SSDouble(p.eps, d, k, n, np, deltaC, p.amplifier())
 		},
+		components: func(eps, delta float64) []account.Component {
+			return p.allocComponents(s, k, np, eps, delta)
+		},
 	})
+}
+
+// allocComponents returns the round's random-allocation component
+// (account.KindAlloc: pld.SparseShuffleAllocation, planned by
+// amplify.SSDoubleAlloc with a failure budget of 1e-4 of the round's
+// delta), carrying the round's statement (eps, delta) as its generic
+// figure, or nil when the plan fails (the components of the clone-pair
+// statement then stay). The run's PLD accountant composes the allocation
+// pairs of all rounds for add/remove against "the user's slots hold
+// dummies" and chains them to substitution (account.KindAlloc), and also
+// composes the clone pairs without the allocation credit; the smaller
+// epsilon is the run's.
+func (p SSDouble) allocComponents(s Shape, k, np int, eps, delta float64) []account.Component {
+	levels := p.levels
+	if p.laplace {
+		levels = 0
+	}
+	d, n := s.Dim, s.Participants
+	eps0 := p.eps / float64(k)
+	if !(eps0 <= 40) || math.IsInf(eps, 0) || !(delta < 1) {
+		return nil
+	}
+	plan, err := amplify.SSDoubleAlloc(p.eps, d, k, n, np, levels, 1e-4*p.deltaC(n))
+	if err != nil || plan.Fail >= 0.5 {
+		return nil
+	}
+	return []account.Component{{
+		Kind: account.KindAlloc, Epsilon: eps, Delta: delta, Count: 1,
+		Eps0: eps0, Reporters: np, Dim: d, K: k, Slots: plan.Slots, Levels: levels, Fail: plan.Fail,
+	}}
 }
 
 // SSTopk is FLAME's SS-Topk protocol (Liu et al. 2021, Algorithm 4,

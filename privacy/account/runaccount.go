@@ -43,12 +43,21 @@ type Component struct {
 	//     dominated by the clone pair of Feldman, McMillan and Talwar
 	//     (pld.ShuffleClones; substitution relation);
 	//   - KindSampledGaussian: the Poisson-subsampled Gaussian mechanism with
-	//     rate Q and noise multiplier Sigma (pld.SampledGaussian; add/remove).
+	//     rate Q and noise multiplier Sigma (pld.SampledGaussian; add/remove);
+	//   - KindAlloc: one round of K-of-Dim random allocation under a blanket
+	//     (FLAME's SS-Double; Eps0, Levels, Dim, K, Slots, Reporters, Fail;
+	//     see kind_alloc.go).
 	Kind      string  `json:"kind,omitempty"`
 	Eps0      float64 `json:"eps0,omitempty"`
 	Reporters int     `json:"reporters,omitempty"`
 	Q         float64 `json:"q,omitempty"`
 	Sigma     float64 `json:"sigma,omitempty"`
+	// KindAlloc's fields (appended; older ledgers decode without them).
+	Dim    int     `json:"dim,omitempty"`
+	K      int     `json:"k,omitempty"`
+	Slots  int     `json:"slots,omitempty"`
+	Levels int     `json:"levels,omitempty"`
+	Fail   float64 `json:"fail,omitempty"`
 }
 
 // Component kinds (Component.Kind).
@@ -463,6 +472,26 @@ func PLDEpsilon(cs []Component, delta float64) (float64, error) {
 	if len(cs) == 0 {
 		return 0, nil
 	}
+	if any, all, without := splitAlloc(cs); any {
+		// Allocation rounds: their substitution pairs without the
+		// allocation credit, and, when every component is an allocation
+		// round, the add/remove composition chained to substitution
+		// (kind_alloc.go); the smaller epsilon of the two.
+		e, err := pldEpsilon(without, delta, false)
+		if all {
+			if ea, erra := chainEpsilonMemo(cs, delta); erra == nil && (err != nil || ea < e) {
+				e, err = ea, nil
+			}
+		}
+		return e, err
+	}
+	return pldEpsilon(cs, delta, false)
+}
+
+// pldEpsilon is PLDEpsilon on one relation: with chain, every pair is an
+// add/remove pair against a common reference and the composition is
+// converted to substitution by pld.PLD.ChainEpsilon.
+func pldEpsilon(cs []Component, delta float64, chain bool) (float64, error) {
 	probes := make([]*pld.PLD, len(cs))
 	var v, width, floor float64
 	for i, c := range cs {
@@ -501,6 +530,9 @@ func PLDEpsilon(cs []Component, delta float64) (float64, error) {
 		if err := acc.Add(p, c.Count); err != nil {
 			return math.Inf(1), err
 		}
+	}
+	if chain {
+		return acc.PLD().ChainEpsilon(delta)
 	}
 	return acc.Epsilon(delta)
 }
