@@ -65,7 +65,7 @@ var commands = map[string]Command{
 	"flame-simple": {"FLAME Theorem 1 (SS-Simple): per-dimension shuffle at eps_l/d, composed over d; --composition pld (or best) composes FMT's clone pair itself over d x rounds coordinates, the tight figure",
 		[]string{"eps-l", "d", "n", "delta", "domain", "k-domain", "mech", "variant", "legacy-flame-typo", "rounds", "composition-flame", "delta-prime", "target-epsilon", "json"}, nil, runFlameSimple},
 	"flame-double": {"SS-Double (FLAME Algorithm 3), sound: the k dimensions a user reports in, each a shuffle of n_p values, composed without subsampling credit (--flame-theorem: FLAME Theorems 3-4, NOT an upper bound); prints the count-statistic lower bound",
-		[]string{"eps-l", "d", "k", "n", "np", "delta", "domain", "mech", "variant", "legacy-flame-typo", "no-subsampling", "flame-theorem", "rounds", "composition-flame", "delta-prime", "target-epsilon", "json"}, nil, runFlameDouble},
+		[]string{"eps-l", "d", "k", "n", "np", "delta", "domain", "mech", "variant", "legacy-flame-typo", "no-subsampling", "flame-theorem", "rounds", "composition-flame-double", "delta-prime", "target-epsilon", "json"}, nil, runFlameDouble},
 	"flame-topk": {"FLAME Theorem 5 / Proposition 2: nu-index privacy of SS-Topk (the central guarantee is that of flame-double)",
 		[]string{"n", "np", "d", "k", "beta", "nu", "json"}, checkFlameTopk, runFlameTopk},
 	"sapes": {"S-APES Proposition 1: user-level guarantee after b-of-d post-sparsification (2b compositions of the dimension-level guarantee)",
@@ -801,8 +801,9 @@ func flameSimpleTheorem(o *Params, out *Result) error {
 	})
 }
 
-// runFlameDouble states SS-Double's central guarantee: by default the sound
-// one (amplify.SSDouble); --flame-theorem gives FLAME's Theorems 3-4, which
+// runFlameDouble states SS-Double's central guarantee: by default the
+// tightest sound route (flameDoubleBest: the random allocation, the clone
+// pairs by PLD, or amplify.SSDouble's theorem route); --flame-theorem gives FLAME's Theorems 3-4, which
 // are not an upper bound, and --no-subsampling FLAME's Theorem 4 without the
 // credit. Every answer at a given eps_l also prints the count statistic's
 // lower bound on the true epsilon (flameDoubleLowerBound).
@@ -812,12 +813,15 @@ func runFlameDouble(o *Params, out *Result) error {
 	}
 	var err error
 	switch {
-	case o.Given["composition"] && o.Composition == "pld" && (o.FLAMETheorem || o.NoSubsampling):
-		return checks.Invalidf("--composition pld composes the sound statement's clone pairs; --flame-theorem and --no-subsampling are FLAME's theorem routes, which have none")
+	case o.Given["composition"] && (o.Composition == "pld" || o.Composition == "alloc") && (o.FLAMETheorem || o.NoSubsampling):
+		return checks.Invalidf("--composition %s composes the sound statement's pairs; --flame-theorem and --no-subsampling are FLAME's theorem routes, which have none", o.Composition)
 	case o.Given["composition"] && o.Composition == "pld":
 		err = flameClones(o, out, doubleClones(o))
-	case o.Given["composition"] && o.Composition == "best" && !o.LegacyFLAMETypo && !o.FLAMETheorem && !o.NoSubsampling:
-		err = flameBest(o, out, doubleClones(o), flameDoubleTheorem)
+	case o.Given["composition"] && o.Composition == "alloc":
+		err = flameAlloc(o, out)
+	case o.Composition == "best" && !o.LegacyFLAMETypo && !o.FLAMETheorem && !o.NoSubsampling:
+		// the default: the tightest rigorous route (flamealloc.go)
+		err = flameDoubleBest(o, out)
 	default:
 		err = flameDoubleTheorem(o, out)
 	}
