@@ -12,7 +12,7 @@ import (
 )
 
 func init() {
-	Register("ss-double", "FLAME SS-Double: k random coordinates per user with eps_l/k, dummy padding to n_p per dimension; sound accounting (k clone-pair shuffles, no subsampling credit: FLAME Theorems 3-4 are not an upper bound)", newSSDouble)
+	Register("ss-double", "FLAME SS-Double: k random coordinates per user with eps_l/k, dummy padding to n_p per dimension; sound accounting (random allocation of the k coordinates under the blanket, or k clone-pair shuffles: FLAME Theorems 3-4 are not an upper bound)", newSSDouble)
 	Register("ss-topk", "FLAME SS-Topk: top-k coordinates plus k(l-1) blanket dummies for nu-index privacy, padding to n_p, FLAME Algorithm 4 and Theorem 5", newSSTopk)
 	RegisterInfo("ss-double", Info{
 		Summary: "FLAME SS-Double: k random coordinates per user with eps_l/k, dummy padding to n_p per dimension",
@@ -210,11 +210,17 @@ func (g *flameDigits) next() uint64 {
 // Accounting: NOT FLAME's Theorems 3-4, which take a subsampling credit on
 // 2 beta d dimension-level releases and so count the k-of-d sampling twice
 // (refuted by a count of the released values: amplify.SSDoubleFLAME,
-// TestSSDoubleFLAMERefuted). The statement is the sound one of
+// TestSSDoubleFLAMERefuted). The round's own statement is the sound one of
 // amplify.SSDouble: the k dimensions a user reports in, each a shuffle of
 // n_p eps_l/k-LDP values (dummies are randomizer outputs), composed without
-// sampling credit — by advanced composition of the blanket Bennett bound per
-// round, and by the PLD of FMT's clone pair across rounds.
+// sampling credit by advanced composition of the blanket Bennett bound. The
+// run's accountant composes a tighter one (Account's component,
+// account.KindAlloc): the k coordinates are a random allocation (k blocks
+// of 1-of-d/k), each coordinate a 1-of-m allocation under the blanket
+// (pld.SparseShuffleAllocation, planned by amplify.SSDoubleAlloc), for
+// add/remove against "the user's slots hold dummies", chained to
+// substitution across the whole run; or the PLD of FMT's clone pairs if
+// smaller.
 type SSDouble struct {
 	flameBase
 	k, np int // 0: default
@@ -353,17 +359,19 @@ func (p SSDouble) Estimate(_ *rand.Rand, s Shape, agg *Aggregate, dst []float64)
 
 // Account implements Protocol: the sound SS-Double statement
 // (amplify.SSDouble: k per-dimension shuffles of n_p values, no subsampling
-// credit), plus the padding-failure probability in delta. The run's PLD
-// accountant composes the k clone pairs (Component kind shuffle with n_p
-// reporters) instead of the advanced composition. FLAME's Theorems 3-4 are
-// not used: they are not an upper bound (amplify.SSDoubleFLAME).
+// credit), plus the padding-failure probability in delta. Its component is
+// the round's random allocation (account.KindAlloc, see allocComponents),
+// which the run's PLD accountant composes instead of the advanced
+// composition (with the k clone pairs as the alternative). FLAME's
+// Theorems 3-4 are not used: they are not an upper bound
+// (amplify.SSDoubleFLAME).
 func (p SSDouble) Account(s Shape, budgets []Budget) (Privacy, error) {
 	k, np, err := p.Plan(s)
 	if err != nil {
 		return Privacy{}, err
 	}
 	d, n := s.Dim, s.Participants
-	return p.account(s, budgets, flameRelease{
+	priv, err := p.account(s, budgets, flameRelease{
 		coordEps: p.eps / float64(k), dims: k, reporters: np, fallback: p.eps,
 		extraDelta: flamePadFailBound(n, k, d, np),
 		theorem:    fmt.Sprintf("sound SS-Double: k=%d per-dimension shuffles of n_p=%d, no subsampling credit", k, np),
@@ -374,6 +382,11 @@ func (p SSDouble) Account(s Shape, budgets []Budget) (Privacy, error) {
 			return p.allocComponents(s, k, np, eps, delta)
 		},
 	})
+	if err == nil && len(priv.Components) == 1 && priv.Components[0].Kind == account.KindAlloc {
+		c := priv.Components[0]
+		priv.Bound += fmt.Sprintf("; run accountant: random allocation of the k coordinates (k blocks of 1-of-%d, 1-of-%d blanket slots per coordinate, failure %.3g), chained to substitution, or the clone pairs if smaller", d/k, c.Slots, c.Fail)
+	}
+	return priv, err
 }
 
 // allocComponents returns the round's random-allocation component

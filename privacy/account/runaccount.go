@@ -394,7 +394,11 @@ func (t tally) spentRigour(target float64, withPLD bool) Spent {
 	}
 	if withPLD && usePLD && len(t.pairs) > 0 {
 		if e, err := t.pldEpsilon(target); err == nil {
-			consider(e, target, fmt.Sprintf("PLD composition of %d releases (pessimistic, FFT)", t.pldReleases()))
+			m := fmt.Sprintf("PLD composition of %d releases (pessimistic, FFT)", t.pldReleases())
+			if t.hasAlloc() {
+				m += "; allocation rounds: the smaller of their random-allocation PLD chained to substitution and their clone pairs"
+			}
+			consider(e, target, m)
 		}
 	}
 	if math.IsInf(best.Epsilon, 1) && t.deltaSum > target*(1+1e-12) {
@@ -407,6 +411,16 @@ func (t tally) spentRigour(target float64, withPLD bool) Spent {
 
 // usePLD enables the PLD method in spent (tests compare with and without).
 var usePLD = true
+
+// hasAlloc reports whether some recorded pair is an allocation round.
+func (t tally) hasAlloc() bool {
+	for _, p := range t.pairs {
+		if p.c.Kind == KindAlloc {
+			return true
+		}
+	}
+	return false
+}
 
 // pldReleases counts the releases the PLD method composes.
 func (t tally) pldReleases() int {
@@ -443,7 +457,11 @@ const pldProbeBins = 1 << 14
 // every (Epsilon, Delta)-DP mechanism), each Count times, with package pld,
 // and returns the epsilon at delta: a rigorous upper bound (pessimistic
 // discretisation; every truncation and floating-point error term is
-// included in the delta).
+// included in the delta). Allocation rounds (KindAlloc) are add/remove
+// pairs against a reference: when every component is one, their
+// composition is chained to substitution (pld.PLD.ChainEpsilon) and the
+// smaller of that and their clone pairs is returned; mixed with other
+// kinds, only their clone pairs are used (kind_alloc.go).
 //
 // Grid. The pessimism of the discretisation grows with the grid interval h
 // (connect-the-dots adds a variance of at most h^2/4 per composition, which
