@@ -92,7 +92,7 @@ func SSDoubleAlloc(epsL float64, d, k, n, np, levels int, failBudget float64) (S
 		}
 	}
 	if L >= np {
-		return SSDoubleAllocPlan{}, fmt.Errorf("SS-Double allocation: %w", checks.Invalidf("no coordinate bound L below n_p = %d keeps the failure probability under %v", np, failBudget))
+		return SSDoubleAllocPlan{}, fmt.Errorf("SS-Double allocation: %w", checks.Invalidf("n_p = %d is too small: no bound L < n_p on the non-blanket reports of a coordinate keeps the failure probability under %v", np, failBudget))
 	}
 	fail := math.Min(1, (pad+df*binomUpperChernoff(n-1, plo, L+1))*(1+1e-9))
 	return SSDoubleAllocPlan{Slots: np - L, LO: L, Fail: fail, Gamma: gamma}, nil

@@ -66,8 +66,8 @@ var commands = map[string]Command{
 		[]string{"eps-l", "d", "n", "delta", "domain", "k-domain", "mech", "variant", "legacy-flame-typo", "rounds", "composition-flame", "delta-prime", "target-epsilon", "json"}, nil, runFlameSimple},
 	"flame-double": {"SS-Double (FLAME Algorithm 3), sound: the k dimensions a user reports in, each a shuffle of n_p values, composed without subsampling credit (--flame-theorem: FLAME Theorems 3-4, NOT an upper bound); prints the count-statistic lower bound",
 		[]string{"eps-l", "d", "k", "n", "np", "delta", "domain", "mech", "variant", "legacy-flame-typo", "no-subsampling", "flame-theorem", "rounds", "composition-flame-double", "delta-prime", "target-epsilon", "json"}, nil, runFlameDouble},
-	"flame-topk": {"FLAME Theorem 5 / Proposition 2: nu-index privacy of SS-Topk (the central guarantee is that of flame-double)",
-		[]string{"n", "np", "d", "k", "beta", "nu", "json"}, checkFlameTopk, runFlameTopk},
+	"flame-topk": {"FLAME Theorem 5 / Proposition 2: nu-index privacy of SS-Topk; with --eps-l or --delta also its central guarantee (min(2k, d) clone pairs by PLD, or FLAME Theorem 4, the smaller) and the count lower bound",
+		[]string{"n", "np", "d", "k", "beta", "nu", "eps-l", "delta", "mech", "domain", "variant", "json"}, checkFlameTopk, runFlameTopk},
 	"sapes": {"S-APES Proposition 1: user-level guarantee after b-of-d post-sparsification (2b compositions of the dimension-level guarantee)",
 		[]string{"eps-c", "delta-c", "b", "composition-protocol", "delta-prime-sapes", "eps-file", "eps-dist", "n", "seed", "delta", "json"}, checkSAPES, runSAPES},
 	"subsample": {"amplification by subsampling (Balle, Barthe, Gaboardi 2018; FLAME Lemma 4): wor or poisson",
@@ -915,6 +915,10 @@ func runFlameTopk(o *Params, out *Result) error {
 	out.Extra["l"] = l
 	out.Extra["beta"] = beta
 	out.Text = append(out.Text, fmt.Sprintf("strongest nu-index privacy nu = %s with l = %d slots per top-k index (beta = %s)", Figure(nu, 6), l, Figure(beta, 6)))
+	if o.Given["eps-l"] || o.Given["delta"] {
+		// the central guarantee of SS-Topk's analyzer (flametopk.go)
+		return flameTopkCentral(o, out)
+	}
 	return nil
 }
 
