@@ -234,3 +234,19 @@ func TestFLAMECountLowerBoundPaddedRGB(t *testing.T) {
 		t.Logf("FLAMECountLowerBound no longer exceeds the statement (fixed?)")
 	}
 }
+
+func TestAllocRounding(t *testing.T) {
+	for _, tc := range []struct{ m, want int }{{1, 1}, {63, 63}, {64, 64}, {65, 64}, {127, 126}, {666, 656}, {641, 640}, {1023, 1008}} {
+		if got := roundDownBits(tc.m, 6); got != tc.want || got > tc.m || float64(got) < (1-1.0/32)*float64(tc.m) {
+			t.Errorf("roundDownBits(%d, 6) = %d, want %d", tc.m, got, tc.want)
+		}
+	}
+	for _, q := range []float64{1e-300, 3e-11, 0.25, 0.3, 0.5} {
+		if got := roundUpPow2(q); got < q || got >= 2*q {
+			t.Errorf("roundUpPow2(%v) = %v", q, got)
+		}
+	}
+	if roundUpPow2(0) != 0 {
+		t.Error("roundUpPow2(0) != 0")
+	}
+}

@@ -413,10 +413,41 @@ func (p SSDouble) allocComponents(s Shape, k, np int, eps, delta float64) []acco
 	if err != nil || plan.Fail >= 0.5 {
 		return nil
 	}
+	// Fewer slots and a larger failure probability give a dominating pair
+	// (pld.BlanketAllocation: fewer blanket values reveal more), so the
+	// round's pair is rounded to a coarse grid — slots down to 6
+	// significant bits (less than 1/32 fewer), the failure probability up to a
+	// power of two — and rounds whose participation differs a little
+	// share one pair (the accountant builds each distinct pair).
 	return []account.Component{{
 		Kind: account.KindAlloc, Epsilon: eps, Delta: delta, Count: 1,
-		Eps0: eps0, Reporters: np, Dim: d, K: k, Slots: plan.Slots, Levels: levels, Fail: plan.Fail,
+		Eps0: eps0, Reporters: np, Dim: d, K: k, Slots: roundDownBits(plan.Slots, 6), Levels: levels, Fail: roundUpPow2(plan.Fail),
 	}}
+}
+
+// roundDownBits returns m with all but its `bits` most significant bits
+// cleared (m >= 1).
+func roundDownBits(m, bits int) int {
+	if m < 1<<bits {
+		return m
+	}
+	shift := 0
+	for m>>shift >= 1<<bits {
+		shift++
+	}
+	return m >> shift << shift
+}
+
+// roundUpPow2 returns the smallest power of two >= q (q > 0), 0 for 0.
+func roundUpPow2(q float64) float64 {
+	if !(q > 0) {
+		return q
+	}
+	f, e := math.Frexp(q)
+	if f == 0.5 {
+		return q
+	}
+	return math.Ldexp(1, e)
 }
 
 // SSTopk is FLAME's SS-Topk protocol (Liu et al. 2021, Algorithm 4,
