@@ -354,10 +354,17 @@ func (a *allocSum) ratio(t int) float64 {
 // (loss -log(S/T), Q-mass) directions on the loss grid h.
 func (a *allocSum) dirs(h, tail float64) (rem, add dir, err error) {
 	u := unitRoundoff
-	// loss range of the window's non-zero entries
+	// loss range of the window's non-zero entries; a ratio sum of 0 (every
+	// position at the lattice point 0, which the discretised base pair may
+	// have) is loss -Inf for remove (P-mass 0) and +Inf for add
 	first, last := -1, -1
+	zero := 0.0
 	for t, v := range a.res {
 		if v > 0 {
+			if !(a.ratio(t) > 0) {
+				zero += v
+				continue
+			}
 			if first < 0 {
 				first = t
 			}
@@ -365,12 +372,9 @@ func (a *allocSum) dirs(h, tail float64) (rem, add dir, err error) {
 		}
 	}
 	if first < 0 {
-		return dir{}, dir{}, checks.Invalidf("the allocation's ratio sum has no mass")
+		return dir{}, dir{}, checks.Invalidf("the allocation's ratio sum has no mass at a positive ratio")
 	}
 	xlo, xhi := a.ratio(first), a.ratio(last)
-	if !(xlo > 0) {
-		return dir{}, dir{}, checks.Invalidf("the allocation's ratio window reaches 0 (eps0 too large for this lattice)")
-	}
 	pad := 8 * u * (1 + math.Abs(math.Log(xlo)) + math.Abs(math.Log(xhi)))
 	llo, lhi := math.Log(xlo)-pad, math.Log(xhi)+pad
 	br, err := newBuilder(h, llo, lhi)
@@ -392,6 +396,7 @@ func (a *allocSum) dirs(h, tail float64) (rem, add dir, err error) {
 		br.atom(l+e, v*x)
 		ba.atom(-l+e, v)
 	}
+	ba.inf += zero
 	rho := a.rho + 64*u
 	br.rho, ba.rho = rho, rho
 	rem, add = br.finish(tail), ba.finish(tail)
