@@ -25,8 +25,8 @@ import (
 // for Laplace, and for R_{gamma,b} the law with mass e^eps0/(e^eps0+b) on
 // one level and 1/(e^eps0+b) on each other. Claim: (R(x), omega) is a
 // post-processing of (A*, omega) for every x in [0, 1] (Blackwell
-// dominance; Blackwell 1953, stated for DP as Theorem 2.10 of Dong, Roth
-// and Su 2022: a channel K with K A* = R(x) and K omega = omega exists iff
+// dominance; Blackwell 1953, see Dong, Roth and Su 2022, Section 2, for
+// the DP form: a channel K with K A* = R(x) and K omega = omega exists iff
 // H_a(A* || omega) >= H_a(R(x) || omega) for every a >= 0). Proof, Laplace:
 // (Lap(1/2 + s), Lap(1/2)), s >= 0, has a likelihood ratio non-decreasing
 // in y, so by Neyman-Pearson H_a = sup_c [P(Y > c) - a Q(Y > c)] over
@@ -75,11 +75,11 @@ import (
 //
 // so with S = sum_i r(y_i) under Q (y_i iid omega): the remove direction is
 // the loss log(S/T) under P, whose law is the Q-law of S reweighted by
-// S/T, and the add direction the loss -log(S/T) under Q (Feldman and
-// Shenfeld, "Privacy amplification by random allocation", 2025, the
-// remove/add pair of their Section 2, here computed exactly rather than
-// bounded). The Q-law of S is the T-fold convolution of the Q-law of r:
-// a convolution in ratio space.
+// S/T, and the add direction the loss -log(S/T) under Q (the remove and
+// add pairs of the 1-of-t random allocation of Feldman and Shenfeld,
+// "Privacy amplification by random allocation", arXiv 2502.08202, here
+// computed exactly rather than bounded). The Q-law of S is the T-fold
+// convolution of the Q-law of r: a convolution in ratio space.
 //
 // Pessimistic discretisation in ratio space. Two pairs compare in the
 // Blackwell order exactly as the Q-laws of their likelihood ratios compare
