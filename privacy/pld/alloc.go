@@ -231,8 +231,8 @@ type allocKey struct {
 	tail   float64
 }
 
-// allocMemo keeps the last few sums (each at most a few MB): a run's
-// accountant rebuilds the same pairs on several grids.
+// allocMemo keeps the last few sums (each at most 8 MB; larger ones are
+// not kept): a run's accountant rebuilds the same pairs on several grids.
 var allocMemo struct {
 	mu   sync.Mutex
 	keys []allocKey
@@ -254,6 +254,9 @@ func allocSumFor(k allocKey) (*allocSum, error) {
 	v, err := newAllocSum(k)
 	if err != nil {
 		return nil, err
+	}
+	if len(v.res) > 1<<20 { // 8 MB: not kept
+		return v, nil
 	}
 	allocMemo.mu.Lock()
 	defer allocMemo.mu.Unlock()
