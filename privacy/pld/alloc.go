@@ -99,9 +99,10 @@ import (
 // space (losses rounded up by a bound on their floating-point error).
 //
 // Error terms. The lattice offset s is chosen so that every atom (and the
-// ends of the continuous part) lies at least D/64 from a lattice point, so
-// the uncertainty of their computed positions (a few ulps) is a relative
-// error of the split masses, rho0 <= 8u (64 r_max/D + 8); the T-fold
+// ends of the continuous part) lies well away from the lattice points
+// (kappa = max r/dist, dist the distance to the nearer point, at most
+// 2^24), so the uncertainty of their computed positions (a few ulps) is a
+// relative error of the split masses, rho0 <= 8u (kappa + 8); the T-fold
 // convolution of masses with relative error rho0 has relative error
 // (1+rho0)^T - 1 (all terms non-negative). The FFT round-off efft, the
 // cyclic wrap-around (at most 2 tau) and the mass outside the window (at
@@ -167,14 +168,18 @@ func newBlanketRatio(eps0 float64, levels int) blanketRatio {
 }
 
 // lattice discretises the ratio law on {(j + s) D}: it returns the index
-// j0 of pmf[0], and ok = false if an atom (or an end of the continuous
-// part) lies within D/64 of a lattice point.
-func (br blanketRatio) lattice(D, s float64) (j0 int, pmf []float64, ok bool) {
+// j0 of pmf[0] and kappa, the largest r/dist over the atoms (and the ends
+// of the continuous part), dist the distance of r to its nearer lattice
+// point: the computed positions carry a relative error of a few ulps, so
+// the split masses carry one of a few ulps times kappa.
+func (br blanketRatio) lattice(D, s float64) (j0 int, pmf []float64, kappa float64) {
 	for _, r := range br.atomR {
-		f := r/D - s
-		if fr := f - math.Floor(f); fr < 1.0/64 || fr > 63.0/64 {
-			return 0, nil, false
+		l0 := (math.Floor(r/D-s) + s) * D
+		dist := math.Min(r-l0, l0+D-r)
+		if !(dist > 0) {
+			return 0, nil, math.Inf(1)
 		}
+		kappa = math.Max(kappa, r/dist)
 	}
 	j0 = int(math.Floor(br.rmin/D - s))
 	j1 := int(math.Floor(br.rmax/D-s)) + 1
@@ -207,7 +212,7 @@ func (br blanketRatio) lattice(D, s float64) (j0 int, pmf []float64, ok bool) {
 			pmf[j+1-j0] += up
 		}
 	}
-	return j0, pmf, true
+	return j0, pmf, kappa
 }
 
 // allocSum is the Q-law of S = sum of T ratios on the lattice: S/T =
@@ -281,8 +286,8 @@ func newAllocSum(k allocKey) (*allocSum, error) {
 	sd := 0.0
 	for _, s := range []float64{0, 0.25, 0.5, 0.75} {
 		D0 := math.Ldexp(1, math.Ilogb(width/512))
-		j0, pmf, ok := br.lattice(D0, s)
-		if !ok {
+		j0, pmf, kappa := br.lattice(D0, s)
+		if math.IsInf(kappa, 1) {
 			continue
 		}
 		v := 0.0
@@ -297,19 +302,36 @@ func newAllocSum(k allocKey) (*allocSum, error) {
 		return nil, checks.Invalidf("cannot size the ratio lattice at eps0 = %v", k.eps0)
 	}
 	D := math.Ldexp(1, math.Ilogb(math.Min(sd/32, width/8)))
-	var j0 int
-	var pmf []float64
-	var s float64
-	found := false
-	for _, s = range []float64{0, 0.25, 0.5, 0.75} {
-		var ok bool
-		if j0, pmf, ok = br.lattice(D, s); ok {
-			found = true
-			break
+	// Offsets: quarters of D, and, when the smallest ratio is below 2D, one
+	// that puts the lowest lattice point near 63 rmin/64 (a multiple of
+	// 2^-20 D, so that lattice points stay exact): a lowest point at 0 would be
+	// an add-direction loss of +Inf for the event that every position sits
+	// there, which coarse lattices (large eps0) make far from negligible.
+	// Preferred: a positive lowest point, then the smallest kappa; kappa
+	// above 2^24 is refused.
+	cands := []float64{0, 0.25, 0.5, 0.75}
+	if x := br.rmin * (63.0 / 64) / D; x < 2 {
+		// lowest point near 63 rmin/64 (kappa about 64)
+		if s0 := math.Ldexp(math.Floor(math.Ldexp(x-math.Floor(x), 20)), -20); s0 > 0 {
+			cands = append(cands, s0)
 		}
 	}
-	if !found { // cannot happen: two atoms exclude at most two offsets
-		return nil, checks.Invalidf("no lattice offset keeps the ratio atoms away from the lattice")
+	var j0 int
+	var pmf []float64
+	s, kappa := 0.0, math.Inf(1)
+	bestPos := false
+	for _, c := range cands {
+		cj0, cpmf, ck := br.lattice(D, c)
+		if !(ck <= 1<<24) {
+			continue
+		}
+		pos := (float64(cj0)+c)*D > 0
+		if pmf == nil || pos && !bestPos || pos == bestPos && ck < kappa {
+			j0, pmf, s, kappa, bestPos = cj0, cpmf, c, ck, pos
+		}
+	}
+	if pmf == nil {
+		return nil, checks.Invalidf("no lattice offset keeps the ratio atoms away from the lattice points at eps0 = %v", k.eps0)
 	}
 	if len(pmf) > 1<<16 {
 		return nil, checks.Invalidf("the ratio lattice needs %d points at eps0 = %v (limit 65536)", len(pmf), k.eps0)
@@ -325,7 +347,7 @@ func newAllocSum(k allocKey) (*allocSum, error) {
 	pmf = pmf[f : l+1]
 	j0 += f
 	u := unitRoundoff
-	rho0 := 8 * u * (64*br.rmax/D + 8)
+	rho0 := 8 * u * (kappa + 8)
 	out := &allocSum{j0: j0, s: s, D: D, T: k.T, rmax: br.rmax}
 	out.rho = math.Expm1(float64(k.T)*math.Log1p(rho0)) + 8*u
 	if k.T == 1 || len(pmf) == 1 {

@@ -23,7 +23,9 @@ const piDigits = "3.14159265358979323846264338327950288419716939937510582097494"
 // and, over the k x rounds compositions of a run, a noticeable share of
 // the delta. Every frequency j whose power is not negligible, by the bound
 // T (|X_j| + e)^{T-1} e > 1e-17 with e the FFT's l_inf error, is instead
-// computed exactly: X_j = sum_i p_i w^i by Horner's rule with w =
+// computed exactly (up to a budget of exactBudget big-float products, in
+// order of frequency; beyond it by powerSpectrum's compensated direct DFT
+// in float64, then the FFT value with its bound): X_j = sum_i p_i w^i by Horner's rule with w =
 // exp(-2 pi i j/N) from its Taylor series (pi to 60 digits), and Y_j =
 // X_j^T by binary powering, all at 192 bits (relative error below
 // 10^-45 for T up to 2^30), then rounded to float64 (error at most
@@ -58,6 +60,23 @@ func powerWindowExact(pmf []float64, m float64, k int, tau float64) (lo int, res
 	var e2, y2 neumaier
 	skipped := 0
 	var ex *exactSpectrum
+	// the exact evaluations cost about W big-float products each: at most
+	// exactBudget products in all (the frequencies beyond keep the FFT
+	// value and its error bound, which is only large for large T, where
+	// few frequencies matter)
+	budget := exactBudget
+	// beyond it, a compensated direct DFT in float64 (powerSpectrum's
+	// refinement), up to 5e7 operations
+	var nzI []int64
+	var nzV []float64
+	for i, v := range pmf {
+		if v > 0 {
+			nzI = append(nzI, int64(i))
+			nzV = append(nzV, v)
+		}
+	}
+	dacc := (twiddleErr + 3*u + math.Sqrt2*(2*u+16*float64(len(nzV))*u*u)) * m * 1.01
+	slow := 5e7 / float64(len(nzV))
 	for j := 0; j <= N/2; j++ {
 		mult := 2.0 // j and N-j
 		if j == 0 || j == N/2 {
@@ -77,14 +96,23 @@ func powerWindowExact(pmf []float64, m float64, k int, tau float64) (lo int, res
 		amp := math.Exp(la)
 		var Y complex128
 		var ej float64
-		if amp*dfft > 1e-17 {
+		if amp*dfft > 1e-17 && budget >= W+64 {
+			budget -= W + 64
 			if ex == nil {
 				ex = newExactSpectrum(pmf, N)
 			}
 			Y = ex.power(j, k)
 			ej = 4*u*cmplx.Abs(Y) + 1e-300
 		} else {
-			ej = amp * dfft * (1 + 1e-9)
+			delta := dfft
+			if amp*dfft > 1e-17 && slow >= 1 {
+				slow--
+				X = directDFT(pl, nzI, nzV, j)
+				r = cmplx.Abs(X)
+				delta = dacc
+				amp = math.Exp(lk + (kf-1)*math.Log(r+delta))
+			}
+			ej = amp * delta * (1 + 1e-9)
 			if r > 0 {
 				lr := math.Log(r)
 				th := math.Atan2(imag(X), real(X))
@@ -114,6 +142,10 @@ func powerWindowExact(pmf []float64, m float64, k int, tau float64) (lo int, res
 	efft = (math.Sqrt(e2.sum()) + kap*math.Sqrt(y2.sum()) + math.Sqrt(float64(skipped))*4e-304) * (1 + 1e-9)
 	return lo, res, efft, nil
 }
+
+// exactBudget bounds the big-float products of one powerWindowExact
+// (about 0.2 s).
+const exactBudget = 200000
 
 // exactSpectrum evaluates single frequencies of the DFT of pmf (length N)
 // and their powers in allocPrec-bit arithmetic.
