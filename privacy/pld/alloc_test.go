@@ -63,12 +63,14 @@ func TestBlanketAllocationRoundingExact(t *testing.T) {
 }
 
 // TestBlanketAllocationLaplace checks T = 1 against the Laplace
-// mechanism's closed form (sensitivity 1/2, scale 1/eps0: delta(eps) =
+// mechanism's closed form (eps0 = 8: the ratio 1/R = e^{-4} lies below the
+// lattice spacing, and a lowest lattice point at 0 used to put 0.38 of the
+// add direction at +Inf for T = 2) (sensitivity 1/2, scale 1/eps0: delta(eps) =
 // 1 - e^{(eps - eps0/2)/2} in both directions) and T = 2 against a direct
 // quadrature in output space (y1, y2 iid Lap(1/2, 1/eps0), r(y) =
 // exp(eps0 (|y - 1/2| - |y|)), constant outside (0, 1/2)).
 func TestBlanketAllocationLaplace(t *testing.T) {
-	for _, eps0 := range []float64{0.5, 3} {
+	for _, eps0 := range []float64{0.5, 3, 8} {
 		p1, err := BlanketAllocation(eps0, BlanketLaplace, 1, Options{Interval: 1e-5})
 		if err != nil {
 			t.Fatal(err)
