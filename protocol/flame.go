@@ -302,6 +302,10 @@ type flameRelease struct {
 	// theorem names the analysis; res evaluates it at a round delta.
 	theorem string
 	res     func(deltaC float64) (amplify.ProtocolResult, error)
+	// components, if set, replaces the round's components; it receives
+	// the round's statement without client sampling (SS-Double's random
+	// allocation, see SSDouble.Account).
+	components func(eps, delta float64) []account.Component
 }
 
 // account turns a FLAME statement into the round's Privacy. rel.res is
@@ -394,6 +398,11 @@ func (f flameBase) account(s Shape, budgets []Budget, rel flameRelease) (Privacy
 		priv.Components = []account.Component{shuffle(account.Component{Epsilon: r.EpsDim, Delta: r.DeltaDim, Count: int(math.Ceil(r.Compositions))})}
 		if extraDelta > 0 {
 			priv.Components = append(priv.Components, account.Component{Delta: extraDelta, Count: 1})
+		}
+	}
+	if rel.components != nil {
+		if cs := rel.components(priv.CentralEpsilon, priv.CentralDelta); cs != nil {
+			priv.Components = cs
 		}
 	}
 	if q := s.SampleRate(); q < 1 {

@@ -7,11 +7,12 @@ import (
 	"sync"
 
 	"github.com/shufflefl/shufflefl/checks"
+	"github.com/shufflefl/shufflefl/privacy/account"
 	"github.com/shufflefl/shufflefl/privacy/amplify"
 )
 
 func init() {
-	Register("ss-double", "FLAME SS-Double: k random coordinates per user with eps_l/k, dummy padding to n_p per dimension; sound accounting (k clone-pair shuffles, no subsampling credit: FLAME Theorems 3-4 are not an upper bound)", newSSDouble)
+	Register("ss-double", "FLAME SS-Double: k random coordinates per user with eps_l/k, dummy padding to n_p per dimension; sound accounting (random allocation of the k coordinates under the blanket, or k clone-pair shuffles: FLAME Theorems 3-4 are not an upper bound)", newSSDouble)
 	Register("ss-topk", "FLAME SS-Topk: top-k coordinates plus k(l-1) blanket dummies for nu-index privacy, padding to n_p, FLAME Algorithm 4 and Theorem 5", newSSTopk)
 	RegisterInfo("ss-double", Info{
 		Summary: "FLAME SS-Double: k random coordinates per user with eps_l/k, dummy padding to n_p per dimension",
@@ -209,11 +210,17 @@ func (g *flameDigits) next() uint64 {
 // Accounting: NOT FLAME's Theorems 3-4, which take a subsampling credit on
 // 2 beta d dimension-level releases and so count the k-of-d sampling twice
 // (refuted by a count of the released values: amplify.SSDoubleFLAME,
-// TestSSDoubleFLAMERefuted). The statement is the sound one of
+// TestSSDoubleFLAMERefuted). The round's own statement is the sound one of
 // amplify.SSDouble: the k dimensions a user reports in, each a shuffle of
 // n_p eps_l/k-LDP values (dummies are randomizer outputs), composed without
-// sampling credit — by advanced composition of the blanket Bennett bound per
-// round, and by the PLD of FMT's clone pair across rounds.
+// sampling credit by advanced composition of the blanket Bennett bound. The
+// run's accountant composes a tighter one (Account's component,
+// account.KindAlloc): the k coordinates are a random allocation (k blocks
+// of 1-of-d/k), each coordinate a 1-of-m allocation under the blanket
+// (pld.SparseShuffleAllocation, planned by amplify.SSDoubleAlloc), for
+// add/remove against "the user's slots hold dummies", chained to
+// substitution across the whole run; or the PLD of FMT's clone pairs if
+// smaller.
 type SSDouble struct {
 	flameBase
 	k, np int // 0: default
@@ -352,24 +359,95 @@ func (p SSDouble) Estimate(_ *rand.Rand, s Shape, agg *Aggregate, dst []float64)
 
 // Account implements Protocol: the sound SS-Double statement
 // (amplify.SSDouble: k per-dimension shuffles of n_p values, no subsampling
-// credit), plus the padding-failure probability in delta. The run's PLD
-// accountant composes the k clone pairs (Component kind shuffle with n_p
-// reporters) instead of the advanced composition. FLAME's Theorems 3-4 are
-// not used: they are not an upper bound (amplify.SSDoubleFLAME).
+// credit), plus the padding-failure probability in delta. Its component is
+// the round's random allocation (account.KindAlloc, see allocComponents),
+// which the run's PLD accountant composes instead of the advanced
+// composition (with the k clone pairs as the alternative). FLAME's
+// Theorems 3-4 are not used: they are not an upper bound
+// (amplify.SSDoubleFLAME).
 func (p SSDouble) Account(s Shape, budgets []Budget) (Privacy, error) {
 	k, np, err := p.Plan(s)
 	if err != nil {
 		return Privacy{}, err
 	}
 	d, n := s.Dim, s.Participants
-	return p.account(s, budgets, flameRelease{
+	priv, err := p.account(s, budgets, flameRelease{
 		coordEps: p.eps / float64(k), dims: k, reporters: np, fallback: p.eps,
 		extraDelta: flamePadFailBound(n, k, d, np),
 		theorem:    fmt.Sprintf("sound SS-Double: k=%d per-dimension shuffles of n_p=%d, no subsampling credit", k, np),
 		res: func(deltaC float64) (amplify.ProtocolResult, error) {
 			return amplify.SSDouble(p.eps, d, k, n, np, deltaC, p.amplifier())
 		},
+		components: func(eps, delta float64) []account.Component {
+			return p.allocComponents(s, k, np, eps, delta)
+		},
 	})
+	if err == nil && len(priv.Components) == 1 && priv.Components[0].Kind == account.KindAlloc {
+		c := priv.Components[0]
+		priv.Bound += fmt.Sprintf("; run accountant: random allocation of the k coordinates (k blocks of 1-of-%d, 1-of-%d blanket slots per coordinate, failure %.3g), chained to substitution, or the clone pairs if smaller", d/k, c.Slots, c.Fail)
+	}
+	return priv, err
+}
+
+// allocComponents returns the round's random-allocation component
+// (account.KindAlloc: pld.SparseShuffleAllocation, planned by
+// amplify.SSDoubleAlloc with a failure budget of 1e-4 of the round's
+// delta), carrying the round's statement (eps, delta) as its generic
+// figure, or nil when the plan fails (the components of the clone-pair
+// statement then stay). The run's PLD accountant composes the allocation
+// pairs of all rounds for add/remove against "the user's slots hold
+// dummies" and chains them to substitution (account.KindAlloc), and also
+// composes the clone pairs without the allocation credit; the smaller
+// epsilon is the run's.
+func (p SSDouble) allocComponents(s Shape, k, np int, eps, delta float64) []account.Component {
+	levels := p.levels
+	if p.laplace {
+		levels = 0
+	}
+	d, n := s.Dim, s.Participants
+	eps0 := p.eps / float64(k)
+	if !(eps0 <= 40) || math.IsInf(eps, 0) || !(delta < 1) {
+		return nil
+	}
+	plan, err := amplify.SSDoubleAlloc(p.eps, d, k, n, np, levels, 1e-4*p.deltaC(n))
+	if err != nil || plan.Fail >= 0.5 {
+		return nil
+	}
+	// Fewer slots and a larger failure probability give a dominating pair
+	// (pld.BlanketAllocation: fewer blanket values reveal more), so the
+	// round's pair is rounded to a coarse grid — slots down to 6
+	// significant bits (less than 1/32 fewer), the failure probability up to a
+	// power of two — and rounds whose participation differs a little
+	// share one pair (the accountant builds each distinct pair).
+	return []account.Component{{
+		Kind: account.KindAlloc, Epsilon: eps, Delta: delta, Count: 1,
+		Eps0: eps0, Reporters: np, Dim: d, K: k, Slots: roundDownBits(plan.Slots, 6), Levels: levels, Fail: roundUpPow2(plan.Fail),
+	}}
+}
+
+// roundDownBits returns m with all but its `bits` most significant bits
+// cleared (m >= 1).
+func roundDownBits(m, bits int) int {
+	if m < 1<<bits {
+		return m
+	}
+	shift := 0
+	for m>>shift >= 1<<bits {
+		shift++
+	}
+	return m >> shift << shift
+}
+
+// roundUpPow2 returns the smallest power of two >= q (q > 0), 0 for 0.
+func roundUpPow2(q float64) float64 {
+	if !(q > 0) {
+		return q
+	}
+	f, e := math.Frexp(q)
+	if f == 0.5 {
+		return q
+	}
+	return math.Ldexp(1, e)
 }
 
 // SSTopk is FLAME's SS-Topk protocol (Liu et al. 2021, Algorithm 4,

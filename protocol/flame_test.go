@@ -474,7 +474,14 @@ func TestFlameAccountPaperSettings(t *testing.T) {
 				// The round is the composition of its dimension-level
 				// releases: d for SS-Simple, k for SS-Double, 2k for
 				// SS-Topk, each a shuffle FMT's clone pair dominates.
-				if c := priv.Components; len(c) == 0 || !isComponent(c[0], want.EpsDim, want.DeltaDim, int(math.Ceil(want.Compositions))) {
+				// SS-Double's one component is the round's random
+				// allocation, which carries the round's statement and
+				// those k clone pairs (account.KindAlloc).
+				if c := priv.Components; tc.proto == "ss-double" {
+					if len(c) != 1 || c[0].Kind != account.KindAlloc || c[0].Epsilon != want.Epsilon || c[0].K != int(math.Ceil(want.Compositions)) {
+						t.Errorf("components %+v, want one allocation round of k = %v with the round's statement", c, want.Compositions)
+					}
+				} else if len(c) == 0 || !isComponent(c[0], want.EpsDim, want.DeltaDim, int(math.Ceil(want.Compositions))) {
 					t.Errorf("components %+v, want %v releases of (%v, %v)", c, want.Compositions, want.EpsDim, want.DeltaDim)
 				}
 				flameRunChecks(t, p, s, budgets, priv, dc.delta, rounds)
@@ -545,9 +552,11 @@ func TestFlameAccountFallsBack(t *testing.T) {
 			t.Errorf("%s n=%d: %+v", tc.name, tc.n, priv)
 		}
 		// One (5, 0) release of the one dimension; with two reporters the
-		// accountant may compose its clone pair.
+		// accountant may compose its clone pair (SS-Double: its random
+		// allocation, which includes the clone pairs).
 		if len(priv.Components) != 1 || !isComponent(priv.Components[0], 5, 0, 1) ||
-			(priv.Components[0].Kind == account.KindShuffle) != (tc.n >= 2) {
+			(priv.Components[0].Kind == account.KindShuffle) != (tc.n >= 2 && tc.name != "ss-double") ||
+			(priv.Components[0].Kind == account.KindAlloc) != (tc.name == "ss-double") {
 			t.Errorf("%s n=%d: components %+v, want the local guarantee (5, 0) once", tc.name, tc.n, priv.Components)
 		}
 		if local == nil {
@@ -1058,7 +1067,7 @@ func TestSparseStatementsAboveCountBound(t *testing.T) {
 			if tc.extra["randomizer"] != 1 {
 				r = amplify.Randomizer{Mech: amplify.RGammaB, K: 2}
 			}
-			if c := priv.Components; priv.CentralDelta > 0 && (len(c) == 0 || c[0].Kind != account.KindShuffle || c[0].Reporters != np || c[0].Eps0 != tc.eps/float64(k)) {
+			if c := priv.Components; priv.CentralDelta > 0 && (len(c) == 0 || c[0].Kind != account.KindShuffle && c[0].Kind != account.KindAlloc || c[0].Reporters != np || c[0].Eps0 != tc.eps/float64(k)) {
 				t.Errorf("components %+v: want a shuffle of n_p = %d values at eps0 = %v", c, np, tc.eps/float64(k))
 			}
 			lb, _, err := amplify.FLAMECountLowerBound(r, tc.eps/float64(k), k, tc.d*np-k, math.Max(priv.CentralDelta, 1e-300))
@@ -1072,6 +1081,13 @@ func TestSparseStatementsAboveCountBound(t *testing.T) {
 			lb1, _, err := amplify.FLAMECountLowerBound(r, tc.eps/float64(k), k, tc.d*np-k, math.Max(spent.Delta, 1e-300))
 			if err != nil {
 				t.Fatal(err)
+			}
+			if r.Mech == amplify.RGammaB && tc.proto == "ss-double" {
+				// FLAMECountLowerBound counts R_{gamma,b}'s dummies as
+				// reports of input 0, which they are not (they are
+				// Unif{0..b}): the exact padded count instead
+				// (TestFLAMECountLowerBoundPaddedRGB).
+				lb1 = paddedRGBCountLB(tc.eps/float64(k), 2, tc.d, k, tc.n, np, flamePadFailBound(tc.n, k, tc.d, np), math.Max(spent.Delta, 1e-300))
 			}
 			if spent.Epsilon < lb1 {
 				t.Errorf("run accountant %.4g at delta %.3g (%s), below the count lower bound %.4g", spent.Epsilon, spent.Delta, spent.Method, lb1)

@@ -72,8 +72,9 @@ func TestBoundCommands(t *testing.T) {
 		// The counterexample: FLAME's theorem states 0.00128 where
 		// the count statistic forces 0.0302; the default is sound.
 		{"flame double theorem refuted", []string{"flame-double", "--eps-l", "2", "--d", "10000", "--k", "1", "--n", "2", "--np", "2", "--delta", "1e-6", "--flame-theorem"}, 0, []string{"epsilon = 0.00127741", "lower bound on the true epsilon at delta 1e-06: 0.03018", "REFUTED"}, ""},
-		{"flame double sound counterexample", []string{"flame-double", "--eps-l", "2", "--d", "10000", "--k", "1", "--n", "2", "--np", "2", "--delta", "1e-6"}, 0, []string{"ss-double-sound: epsilon = 2,", "0.03018", "the stated epsilon is above it"}, ""},
-		{"flame double sound default", []string{"flame-double", "--delta", "5.011872336272725e-06"}, 0, []string{"ss-double-sound: epsilon = 15.71", "compositions = 157", "the stated epsilon is above it"}, ""},
+		{"flame double sound counterexample", []string{"flame-double", "--eps-l", "2", "--d", "10000", "--k", "1", "--n", "2", "--np", "2", "--delta", "1e-6"}, 0, []string{"ss-double-allocation: epsilon = 0.06533", "0.03018", "the stated epsilon is above it"}, ""},
+		{"flame double sound default", []string{"flame-double", "--delta", "5.011872336272725e-06"}, 0, []string{"ss-double-allocation: epsilon = 0.1656", "composition = pld-random-allocation", "the stated epsilon is above it"}, ""},
+		{"flame double advanced", []string{"flame-double", "--delta", "5.011872336272725e-06", "--composition", "advanced"}, 0, []string{"ss-double-sound: epsilon = 15.71", "compositions = 157", "the stated epsilon is above it"}, ""},
 		{"flame double theorem and no subsampling", []string{"flame-double", "--flame-theorem", "--no-subsampling"}, 2, nil, "exclude each other"},
 		// The run accountant's figure: k = 157 clone pairs by PLD.
 		{"flame double pld", []string{"flame-double", "--delta", "5.011872336272725e-06", "--composition", "pld"}, 0, []string{"ss-double-sound: epsilon = 1.764", "composition = pld-clone-pair", "compositions = 157", "the stated epsilon is above it"}, ""},

@@ -49,6 +49,9 @@ type Component struct {
 	//     clone probabilities Clones (kind_hetero.go);
 	//   - KindGaussian: the Gaussian mechanism with noise multiplier Sigma
 	//     (kind_gaussian.go).
+	//   - KindAlloc: one round of K-of-Dim random allocation under a blanket
+	//     (FLAME's SS-Double; Eps0, Levels, Dim, K, Slots, Reporters, Fail;
+	//     see kind_alloc.go).
 	Kind      string  `json:"kind,omitempty"`
 	Eps0      float64 `json:"eps0,omitempty"`
 	Reporters int     `json:"reporters,omitempty"`
@@ -58,6 +61,12 @@ type Component struct {
 	// probabilities, in the canonical text form of HeteroClones (a string,
 	// so that Component stays comparable and identical releases merge).
 	Clones string `json:"clones,omitempty"`
+	// KindAlloc's fields (appended; older ledgers decode without them).
+	Dim    int     `json:"dim,omitempty"`
+	K      int     `json:"k,omitempty"`
+	Slots  int     `json:"slots,omitempty"`
+	Levels int     `json:"levels,omitempty"`
+	Fail   float64 `json:"fail,omitempty"`
 }
 
 // Component kinds (Component.Kind).
@@ -394,7 +403,11 @@ func (t tally) spentRigour(target float64, withPLD bool) Spent {
 	}
 	if withPLD && usePLD && len(t.pairs) > 0 {
 		if e, err := t.pldEpsilon(target); err == nil {
-			consider(e, target, fmt.Sprintf("PLD composition of %d releases (pessimistic, FFT)", t.pldReleases()))
+			m := fmt.Sprintf("PLD composition of %d releases (pessimistic, FFT)", t.pldReleases())
+			if t.hasAlloc() {
+				m += "; allocation rounds: the smaller of their random-allocation PLD chained to substitution and their clone pairs"
+			}
+			consider(e, target, m)
 		}
 	}
 	if math.IsInf(best.Epsilon, 1) && t.deltaSum > target*(1+1e-12) {
@@ -407,6 +420,16 @@ func (t tally) spentRigour(target float64, withPLD bool) Spent {
 
 // usePLD enables the PLD method in spent (tests compare with and without).
 var usePLD = true
+
+// hasAlloc reports whether some recorded pair is an allocation round.
+func (t tally) hasAlloc() bool {
+	for _, p := range t.pairs {
+		if p.c.Kind == KindAlloc {
+			return true
+		}
+	}
+	return false
+}
 
 // pldReleases counts the releases the PLD method composes.
 func (t tally) pldReleases() int {
@@ -443,7 +466,11 @@ const pldProbeBins = 1 << 14
 // every (Epsilon, Delta)-DP mechanism), each Count times, with package pld,
 // and returns the epsilon at delta: a rigorous upper bound (pessimistic
 // discretisation; every truncation and floating-point error term is
-// included in the delta).
+// included in the delta). Allocation rounds (KindAlloc) are add/remove
+// pairs against a reference: when every component is one, their
+// composition is chained to substitution (pld.PLD.ChainEpsilon) and the
+// smaller of that and their clone pairs is returned; mixed with other
+// kinds, only their clone pairs are used (kind_alloc.go).
 //
 // Grid. The pessimism of the discretisation grows with the grid interval h
 // (connect-the-dots adds a variance of at most h^2/4 per composition, which
@@ -472,6 +499,26 @@ func PLDEpsilon(cs []Component, delta float64) (float64, error) {
 	if len(cs) == 0 {
 		return 0, nil
 	}
+	if any, all, without := splitAlloc(cs); any {
+		// Allocation rounds: their substitution pairs without the
+		// allocation credit, and, when every component is an allocation
+		// round, the add/remove composition chained to substitution
+		// (kind_alloc.go); the smaller epsilon of the two.
+		e, err := pldEpsilon(without, delta, false)
+		if all {
+			if ea, erra := chainEpsilonMemo(cs, delta); erra == nil && (err != nil || ea < e) {
+				e, err = ea, nil
+			}
+		}
+		return e, err
+	}
+	return pldEpsilon(cs, delta, false)
+}
+
+// pldEpsilon is PLDEpsilon on one relation: with chain, every pair is an
+// add/remove pair against a common reference and the composition is
+// converted to substitution by pld.PLD.ChainEpsilon.
+func pldEpsilon(cs []Component, delta float64, chain bool) (float64, error) {
 	probes := make([]*pld.PLD, len(cs))
 	var v, width, floor float64
 	for i, c := range cs {
@@ -510,6 +557,9 @@ func PLDEpsilon(cs []Component, delta float64) (float64, error) {
 		if err := acc.Add(p, c.Count); err != nil {
 			return math.Inf(1), err
 		}
+	}
+	if chain {
+		return acc.PLD().ChainEpsilon(delta)
 	}
 	return acc.Epsilon(delta)
 }

@@ -65,9 +65,9 @@ var commands = map[string]Command{
 	"flame-simple": {"FLAME Theorem 1 (SS-Simple): per-dimension shuffle at eps_l/d, composed over d; --composition pld (or best) composes FMT's clone pair itself over d x rounds coordinates, the tight figure",
 		[]string{"eps-l", "d", "n", "delta", "domain", "k-domain", "mech", "variant", "legacy-flame-typo", "rounds", "composition-flame", "delta-prime", "target-epsilon", "json"}, nil, runFlameSimple},
 	"flame-double": {"SS-Double (FLAME Algorithm 3), sound: the k dimensions a user reports in, each a shuffle of n_p values, composed without subsampling credit (--flame-theorem: FLAME Theorems 3-4, NOT an upper bound); prints the count-statistic lower bound",
-		[]string{"eps-l", "d", "k", "n", "np", "delta", "domain", "mech", "variant", "legacy-flame-typo", "no-subsampling", "flame-theorem", "rounds", "composition-flame", "delta-prime", "target-epsilon", "json"}, nil, runFlameDouble},
-	"flame-topk": {"FLAME Theorem 5 / Proposition 2: nu-index privacy of SS-Topk (the central guarantee is that of flame-double)",
-		[]string{"n", "np", "d", "k", "beta", "nu", "json"}, checkFlameTopk, runFlameTopk},
+		[]string{"eps-l", "d", "k", "n", "np", "delta", "domain", "mech", "variant", "legacy-flame-typo", "no-subsampling", "flame-theorem", "rounds", "composition-flame-double", "delta-prime", "target-epsilon", "json"}, nil, runFlameDouble},
+	"flame-topk": {"FLAME Theorem 5 / Proposition 2: nu-index privacy of SS-Topk; with --eps-l or --delta also its central guarantee (min(2k, d) clone pairs by PLD, or FLAME Theorem 4, the smaller) and the count lower bound",
+		[]string{"n", "np", "d", "k", "beta", "nu", "eps-l", "delta", "mech", "domain", "variant", "json"}, checkFlameTopk, runFlameTopk},
 	"sapes": {"S-APES Proposition 1: user-level guarantee after b-of-d post-sparsification (2b compositions of the dimension-level guarantee)",
 		[]string{"eps-c", "delta-c", "b", "composition-protocol", "delta-prime-sapes", "eps-file", "eps-dist", "n", "seed", "delta", "json"}, checkSAPES, runSAPES},
 	"subsample": {"amplification by subsampling (Balle, Barthe, Gaboardi 2018; FLAME Lemma 4): wor or poisson",
@@ -984,8 +984,9 @@ func flameSimpleTheorem(o *Params, out *Result) error {
 	})
 }
 
-// runFlameDouble states SS-Double's central guarantee: by default the sound
-// one (amplify.SSDouble); --flame-theorem gives FLAME's Theorems 3-4, which
+// runFlameDouble states SS-Double's central guarantee: by default the
+// tightest sound route (flameDoubleBest: the random allocation, the clone
+// pairs by PLD, or amplify.SSDouble's theorem route); --flame-theorem gives FLAME's Theorems 3-4, which
 // are not an upper bound, and --no-subsampling FLAME's Theorem 4 without the
 // credit. Every answer at a given eps_l also prints the count statistic's
 // lower bound on the true epsilon (flameDoubleLowerBound).
@@ -995,12 +996,15 @@ func runFlameDouble(o *Params, out *Result) error {
 	}
 	var err error
 	switch {
-	case o.Given["composition"] && o.Composition == "pld" && (o.FLAMETheorem || o.NoSubsampling):
-		return checks.Invalidf("--composition pld composes the sound statement's clone pairs; --flame-theorem and --no-subsampling are FLAME's theorem routes, which have none")
+	case o.Given["composition"] && (o.Composition == "pld" || o.Composition == "alloc") && (o.FLAMETheorem || o.NoSubsampling):
+		return checks.Invalidf("--composition %s composes the sound statement's pairs; --flame-theorem and --no-subsampling are FLAME's theorem routes, which have none", o.Composition)
 	case o.Given["composition"] && o.Composition == "pld":
 		err = flameClones(o, out, doubleClones(o))
-	case o.Given["composition"] && o.Composition == "best" && !o.LegacyFLAMETypo && !o.FLAMETheorem && !o.NoSubsampling:
-		err = flameBest(o, out, doubleClones(o), flameDoubleTheorem)
+	case o.Given["composition"] && o.Composition == "alloc":
+		err = flameAlloc(o, out)
+	case o.Composition == "best" && !o.LegacyFLAMETypo && !o.FLAMETheorem && !o.NoSubsampling:
+		// the default: the tightest rigorous route (flamealloc.go)
+		err = flameDoubleBest(o, out)
 	default:
 		err = flameDoubleTheorem(o, out)
 	}
@@ -1094,6 +1098,10 @@ func runFlameTopk(o *Params, out *Result) error {
 	out.Extra["l"] = l
 	out.Extra["beta"] = beta
 	out.Text = append(out.Text, fmt.Sprintf("strongest nu-index privacy nu = %s with l = %d slots per top-k index (beta = %s)", Figure(nu, 6), l, Figure(beta, 6)))
+	if o.Given["eps-l"] || o.Given["delta"] {
+		// the central guarantee of SS-Topk's analyzer (flametopk.go)
+		return flameTopkCentral(o, out)
+	}
 	return nil
 }
 

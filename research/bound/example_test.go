@@ -23,7 +23,8 @@ func ExampleCompute() {
 }
 
 // Register gives a command's parameters their defaults (here FLAME's
-// SS-Double with the paper's settings); the sound statement comes with the
+// SS-Double with the paper's settings); the sound statement (by default
+// the tightest route, here the random allocation) comes with the
 // count statistic's lower bound on the true epsilon.
 func ExampleRegister() {
 	fs := flag.NewFlagSet("flame-double", flag.ContinueOnError)
@@ -40,7 +41,7 @@ func ExampleRegister() {
 		return
 	}
 	fmt.Printf("%s: epsilon %s, count lower bound %.4f\n", r.Bound.Name, bound.EpsUp(r.Bound.Epsilon), r.Extra["count_lower_bound"])
-	// Output: ss-double-sound: epsilon 17.7385, count lower bound 0.1609
+	// Output: ss-double-allocation: epsilon 0.185318, count lower bound 0.1609
 }
 
 // Defaults and a target: the largest local epsilon whose shuffled
