@@ -131,6 +131,15 @@ func init() {
 // (account.SplitMixSecurityBits); the run's accountant converts with
 // account.RDPToEpsilonTV, charging (1 + e^eps)·(sum of TV) to delta.
 //
+// PLD route: the round also carries an account.KindSampledSkellam
+// component, whose pair (a sampled Gaussian of noise multiplier
+// 1/(Mu·L2), Mu the certified unit-shift GDP parameter of the Skellam
+// noise, pld.SkellamUnitGDP) dominates an ideal mechanism within
+// account.SkellamTailTV of this one; the round's TV includes that term,
+// and the accountant's PLD method charges (1 + e^eps)·(sum of TV) the same
+// way. The noise is calibrated to the tighter of the two routes
+// (calibrate), each the figure the run's accountant computes.
+//
 // Trust: an honest shuffler (it permutes, pads with honest dummies and does
 // not collude with the analyzer); an analyzer that may collude with up to t
 // clients, whose noise shares then do not count. Colluding clients are
@@ -148,6 +157,7 @@ type SplitMix struct {
 	variance, slotVar      float64                 // mu (honest total) and mu/(K - t)
 	exact                  *mechanism.SkellamExact // Params.Secure: the integer-only sampler
 	l1, l2                 float64
+	pldRoute               bool // the calibration's figure is the PLD route's
 	curve                  []float64
 }
 
@@ -302,9 +312,23 @@ func smallestSlots(n int, q, budget float64) int {
 }
 
 // tvBudget is the per-round total variation term the calibration assumes;
-// Check makes sure the real one (Account) is never larger.
+// Check makes sure the real one (Account) is never larger. It includes the
+// Skellam tail term of the PLD route (account.SkellamTailTV, 2^-100),
+// which the RDP route does not need and carries anyway (one TV per
+// statement).
 func (sm SplitMix) tvBudget() float64 {
-	return math.Exp2(-sm.sigmaBits) + math.Exp2(-sm.voidBits)
+	return math.Exp2(-sm.sigmaBits) + math.Exp2(-sm.voidBits) + account.SkellamTailTV
+}
+
+// honestVar is the Skellam variance the PLD route credits at calibrated
+// variance v: the K - t honest float64 shares v/(K - t) add up to v up to
+// a few ulps, and 1e-12 less covers them.
+func honestVar(v float64) float64 { return v * (1 - 1e-12) }
+
+// pldEpsilon is the epsilon of the planned rounds at variance v by the run
+// accountant's PLD method (account.SampledSkellamPLDEpsilon).
+func (sm SplitMix) pldEpsilon(v float64) (float64, error) {
+	return account.SampledSkellamPLDEpsilon(sm.rate, honestVar(v), sm.l2, sm.dim, sm.rounds, sm.delta, sm.tvBudget())
 }
 
 // runEpsilon is the epsilon of the planned rounds at variance v, by the
@@ -324,7 +348,10 @@ func (sm SplitMix) runEpsilon(v float64) (float64, []float64, error) {
 }
 
 // calibrate sets the smallest variance mu (to a relative 1e-4) whose
-// planned rounds spend at most the target epsilon.
+// planned rounds spend at most the target epsilon, by the tighter of the
+// run accountant's RDP method (runEpsilon) and its PLD method
+// (pldEpsilon); either figure is rigorous, and the accountant, which
+// takes the smaller of its methods, reproduces it.
 func (sm *SplitMix) calibrate() error {
 	// Noise multiplier z: mu = (z·L2)^2.
 	lo, hi := 1e-3, 1e4
@@ -345,6 +372,33 @@ func (sm *SplitMix) calibrate() error {
 			hi = mid
 		} else {
 			lo = mid
+		}
+	}
+	// The PLD route: bisection below the RDP figure, kept if it is
+	// smaller (each evaluation is the run accountant's own computation).
+	zRDP := hi
+	plo, phi := 0.7*zRDP, zRDP
+	if e, err := sm.pldEpsilon(sq(phi * sm.l2)); err == nil && e <= sm.eps {
+		for range 8 {
+			e, err := sm.pldEpsilon(sq(plo * sm.l2))
+			if err != nil || e <= sm.eps {
+				phi, plo = plo, plo*0.7
+				continue
+			}
+			break
+		}
+		for phi/plo > 1+1e-4 {
+			mid := math.Sqrt(plo * phi)
+			e, err := sm.pldEpsilon(sq(mid * sm.l2))
+			if err == nil && e <= sm.eps {
+				phi = mid
+			} else {
+				plo = mid
+			}
+		}
+		if phi < zRDP {
+			hi = phi
+			sm.pldRoute = true
 		}
 	}
 	sm.variance = sq(hi * sm.l2)
@@ -681,6 +735,7 @@ func skellamTail(r, v float64) float64 {
 func (sm SplitMix) Account(s Shape, _ []Budget) (Privacy, error) {
 	share := account.RoundDelta(sm.delta, sm.rounds)
 	tv, void, mix := sm.roundTV(s.Population)
+	tv += account.SkellamTailTV
 	if tv > sm.tvBudget() {
 		return Privacy{}, checks.Invalidf("split-mix: the round's total variation term %.3g exceeds the calibrated %.3g (population %d)", tv, sm.tvBudget(), s.Population)
 	}
@@ -689,7 +744,16 @@ func (sm SplitMix) Account(s Shape, _ []Budget) (Privacy, error) {
 	if err != nil {
 		return Privacy{}, fmt.Errorf("split-mix: %w", err)
 	}
+	sigma, err := account.SampledSkellamSigma(honestVar(sm.variance), sm.l2, sm.dim)
+	if err != nil {
+		return Privacy{}, fmt.Errorf("split-mix: %w", err)
+	}
 	var b strings.Builder
+	route := "rdp"
+	if sm.pldRoute {
+		route = "pld"
+	}
+	fmt.Fprintf(&b, "%s route; pld: Poisson-sampled skellam dominated by the sampled gaussian of noise multiplier %.6g (certified unit-shift GDP of the Skellam noise, pld.SkellamUnitGDP, TV %.3g); ", route, sigma, account.SkellamTailTV)
 	fmt.Fprintf(&b, "rdp Poisson-sampled skellam (Agarwal-Kairouz-Liu Thm 3.5, symmetric-noise subsampling; mu=%.4g, noise multiplier %.4g, L2 %.5g, L1 %.5g, q=%.4g)",
 		sm.variance, sm.NoiseMultiplier(), sm.l2, sm.l1, sm.rate)
 	fmt.Fprintf(&b, " + TV %.3g in delta (split-and-mix m=%d, q=2^%d, %d honest slots: %.3g; void P[n>%d]: %.3g)",
@@ -704,6 +768,10 @@ func (sm SplitMix) Account(s Shape, _ []Budget) (Privacy, error) {
 	fmt.Fprintf(&b, "; trust: honest shuffler, analyzer colluding with <= %d clients; wrap-around %s per round", sm.collude, wrap)
 	priv := centralPrivacy(one, share, sm.curve, b.String())
 	priv.TV = tv
+	priv.Components = []account.Component{{
+		Kind: account.KindSampledSkellam, Epsilon: one, Delta: share, Count: 1,
+		Q: sm.rate, Variance: honestVar(sm.variance), L2: sm.l2, Dim: sm.dim,
+	}}
 	return priv, nil
 }
 

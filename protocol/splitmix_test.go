@@ -496,7 +496,7 @@ func TestSplitMixStatement(t *testing.T) {
 		t.Fatal(err)
 	}
 	sp, err := acct.Plan(account.Statement{Round: 1, SampleRate: 0.1, Sampled: 100, Reporters: 100, Released: true,
-		Epsilon: priv.CentralEpsilon, Delta: priv.CentralDelta, RDP: priv.RDP, TV: priv.TV, Bound: priv.Bound}, 30)
+		Epsilon: priv.CentralEpsilon, Delta: priv.CentralDelta, Components: priv.Components, RDP: priv.RDP, TV: priv.TV, Bound: priv.Bound}, 30)
 	if err != nil || sp.Epsilon > 2 || sp.Epsilon < 1.99 {
 		t.Errorf("30 rounds plan %v (%v), want just below the target 2", sp, err)
 	}

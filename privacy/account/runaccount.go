@@ -43,12 +43,18 @@ type Component struct {
 	//     dominated by the clone pair of Feldman, McMillan and Talwar
 	//     (pld.ShuffleClones; substitution relation);
 	//   - KindSampledGaussian: the Poisson-subsampled Gaussian mechanism with
-	//     rate Q and noise multiplier Sigma (pld.SampledGaussian; add/remove).
+	//     rate Q and noise multiplier Sigma (pld.SampledGaussian; add/remove);
+	//   - KindSampledSkellam: the Poisson-subsampled (rate Q) sum of Dim
+	//     integer coordinates with L2 sensitivity L2 plus Skellam noise of
+	//     variance Variance per coordinate (kind_skellam.go; add/remove).
 	Kind      string  `json:"kind,omitempty"`
 	Eps0      float64 `json:"eps0,omitempty"`
 	Reporters int     `json:"reporters,omitempty"`
 	Q         float64 `json:"q,omitempty"`
 	Sigma     float64 `json:"sigma,omitempty"`
+	Variance  float64 `json:"variance,omitempty"`
+	L2        float64 `json:"l2,omitempty"`
+	Dim       int     `json:"dim,omitempty"`
 }
 
 // Component kinds (Component.Kind).
@@ -97,6 +103,10 @@ type componentKind struct {
 	// validate returns a description of what is wrong with c's fields,
 	// or "" when they are valid.
 	validate func(c Component) string
+	// minTV, if set, is the total variation term (Statement.TV) that one
+	// application of c requires of the statement carrying it: the pair
+	// dominates a mechanism within that distance of the real release.
+	minTV func(c Component) float64
 }
 
 // componentKinds holds the registered kinds by name.
@@ -202,6 +212,7 @@ func (s Statement) validate() error {
 	if math.IsNaN(s.Delta) || s.Delta < 0 || s.Delta > 1 {
 		return checks.Invalidf("round %d: delta %v is not in [0, 1]", s.Round, s.Delta)
 	}
+	needTV := 0.0
 	for i, c := range s.Components {
 		if math.IsNaN(c.Epsilon) || c.Epsilon < 0 || math.IsInf(c.Epsilon, 0) || math.IsNaN(c.Delta) || c.Delta < 0 || c.Delta >= 1 || c.Count < 1 {
 			return checks.Invalidf("round %d: component %d (%v, %v) x %d is not a valid guarantee", s.Round, i, c.Epsilon, c.Delta, c.Count)
@@ -216,6 +227,12 @@ func (s Statement) validate() error {
 		if why := k.validate(c); why != "" {
 			return checks.Invalidf("round %d: component %d: %s", s.Round, i, why)
 		}
+		if k.minTV != nil {
+			needTV += k.minTV(c) * float64(c.Count)
+		}
+	}
+	if s.TV < needTV*(1-1e-9) {
+		return checks.Invalidf("round %d: total variation term %v is below the %v its components require", s.Round, s.TV, needTV)
 	}
 	if s.RDP != nil && len(s.RDP) != len(defaultOrders) {
 		return checks.Invalidf("round %d: an RDP curve of %d orders, want %d (DefaultRDPOrders)", s.Round, len(s.RDP), len(defaultOrders))
@@ -384,6 +401,9 @@ func (t tally) spentRigour(target float64, withPLD bool) Spent {
 		}
 	}
 	if withPLD && usePLD && len(t.pairs) > 0 {
+		// the TV terms (Statement.TV) are charged as for RDP: a pair of a
+		// TV round dominates the ideal mechanism (KindSampledSkellam); the
+		// other rounds' TV, if any, is already in their (eps, delta).
 		if e, err := t.pldEpsilon(target); err == nil {
 			consider(e, target, fmt.Sprintf("PLD composition of %d releases (pessimistic, FFT)", t.pldReleases()))
 		}
@@ -417,7 +437,7 @@ func (t tally) pldEpsilon(target float64) (float64, error) {
 		cs[i] = p.c
 		cs[i].Count = p.n
 	}
-	return PLDEpsilon(cs, target)
+	return pldEpsilonTV(cs, target, t.tv)
 }
 
 // pldBins is the number of grid points the composed privacy loss is sized
@@ -463,16 +483,27 @@ func PLDEpsilon(cs []Component, delta float64) (float64, error) {
 	if len(cs) == 0 {
 		return 0, nil
 	}
+	acc, err := pldCompose(cs)
+	if err != nil {
+		return math.Inf(1), err
+	}
+	return acc.Epsilon(delta)
+}
+
+// pldCompose is PLDEpsilon's composition: the accountant of every
+// component's pair, each Count times, on the grid PLDEpsilon describes
+// (cs is not empty).
+func pldCompose(cs []Component) (*pld.Accountant, error) {
 	probes := make([]*pld.PLD, len(cs))
 	var v, width, floor float64
 	for i, c := range cs {
 		if c.Count < 1 {
-			return math.Inf(1), checks.Invalidf("component %d is applied %d times", i, c.Count)
+			return nil, checks.Invalidf("component %d is applied %d times", i, c.Count)
 		}
 		l := c.lossBound()
 		p, err := c.pair(pld.Options{Interval: pldInterval(l / pldProbeBins)})
 		if err != nil {
-			return math.Inf(1), err
+			return nil, err
 		}
 		probes[i] = p
 		n := float64(c.Count)
@@ -496,13 +527,13 @@ func PLDEpsilon(cs []Component, delta float64) (float64, error) {
 			p, err = c.pair(pld.Options{Interval: h})
 		}
 		if err != nil {
-			return math.Inf(1), err
+			return nil, err
 		}
 		if err := acc.Add(p, c.Count); err != nil {
-			return math.Inf(1), err
+			return nil, err
 		}
 	}
-	return acc.Epsilon(delta)
+	return &acc, nil
 }
 
 // pldInterval clamps a grid interval to the range package pld accepts and
