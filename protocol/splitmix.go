@@ -6,6 +6,7 @@ import (
 	"math/bits"
 	"math/rand/v2"
 	"strings"
+	"sync"
 
 	"github.com/shufflefl/shufflefl/checks"
 	"github.com/shufflefl/shufflefl/privacy/account"
@@ -374,37 +375,124 @@ func (sm *SplitMix) calibrate() error {
 			lo = mid
 		}
 	}
-	// The PLD route: bisection below the RDP figure, kept if it is
-	// smaller (each evaluation is the run accountant's own computation).
-	zRDP := hi
-	plo, phi := 0.7*zRDP, zRDP
-	if e, err := sm.pldEpsilon(sq(phi * sm.l2)); err == nil && e <= sm.eps {
-		for range 8 {
-			e, err := sm.pldEpsilon(sq(plo * sm.l2))
-			if err != nil || e <= sm.eps {
-				phi, plo = plo, plo*0.7
-				continue
-			}
-			break
-		}
-		for phi/plo > 1+1e-4 {
-			mid := math.Sqrt(plo * phi)
-			e, err := sm.pldEpsilon(sq(mid * sm.l2))
-			if err == nil && e <= sm.eps {
-				phi = mid
-			} else {
-				plo = mid
-			}
-		}
-		if phi < zRDP {
-			hi = phi
-			sm.pldRoute = true
-		}
+	// The PLD route below the RDP figure, kept if it is smaller (each
+	// evaluation is the run accountant's own computation).
+	key := smCalKey{sm.eps, sm.delta, sm.rate, sm.rounds, sm.dim, sm.l2, sm.tvBudget(), hi}
+	z, ok := smCalMemo.get(key)
+	if !ok {
+		z, ok = sm.calibratePLD(hi)
+		smCalMemo.put(key, z, ok)
+	}
+	if ok && z < hi {
+		hi = z
+		sm.pldRoute = true
 	}
 	sm.variance = sq(hi * sm.l2)
 	sm.slotVar = sm.variance / float64(sm.slots-sm.collude)
 	_, sm.curve, err = sm.runEpsilon(sm.variance)
 	return err
+}
+
+// smCalKey is what calibratePLD's result depends on (the RDP figure
+// included, which depends on the rest and on l1).
+type smCalKey struct {
+	eps, delta, rate float64
+	rounds, dim      int
+	l2, tv, zRDP     float64
+}
+
+// smCalMemo memoises calibratePLD, a deterministic function of smCalKey
+// that costs a handful of PLD compositions: a run, and the tests,
+// construct the same split-mix several times.
+var smCalMemo = smCalMemoType{m: map[smCalKey]smCal{}}
+
+// smCalMemoType is the type of smCalMemo.
+type smCalMemoType struct {
+	mu sync.Mutex
+	m  map[smCalKey]smCal
+}
+
+// get returns the memoised result for k.
+func (c *smCalMemoType) get(k smCalKey) (float64, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	r, ok := c.m[k]
+	if !ok {
+		return 0, false
+	}
+	return r.z, r.ok
+}
+
+// put records a result (the memo is cleared when it holds 64).
+func (c *smCalMemoType) put(k smCalKey, z float64, ok bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.m) >= 64 {
+		clear(c.m)
+	}
+	c.m[k] = smCal{z, ok}
+}
+
+// smCal is one memoised calibratePLD result.
+type smCal struct {
+	z  float64
+	ok bool
+}
+
+// calibratePLD returns the smallest noise multiplier (to a relative
+// 1e-4) at or below zRDP whose planned rounds spend at most the target by
+// the PLD route, and false if zRDP itself does not. The returned value was
+// evaluated (e <= target); the search interpolates log epsilon linearly in
+// log z (the curve is smooth and nearly straight there), probing just
+// above and below each estimate of the root, with bisection as the
+// fallback, so that it takes a handful of evaluations instead of a
+// dozen.
+func (sm SplitMix) calibratePLD(zRDP float64) (float64, bool) {
+	f := func(z float64) (float64, bool) {
+		e, err := sm.pldEpsilon(sq(z * sm.l2))
+		if err != nil || math.IsNaN(e) || math.IsInf(e, 0) {
+			return math.Inf(1), false
+		}
+		return math.Log(e / sm.eps), true
+	}
+	hi := zRDP
+	fhi, ok := f(hi)
+	if !ok || fhi > 0 {
+		return 0, false
+	}
+	lo := 0.9 * zRDP
+	flo, _ := f(lo)
+	for i := 0; flo <= 0 && i < 20; i++ {
+		hi, fhi = lo, flo
+		lo *= 0.8
+		flo, _ = f(lo)
+	}
+	if flo <= 0 {
+		return hi, true
+	}
+	const tol = 1e-4
+	for i := 0; hi/lo > 1+tol && i < 40; i++ {
+		z := math.Sqrt(lo * hi)
+		if !math.IsInf(flo, 0) && fhi < flo {
+			t := flo / (flo - fhi)
+			z = math.Exp(math.Log(lo) + t*(math.Log(hi)-math.Log(lo)))
+		}
+		for _, zz := range []float64{z * (1 + 0.4*tol), z * (1 - 0.4*tol)} {
+			if !(zz > lo && zz < hi) {
+				zz = math.Sqrt(lo * hi)
+			}
+			fz, _ := f(zz)
+			if fz <= 0 {
+				hi, fhi = zz, fz
+			} else {
+				lo, flo = zz, fz
+			}
+			if hi/lo <= 1+tol {
+				break
+			}
+		}
+	}
+	return hi, true
 }
 
 func sq(x float64) float64 { return x * x }

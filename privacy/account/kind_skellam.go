@@ -149,6 +149,42 @@ func pldEpsilonTV(cs []Component, delta, tv float64) (float64, error) {
 	if !(tv > 0) || math.IsInf(tv, 0) {
 		return math.Inf(1), checks.Invalidf("PLD with a TV term: %v is not >= 0", tv)
 	}
+	// A run asks the same question twice per round (the pre-release check
+	// PastTarget, then Spent once the round is recorded): memoise the
+	// last answers. %v prints float64s exactly (shortest round trip).
+	key := fmt.Sprintf("%v|%v|%v", cs, delta, tv)
+	pldTVMemo.mu.Lock()
+	for i, k := range pldTVMemo.keys {
+		if k == key {
+			e := pldTVMemo.vals[i]
+			pldTVMemo.mu.Unlock()
+			return e, nil
+		}
+	}
+	pldTVMemo.mu.Unlock()
+	e, err := pldEpsilonTVCompute(cs, delta, tv)
+	if err != nil {
+		return e, err
+	}
+	pldTVMemo.mu.Lock()
+	if len(pldTVMemo.keys) >= 8 {
+		pldTVMemo.keys, pldTVMemo.vals = pldTVMemo.keys[1:], pldTVMemo.vals[1:]
+	}
+	pldTVMemo.keys, pldTVMemo.vals = append(pldTVMemo.keys, key), append(pldTVMemo.vals, e)
+	pldTVMemo.mu.Unlock()
+	return e, nil
+}
+
+// pldTVMemo holds pldEpsilonTV's last answers (a deterministic function
+// of its arguments), oldest first.
+var pldTVMemo struct {
+	mu   sync.Mutex
+	keys []string
+	vals []float64
+}
+
+// pldEpsilonTVCompute is pldEpsilonTV without the memo.
+func pldEpsilonTVCompute(cs []Component, delta, tv float64) (float64, error) {
 	acc, err := pldCompose(cs)
 	if err != nil {
 		return math.Inf(1), err
@@ -173,4 +209,28 @@ func pldEpsilonTV(cs []Component, delta, tv float64) (float64, error) {
 		guess = e + 1e-3
 	}
 	return math.Inf(1), nil
+}
+
+// SampledSkellamPLDDelta is the delta at eps of SampledSkellamPLDEpsilon's
+// composition: the PLD's rigorous delta of the dominating pairs plus
+// (1 + e^eps) rounds·tvPerRound.
+func SampledSkellamPLDDelta(q, variance, l2 float64, dim, rounds int, eps, tvPerRound float64) (float64, error) {
+	c := Component{Kind: KindSampledSkellam, Q: q, Variance: variance, L2: l2, Dim: dim, Count: rounds}
+	if why := validateSkellam(c); why != "" {
+		return 0, checks.Invalidf("%s", why)
+	}
+	if rounds < 1 {
+		return 0, checks.Invalidf("sampled Skellam: %d rounds", rounds)
+	}
+	if tvPerRound < SkellamTailTV || math.IsInf(tvPerRound, 0) {
+		return 0, checks.Invalidf("sampled Skellam: the TV term %v per round must include SkellamTailTV = %v", tvPerRound, SkellamTailTV)
+	}
+	if !(eps >= 0) || math.IsInf(eps, 0) {
+		return 0, checks.Invalidf("sampled Skellam: epsilon %v is not finite and >= 0", eps)
+	}
+	acc, err := pldCompose([]Component{c})
+	if err != nil {
+		return 0, err
+	}
+	return math.Min(1, acc.Delta(eps)+(1+math.Exp(eps))*float64(rounds)*tvPerRound), nil
 }
