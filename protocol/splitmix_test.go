@@ -532,11 +532,12 @@ func TestSplitMixStatement(t *testing.T) {
 // TestSplitMixPLDTarget: at the frontier's settings (target 2, delta 1e-6,
 // 1,000 clients at q = 0.1, 30 rounds, d = 7,850) the calibration takes the
 // PLD route of the certified Gaussian domination of the Skellam noise and
-// needs noise multiplier <= 1.70 (the RDP route alone needed 1.785), and
+// needs noise multiplier <= 1.70 (the RDP route alone needed 1.785; at
+// target 0.25, <= 9.0 against 9.567), and
 // the run's accountant, given the rounds' statements (component and TV),
 // reproduces a spend within the target.
 func TestSplitMixPLDTarget(t *testing.T) {
-	for _, c := range []struct{ eps, maxZ float64 }{{2, 1.70}, {0.25, 9.4}} {
+	for _, c := range []struct{ eps, maxZ float64 }{{2, 1.70}, {0.25, 9.0}} {
 		p := Params{Clip: 1, Epsilon: c.eps, Delta: 1e-6, Rounds: 30, SampleRate: 0.1, Population: 1000, Layers: []int{7850}}
 		sm := mustSplitMix(t, p)
 		if z := sm.NoiseMultiplier(); z > c.maxZ || !sm.pldRoute {

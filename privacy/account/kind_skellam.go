@@ -46,6 +46,51 @@ var skellamGDPs = struct {
 	m  map[[2]float64]pld.SkellamGDP
 }{m: map[[2]float64]pld.SkellamGDP{}}
 
+// skellamPairKey identifies a dominating pair of KindSampledSkellam:
+// pld.SampledGaussian(q, sigma, o) is a deterministic function of it.
+type skellamPairKey struct {
+	q, sigma float64
+	o        pld.Options
+}
+
+// skellamPairs memoises the last pairs built (a run composes the same pair
+// every round, on the same grids), oldest first. A PLD is
+// immutable, so one value serves every caller.
+var skellamPairs skellamPairMemo
+
+// skellamPairMemo is the type of skellamPairs.
+type skellamPairMemo struct {
+	mu   sync.Mutex
+	keys []skellamPairKey
+	vals []*pld.PLD
+}
+
+// get returns pld.SampledGaussian(q, sigma, o), from the memo when it
+// holds it.
+func (m *skellamPairMemo) get(q, sigma float64, o pld.Options) (*pld.PLD, error) {
+	k := skellamPairKey{q, sigma, o}
+	m.mu.Lock()
+	for i, ki := range m.keys {
+		if ki == k {
+			p := m.vals[i]
+			m.mu.Unlock()
+			return p, nil
+		}
+	}
+	m.mu.Unlock()
+	p, err := pld.SampledGaussian(q, sigma, o)
+	if err != nil {
+		return nil, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if len(m.keys) >= 8 {
+		m.keys, m.vals = m.keys[1:], m.vals[1:]
+	}
+	m.keys, m.vals = append(m.keys, k), append(m.vals, p)
+	return p, nil
+}
+
 // SkellamGDPFor returns pld.SkellamUnitGDP(variance, SkellamTailTV/dim),
 // memoised.
 func SkellamGDPFor(variance float64, dim int) (pld.SkellamGDP, error) {
@@ -107,7 +152,7 @@ func init() {
 			if err != nil {
 				return nil, err
 			}
-			return pld.SampledGaussian(c.Q, s, o)
+			return skellamPairs.get(c.Q, s, o)
 		},
 		validate: validateSkellam,
 		minTV:    func(c Component) float64 { return SkellamTailTV },
