@@ -836,6 +836,11 @@ func (sm SplitMix) Account(s Shape, _ []Budget) (Privacy, error) {
 	if err != nil {
 		return Privacy{}, fmt.Errorf("split-mix: %w", err)
 	}
+	// the round alone by the PLD route too (the same question every
+	// round: memoised), the smaller figure
+	if e, err := account.SampledSkellamPLDEpsilon(sm.rate, honestVar(sm.variance), sm.l2, sm.dim, 1, share, tv); err == nil && e < one {
+		one = e
+	}
 	var b strings.Builder
 	route := "rdp"
 	if sm.pldRoute {
@@ -856,10 +861,12 @@ func (sm SplitMix) Account(s Shape, _ []Budget) (Privacy, error) {
 	fmt.Fprintf(&b, "; trust: honest shuffler, analyzer colluding with <= %d clients; wrap-around %s per round", sm.collude, wrap)
 	priv := centralPrivacy(one, share, sm.curve, b.String())
 	priv.TV = tv
-	priv.Components = []account.Component{{
-		Kind: account.KindSampledSkellam, Epsilon: one, Delta: share, Count: 1,
-		Q: sm.rate, Variance: honestVar(sm.variance), L2: sm.l2, Dim: sm.dim,
-	}}
+	if !math.IsInf(one, 0) {
+		priv.Components = []account.Component{{
+			Kind: account.KindSampledSkellam, Epsilon: one, Delta: share, Count: 1,
+			Q: sm.rate, Variance: honestVar(sm.variance), L2: sm.l2, Dim: sm.dim,
+		}}
+	}
 	return priv, nil
 }
 
