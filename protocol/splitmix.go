@@ -832,21 +832,26 @@ func (sm SplitMix) Account(s Shape, _ []Budget) (Privacy, error) {
 	if err != nil {
 		return Privacy{}, fmt.Errorf("split-mix: %w", err)
 	}
-	sigma, err := account.SampledSkellamSigma(honestVar(sm.variance), sm.l2, sm.dim)
-	if err != nil {
-		return Privacy{}, fmt.Errorf("split-mix: %w", err)
-	}
-	// the round alone by the PLD route too (the same question every
-	// round: memoised), the smaller figure
-	if e, err := account.SampledSkellamPLDEpsilon(sm.rate, honestVar(sm.variance), sm.l2, sm.dim, 1, share, tv); err == nil && e < one {
-		one = e
+	// The PLD route's pair (unavailable beyond pld.SkellamUnitGDP's cut,
+	// at variances above about 2.5e10: the RDP route alone then) and the
+	// round alone by it (the same question every round: memoised), the
+	// smaller figure.
+	sigma, errPLD := account.SampledSkellamSigma(honestVar(sm.variance), sm.l2, sm.dim)
+	if errPLD == nil {
+		if e, err := account.SampledSkellamPLDEpsilon(sm.rate, honestVar(sm.variance), sm.l2, sm.dim, 1, share, tv); err == nil && e < one {
+			one = e
+		}
 	}
 	var b strings.Builder
 	route := "rdp"
 	if sm.pldRoute {
 		route = "pld"
 	}
-	fmt.Fprintf(&b, "%s route; pld: Poisson-sampled skellam dominated by the sampled gaussian of noise multiplier %.6g (certified unit-shift GDP of the Skellam noise, pld.SkellamUnitGDP, TV %.3g); ", route, sigma, account.SkellamTailTV)
+	if errPLD == nil {
+		fmt.Fprintf(&b, "%s route; pld: Poisson-sampled skellam dominated by the sampled gaussian of noise multiplier %.6g (certified unit-shift GDP of the Skellam noise, pld.SkellamUnitGDP, TV %.3g); ", route, sigma, account.SkellamTailTV)
+	} else {
+		fmt.Fprintf(&b, "rdp route (pld route unavailable: %v); ", errPLD)
+	}
 	fmt.Fprintf(&b, "rdp Poisson-sampled skellam (Agarwal-Kairouz-Liu Thm 3.5, symmetric-noise subsampling; mu=%.4g, noise multiplier %.4g, L2 %.5g, L1 %.5g, q=%.4g)",
 		sm.variance, sm.NoiseMultiplier(), sm.l2, sm.l1, sm.rate)
 	fmt.Fprintf(&b, " + TV %.3g in delta (split-and-mix m=%d, q=2^%d, %d honest slots: %.3g; void P[n>%d]: %.3g)",
@@ -861,7 +866,7 @@ func (sm SplitMix) Account(s Shape, _ []Budget) (Privacy, error) {
 	fmt.Fprintf(&b, "; trust: honest shuffler, analyzer colluding with <= %d clients; wrap-around %s per round", sm.collude, wrap)
 	priv := centralPrivacy(one, share, sm.curve, b.String())
 	priv.TV = tv
-	if !math.IsInf(one, 0) {
+	if errPLD == nil && !math.IsInf(one, 0) {
 		priv.Components = []account.Component{{
 			Kind: account.KindSampledSkellam, Epsilon: one, Delta: share, Count: 1,
 			Q: sm.rate, Variance: honestVar(sm.variance), L2: sm.l2, Dim: sm.dim,

@@ -559,3 +559,17 @@ func TestSplitMixPLDTarget(t *testing.T) {
 		t.Logf("target %v: z = %.4f, plan %.5f by %s", c.eps, sm.NoiseMultiplier(), sp.Epsilon, sp.Method)
 	}
 }
+
+// TestSplitMixPLDUnavailable: at a variance beyond the Skellam
+// certificate's cut (target 0.03: a noise multiplier near 70) the
+// calibration keeps the RDP route and the round's statement says so, with
+// no PLD component.
+func TestSplitMixPLDUnavailable(t *testing.T) {
+	p := Params{Clip: 1, Epsilon: 0.03, Delta: 1e-6, Rounds: 30, SampleRate: 0.1, Population: 1000, Layers: []int{7850}}
+	sm := mustSplitMix(t, p)
+	priv := claimOf(t, sm, Shape{Round: 1, Dim: 7850, Population: 1000, Participants: 100}, nil)
+	t.Logf("noise multiplier %.4g, variance %.3g", sm.NoiseMultiplier(), sm.Variance())
+	if sm.pldRoute || len(priv.Components) != 0 || !strings.Contains(priv.Bound, "pld route unavailable") {
+		t.Errorf("variance %.3g: PLD route %v, components %+v, bound %q", sm.Variance(), sm.pldRoute, priv.Components, priv.Bound)
+	}
+}

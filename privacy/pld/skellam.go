@@ -41,8 +41,10 @@ const skellamPhiErr = 1e-12
 // skellamMaxZ bounds |y| where Phi is evaluated (Phi(-38) is about 1e-316).
 const skellamMaxZ = 37.0
 
-// skellamMaxCut bounds the number of pmf points the certificate walks.
-const skellamMaxCut = 20_000_000
+// skellamMaxCut bounds the number of pmf points the certificate walks
+// (two brackets of 16 bytes each per point: 64 MB at the cap, which a
+// variance of about 2.5e10 reaches at tail 1e-34).
+const skellamMaxCut = 2_000_000
 
 // SkellamUnitGDP returns a certified unit-shift Gaussian-DP parameter of
 // symmetric Skellam noise of variance x, for an ideal noise whose total
