@@ -160,7 +160,7 @@ func amosLower(t, x float64) float64 {
 // skellamRatios returns certified brackets of r_k for k = 0..b (b+1
 // values), by the backward recurrence from well beyond b (step 1 of
 // SkellamUnitGDP's proof).
-func skellamRatios(x float64, b int) []interval {
+func skellamRatios(x float64, b int) ([]interval, error) {
 	// The recurrence contracts by about r^2 = e^{-2 asinh(k/x)} per step:
 	// 40/(2 asinh(b/x)) steps take the initial bracket to round-off.
 	extra := int(math.Min(4e6, 40/(2*math.Asinh(float64(b+1)/x)))) + 64
@@ -181,16 +181,22 @@ func skellamRatios(x float64, b int) []interval {
 		if u := 1 / (c + amosLower(float64(k+1), x)) * (1 + skellamSlack); u < next.hi {
 			next.hi = u
 		}
+		if !(next.lo > 0 && next.lo <= next.hi) {
+			return nil, fmt.Errorf("Skellam GDP: the bracket of r_%d is empty or not positive [%v, %v] (variance %v)", k-1, next.lo, next.hi, x)
+		}
 		cur = next
 	}
 	out[0] = cur
-	return out
+	return out, nil
 }
 
 // skellamCertify runs the certificate at cut b; ok is false when the
 // tail 2G exceeds the budget (the caller raises b).
 func skellamCertify(x float64, b int, tail float64) (SkellamGDP, bool, error) {
-	r := skellamRatios(x, b)
+	r, err := skellamRatios(x, b)
+	if err != nil {
+		return SkellamGDP{}, false, err
+	}
 	// rho = e^{-asinh(B/x)}: check r_B <= rho <= r_{B-1} (step 2).
 	rho := x / (float64(b) + math.Hypot(float64(b), x))
 	if !(r[b].hi <= rho && rho <= r[b-1].lo) {
