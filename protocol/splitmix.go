@@ -6,6 +6,7 @@ import (
 	"math/bits"
 	"math/rand/v2"
 	"strings"
+	"sync"
 
 	"github.com/shufflefl/shufflefl/checks"
 	"github.com/shufflefl/shufflefl/privacy/account"
@@ -131,6 +132,15 @@ func init() {
 // (account.SplitMixSecurityBits); the run's accountant converts with
 // account.RDPToEpsilonTV, charging (1 + e^eps)·(sum of TV) to delta.
 //
+// PLD route: the round also carries an account.KindSampledSkellam
+// component, whose pair (a sampled Gaussian of noise multiplier
+// 1/(Mu·L2), Mu the certified unit-shift GDP parameter of the Skellam
+// noise, pld.SkellamUnitGDP) dominates an ideal mechanism within
+// account.SkellamTailTV of this one; the round's TV includes that term,
+// and the accountant's PLD method charges (1 + e^eps)·(sum of TV) the same
+// way. The noise is calibrated to the tighter of the two routes
+// (calibrate), each the figure the run's accountant computes.
+//
 // Trust: an honest shuffler (it permutes, pads with honest dummies and does
 // not collude with the analyzer); an analyzer that may collude with up to t
 // clients, whose noise shares then do not count. Colluding clients are
@@ -148,6 +158,7 @@ type SplitMix struct {
 	variance, slotVar      float64                 // mu (honest total) and mu/(K - t)
 	exact                  *mechanism.SkellamExact // Params.Secure: the integer-only sampler
 	l1, l2                 float64
+	pldRoute               bool // the calibration's figure is the PLD route's
 	curve                  []float64
 }
 
@@ -302,9 +313,23 @@ func smallestSlots(n int, q, budget float64) int {
 }
 
 // tvBudget is the per-round total variation term the calibration assumes;
-// Check makes sure the real one (Account) is never larger.
+// Check makes sure the real one (Account) is never larger. It includes the
+// Skellam tail term of the PLD route (account.SkellamTailTV, 2^-100),
+// which the RDP route does not need and carries anyway (one TV per
+// statement).
 func (sm SplitMix) tvBudget() float64 {
-	return math.Exp2(-sm.sigmaBits) + math.Exp2(-sm.voidBits)
+	return math.Exp2(-sm.sigmaBits) + math.Exp2(-sm.voidBits) + account.SkellamTailTV
+}
+
+// honestVar is the Skellam variance the PLD route credits at calibrated
+// variance v: the K - t honest float64 shares v/(K - t) add up to v up to
+// a few ulps, and 1e-12 less covers them.
+func honestVar(v float64) float64 { return v * (1 - 1e-12) }
+
+// pldEpsilon is the epsilon of the planned rounds at variance v by the run
+// accountant's PLD method (account.SampledSkellamPLDEpsilon).
+func (sm SplitMix) pldEpsilon(v float64) (float64, error) {
+	return account.SampledSkellamPLDEpsilon(sm.rate, honestVar(v), sm.l2, sm.dim, sm.rounds, sm.delta, sm.tvBudget())
 }
 
 // runEpsilon is the epsilon of the planned rounds at variance v, by the
@@ -324,7 +349,10 @@ func (sm SplitMix) runEpsilon(v float64) (float64, []float64, error) {
 }
 
 // calibrate sets the smallest variance mu (to a relative 1e-4) whose
-// planned rounds spend at most the target epsilon.
+// planned rounds spend at most the target epsilon, by the tighter of the
+// run accountant's RDP method (runEpsilon) and its PLD method
+// (pldEpsilon); either figure is rigorous, and the accountant, which
+// takes the smaller of its methods, reproduces it.
 func (sm *SplitMix) calibrate() error {
 	// Noise multiplier z: mu = (z·L2)^2.
 	lo, hi := 1e-3, 1e4
@@ -347,10 +375,124 @@ func (sm *SplitMix) calibrate() error {
 			lo = mid
 		}
 	}
+	// The PLD route below the RDP figure, kept if it is smaller (each
+	// evaluation is the run accountant's own computation).
+	key := smCalKey{sm.eps, sm.delta, sm.rate, sm.rounds, sm.dim, sm.l2, sm.tvBudget(), hi}
+	z, ok := smCalMemo.get(key)
+	if !ok {
+		z, ok = sm.calibratePLD(hi)
+		smCalMemo.put(key, z, ok)
+	}
+	if ok && z < hi {
+		hi = z
+		sm.pldRoute = true
+	}
 	sm.variance = sq(hi * sm.l2)
 	sm.slotVar = sm.variance / float64(sm.slots-sm.collude)
 	_, sm.curve, err = sm.runEpsilon(sm.variance)
 	return err
+}
+
+// smCalKey is what calibratePLD's result depends on (the RDP figure
+// included, which depends on the rest and on l1).
+type smCalKey struct {
+	eps, delta, rate float64
+	rounds, dim      int
+	l2, tv, zRDP     float64
+}
+
+// smCalMemo memoises calibratePLD, a deterministic function of smCalKey
+// that costs a handful of PLD compositions: a run, and the tests,
+// construct the same split-mix several times.
+var smCalMemo = smCalMemoType{m: map[smCalKey]smCal{}}
+
+// smCalMemoType is the type of smCalMemo.
+type smCalMemoType struct {
+	mu sync.Mutex
+	m  map[smCalKey]smCal
+}
+
+// get returns the memoised result for k.
+func (c *smCalMemoType) get(k smCalKey) (float64, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	r, ok := c.m[k]
+	if !ok {
+		return 0, false
+	}
+	return r.z, r.ok
+}
+
+// put records a result (the memo is cleared when it holds 64).
+func (c *smCalMemoType) put(k smCalKey, z float64, ok bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.m) >= 64 {
+		clear(c.m)
+	}
+	c.m[k] = smCal{z, ok}
+}
+
+// smCal is one memoised calibratePLD result.
+type smCal struct {
+	z  float64
+	ok bool
+}
+
+// calibratePLD returns the smallest noise multiplier (to a relative
+// 1e-4) at or below zRDP whose planned rounds spend at most the target by
+// the PLD route, and false if zRDP itself does not. The returned value was
+// evaluated (e <= target); the search interpolates log epsilon linearly in
+// log z (the curve is smooth and nearly straight there), probing just
+// above and below each estimate of the root, with bisection as the
+// fallback, so that it takes a handful of evaluations instead of a
+// dozen.
+func (sm SplitMix) calibratePLD(zRDP float64) (float64, bool) {
+	f := func(z float64) (float64, bool) {
+		e, err := sm.pldEpsilon(sq(z * sm.l2))
+		if err != nil || math.IsNaN(e) || math.IsInf(e, 0) {
+			return math.Inf(1), false
+		}
+		return math.Log(e / sm.eps), true
+	}
+	hi := zRDP
+	fhi, ok := f(hi)
+	if !ok || fhi > 0 {
+		return 0, false
+	}
+	lo := 0.9 * zRDP
+	flo, _ := f(lo)
+	for i := 0; flo <= 0 && i < 20; i++ {
+		hi, fhi = lo, flo
+		lo *= 0.8
+		flo, _ = f(lo)
+	}
+	if flo <= 0 {
+		return hi, true
+	}
+	const tol = 1e-4
+	for i := 0; hi/lo > 1+tol && i < 40; i++ {
+		z := math.Sqrt(lo * hi)
+		if !math.IsInf(flo, 0) && fhi < flo {
+			t := flo / (flo - fhi)
+			z = math.Exp(math.Log(lo) + t*(math.Log(hi)-math.Log(lo)))
+		}
+		for _, zz := range []float64{z * (1 + 0.4*tol), z * (1 - 0.4*tol)} {
+			if !(zz > lo && zz < hi) {
+				zz = math.Sqrt(lo * hi)
+			}
+			fz, _ := f(zz)
+			if fz <= 0 {
+				hi, fhi = zz, fz
+			} else {
+				lo, flo = zz, fz
+			}
+			if hi/lo <= 1+tol {
+				break
+			}
+		}
+	}
+	return hi, true
 }
 
 func sq(x float64) float64 { return x * x }
@@ -681,6 +823,7 @@ func skellamTail(r, v float64) float64 {
 func (sm SplitMix) Account(s Shape, _ []Budget) (Privacy, error) {
 	share := account.RoundDelta(sm.delta, sm.rounds)
 	tv, void, mix := sm.roundTV(s.Population)
+	tv += account.SkellamTailTV
 	if tv > sm.tvBudget() {
 		return Privacy{}, checks.Invalidf("split-mix: the round's total variation term %.3g exceeds the calibrated %.3g (population %d)", tv, sm.tvBudget(), s.Population)
 	}
@@ -689,7 +832,26 @@ func (sm SplitMix) Account(s Shape, _ []Budget) (Privacy, error) {
 	if err != nil {
 		return Privacy{}, fmt.Errorf("split-mix: %w", err)
 	}
+	// The PLD route's pair (unavailable beyond pld.SkellamUnitGDP's cut,
+	// at variances above about 2.5e10: the RDP route alone then) and the
+	// round alone by it (the same question every round: memoised), the
+	// smaller figure.
+	sigma, errPLD := account.SampledSkellamSigma(honestVar(sm.variance), sm.l2, sm.dim)
+	if errPLD == nil {
+		if e, err := account.SampledSkellamPLDEpsilon(sm.rate, honestVar(sm.variance), sm.l2, sm.dim, 1, share, tv); err == nil && e < one {
+			one = e
+		}
+	}
 	var b strings.Builder
+	route := "rdp"
+	if sm.pldRoute {
+		route = "pld"
+	}
+	if errPLD == nil {
+		fmt.Fprintf(&b, "%s route; pld: Poisson-sampled skellam dominated by the sampled gaussian of noise multiplier %.6g (certified unit-shift GDP of the Skellam noise, pld.SkellamUnitGDP, TV %.3g); ", route, sigma, account.SkellamTailTV)
+	} else {
+		fmt.Fprintf(&b, "rdp route (pld route unavailable: %v); ", errPLD)
+	}
 	fmt.Fprintf(&b, "rdp Poisson-sampled skellam (Agarwal-Kairouz-Liu Thm 3.5, symmetric-noise subsampling; mu=%.4g, noise multiplier %.4g, L2 %.5g, L1 %.5g, q=%.4g)",
 		sm.variance, sm.NoiseMultiplier(), sm.l2, sm.l1, sm.rate)
 	fmt.Fprintf(&b, " + TV %.3g in delta (split-and-mix m=%d, q=2^%d, %d honest slots: %.3g; void P[n>%d]: %.3g)",
@@ -704,6 +866,12 @@ func (sm SplitMix) Account(s Shape, _ []Budget) (Privacy, error) {
 	fmt.Fprintf(&b, "; trust: honest shuffler, analyzer colluding with <= %d clients; wrap-around %s per round", sm.collude, wrap)
 	priv := centralPrivacy(one, share, sm.curve, b.String())
 	priv.TV = tv
+	if errPLD == nil && !math.IsInf(one, 0) {
+		priv.Components = []account.Component{{
+			Kind: account.KindSampledSkellam, Epsilon: one, Delta: share, Count: 1,
+			Q: sm.rate, Variance: honestVar(sm.variance), L2: sm.l2, Dim: sm.dim,
+		}}
+	}
 	return priv, nil
 }
 

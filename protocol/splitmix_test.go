@@ -496,7 +496,7 @@ func TestSplitMixStatement(t *testing.T) {
 		t.Fatal(err)
 	}
 	sp, err := acct.Plan(account.Statement{Round: 1, SampleRate: 0.1, Sampled: 100, Reporters: 100, Released: true,
-		Epsilon: priv.CentralEpsilon, Delta: priv.CentralDelta, RDP: priv.RDP, TV: priv.TV, Bound: priv.Bound}, 30)
+		Epsilon: priv.CentralEpsilon, Delta: priv.CentralDelta, Components: priv.Components, RDP: priv.RDP, TV: priv.TV, Bound: priv.Bound}, 30)
 	if err != nil || sp.Epsilon > 2 || sp.Epsilon < 1.99 {
 		t.Errorf("30 rounds plan %v (%v), want just below the target 2", sp, err)
 	}
@@ -526,5 +526,50 @@ func TestSplitMixStatement(t *testing.T) {
 	}
 	if err := sm.Check(Shape{Round: 1, Dim: 7850, Population: 2000, Participants: 200}, nil); err == nil {
 		t.Error("Check accepted a population for which K slots are too few")
+	}
+}
+
+// TestSplitMixPLDTarget: at the frontier's settings (target 2, delta 1e-6,
+// 1,000 clients at q = 0.1, 30 rounds, d = 7,850) the calibration takes the
+// PLD route of the certified Gaussian domination of the Skellam noise and
+// needs noise multiplier <= 1.70 (the RDP route alone needed 1.785; at
+// target 0.25, <= 9.0 against 9.567), and
+// the run's accountant, given the rounds' statements (component and TV),
+// reproduces a spend within the target.
+func TestSplitMixPLDTarget(t *testing.T) {
+	for _, c := range []struct{ eps, maxZ float64 }{{2, 1.70}, {0.25, 9.0}} {
+		p := Params{Clip: 1, Epsilon: c.eps, Delta: 1e-6, Rounds: 30, SampleRate: 0.1, Population: 1000, Layers: []int{7850}}
+		sm := mustSplitMix(t, p)
+		if z := sm.NoiseMultiplier(); z > c.maxZ || !sm.pldRoute {
+			t.Errorf("target %v: noise multiplier %v (PLD route %v), want <= %v", c.eps, z, sm.pldRoute, c.maxZ)
+		}
+		priv := claimOf(t, sm, Shape{Round: 1, Dim: 7850, Population: 1000, Participants: 100}, nil)
+		if len(priv.Components) != 1 || priv.Components[0].Kind != account.KindSampledSkellam || priv.TV < account.SkellamTailTV {
+			t.Fatalf("target %v: components %+v, TV %v", c.eps, priv.Components, priv.TV)
+		}
+		acct, err := account.NewAccountant(1e-6)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sp, err := acct.Plan(account.Statement{Round: 1, SampleRate: 0.1, Sampled: 100, Reporters: 100, Released: true,
+			Epsilon: priv.CentralEpsilon, Delta: priv.CentralDelta, Components: priv.Components, RDP: priv.RDP, TV: priv.TV, Bound: priv.Bound}, 30)
+		if err != nil || sp.Epsilon > c.eps || sp.Epsilon < c.eps*0.999 || !strings.Contains(sp.Method, "PLD") {
+			t.Errorf("target %v: 30 rounds plan %+v (%v)", c.eps, sp, err)
+		}
+		t.Logf("target %v: z = %.4f, plan %.5f by %s", c.eps, sm.NoiseMultiplier(), sp.Epsilon, sp.Method)
+	}
+}
+
+// TestSplitMixPLDUnavailable: at a variance beyond the Skellam
+// certificate's cut (target 0.03: a noise multiplier near 70) the
+// calibration keeps the RDP route and the round's statement says so, with
+// no PLD component.
+func TestSplitMixPLDUnavailable(t *testing.T) {
+	p := Params{Clip: 1, Epsilon: 0.03, Delta: 1e-6, Rounds: 30, SampleRate: 0.1, Population: 1000, Layers: []int{7850}}
+	sm := mustSplitMix(t, p)
+	priv := claimOf(t, sm, Shape{Round: 1, Dim: 7850, Population: 1000, Participants: 100}, nil)
+	t.Logf("noise multiplier %.4g, variance %.3g", sm.NoiseMultiplier(), sm.Variance())
+	if sm.pldRoute || len(priv.Components) != 0 || !strings.Contains(priv.Bound, "pld route unavailable") {
+		t.Errorf("variance %.3g: PLD route %v, components %+v, bound %q", sm.Variance(), sm.pldRoute, priv.Components, priv.Bound)
 	}
 }

@@ -372,6 +372,7 @@ func TestBoundRejectsEveryNumericFlag(t *testing.T) {
 		"eapes":     {"--eps-dist", "uniform2", "--n", "1000"},
 		"sapes":     {"--eps-c", "0.05", "--delta-c", "1e-9"},
 		"sgm":       {"--q", "0.01", "--sigma", "1", "--steps", "10", "--delta", "1e-5"},
+		"skellam":   {"--q", "0.1", "--variance", "1e4", "--l2", "10", "--d", "10", "--steps", "3", "--delta", "1e-6"},
 		"subsample": {"--eps0", "1"},
 	}
 	// Values beyond the upper end of each bounded flag.

@@ -48,10 +48,13 @@ type Component struct {
 	//     differing user's is Eps0-LDP and the others reproduce it with the
 	//     clone probabilities Clones (kind_hetero.go);
 	//   - KindGaussian: the Gaussian mechanism with noise multiplier Sigma
-	//     (kind_gaussian.go).
+	//     (kind_gaussian.go);
 	//   - KindAlloc: one round of K-of-Dim random allocation under a blanket
 	//     (FLAME's SS-Double; Eps0, Levels, Dim, K, Slots, Reporters, Fail;
-	//     see kind_alloc.go).
+	//     see kind_alloc.go);
+	//   - KindSampledSkellam: the Poisson-subsampled (rate Q) sum of Dim
+	//     integer coordinates with L2 sensitivity L2 plus Skellam noise of
+	//     variance Variance per coordinate (kind_skellam.go; add/remove).
 	Kind      string  `json:"kind,omitempty"`
 	Eps0      float64 `json:"eps0,omitempty"`
 	Reporters int     `json:"reporters,omitempty"`
@@ -61,12 +64,15 @@ type Component struct {
 	// probabilities, in the canonical text form of HeteroClones (a string,
 	// so that Component stays comparable and identical releases merge).
 	Clones string `json:"clones,omitempty"`
-	// KindAlloc's fields (appended; older ledgers decode without them).
-	Dim    int     `json:"dim,omitempty"`
-	K      int     `json:"k,omitempty"`
-	Slots  int     `json:"slots,omitempty"`
-	Levels int     `json:"levels,omitempty"`
-	Fail   float64 `json:"fail,omitempty"`
+	// KindAlloc's and KindSampledSkellam's fields (appended; older ledgers
+	// decode without them). Dim is the dimension of both.
+	Dim      int     `json:"dim,omitempty"`
+	K        int     `json:"k,omitempty"`
+	Slots    int     `json:"slots,omitempty"`
+	Levels   int     `json:"levels,omitempty"`
+	Fail     float64 `json:"fail,omitempty"`
+	Variance float64 `json:"variance,omitempty"`
+	L2       float64 `json:"l2,omitempty"`
 }
 
 // Component kinds (Component.Kind).
@@ -115,6 +121,10 @@ type componentKind struct {
 	// validate returns a description of what is wrong with c's fields,
 	// or "" when they are valid.
 	validate func(c Component) string
+	// minTV, if set, is the total variation term (Statement.TV) that one
+	// application of c requires of the statement carrying it: the pair
+	// dominates a mechanism within that distance of the real release.
+	minTV func(c Component) float64
 }
 
 // componentKinds holds the registered kinds by name.
@@ -220,6 +230,7 @@ func (s Statement) validate() error {
 	if math.IsNaN(s.Delta) || s.Delta < 0 || s.Delta > 1 {
 		return checks.Invalidf("round %d: delta %v is not in [0, 1]", s.Round, s.Delta)
 	}
+	needTV := 0.0
 	for i, c := range s.Components {
 		if math.IsNaN(c.Epsilon) || c.Epsilon < 0 || math.IsInf(c.Epsilon, 0) || math.IsNaN(c.Delta) || c.Delta < 0 || c.Delta >= 1 || c.Count < 1 {
 			return checks.Invalidf("round %d: component %d (%v, %v) x %d is not a valid guarantee", s.Round, i, c.Epsilon, c.Delta, c.Count)
@@ -234,6 +245,12 @@ func (s Statement) validate() error {
 		if why := k.validate(c); why != "" {
 			return checks.Invalidf("round %d: component %d: %s", s.Round, i, why)
 		}
+		if k.minTV != nil {
+			needTV += k.minTV(c) * float64(c.Count)
+		}
+	}
+	if s.TV < needTV*(1-1e-9) {
+		return checks.Invalidf("round %d: total variation term %v is below the %v its components require", s.Round, s.TV, needTV)
 	}
 	if s.RDP != nil && len(s.RDP) != len(defaultOrders) {
 		return checks.Invalidf("round %d: an RDP curve of %d orders, want %d (DefaultRDPOrders)", s.Round, len(s.RDP), len(defaultOrders))
@@ -402,6 +419,9 @@ func (t tally) spentRigour(target float64, withPLD bool) Spent {
 		}
 	}
 	if withPLD && usePLD && len(t.pairs) > 0 {
+		// the TV terms (Statement.TV) are charged as for RDP: a pair of a
+		// TV round dominates the ideal mechanism (KindSampledSkellam); the
+		// other rounds' TV, if any, is already in their (eps, delta).
 		if e, err := t.pldEpsilon(target); err == nil {
 			m := fmt.Sprintf("PLD composition of %d releases (pessimistic, FFT)", t.pldReleases())
 			if t.hasAlloc() {
@@ -449,7 +469,7 @@ func (t tally) pldEpsilon(target float64) (float64, error) {
 		cs[i] = p.c
 		cs[i].Count = p.n
 	}
-	return PLDEpsilon(cs, target)
+	return pldEpsilonTV(cs, target, t.tv)
 }
 
 // pldBins is the number of grid points the composed privacy loss is sized
@@ -519,16 +539,30 @@ func PLDEpsilon(cs []Component, delta float64) (float64, error) {
 // add/remove pair against a common reference and the composition is
 // converted to substitution by pld.PLD.ChainEpsilon.
 func pldEpsilon(cs []Component, delta float64, chain bool) (float64, error) {
+	acc, err := pldCompose(cs)
+	if err != nil {
+		return math.Inf(1), err
+	}
+	if chain {
+		return acc.PLD().ChainEpsilon(delta)
+	}
+	return acc.Epsilon(delta)
+}
+
+// pldCompose is PLDEpsilon's composition: the accountant of every
+// component's pair, each Count times, on the grid PLDEpsilon describes
+// (cs is not empty).
+func pldCompose(cs []Component) (*pld.Accountant, error) {
 	probes := make([]*pld.PLD, len(cs))
 	var v, width, floor float64
 	for i, c := range cs {
 		if c.Count < 1 {
-			return math.Inf(1), checks.Invalidf("component %d is applied %d times", i, c.Count)
+			return nil, checks.Invalidf("component %d is applied %d times", i, c.Count)
 		}
 		l := c.lossBound()
 		p, err := c.pair(pld.Options{Interval: pldInterval(l / pldProbeBins)})
 		if err != nil {
-			return math.Inf(1), err
+			return nil, err
 		}
 		probes[i] = p
 		n := float64(c.Count)
@@ -552,16 +586,13 @@ func pldEpsilon(cs []Component, delta float64, chain bool) (float64, error) {
 			p, err = c.pair(pld.Options{Interval: h})
 		}
 		if err != nil {
-			return math.Inf(1), err
+			return nil, err
 		}
 		if err := acc.Add(p, c.Count); err != nil {
-			return math.Inf(1), err
+			return nil, err
 		}
 	}
-	if chain {
-		return acc.PLD().ChainEpsilon(delta)
-	}
-	return acc.Epsilon(delta)
+	return &acc, nil
 }
 
 // pldInterval clamps a grid interval to the range package pld accepts and

@@ -113,7 +113,7 @@ func TestComputeAlias(t *testing.T) {
 // flag name for each.
 func TestCommands(t *testing.T) {
 	names := bound.Commands()
-	if len(names) != 14 {
+	if len(names) != 15 {
 		t.Errorf("%d commands: %v", len(names), names)
 	}
 	for _, n := range names {

@@ -28,6 +28,8 @@ type Params struct {
 	TV            float64 // E-APES Berry–Esseen distance
 	Sigma         float64 // sgm noise multiplier
 	Epsilon       float64 // sgm: the target epsilon
+	Variance      float64 // skellam: the noise variance per coordinate
+	L1, L2        float64 // skellam: the sum's sensitivities (L1 0: sqrt(d) L2)
 
 	N, D, K, Domain, NP, Rounds, B, Seed, Steps int
 

@@ -35,6 +35,7 @@ Protocols and tools:
   subsample     amplification by subsampling (without replacement or Poisson)
   compose       composition over rounds (basic, advanced, rdp, pld, best)
   sgm           the Poisson-subsampled Gaussian mechanism (DP-SGD, DP-FedAvg) over T steps (rdp or pld)
+  skellam       the Poisson-subsampled Skellam mechanism (split-mix's noisy sum) over T steps (pld, rdp or best)
 
 Common flags: --json (one JSON object), --compare (every applicable bound side by side),
 --target-epsilon (the inverse question), --rounds R with --composition basic|advanced|rdp|pld|best
