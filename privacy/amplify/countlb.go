@@ -35,6 +35,11 @@ const countFloorRel = 1e-40
 // log-gamma of large arguments enters), and a bound on the relative error
 // of every entry.
 func normBinomial(n int, p, q float64) (lo int, w []float64, relErr float64) {
+	return normBinomialFloor(n, p, q, countFloorRel)
+}
+
+// normBinomialFloor is normBinomial with the relative floor given.
+func normBinomialFloor(n int, p, q, floor float64) (lo int, w []float64, relErr float64) {
 	switch {
 	case n == 0 || p == 0:
 		return 0, []float64{1}, 0
@@ -50,7 +55,7 @@ func normBinomial(n int, p, q float64) (lo int, w []float64, relErr float64) {
 	v, k := 1.0, mode
 	for k > 0 {
 		v *= float64(k) / (float64(n-k+1) * odds)
-		if v < countFloorRel {
+		if v < floor {
 			break
 		}
 		k--
@@ -60,7 +65,7 @@ func normBinomial(n int, p, q float64) (lo int, w []float64, relErr float64) {
 	v, k = 1.0, mode
 	for k < n {
 		v *= float64(n-k) * odds / float64(k+1)
-		if v < countFloorRel {
+		if v < floor {
 			break
 		}
 		k++
@@ -84,7 +89,7 @@ func normBinomial(n int, p, q float64) (lo int, w []float64, relErr float64) {
 	// most n of them) make the normalised entries too large by at most
 	// that relative amount.
 	const u = 0x1p-53
-	relErr = u*(4*float64(max(len(down), len(up)))+float64(len(w))+2) + float64(n+1)*countFloorRel
+	relErr = u*(4*float64(max(len(down), len(up)))+float64(len(w))+2) + float64(n+1)*floor
 	return lo, w, relErr
 }
 
@@ -92,6 +97,10 @@ func normBinomial(n int, p, q float64) (lo int, w []float64, relErr float64) {
 type countPair struct {
 	p, q   []float64
 	relErr float64 // relative error bound of every entry of p and q
+	// lost bounds the true mass of P, and of Q, outside the computed
+	// entries (the windows' dropped tails): a computed term x - a y whose
+	// y was dropped is too large by at most a times it.
+	lost float64
 }
 
 func newCountPair(others, mine int, pOther, p0, p1 float64) countPair {
@@ -108,7 +117,8 @@ func newCountPair(others, mine int, pOther, p0, p1 float64) countPair {
 	const u = 0x1p-53
 	// A convolution entry sums at most mine+1 products of entries.
 	rel := eo + max(e0, e1) + u*float64(mine+3)
-	return countPair{p: p, q: q, relErr: rel}
+	lost := float64(others+1)*countFloorRel + float64(mine+1)*countFloorRel
+	return countPair{p: p, q: q, relErr: rel, lost: lost}
 }
 
 // delta returns a lower bound on max(H_{e^eps}(P||Q), H_{e^eps}(Q||P)): the
@@ -136,7 +146,8 @@ func (c countPair) delta(eps float64) float64 {
 	// by u times the partial sum, at most len u times the whole.
 	rel := c.relErr + 3*u
 	s := u * float64(len(c.p)+1)
-	return math.Max(d1-rel*m1-s*d1, d2-rel*m2-s*d2)
+	miss := a * c.lost
+	return math.Max(d1-rel*m1-s*d1-miss, d2-rel*m2-s*d2-miss)
 }
 
 // CountLowerBound returns a lower bound on the epsilon at delta of any

@@ -1,0 +1,206 @@
+package amplify
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/shufflefl/shufflefl/checks"
+)
+
+// CountClass is a group of released values that do not depend on the
+// differing user: N values, independent, each counted (above the threshold)
+// with probability P.
+type CountClass struct {
+	N int
+	P float64
+}
+
+// ThresholdCount is one count statistic: the values the analyzer counts are
+// the classes of other values plus Mine values of the differing user, each
+// counted with probability P0 on one input and P1 on its neighbour. The
+// number counted is then, exactly,
+//
+//	P = Bin(N_1, P_1) + ... + Bin(N_c, P_c) + Bin(Mine, P0)
+//	Q = Bin(N_1, P_1) + ... + Bin(N_c, P_c) + Bin(Mine, P1),
+//
+// and (the count being a post-processing of the release) the release's
+// epsilon at delta is at least the smallest eps with
+// max(H_{e^eps}(P||Q), H_{e^eps}(Q||P)) <= delta (the package's count
+// statistic, with the other values in several classes instead of one).
+type ThresholdCount struct {
+	// Threshold is the test's threshold, for the report (it does not enter
+	// the computation).
+	Threshold float64
+	Classes   []CountClass
+	Mine      int
+	P0, P1    float64
+}
+
+// validate checks the statistic's sizes and probabilities.
+func (tc ThresholdCount) validate() error {
+	if err := checks.IntAtLeast("mine", tc.Mine, 1); err != nil {
+		return err
+	}
+	probs := []float64{tc.P0, tc.P1}
+	for i, c := range tc.Classes {
+		if err := checks.IntAtLeast(fmt.Sprintf("class %d's values", i), c.N, 0); err != nil {
+			return err
+		}
+		probs = append(probs, c.P)
+	}
+	for _, p := range probs {
+		if math.IsNaN(p) || p < 0 || p > 1 {
+			return checks.Invalidf("a counting probability must be in [0, 1], got %v", p)
+		}
+	}
+	return nil
+}
+
+// maxCountWindow bounds the entries of the others' count window (a few tens
+// of standard deviations of a count of up to about 10^12 values): larger
+// statistics are refused rather than computed for minutes.
+const maxCountWindow = 1 << 24
+
+// othersWindow returns the pmf of the sum of the classes' binomials on its
+// window (lo, w) and a bound on the relative error of every entry. Each
+// convolution of two windows adds, to the entries' relative errors, their
+// product and the rounding of a sum of at most min(len) products.
+func othersWindow(classes []CountClass, floor float64) (lo int, w []float64, relErr, lost float64, err error) {
+	lo, w = 0, []float64{1}
+	const u = 0x1p-53
+	for _, c := range classes {
+		if c.N == 0 {
+			continue
+		}
+		l, b, e := normBinomialFloor(c.N, c.P, 1-c.P, floor)
+		// The dropped tails: at most N+1 entries below floor times the
+		// mode, which is at most 1 once normalised.
+		lost += float64(c.N+1) * floor
+		if len(w)+len(b) > maxCountWindow {
+			return 0, nil, 0, 0, checks.Invalidf("the count of %d other values needs a window of more than %d entries", c.N, maxCountWindow)
+		}
+		relErr = relErr + e + relErr*e + u*float64(min(len(w), len(b))+3)
+		lo, w = lo+l, convolve(w, b)
+	}
+	return lo, w, relErr, lost, nil
+}
+
+// pair returns the statistic's two count distributions on one window.
+func (tc ThresholdCount) pair(delta float64) (countPair, error) {
+	floor := thresholdFloor(delta)
+	loO, wo, eo, lost, err := othersWindow(tc.Classes, floor)
+	if err != nil {
+		return countPair{}, err
+	}
+	c := pairWithOthers(loO, wo, eo, tc.Mine, tc.P0, tc.P1, floor)
+	c.lost += lost
+	return c, nil
+}
+
+// thresholdFloor is the relative floor of the windows for a target delta:
+// 1e-16 delta, within [1e-40, 1e-24]. The dropped mass is accounted for
+// (countPair.lost, relErr), so the floor trades only tightness (about
+// floor times the values counted, against delta) for time: the windows are
+// about 10 instead of 13.6 standard deviations wide on each side.
+func thresholdFloor(delta float64) float64 {
+	return math.Min(1e-24, math.Max(1e-40, 1e-16*delta))
+}
+
+// pairWithOthers is newCountPair with the others' window given.
+func pairWithOthers(loO int, wo []float64, eo float64, mine int, p0, p1, floor float64) countPair {
+	lo0, w0, e0 := normBinomialFloor(mine, p0, 1-p0, floor)
+	lo1, w1, e1 := normBinomialFloor(mine, p1, 1-p1, floor)
+	l0, c0 := loO+lo0, convolve(wo, w0)
+	l1, c1 := loO+lo1, convolve(wo, w1)
+	lo, hi := min(l0, l1), max(l0+len(c0), l1+len(c1))
+	p := make([]float64, hi-lo)
+	q := make([]float64, hi-lo)
+	copy(p[l0-lo:], c0)
+	copy(q[l1-lo:], c1)
+	const u = 0x1p-53
+	// A convolution entry sums at most min(len) products of entries, each
+	// off by the two relative errors (and their product).
+	rel := eo + max(e0, e1) + eo*max(e0, e1) + u*float64(min(len(wo), max(len(w0), len(w1)))+3)
+	return countPair{p: p, q: q, relErr: rel, lost: float64(mine+1) * floor}
+}
+
+// ThresholdCountLowerBound returns a lower bound on the epsilon at delta of
+// any release the statistic tc applies to: the largest eps at which the
+// computed hockey-stick divergence of its two count distributions, less
+// its rounding-error bound, still exceeds delta (0 when it never does, +Inf
+// when no finite eps suffices). Every rounding lowers the computed
+// divergence (see countPair.delta), so the result is a lower bound on the
+// statistic's exact epsilon, which is a lower bound on the release's.
+func ThresholdCountLowerBound(tc ThresholdCount, delta float64) (float64, error) {
+	wrap := func(err error) (float64, error) { return 0, fmt.Errorf("count-statistic lower bound: %w", err) }
+	if err := tc.validate(); err != nil {
+		return wrap(err)
+	}
+	if err := checks.Delta("delta", delta); err != nil {
+		return wrap(err)
+	}
+	c, err := tc.pair(delta)
+	if err != nil {
+		return wrap(err)
+	}
+	return c.lowerEps(delta), nil
+}
+
+// BestThresholdCount evaluates the statistics in order and returns the
+// largest lower bound and the statistic that attains it. Each statistic's
+// bound is a valid lower bound, so their maximum is one too; the search
+// stops after patience consecutive statistics that do not improve on the
+// best (patience <= 0: evaluate all), which only trades tightness for time.
+func BestThresholdCount(tcs []ThresholdCount, delta float64, patience int) (float64, ThresholdCount, error) {
+	if len(tcs) == 0 {
+		return 0, ThresholdCount{}, checks.Invalidf("count-statistic lower bound: no statistic to evaluate")
+	}
+	best, at, worse := math.Inf(-1), tcs[0], 0
+	for _, tc := range tcs {
+		e, err := ThresholdCountLowerBound(tc, delta)
+		if err != nil {
+			return 0, ThresholdCount{}, err
+		}
+		if e > best {
+			best, at, worse = e, tc, 0
+			continue
+		}
+		if worse++; patience > 0 && worse >= patience {
+			break
+		}
+	}
+	return best, at, nil
+}
+
+// BestThresholdCountProbe is BestThresholdCount with the threshold chosen
+// on a smaller problem: every size divided by shrink (at least one value of
+// the user), searched with patience; only the chosen statistic is then
+// evaluated at full size. Its bound is a valid lower bound like any
+// statistic's; the probe only picks which one to compute (for a run of t
+// rounds, shrink = t probes one round). shrink <= 1 is BestThresholdCount.
+func BestThresholdCountProbe(tcs []ThresholdCount, delta float64, patience, shrink int) (float64, ThresholdCount, error) {
+	if shrink <= 1 || len(tcs) <= 1 {
+		return BestThresholdCount(tcs, delta, patience)
+	}
+	small := make([]ThresholdCount, len(tcs))
+	for i, tc := range tcs {
+		s := tc
+		s.Classes = make([]CountClass, len(tc.Classes))
+		for j, c := range tc.Classes {
+			s.Classes[j] = CountClass{N: c.N / shrink, P: c.P}
+		}
+		s.Mine = max(1, tc.Mine/shrink)
+		small[i] = s
+	}
+	_, at, err := BestThresholdCount(small, delta, patience)
+	if err != nil {
+		return 0, ThresholdCount{}, err
+	}
+	for _, tc := range tcs {
+		if tc.Threshold == at.Threshold {
+			e, err := ThresholdCountLowerBound(tc, delta)
+			return e, tc, err
+		}
+	}
+	return 0, ThresholdCount{}, checks.Invalidf("count-statistic lower bound: the probe's threshold %v is not among the statistics", at.Threshold)
+}

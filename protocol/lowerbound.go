@@ -1,0 +1,365 @@
+package protocol
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/shufflefl/shufflefl/checks"
+	"github.com/shufflefl/shufflefl/privacy/amplify"
+)
+
+// LowerBoundRound is what a lower bound needs of one round that released:
+// its shape (with the participants who reported) and the budget of the user
+// the bound is for, Worst: a participant with the largest local epsilon
+// (the user easiest to tell apart). Uniform says every participant had the
+// same budget.
+type LowerBoundRound struct {
+	Shape   Shape
+	Worst   Budget
+	Uniform bool
+}
+
+// LowerBound is a lower bound on the true epsilon, at Delta, of a run's
+// releases (all its rounds composed), and how it was found.
+type LowerBound struct {
+	Epsilon float64
+	Delta   float64
+	Method  string
+}
+
+// MethodNone is the Method of a run for which no sound lower bound is
+// computed.
+const MethodNone = "none"
+
+// LowerBounder is implemented by protocols that can lower-bound the true
+// epsilon of a run of theirs. LowerBound returns a number that is PROVEN to
+// be at most the epsilon at delta of the releases of the given rounds for
+// some pair of neighbouring datasets: every implementation names a concrete
+// pair (the worst user at the two ends of the input range, every other
+// participant at the middle, in every round) and a post-processing of the
+// analyzer's view (a count above a threshold, ThresholdCount) whose two
+// distributions are computed exactly, so that no accountant may state less.
+// It assumes the worst user reports in every round (the caller checks that
+// every client reported in every round: no sampling, no sit-outs). A
+// protocol that cannot make the pair exact for some setting returns Method
+// MethodNone and a NaN Epsilon, never a guess.
+type LowerBounder interface {
+	LowerBound(rounds []LowerBoundRound, delta float64) (LowerBound, error)
+}
+
+// LowerBoundOf returns p's lower bound for the rounds, or Method MethodNone
+// (NaN Epsilon) when p has none.
+func LowerBoundOf(p Protocol, rounds []LowerBoundRound, delta float64) (LowerBound, error) {
+	lb, ok := p.(LowerBounder)
+	if !ok {
+		return noLowerBound(delta), nil
+	}
+	return lb.LowerBound(rounds, delta)
+}
+
+// noLowerBound is the result without a sound lower bound.
+func noLowerBound(delta float64) LowerBound {
+	return LowerBound{Epsilon: math.NaN(), Delta: delta, Method: MethodNone}
+}
+
+// lowerBoundPatience is the number of consecutive thresholds that do not
+// improve the bound after which the search stops: every threshold gives a
+// valid bound, so stopping early only costs tightness (for FLAME's Laplace
+// randomizer the best threshold is the first one at the default sizes).
+const lowerBoundPatience = 2
+
+// checkLowerBoundRounds validates the rounds.
+func checkLowerBoundRounds(rounds []LowerBoundRound, delta float64) error {
+	if len(rounds) == 0 {
+		return checks.Invalidf("lower bound: no rounds")
+	}
+	if err := checks.Delta("delta", delta); err != nil {
+		return fmt.Errorf("lower bound: %w", err)
+	}
+	for _, r := range rounds {
+		if err := r.Shape.Validate(); err != nil {
+			return fmt.Errorf("lower bound, round %d: %w", r.Shape.Round, err)
+		}
+		if err := checks.Epsilon("the worst user's epsilon", r.Worst.Epsilon); err != nil {
+			return fmt.Errorf("lower bound, round %d: %w", r.Shape.Round, err)
+		}
+	}
+	return nil
+}
+
+// sameWorst returns the worst user's epsilon if it is the same in every
+// round, and whether every round had uniform budgets.
+func sameWorst(rounds []LowerBoundRound) (eps float64, uniform, ok bool) {
+	eps, uniform = rounds[0].Worst.Epsilon, true
+	for _, r := range rounds {
+		if r.Worst.Epsilon != eps {
+			return 0, false, false
+		}
+		uniform = uniform && r.Uniform
+	}
+	return eps, uniform, true
+}
+
+// countBound evaluates the statistics built by mk for each attack and
+// returns the best bound, naming it: the threshold is chosen on one
+// round's sizes (amplify.BestThresholdCountProbe; any threshold gives a
+// valid bound) and evaluated for all the rounds.
+func countBound(attacks []amplify.CountAttack, mk func(amplify.CountAttack) amplify.ThresholdCount, delta float64, rounds int, name string) (LowerBound, error) {
+	tcs := make([]amplify.ThresholdCount, len(attacks))
+	for i, a := range attacks {
+		tcs[i] = mk(a)
+	}
+	e, at, err := amplify.BestThresholdCountProbe(tcs, delta, lowerBoundPatience, rounds)
+	if err != nil {
+		return LowerBound{}, err
+	}
+	others := 0
+	for _, c := range at.Classes {
+		others += c.N
+	}
+	return LowerBound{Epsilon: e, Delta: delta,
+		Method: fmt.Sprintf("%s: count above t = %.4g of %d values of the worst user among %d others", name, at.Threshold, at.Mine, others)}, nil
+}
+
+// flameLowerBound is the count statistic of the FLAME protocols over every
+// value released in the rounds. Pair: the worst user (every user has the
+// public eps_l) holds -C in every coordinate (0 on FLAME's [0, 1]) or +C
+// (1); every other user holds 0 (1/2). Per round the user releases mine
+// values at eps0 = eps_l/mine (its reported coordinates; SS-Topk's blanket
+// draws of the user do not depend on its input and count as dummies), the
+// other users users values, and the shuffler (and SS-Topk's blankets)
+// dummies values; the count of values at or above the threshold ignores
+// coordinates, so it is exactly the sum of the binomials of
+// amplify.ThresholdCount:
+//   - Laplace: the others' values and the dummies are all Laplace(1/2,
+//     1/eps0) (the dummy is the report of 1/2), one class;
+//   - R_{gamma,b}: the other users' values (input 0: counted only through
+//     the blanket) and the dummies (Unif{0..b}) are two classes.
+//
+// SS-Double's padding fails (a dimension gets more than n_p real reports)
+// with a probability pfail that does not depend on any input; the analyzer
+// may map that outcome to one symbol, which leaves the rest of the count's
+// distribution as computed up to a factor (1 - pfail), so the bound is
+// computed at delta + pfail (flamePadFailBound, zero when n_p >= n). The
+// floating-point-safe Laplace (Params.Secure) snaps outputs to a grid, so
+// its tails are not the ones computed here: no bound.
+func (f flameBase) flameLowerBound(rounds []LowerBoundRound, delta float64, plan func(Shape) (mine, users, dummies int, pfail float64, err error)) (LowerBound, error) {
+	if err := checkLowerBoundRounds(rounds, delta); err != nil {
+		return LowerBound{}, fmt.Errorf("%s: %w", f.name, err)
+	}
+	if f.laplace && f.secure {
+		return noLowerBound(delta), nil
+	}
+	var mine, users, dummies int
+	var pfail float64
+	eps0 := math.NaN()
+	for _, r := range rounds {
+		m, u, du, pf, err := plan(r.Shape)
+		if err != nil {
+			return LowerBound{}, fmt.Errorf("%s: lower bound, round %d: %w", f.name, r.Shape.Round, err)
+		}
+		e := f.eps / float64(m)
+		if !math.IsNaN(eps0) && e != eps0 {
+			return noLowerBound(delta), nil // one count needs one eps0
+		}
+		eps0 = e
+		mine, users, dummies, pfail = mine+m, users+u, dummies+du, pfail+pf
+	}
+	d := delta + pfail
+	if !(d < 1) {
+		return noLowerBound(delta), nil
+	}
+	if f.laplace {
+		attacks, err := amplify.LaplaceCountAttacks(eps0, users+dummies, false)
+		if err != nil {
+			return LowerBound{}, fmt.Errorf("%s: lower bound: %w", f.name, err)
+		}
+		return countBound(attacks, func(a amplify.CountAttack) amplify.ThresholdCount {
+			return amplify.ThresholdCount{Threshold: a.Threshold, Classes: []amplify.CountClass{{N: users + dummies, P: a.POther}}, Mine: mine, P0: a.P0, P1: a.P1}
+		}, d, len(rounds), f.name+", laplace randomizer")
+	}
+	attacks, dummy, err := amplify.RGammaBCountAttacks(f.levels, eps0)
+	if err != nil {
+		return LowerBound{}, fmt.Errorf("%s: lower bound: %w", f.name, err)
+	}
+	// The levels are few (b): evaluate every one.
+	tcs := make([]amplify.ThresholdCount, len(attacks))
+	for i, a := range attacks {
+		tcs[i] = amplify.ThresholdCount{Threshold: a.Threshold, Classes: []amplify.CountClass{{N: users, P: a.POther}, {N: dummies, P: dummy[i]}}, Mine: mine, P0: a.P0, P1: a.P1}
+	}
+	e, at, err := amplify.BestThresholdCount(tcs, d, 0)
+	if err != nil {
+		return LowerBound{}, fmt.Errorf("%s: lower bound: %w", f.name, err)
+	}
+	return LowerBound{Epsilon: e, Delta: delta,
+		Method: fmt.Sprintf("%s, %s randomizer: count of values >= %g, %d values of the worst user among %d of other users and %d dummies", f.name, f.randomizerName(), at.Threshold, mine, users, dummies)}, nil
+}
+
+// LowerBound implements LowerBounder (flameBase.flameLowerBound): per round
+// the user's d values among the (n-1) d of the others, no dummies.
+func (p SSSimple) LowerBound(rounds []LowerBoundRound, delta float64) (LowerBound, error) {
+	return p.flameLowerBound(rounds, delta, func(s Shape) (int, int, int, float64, error) {
+		return s.Dim, (s.Participants - 1) * s.Dim, 0, 0, nil
+	})
+}
+
+// LowerBound implements LowerBounder (flameBase.flameLowerBound): per round
+// the user's k values, the other users' (n-1) k and the shuffler's
+// d n_p - n k dummies (Plan's k and n_p).
+func (p SSDouble) LowerBound(rounds []LowerBoundRound, delta float64) (LowerBound, error) {
+	return p.flameLowerBound(rounds, delta, func(s Shape) (int, int, int, float64, error) {
+		k, np, err := p.Plan(s)
+		if err != nil {
+			return 0, 0, 0, 0, err
+		}
+		n, d := s.Participants, s.Dim
+		pf := 0.0
+		if np < n {
+			pf = flamePadFailBound(n, k, d, np)
+		}
+		return k, (n - 1) * k, d*np - n*k, pf, nil
+	})
+}
+
+// LowerBound implements LowerBounder (flameBase.flameLowerBound): per round
+// the user's k top values, the other users' (n-1) k, and d n_p - n k values
+// that are blanket draws (the users' (l-1) k each, the shuffler's
+// padding). n_p >= n, and a user reports a dimension at most once, so the
+// padding never fails.
+func (p SSTopk) LowerBound(rounds []LowerBoundRound, delta float64) (LowerBound, error) {
+	return p.flameLowerBound(rounds, delta, func(s Shape) (int, int, int, float64, error) {
+		k, np, _, _, err := p.Plan(s)
+		if err != nil {
+			return 0, 0, 0, 0, err
+		}
+		n, d := s.Participants, s.Dim
+		return k, (n - 1) * k, d*np - n*k, 0, nil
+	})
+}
+
+// perCoordLowerBound is the count statistic of the protocols that perturb
+// every coordinate with the client's eps_i/d: the Laplace mechanism
+// Lap(2C/eps_c) (ldp-laplace, pldp, ldp-min, unis) or APES's Clip-Laplace
+// CLap(., 2C/eps_c, C) (apes). Pair: the worst user holds -C or +C in every
+// coordinate, every other participant 0, in every round. Shuffled
+// protocols: the analyzer counts, over all d values of every participant
+// in every round, the values above the threshold; both mechanisms are
+// symmetric about 0, so at the threshold 0 each other value is counted
+// with probability exactly 1/2 whatever the other's epsilon (personalized
+// budgets are exact), and with uniform budgets thresholds above 0 are
+// tried too. Unshuffled protocols: the analyzer sees the user's own report,
+// and counts its d t values only. clap selects Clip-Laplace; secure (the
+// snapped floating-point-safe samplers) has no bound.
+func perCoordLowerBound(name string, rounds []LowerBoundRound, delta float64, clap, shuffled, secure bool, coordEps func(worst float64, d int) float64) (LowerBound, error) {
+	if err := checkLowerBoundRounds(rounds, delta); err != nil {
+		return LowerBound{}, fmt.Errorf("%s: %w", name, err)
+	}
+	worst, uniform, ok := sameWorst(rounds)
+	if secure || !ok {
+		return noLowerBound(delta), nil
+	}
+	d := rounds[0].Shape.Dim
+	mine, others := 0, 0
+	for _, r := range rounds {
+		if r.Shape.Dim != d {
+			return noLowerBound(delta), nil
+		}
+		mine += d
+		if shuffled {
+			others += (r.Shape.Participants - 1) * d
+		}
+	}
+	eps0 := coordEps(worst, d)
+	// Without others the thresholds need no common scale.
+	midpoint := shuffled && !uniform
+	var attacks []amplify.CountAttack
+	var err error
+	mech := "laplace"
+	if clap {
+		mech = "clip-laplace"
+		attacks, err = amplify.ClipLaplaceCountAttacks(eps0, others, midpoint)
+	} else {
+		attacks, err = amplify.LaplaceCountAttacks(eps0, others, midpoint)
+	}
+	if err != nil {
+		return LowerBound{}, fmt.Errorf("%s: lower bound: %w", name, err)
+	}
+	return countBound(attacks, func(a amplify.CountAttack) amplify.ThresholdCount {
+		return amplify.ThresholdCount{Threshold: a.Threshold, Classes: []amplify.CountClass{{N: others, P: a.POther}}, Mine: mine, P0: a.P0, P1: a.P1}
+	}, delta, len(rounds), fmt.Sprintf("%s, %s eps_c = %.4g", name, mech, eps0))
+}
+
+// perCoord is the per-coordinate epsilon of the worst user's own budget.
+func perCoord(worst float64, d int) float64 { return worst / float64(d) }
+
+// LowerBound implements LowerBounder (perCoordLowerBound, Clip-Laplace,
+// shuffled).
+func (m APES) LowerBound(rounds []LowerBoundRound, delta float64) (LowerBound, error) {
+	return perCoordLowerBound("apes", rounds, delta, true, true, m.secure, perCoord)
+}
+
+// LowerBound implements LowerBounder (perCoordLowerBound, Laplace,
+// shuffled).
+func (m UniS) LowerBound(rounds []LowerBoundRound, delta float64) (LowerBound, error) {
+	return perCoordLowerBound("unis", rounds, delta, false, true, m.secure, perCoord)
+}
+
+// LowerBound implements LowerBounder (perCoordLowerBound, Laplace, not
+// shuffled).
+func (m PLDP) LowerBound(rounds []LowerBoundRound, delta float64) (LowerBound, error) {
+	return perCoordLowerBound("pldp", rounds, delta, false, false, m.secure, perCoord)
+}
+
+// LowerBound implements LowerBounder (perCoordLowerBound, Laplace, not
+// shuffled; every client perturbs at min-epsilon/d).
+func (m LDPMin) LowerBound(rounds []LowerBoundRound, delta float64) (LowerBound, error) {
+	return perCoordLowerBound("ldp-min", rounds, delta, false, false, m.secure, func(_ float64, d int) float64 { return m.epsMin / float64(d) })
+}
+
+// LowerBound implements LowerBounder (perCoordLowerBound, Laplace, not
+// shuffled).
+func (m LDPLaplace) LowerBound(rounds []LowerBoundRound, delta float64) (LowerBound, error) {
+	return perCoordLowerBound("ldp-laplace", rounds, delta, false, false, m.secure, perCoord)
+}
+
+// LowerBound implements LowerBounder for E-APES. Pair: the worst user
+// (largest epsilon, so smallest sigma_i for the common round delta; any
+// user gives a valid bound) holds -C e_1 or +C e_1 (L2 norm C) in every
+// round, every other participant 0. The analyzer projects each shuffled
+// report on e_1 and counts the projections above the threshold: the user's
+// is +-C + N(0, sigma_i^2), another's N(0, sigma_j^2), so at threshold 0
+// each other report is counted with probability exactly 1/2 whatever its
+// sigma (personalized budgets are exact) and with uniform budgets
+// thresholds above 0 are tried too (amplify.GaussianCountAttacks). One
+// value per user per round. The floating-point-safe Gaussian (secure)
+// snaps its outputs: no bound.
+func (m EAPES) LowerBound(rounds []LowerBoundRound, delta float64) (LowerBound, error) {
+	if err := checkLowerBoundRounds(rounds, delta); err != nil {
+		return LowerBound{}, fmt.Errorf("e-apes: %w", err)
+	}
+	if m.secure {
+		return noLowerBound(delta), nil
+	}
+	w := rounds[0].Worst
+	uniform := true
+	mine, others := 0, 0
+	for _, r := range rounds {
+		if r.Worst != w {
+			return noLowerBound(delta), nil
+		}
+		uniform = uniform && r.Uniform
+		mine++
+		others += r.Shape.Participants - 1
+	}
+	sig, err := m.Sigma(w)
+	if err != nil {
+		return LowerBound{}, fmt.Errorf("e-apes: lower bound: %w", err)
+	}
+	attacks, err := amplify.GaussianCountAttacks(m.clip/sig, others, !uniform)
+	if err != nil {
+		return LowerBound{}, fmt.Errorf("e-apes: lower bound: %w", err)
+	}
+	return countBound(attacks, func(a amplify.CountAttack) amplify.ThresholdCount {
+		return amplify.ThresholdCount{Threshold: a.Threshold, Classes: []amplify.CountClass{{N: others, P: a.POther}}, Mine: mine, P0: a.P0, P1: a.P1}
+	}, delta, len(rounds), fmt.Sprintf("e-apes, gaussian C/sigma = %.4g, projection on one coordinate (thresholds in sigmas)", m.clip/sig))
+}
