@@ -250,7 +250,25 @@ func (p SSTopk) LowerBound(rounds []LowerBoundRound, delta float64) (LowerBound,
 // tried too. Unshuffled protocols: the analyzer sees the user's own report,
 // and counts its d t values only. clap selects Clip-Laplace; secure (the
 // snapped floating-point-safe samplers) has no bound.
+//
+// At delta 0 (pure DP, the unshuffled Laplace baselines' statement) the
+// bound is exact: the event "every one of the user's m = d t values is
+// above the top of the input range" has probability ratio e^(m eps_c)
+// between the two inputs (the Laplace densities' ratio is e^(eps_c) at
+// every point above both inputs), so no eps below m eps_c holds at delta 0.
 func perCoordLowerBound(name string, rounds []LowerBoundRound, delta float64, clap, shuffled, secure bool, coordEps func(worst float64, d int) float64) (LowerBound, error) {
+	if delta == 0 && len(rounds) > 0 && !shuffled && !clap && !secure {
+		worst, _, ok := sameWorst(rounds)
+		d := rounds[0].Shape.Dim
+		if err := checkLowerBoundRounds(rounds, 0.5); err != nil || !ok || d < 1 {
+			return noLowerBound(delta), err
+		}
+		m := d * len(rounds)
+		eps0 := coordEps(worst, d)
+		// Rounded down by a relative 1e-12 (the scale's rounding).
+		return LowerBound{Epsilon: float64(m) * eps0 * (1 - 1e-12), Delta: 0,
+			Method: fmt.Sprintf("%s, laplace eps_c = %.4g: all %d values of the worst user above the input range (pure DP, exact)", name, eps0, m)}, nil
+	}
 	if err := checkLowerBoundRounds(rounds, delta); err != nil {
 		return LowerBound{}, fmt.Errorf("%s: %w", name, err)
 	}

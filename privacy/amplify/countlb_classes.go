@@ -65,7 +65,7 @@ const maxCountWindow = 1 << 24
 // window (lo, w) and a bound on the relative error of every entry. Each
 // convolution of two windows adds, to the entries' relative errors, their
 // product and the rounding of a sum of at most min(len) products.
-func othersWindow(classes []CountClass, floor float64) (lo int, w []float64, relErr, lost float64, err error) {
+func othersWindow(classes []CountClass, floor float64) (lo int, w []float64, relErr float64, factors int, err error) {
 	lo, w = 0, []float64{1}
 	const u = 0x1p-53
 	for _, c := range classes {
@@ -73,36 +73,46 @@ func othersWindow(classes []CountClass, floor float64) (lo int, w []float64, rel
 			continue
 		}
 		l, b, e := normBinomialFloor(c.N, c.P, 1-c.P, floor)
-		// The dropped tails: at most N+1 entries below floor times the
-		// mode, which is at most 1 once normalised.
-		lost += float64(c.N+1) * floor
+		// Every factor's dropped entries are below floor (countPair.drop).
+		factors++
 		if len(w)+len(b) > maxCountWindow {
 			return 0, nil, 0, 0, checks.Invalidf("the count of %d other values needs a window of more than %d entries", c.N, maxCountWindow)
 		}
 		relErr = relErr + e + relErr*e + u*float64(min(len(w), len(b))+3)
 		lo, w = lo+l, convolve(w, b)
 	}
-	return lo, w, relErr, lost, nil
+	return lo, w, relErr, factors, nil
 }
 
 // pair returns the statistic's two count distributions on one window.
 func (tc ThresholdCount) pair(delta float64) (countPair, error) {
-	floor := thresholdFloor(delta)
-	loO, wo, eo, lost, err := othersWindow(tc.Classes, floor)
+	others := 0
+	for _, c := range tc.Classes {
+		others += c.N
+	}
+	floor := thresholdFloor(delta, others)
+	loO, wo, eo, factors, err := othersWindow(tc.Classes, floor)
 	if err != nil {
 		return countPair{}, err
 	}
 	c := pairWithOthers(loO, wo, eo, tc.Mine, tc.P0, tc.P1, floor)
-	c.lost += lost
+	c.drop = float64(factors+1) * floor
 	return c, nil
 }
 
 // thresholdFloor is the relative floor of the windows for a target delta:
-// 1e-16 delta, within [1e-40, 1e-24]. The dropped mass is accounted for
-// (countPair.lost, relErr), so the floor trades only tightness (about
-// floor times the values counted, against delta) for time: the windows are
-// about 10 instead of 13.6 standard deviations wide on each side.
-func thresholdFloor(delta float64) float64 {
+// 1e-16 delta, within [1e-40, 1e-24], and 1e-290 without other values (the
+// user's binomials alone are cheap). The dropped mass is accounted for
+// (countPair.drop, relErr), so the floor trades only tightness for time:
+// the windows are about 10 instead of 13.6 standard deviations wide on
+// each side, and a bound cannot exceed about log(1/(3 floor)) (55 at
+// 1e-24, 666 at 1e-290), where e^eps times the dropped mass per entry
+// reaches 1. (Every kept entry stays a normal float, so the rounding
+// bounds hold: the walk stops below the floor.)
+func thresholdFloor(delta float64, others int) float64 {
+	if others == 0 {
+		return 1e-290
+	}
 	return math.Min(1e-24, math.Max(1e-40, 1e-16*delta))
 }
 
@@ -121,7 +131,7 @@ func pairWithOthers(loO int, wo []float64, eo float64, mine int, p0, p1, floor f
 	// A convolution entry sums at most min(len) products of entries, each
 	// off by the two relative errors (and their product).
 	rel := eo + max(e0, e1) + eo*max(e0, e1) + u*float64(min(len(wo), max(len(w0), len(w1)))+3)
-	return countPair{p: p, q: q, relErr: rel, lost: float64(mine+1) * floor}
+	return countPair{p: p, q: q, relErr: rel, drop: 2 * floor, maxLoss: countMaxLoss(mine, p0, p1)}
 }
 
 // ThresholdCountLowerBound returns a lower bound on the epsilon at delta of

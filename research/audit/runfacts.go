@@ -13,6 +13,7 @@ import (
 	"github.com/shufflefl/shufflefl/driver/round"
 	"github.com/shufflefl/shufflefl/driver/rundir"
 	"github.com/shufflefl/shufflefl/driver/sim/metrics"
+	"github.com/shufflefl/shufflefl/privacy/account"
 	"github.com/shufflefl/shufflefl/privacy/amplify"
 	"github.com/shufflefl/shufflefl/protocol"
 )
@@ -97,7 +98,10 @@ func sparsePlan(cfg round.Config, dim int, r *RunRound) error {
 // protocols, the randomizer and the sparse rounds' k and n_p.
 func Facts(cfg round.Config, sum RunSummary, recs []metrics.Record) (RunFacts, error) {
 	f := RunFacts{Protocol: cfg.Protocol, Dim: sum.Dim, Clients: sum.Clients,
-		Sampled: cfg.ClientsPerRound > 0 && cfg.ClientsPerRound < cfg.Clients}
+		Sampled: cfg.ClientsPerRound > 0 && cfg.ClientsPerRound < cfg.Clients,
+		Params: &protocol.Params{Clip: cfg.Clip, Delta: cfg.Delta, Rounds: cfg.Rounds, SampleRate: 1, Extra: cfg.Options,
+			Secure: cfg.SecureNoise, Population: cfg.Clients},
+		RoundDelta: account.RoundDelta(cfg.Delta, cfg.Rounds)}
 	var err error
 	if f.Randomizer, err = flameRandomizer(cfg); err != nil {
 		return f, err
