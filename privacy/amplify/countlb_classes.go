@@ -61,6 +61,16 @@ func (tc ThresholdCount) validate() error {
 // statistics are refused rather than computed for minutes.
 const maxCountWindow = 1 << 24
 
+// binomialWindowEstimate bounds the width of normBinomialFloor's window
+// before it is computed: by Bernstein's inequality a binomial's pmf is
+// below floor times its mode once |k - np| > sqrt(2 L n p q) + 2L/3,
+// L = log(1/floor) (doubled for margin).
+func binomialWindowEstimate(n int, p, floor float64) float64 {
+	l := -math.Log(floor)
+	v := float64(n) * p * (1 - p)
+	return 2*(2*(math.Sqrt(2*l*v)+2*l/3)) + 3
+}
+
 // othersWindow returns the pmf of the sum of the classes' binomials on its
 // window (lo, w) and a bound on the relative error of every entry. Each
 // convolution of two windows adds, to the entries' relative errors, their
@@ -71,6 +81,9 @@ func othersWindow(classes []CountClass, floor float64) (lo int, w []float64, rel
 	for _, c := range classes {
 		if c.N == 0 {
 			continue
+		}
+		if est := binomialWindowEstimate(c.N, c.P, floor); float64(len(w))+est > maxCountWindow {
+			return 0, nil, 0, 0, checks.Invalidf("the count of %d other values needs a window of about %.3g entries, more than %d", c.N, est, maxCountWindow)
 		}
 		l, b, e := normBinomialFloor(c.N, c.P, 1-c.P, floor)
 		// Every factor's dropped entries are below floor (countPair.drop).
@@ -95,7 +108,10 @@ func (tc ThresholdCount) pair(delta float64) (countPair, error) {
 	if err != nil {
 		return countPair{}, err
 	}
-	c := pairWithOthers(loO, wo, eo, tc.Mine, tc.P0, tc.P1, floor)
+	c, err := pairWithOthers(loO, wo, eo, tc.Mine, tc.P0, tc.P1, floor)
+	if err != nil {
+		return countPair{}, err
+	}
 	c.drop = float64(factors+1) * floor
 	return c, nil
 }
@@ -117,7 +133,10 @@ func thresholdFloor(delta float64, others int) float64 {
 }
 
 // pairWithOthers is newCountPair with the others' window given.
-func pairWithOthers(loO int, wo []float64, eo float64, mine int, p0, p1, floor float64) countPair {
+func pairWithOthers(loO int, wo []float64, eo float64, mine int, p0, p1, floor float64) (countPair, error) {
+	if est := binomialWindowEstimate(mine, 0.5, floor); est > maxCountWindow {
+		return countPair{}, checks.Invalidf("the count of the user's %d values needs a window of about %.3g entries, more than %d", mine, est, maxCountWindow)
+	}
 	lo0, w0, e0 := normBinomialFloor(mine, p0, 1-p0, floor)
 	lo1, w1, e1 := normBinomialFloor(mine, p1, 1-p1, floor)
 	l0, c0 := loO+lo0, convolve(wo, w0)
@@ -131,7 +150,7 @@ func pairWithOthers(loO int, wo []float64, eo float64, mine int, p0, p1, floor f
 	// A convolution entry sums at most min(len) products of entries, each
 	// off by the two relative errors (and their product).
 	rel := eo + max(e0, e1) + eo*max(e0, e1) + u*float64(min(len(wo), max(len(w0), len(w1)))+3)
-	return countPair{p: p, q: q, relErr: rel, drop: 2 * floor, maxLoss: countMaxLoss(mine, p0, p1)}
+	return countPair{p: p, q: q, relErr: rel, drop: 2 * floor, maxLoss: countMaxLoss(mine, p0, p1)}, nil
 }
 
 // ThresholdCountLowerBound returns a lower bound on the epsilon at delta of
@@ -187,7 +206,9 @@ func BestThresholdCount(tcs []ThresholdCount, delta float64, patience int) (floa
 // the user), searched with patience; only the chosen statistic is then
 // evaluated at full size. Its bound is a valid lower bound like any
 // statistic's; the probe only picks which one to compute (for a run of t
-// rounds, shrink = t probes one round). shrink <= 1 is BestThresholdCount.
+// rounds, shrink = t probes one round). The first statistic is always
+// evaluated at full size as well, and the larger bound returned. shrink <=
+// 1 is BestThresholdCount.
 func BestThresholdCountProbe(tcs []ThresholdCount, delta float64, patience, shrink int) (float64, ThresholdCount, error) {
 	if shrink <= 1 || len(tcs) <= 1 {
 		return BestThresholdCount(tcs, delta, patience)
@@ -206,11 +227,25 @@ func BestThresholdCountProbe(tcs []ThresholdCount, delta float64, patience, shri
 	if err != nil {
 		return 0, ThresholdCount{}, err
 	}
-	for _, tc := range tcs {
-		if tc.Threshold == at.Threshold {
-			e, err := ThresholdCountLowerBound(tc, delta)
-			return e, tc, err
-		}
+	// The first statistic (the midpoint of the protocols' thresholds) is
+	// evaluated too, so that the result is never below its bound.
+	best, err := ThresholdCountLowerBound(tcs[0], delta)
+	if err != nil {
+		return 0, ThresholdCount{}, err
 	}
-	return 0, ThresholdCount{}, checks.Invalidf("count-statistic lower bound: the probe's threshold %v is not among the statistics", at.Threshold)
+	bestAt := tcs[0]
+	for i, tc := range tcs[1:] {
+		if small[i+1].Threshold != at.Threshold {
+			continue
+		}
+		e, err := ThresholdCountLowerBound(tc, delta)
+		if err != nil {
+			return 0, ThresholdCount{}, err
+		}
+		if e > best {
+			best, bestAt = e, tc
+		}
+		break
+	}
+	return best, bestAt, nil
 }

@@ -70,15 +70,12 @@ func ClipLaplaceCountAttacks(eps0 float64, others int, midpoint bool) ([]CountAt
 		return out, nil
 	}
 	// Thresholds t = s lambda up to where fewer than 1e-3 others are
-	// expected above t, and below the end of the range.
+	// expected above t, and below the end of the range (1).
 	sMax := math.Log(0.5*float64(max(others, 1))/1e-3) + 1
+	tMax := math.Min(sMax*lam, 1)
 	const steps = 160
-	for i := 1; i <= steps; i++ {
-		t := sMax * lam * float64(i) / steps
-		if t >= 1 {
-			break
-		}
-		out = append(out, at(t))
+	for i := 1; i < steps; i++ {
+		out = append(out, at(tMax*float64(i)/steps))
 	}
 	return out, nil
 }

@@ -1,0 +1,199 @@
+package protocol
+
+import (
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/shufflefl/shufflefl/privacy/amplify"
+)
+
+// lbRounds is t rounds of n participants in dimension d, the worst user at
+// budget w.
+func lbRounds(t, d, n int, w Budget, uniform bool) []LowerBoundRound {
+	var rs []LowerBoundRound
+	for r := 1; r <= t; r++ {
+		rs = append(rs, LowerBoundRound{Shape: Shape{Round: r, Dim: d, Population: n, Participants: n}, Worst: w, Uniform: uniform})
+	}
+	return rs
+}
+
+func lbNew(t *testing.T, name string, p Params) Protocol {
+	t.Helper()
+	pr, err := New(name, p)
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	return pr
+}
+
+// TestLowerBoundBelowStatement: for every LowerBounder, one round's lower
+// bound at the round's central delta is at most the protocol's own
+// statement of that round (its Account), for uniform and personalized
+// budgets. A bound above a rigorous statement would refute one of them.
+func TestLowerBoundBelowStatement(t *testing.T) {
+	const d, n = 20, 60
+	lap := map[string]float64{"randomizer": 1}
+	for _, tc := range []struct {
+		name  string
+		p     Params
+		eps   []float64 // the participants' budgets (user level); nil: p.Epsilon for all
+		delta float64   // the budgets' delta
+	}{
+		{name: "ss-simple", p: Params{Clip: 0.1, Delta: 1e-6, Epsilon: 20, Rounds: 1, SampleRate: 1, Extra: lap}},
+		{name: "ss-simple", p: Params{Clip: 0.1, Delta: 1e-6, Epsilon: 20, Rounds: 1, SampleRate: 1}},
+		{name: "ss-double", p: Params{Clip: 0.1, Delta: 1e-6, Epsilon: 4, Rounds: 1, SampleRate: 1, Extra: map[string]float64{"randomizer": 1, "k": 2}}},
+		{name: "ss-double", p: Params{Clip: 0.1, Delta: 1e-6, Epsilon: 4, Rounds: 1, SampleRate: 1, Extra: map[string]float64{"k": 2}}},
+		{name: "ss-topk", p: Params{Clip: 0.1, Delta: 1e-6, Epsilon: 4, Rounds: 1, SampleRate: 1, Extra: map[string]float64{"randomizer": 1, "k": 2}}},
+		{name: "apes", p: Params{Clip: 0.1, Delta: 1e-6, Rounds: 1, SampleRate: 1}, eps: spread(n, 10, 40)},
+		{name: "apes", p: Params{Clip: 0.1, Delta: 1e-6, Rounds: 1, SampleRate: 1}, eps: spread(n, 20, 20)},
+		{name: "unis", p: Params{Clip: 0.1, Delta: 1e-6, Rounds: 1, SampleRate: 1}, eps: spread(n, 20, 20)},
+		{name: "pldp", p: Params{Clip: 0.1, Delta: 1e-6, Rounds: 1, SampleRate: 1}, eps: spread(n, 2, 8)},
+		{name: "ldp-min", p: Params{Clip: 0.1, Delta: 1e-6, Rounds: 1, SampleRate: 1, Extra: map[string]float64{"min-epsilon": 2}}, eps: spread(n, 2, 8)},
+		{name: "ldp-laplace", p: Params{Clip: 0.1, Delta: 1e-6, Rounds: 1, SampleRate: 1}, eps: spread(n, 2, 8)},
+		{name: "e-apes", p: Params{Clip: 1, Delta: 1e-6, Rounds: 1, SampleRate: 1}, eps: spread(n, 1, 4), delta: 1e-6},
+		{name: "e-apes", p: Params{Clip: 1, Delta: 1e-6, Rounds: 1, SampleRate: 1}, eps: spread(n, 3, 3), delta: 1e-6},
+	} {
+		p := lbNew(t, tc.name, tc.p)
+		s := Shape{Round: 1, Dim: d, Population: n, Participants: n}
+		bs := make([]Budget, n)
+		for i := range bs {
+			bs[i] = Budget{Epsilon: tc.p.Epsilon, Delta: tc.delta}
+			if tc.eps != nil {
+				bs[i].Epsilon = tc.eps[i]
+			}
+		}
+		priv, err := p.Account(s, bs)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		worst, uniform := bs[0], true
+		for _, b := range bs {
+			uniform = uniform && b == bs[0]
+			if b.Epsilon > worst.Epsilon {
+				worst = b
+			}
+		}
+		delta := priv.CentralDelta
+		if delta == 0 {
+			delta = 1e-6 // a pure statement holds at every delta
+		}
+		lb, err := LowerBoundOf(p, lbRounds(1, d, n, worst, uniform), delta)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		t.Logf("%s (%v): lower %.5g <= stated %.5g at delta %.3g; %s", tc.name, tc.p.Extra, lb.Epsilon, priv.CentralEpsilon, delta, lb.Method)
+		if !(lb.Epsilon > 0) || lb.Epsilon > priv.CentralEpsilon || lb.Method == MethodNone {
+			t.Errorf("%s (%v): lower bound %+v, statement %v", tc.name, tc.p.Extra, lb, priv.CentralEpsilon)
+		}
+	}
+}
+
+// spread is n budgets evenly from lo to hi.
+func spread(n int, lo, hi float64) []float64 {
+	out := make([]float64, n)
+	for i := range out {
+		out[i] = lo + (hi-lo)*float64(i)/float64(n-1)
+	}
+	return out
+}
+
+// TestLowerBoundExactSmall: the bounds against the count statistic of
+// amplify.CountLowerBound (other code) with tails written out here: APES
+// with personalized budgets at the midpoint (Clip-Laplace's
+// 1/(1+e^(-eps_c/2)) for the worst user, 1/2 for every other, whatever
+// its budget), SS-Simple's Laplace at t = 1/2 (1 - e^(-eps0/2)/2), and
+// E-APES's Gaussian at 0 (Phi(C/sigma)); each protocol's bound is at least
+// that statistic's (it may find a better threshold).
+func TestLowerBoundExactSmall(t *testing.T) {
+	const d, n, rounds = 4, 30, 3
+	apes := lbNew(t, "apes", Params{Clip: 0.1, Delta: 1e-6, Rounds: rounds, SampleRate: 1})
+	e := 24.0 // the worst user's budget; the others' do not enter
+	lb, err := LowerBoundOf(apes, lbRounds(rounds, d, n, Budget{Epsilon: e}, false), 1e-6)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ec := e / d
+	want, err := amplify.CountLowerBound((n-1)*d*rounds, d*rounds, 0.5, 1/(1+math.Exp(ec/2)), 1/(1+math.Exp(-ec/2)), 1e-6)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if math.Abs(lb.Epsilon-want) > 1e-9*want || !strings.Contains(lb.Method, "t = 0 ") {
+		t.Errorf("apes personalized: %+v, want %v at t = 0", lb, want)
+	}
+
+	ss := lbNew(t, "ss-simple", Params{Clip: 0.1, Delta: 1e-6, Epsilon: 8, Rounds: rounds, SampleRate: 1, Extra: map[string]float64{"randomizer": 1}})
+	lb, err = LowerBoundOf(ss, lbRounds(rounds, d, n, Budget{Epsilon: 8}, true), 1e-6)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e0 := 8.0 / d
+	want, err = amplify.CountLowerBound((n-1)*d*rounds, d*rounds, 0.5, 0.5*math.Exp(-e0/2), 1-0.5*math.Exp(-e0/2), 1e-6)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lb.Epsilon < want*(1-1e-9) {
+		t.Errorf("ss-simple: %+v, want at least %v", lb, want)
+	}
+
+	ea := lbNew(t, "e-apes", Params{Clip: 1, Delta: 1e-6, Rounds: rounds, SampleRate: 1}).(EAPES)
+	w := Budget{Epsilon: 6, Delta: 1e-7}
+	lb, err = LowerBoundOf(ea, lbRounds(rounds, d, n, w, false), 1e-6)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sig, err := ea.Sigma(w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	phi := 0.5 * (1 + math.Erf(1/sig/math.Sqrt2))
+	want, err = amplify.CountLowerBound((n-1)*rounds, rounds, 0.5, 1-phi, phi, 1e-6)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if math.Abs(lb.Epsilon-want) > 1e-6*want {
+		t.Errorf("e-apes: %+v, want %v", lb, want)
+	}
+}
+
+// TestLowerBoundNone: settings without a sound bound say so (method none,
+// NaN), and bad input is an error, not a panic.
+func TestLowerBoundNone(t *testing.T) {
+	rs := lbRounds(2, 5, 10, Budget{Epsilon: 5}, true)
+	for _, tc := range []struct {
+		name string
+		p    Params
+	}{
+		{"nonprivate", Params{}},
+		{"ss-simple", Params{Clip: 0.1, Delta: 1e-6, Epsilon: 5, Rounds: 2, SampleRate: 1, Secure: true, Extra: map[string]float64{"randomizer": 1}}},
+		{"apes", Params{Clip: 0.1, Delta: 1e-6, Rounds: 2, SampleRate: 1, Extra: map[string]float64{"secure": 1}}},
+		{"s-apes", Params{Clip: 0.1, Delta: 1e-6, Rounds: 2, SampleRate: 1}},
+	} {
+		lb, err := LowerBoundOf(lbNew(t, tc.name, tc.p), rs, 1e-6)
+		if err != nil || lb.Method != MethodNone || !math.IsNaN(lb.Epsilon) {
+			t.Errorf("%s: %+v %v, want method none", tc.name, lb, err)
+		}
+	}
+	// The worst user's budget changes between rounds: no single count.
+	changing := lbRounds(2, 5, 10, Budget{Epsilon: 5}, true)
+	changing[1].Worst.Epsilon = 6
+	if lb, err := LowerBoundOf(lbNew(t, "apes", Params{Clip: 0.1, Delta: 1e-6, Rounds: 2, SampleRate: 1}), changing, 1e-6); err != nil || lb.Method != MethodNone {
+		t.Errorf("changing budget: %+v %v", lb, err)
+	}
+	ss := lbNew(t, "ss-simple", Params{Clip: 0.1, Delta: 1e-6, Epsilon: 5, Rounds: 2, SampleRate: 1})
+	for _, bad := range []struct {
+		name   string
+		rounds []LowerBoundRound
+		delta  float64
+	}{
+		{"no rounds", nil, 1e-6},
+		{"delta NaN", rs, math.NaN()},
+		{"delta 1", rs, 1},
+		{"bad shape", []LowerBoundRound{{Shape: Shape{Round: 1, Dim: 0, Population: 1, Participants: 1}, Worst: Budget{Epsilon: 1}}}, 1e-6},
+		{"bad budget", []LowerBoundRound{{Shape: Shape{Round: 1, Dim: 3, Population: 4, Participants: 4}, Worst: Budget{Epsilon: math.Inf(1)}}}, 1e-6},
+	} {
+		if _, err := LowerBoundOf(ss, bad.rounds, bad.delta); err == nil {
+			t.Errorf("%s accepted", bad.name)
+		}
+	}
+}
