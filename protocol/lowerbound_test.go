@@ -53,6 +53,9 @@ func TestLowerBoundBelowStatement(t *testing.T) {
 		{name: "ldp-laplace", p: Params{Clip: 0.1, Delta: 1e-6, Rounds: 1, SampleRate: 1}, eps: spread(n, 2, 8)},
 		{name: "e-apes", p: Params{Clip: 1, Delta: 1e-6, Rounds: 1, SampleRate: 1}, eps: spread(n, 1, 4), delta: 1e-6},
 		{name: "e-apes", p: Params{Clip: 1, Delta: 1e-6, Rounds: 1, SampleRate: 1}, eps: spread(n, 3, 3), delta: 1e-6},
+		{name: "split-mix", p: Params{Clip: 1, Delta: 1e-6, Epsilon: 4, Rounds: 1, SampleRate: 1, Population: n, Layers: []int{d}}},
+		{name: "split-mix", p: Params{Clip: 1, Delta: 1e-6, Epsilon: 1, Rounds: 1, SampleRate: 1, Population: n, Layers: []int{d},
+			Extra: map[string]float64{"scale": 100.5, "collude": 3}}},
 	} {
 		p := lbNew(t, tc.name, tc.p)
 		s := Shape{Round: 1, Dim: d, Population: n, Participants: n}
@@ -172,6 +175,16 @@ func TestLowerBoundNone(t *testing.T) {
 		lb, err := LowerBoundOf(lbNew(t, tc.name, tc.p), rs, 1e-6)
 		if err != nil || lb.Method != MethodNone || !math.IsNaN(lb.Epsilon) {
 			t.Errorf("%s: %+v %v, want method none", tc.name, lb, err)
+		}
+	}
+	// Split-mix with client sampling, or rotation: no bound.
+	for _, p := range []Params{
+		{Clip: 1, Delta: 1e-6, Epsilon: 4, Rounds: 2, SampleRate: 0.5, Population: 200, Layers: []int{5}},
+		{Clip: 1, Delta: 1e-6, Epsilon: 4, Rounds: 2, SampleRate: 1, Population: 100, Layers: []int{5}, Extra: map[string]float64{"rotate": 1}},
+	} {
+		lb, err := LowerBoundOf(lbNew(t, "split-mix", p), rs, 1e-6)
+		if err != nil || lb.Method != MethodNone {
+			t.Errorf("split-mix %+v: %+v %v, want method none", p, lb, err)
 		}
 	}
 	// The worst user's budget changes between rounds: no single count.

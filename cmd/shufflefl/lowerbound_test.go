@@ -27,7 +27,8 @@ func TestRunLowerBound(t *testing.T) {
 		{"ss-simple", []string{"--protocol", "ss-simple", "--epsilon", "2000"}, true},
 		{"ss-double", []string{"--protocol", "ss-double", "--epsilon", "8", "--option", "randomizer=1"}, true},
 		{"apes", []string{"--protocol", "apes", "--eps-dist", "uniform2", "--eps-scale", "2000"}, true},
-		{"split-mix", []string{"--protocol", "split-mix", "--target-epsilon", "8"}, false},
+		{"split-mix", []string{"--protocol", "split-mix", "--target-epsilon", "8"}, true},
+		{"split-mix sampled", []string{"--protocol", "split-mix", "--target-epsilon", "8", "--clients-per-round", "50"}, false},
 		{"nonprivate", []string{"--protocol", "nonprivate"}, false},
 	} {
 		out := filepath.Join(dir, tc.name)
@@ -79,45 +80,54 @@ func TestRunLowerBound(t *testing.T) {
 }
 
 // TestAuditAccountantPersonalized: `audit accountant` checks an APES run
-// with personalized budgets (before, it reported it as not checked), and
-// exits 3 when the run's last statement is lowered below the count
-// statistic of its own Clip-Laplace mechanism (the negative control).
+// with personalized budgets and a split-mix run (before, it reported both
+// as not checked), and exits 3 when the run's last statement is lowered
+// below the lower bound of its own mechanism (the negative control).
 func TestAuditAccountantPersonalized(t *testing.T) {
-	run := filepath.Join(t.TempDir(), "apes")
-	if code, _, stderr := runCLI("run", "--protocol", "apes", "--dataset", "fashion-mnist-sample", "--eps-dist", "uniform2", "--eps-scale", "2000",
-		"--clients", "100", "--rounds", "2", "--delta", "1e-6", "--progress", "none", "--out", run); code != 0 {
-		t.Fatalf("run: exit %d: %s", code, stderr)
-	}
-	code, stdout, stderr := runCLI("audit", "accountant", "--run", run, "--json")
-	if code != 0 {
-		t.Fatalf("audit of a correct run: exit %d: %s", code, stderr)
-	}
-	var rep audit.AccountantReport
-	if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
-		t.Fatalf("stdout is not the JSON report: %v\n%s", err, stdout)
-	}
-	if rep.NotChecked != "" || len(rep.Checks) != 2 || rep.Violations != 0 {
-		t.Fatalf("report %+v", rep)
-	}
-	last := rep.Checks[1]
-	if last.Error != "" || !(last.Lower > 0) || last.Lower > last.Claimed || !strings.Contains(last.Bound, "clip-laplace") {
-		t.Fatalf("last check %+v", last)
-	}
-	lowered := strconv.FormatFloat(0.5*last.Lower, 'g', -1, 64)
-	claimed := strconv.FormatFloat(last.Claimed, 'g', -1, 64)
-	for _, name := range []string{"metrics.jsonl", "summary.json"} {
-		p := filepath.Join(run, name)
-		b, err := os.ReadFile(p)
-		if err != nil {
-			t.Fatal(err)
+	for _, tc := range []struct {
+		name, bound string
+		args        []string
+	}{
+		{"apes", "clip-laplace", []string{"--protocol", "apes", "--eps-dist", "uniform2", "--eps-scale", "2000"}},
+		{"split-mix", "skellam", []string{"--protocol", "split-mix", "--target-epsilon", "8"}},
+	} {
+		run := filepath.Join(t.TempDir(), tc.name)
+		args := append([]string{"run", "--dataset", "fashion-mnist-sample", "--clients", "100", "--rounds", "2", "--delta", "1e-6",
+			"--progress", "none", "--out", run}, tc.args...)
+		if code, _, stderr := runCLI(args...); code != 0 {
+			t.Fatalf("%s: run: exit %d: %s", tc.name, code, stderr)
 		}
-		if !strings.Contains(string(b), claimed) {
-			t.Fatalf("%s does not state %s", name, claimed)
+		code, stdout, stderr := runCLI("audit", "accountant", "--run", run, "--json")
+		if code != 0 {
+			t.Fatalf("%s: audit of a correct run: exit %d: %s", tc.name, code, stderr)
 		}
-		writeFile(t, p, strings.ReplaceAll(string(b), claimed, lowered))
-	}
-	code, _, stderr = runCLI("audit", "accountant", "--run", run)
-	if code != exitViolation || !strings.Contains(stderr, "VIOLATION: after round 2") {
-		t.Fatalf("lowered statement: exit %d, stderr %q; want %d and a VIOLATION line", code, stderr, exitViolation)
+		var rep audit.AccountantReport
+		if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
+			t.Fatalf("%s: stdout is not the JSON report: %v\n%s", tc.name, err, stdout)
+		}
+		if rep.NotChecked != "" || len(rep.Checks) != 2 || rep.Violations != 0 {
+			t.Fatalf("%s: report %+v", tc.name, rep)
+		}
+		last := rep.Checks[1]
+		if last.Error != "" || !(last.Lower > 0) || last.Lower > last.Claimed || !strings.Contains(last.Bound, tc.bound) {
+			t.Fatalf("%s: last check %+v", tc.name, last)
+		}
+		lowered := strconv.FormatFloat(0.5*last.Lower, 'g', -1, 64)
+		claimed := strconv.FormatFloat(last.Claimed, 'g', -1, 64)
+		for _, name := range []string{"metrics.jsonl", "summary.json"} {
+			p := filepath.Join(run, name)
+			b, err := os.ReadFile(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(string(b), claimed) {
+				t.Fatalf("%s: %s does not state %s", tc.name, name, claimed)
+			}
+			writeFile(t, p, strings.ReplaceAll(string(b), claimed, lowered))
+		}
+		code, _, stderr = runCLI("audit", "accountant", "--run", run)
+		if code != exitViolation || !strings.Contains(stderr, "VIOLATION: after round 2") {
+			t.Fatalf("%s: lowered statement: exit %d, stderr %q; want %d and a VIOLATION line", tc.name, code, stderr, exitViolation)
+		}
 	}
 }

@@ -155,6 +155,9 @@ type RunFacts struct {
 	// round (the run's budgets: account.RoundDelta of the run's delta).
 	Params     *protocol.Params
 	RoundDelta float64
+	// CentralTarget: the protocol calibrates its noise to the run's
+	// target (Params.Epsilon, kept as given), not to local budgets.
+	CentralTarget bool
 }
 
 // AccountantCheck is one independent lower bound set against one of a
@@ -188,7 +191,7 @@ var (
 	// ownMechanism protocols bound the true epsilon of their own mechanism
 	// (protocol.LowerBounder), whatever their statement rests on.
 	ownMechanism = map[string]bool{"ldp-laplace": true, "pldp": true, "ldp-min": true, "apes": true, "unis": true,
-		"ss-simple": true, "ss-double": true, "ss-topk": true, "e-apes": true}
+		"ss-simple": true, "ss-double": true, "ss-topk": true, "e-apes": true, "split-mix": true}
 	// notChecked says why the other protocols have no lower bound here.
 	notChecked = map[string]string{
 		"nonprivate":   "no privacy claim",
@@ -196,7 +199,6 @@ var (
 		"ifca-dp":      "d-privacy, not (epsilon, delta)-DP",
 		"dp-central":   "Gaussian noise with Poisson sampling: no lower bound implemented here",
 		"ldp-gaussian": "Gaussian noise: no lower bound implemented here",
-		"split-mix":    "distributed Skellam noise with Poisson sampling: no lower bound implemented here",
 		"s-apes": "S-APES keeps the b largest noisy coordinates, so a user's count above a threshold is not a binomial; " +
 			"no count statistic is implemented (and its figures are labelled approximate)",
 	}
@@ -214,11 +216,12 @@ var (
 //     of ones over all d·t shuffled releases of randomized response
 //     (amplify.CountLowerBound);
 //   - every protocol with a protocol.LowerBounder (the FLAME protocols, the
-//     APES family, E-APES), with uniform or personalized budgets: the count
-//     statistic of the run's own mechanism over every value released in
-//     the t rounds, for the user with the largest budget (when the facts
-//     carry the run's Params; without them the FLAME protocols get
-//     amplify.FLAMECountLowerBound).
+//     APES family, E-APES, split-mix), with uniform or personalized
+//     budgets: the count statistic of the run's own mechanism over every
+//     value released in the t rounds, for the user with the largest budget
+//     (split-mix: a threshold on the sum of one coordinate's decoded sums
+//     over the t rounds), when the facts carry the run's Params; without
+//     them the FLAME protocols get amplify.FLAMECountLowerBound.
 //
 // Every bound is exact for a neighbouring pair the statement covers, so a
 // statement below it is wrong. It returns the checks and, when the run

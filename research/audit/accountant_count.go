@@ -51,7 +51,10 @@ func ownMechanismBound(f RunFacts, rounds []RunRound, delta float64) (Accountant
 	eps := rounds[0].LocalEps
 	lbr := make([]protocol.LowerBoundRound, len(rounds))
 	for i, r := range rounds {
-		if r.LocalEps != eps {
+		if f.CentralTarget {
+			// No local budget: the bound does not use the worst user's.
+			r.LocalEps, r.LocalEpsMin = 1, 1
+		} else if r.LocalEps != eps {
 			return c, checks.Invalidf("round %d: the largest local epsilon changes between rounds (%v, then %v)", r.Round, eps, r.LocalEps)
 		}
 		lbr[i] = protocol.LowerBoundRound{
@@ -61,7 +64,9 @@ func ownMechanismBound(f RunFacts, rounds []RunRound, delta float64) (Accountant
 		}
 	}
 	params := *f.Params
-	params.Epsilon = eps
+	if !f.CentralTarget {
+		params.Epsilon = eps
+	}
 	params.Extra = maps.Clone(params.Extra)
 	if f.Protocol == "ldp-min" {
 		// Every client perturbs at min-epsilon: the records' local epsilon

@@ -100,8 +100,11 @@ func Facts(cfg round.Config, sum RunSummary, recs []metrics.Record) (RunFacts, e
 	f := RunFacts{Protocol: cfg.Protocol, Dim: sum.Dim, Clients: sum.Clients,
 		Sampled: cfg.ClientsPerRound > 0 && cfg.ClientsPerRound < cfg.Clients,
 		Params: &protocol.Params{Clip: cfg.Clip, Delta: cfg.Delta, Rounds: cfg.Rounds, SampleRate: 1, Extra: cfg.Options,
-			Secure: cfg.SecureNoise, Population: cfg.Clients},
-		RoundDelta: account.RoundDelta(cfg.Delta, cfg.Rounds)}
+			Secure: cfg.SecureNoise, Population: cfg.Clients, Layers: []int{sum.Dim}},
+		RoundDelta: account.RoundDelta(cfg.Delta, cfg.Rounds), CentralTarget: round.CentralTarget(cfg.Protocol)}
+	if f.CentralTarget {
+		f.Params.Epsilon = cfg.TargetEpsilon
+	}
 	var err error
 	if f.Randomizer, err = flameRandomizer(cfg); err != nil {
 		return f, err
