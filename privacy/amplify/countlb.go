@@ -315,7 +315,10 @@ func flameCountAttacks(r Randomizer, eps0 float64, others int) ([]CountAttack, e
 // others = d n_p - k. The differing user holds 0 or 1 in every coordinate,
 // the others hold the input whose report is distributed as a dummy
 // (flameCountAttacks), and the threshold is the best of a grid. It returns
-// the bound and the threshold that attains it.
+// the bound and the threshold that attains it. With R_{gamma,b} and
+// shuffler dummies (SS-Double, SS-Topk) the dummies are counted at another
+// rate than the other users' values, which this function does not model:
+// use FLAMESparseCountLowerBound there.
 func FLAMECountLowerBound(r Randomizer, eps0 float64, mine, others int, delta float64) (eps, threshold float64, err error) {
 	wrap := func(err error) (float64, float64, error) {
 		return 0, 0, fmt.Errorf("FLAME count-statistic lower bound: %w", err)

@@ -249,3 +249,40 @@ func BestThresholdCountProbe(tcs []ThresholdCount, delta float64, patience, shri
 	}
 	return best, bestAt, nil
 }
+
+// FLAMESparseCountLowerBound is FLAMECountLowerBound for releases with
+// shuffler dummies (SS-Double, SS-Topk): users values of other users and
+// dummies values drawn from the blanket, counted with their own
+// probabilities. For the Laplace randomizer the two coincide (the other
+// users hold 1/2, whose report is the blanket) and the result is
+// FLAMECountLowerBound's with others = users + dummies; for R_{gamma,b} an
+// other user's value at input 0 is counted with probability
+// gamma (b+1-L)/(b+1) but a dummy (Unif{0..b}) with (b+1-L)/(b+1), so
+// FLAMECountLowerBound, which counts every other value at the first rate,
+// does not describe the release exactly when there are dummies; this one
+// does (two classes, ThresholdCount). It returns the bound and the
+// threshold that attains it.
+func FLAMESparseCountLowerBound(r Randomizer, eps0 float64, mine, users, dummies int, delta float64) (eps, threshold float64, err error) {
+	wrap := func(err error) (float64, float64, error) {
+		return 0, 0, fmt.Errorf("FLAME count-statistic lower bound: %w", err)
+	}
+	if err := checks.Epsilon("eps0", eps0); err != nil {
+		return wrap(err)
+	}
+	if r.Mech == Laplace {
+		return FLAMECountLowerBound(r, eps0, mine, users+dummies, delta)
+	}
+	attacks, dummy, err := RGammaBCountAttacks(r.K, eps0)
+	if err != nil {
+		return wrap(err)
+	}
+	tcs := make([]ThresholdCount, len(attacks))
+	for i, a := range attacks {
+		tcs[i] = ThresholdCount{Threshold: a.Threshold, Classes: []CountClass{{N: users, P: a.POther}, {N: dummies, P: dummy[i]}}, Mine: mine, P0: a.P0, P1: a.P1}
+	}
+	e, at, err := BestThresholdCount(tcs, delta, 0)
+	if err != nil {
+		return wrap(err)
+	}
+	return e, at.Threshold, nil
+}

@@ -317,3 +317,34 @@ func TestBestThresholdCountProbe(t *testing.T) {
 		t.Errorf("probe %v at %v (own %v), full search %v at %v", probe, pat.Threshold, own, full, at.Threshold)
 	}
 }
+
+// TestFLAMESparseCount: with the Laplace randomizer the sparse count is
+// FLAMECountLowerBound; with R_{gamma,b} it counts the dummies at their own
+// rate, and agrees with the direct summation of the two classes.
+func TestFLAMESparseCount(t *testing.T) {
+	lap := Randomizer{Mech: Laplace}
+	a, _, err := FLAMESparseCountLowerBound(lap, 0.5, 4, 30, 50, 1e-6)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _, err := FLAMECountLowerBound(lap, 0.5, 4, 80, 1e-6)
+	if err != nil || a != b {
+		t.Errorf("laplace: sparse %v, FLAMECountLowerBound %v (%v)", a, b, err)
+	}
+	rgb := Randomizer{Mech: RGammaB, K: 2}
+	got, th, err := FLAMESparseCountLowerBound(rgb, 2, 3, 20, 40, 1e-6)
+	if err != nil {
+		t.Fatal(err)
+	}
+	attacks, dummy, err := RGammaBCountAttacks(2, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := 0.0
+	for i, at := range attacks {
+		want = math.Max(want, naiveClassesEps(ThresholdCount{Classes: []CountClass{{N: 20, P: at.POther}, {N: 40, P: dummy[i]}}, Mine: 3, P0: at.P0, P1: at.P1}, 1e-6))
+	}
+	if math.Abs(got-want) > 1e-6*math.Max(1, want) || !(th >= 1) {
+		t.Errorf("R_{gamma,b}: %v at %v, naive %v", got, th, want)
+	}
+}

@@ -328,24 +328,26 @@ func lowerBounds(f RunFacts, rounds []RunRound, delta float64, uniform bool) []A
 // flameMineOthers returns the count statistic's sizes for a FLAME run over
 // rounds, and the per-value epsilon: ss-simple releases d values per user
 // at eps_l/d among n per dimension; ss-double and ss-topk release k values
-// at eps_l/k among n_p per dimension (the rest are other users' values and
-// dummies, all distributed as the randomizer at input 1/2 when every other
-// user holds 1/2).
-func flameMineOthers(f RunFacts, rounds []RunRound) (mine, others int, eps0 float64, err error) {
+// at eps_l/k among n_p per dimension. users counts the other users'
+// randomized values, dummies the blanket draws (the shuffler's padding and
+// SS-Topk's blanket slots): for the Laplace randomizer both are
+// distributed as the report of 1/2, for R_{gamma,b} they are not.
+func flameMineOthers(f RunFacts, rounds []RunRound) (mine, users, dummies int, eps0 float64, err error) {
 	d := f.Dim
 	for _, r := range rounds {
 		if f.Protocol == "ss-simple" {
 			mine += d
-			others += (r.Participants - 1) * d
+			users += (r.Participants - 1) * d
 			eps0 = r.LocalEps / float64(d)
 			continue
 		}
-		if r.K < 1 || r.NP < 1 || r.NP*d < r.K {
-			return 0, 0, 0, checks.Invalidf("round %d: k = %d, n_p = %d: not a sparse FLAME round", r.Round, r.K, r.NP)
+		if r.K < 1 || r.NP < 1 || r.NP*d < r.K || r.NP*d < r.Participants*r.K {
+			return 0, 0, 0, 0, checks.Invalidf("round %d: k = %d, n_p = %d: not a sparse FLAME round", r.Round, r.K, r.NP)
 		}
 		mine += r.K
-		others += r.NP*d - r.K
+		users += (r.Participants - 1) * r.K
+		dummies += r.NP*d - r.Participants*r.K
 		eps0 = r.LocalEps / float64(r.K)
 	}
-	return mine, others, eps0, nil
+	return mine, users, dummies, eps0, nil
 }

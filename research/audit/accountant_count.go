@@ -23,15 +23,16 @@ func rrCountBound(eps0 float64, mine, others int, delta float64) (AccountantChec
 }
 
 // flameCountBound is the count statistic of a FLAME run with its own
-// randomizer (amplify.FLAMECountLowerBound), over every value released in
-// rounds.
+// randomizer (amplify.FLAMESparseCountLowerBound: the dummies in their own
+// class), over every value released in rounds.
 func flameCountBound(f RunFacts, rounds []RunRound, delta float64) (AccountantCheck, error) {
 	c := AccountantCheck{Bound: fmt.Sprintf("count above a threshold, %s randomizer", f.Randomizer.Mech)}
-	mine, others, eps0, err := flameMineOthers(f, rounds)
+	mine, users, dummies, eps0, err := flameMineOthers(f, rounds)
 	if err != nil {
 		return c, err
 	}
-	lb, t, err := amplify.FLAMECountLowerBound(*f.Randomizer, eps0, mine, others, delta)
+	others := users + dummies
+	lb, t, err := amplify.FLAMESparseCountLowerBound(*f.Randomizer, eps0, mine, users, dummies, delta)
 	if err != nil {
 		return c, err
 	}
