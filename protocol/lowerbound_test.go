@@ -2,6 +2,7 @@ package protocol
 
 import (
 	"math"
+	"math/rand/v2"
 	"strings"
 	"testing"
 
@@ -209,4 +210,85 @@ func TestLowerBoundNone(t *testing.T) {
 			t.Errorf("%s accepted", bad.name)
 		}
 	}
+}
+
+// TestLowerBoundTailsMatchEncoders: the tail probabilities the bounds use
+// are those of the protocols' own encoders (Monte Carlo over 40,000
+// values each, against the formula with a tolerance of 6 standard
+// deviations: a false alarm has probability below 1e-8 per check; the
+// formulas themselves are checked exactly in package amplify).
+func TestLowerBoundTailsMatchEncoders(t *testing.T) {
+	const d, reps = 4000, 10
+	r := rand.New(rand.NewPCG(7, 11))
+	frac := func(p Protocol, s Shape, val, thr float64, b Budget) float64 {
+		above, total := 0, 0
+		var rep Report
+		for range reps {
+			u := make([]float64, s.Dim)
+			for i := range u {
+				u[i] = val
+			}
+			if err := p.Encode(r, s, u, b, &rep); err != nil {
+				t.Fatal(err)
+			}
+			for _, v := range rep.Values {
+				total++
+				if v > thr {
+					above++
+				}
+			}
+		}
+		return float64(above) / float64(total)
+	}
+	check := func(name string, got, want float64) {
+		t.Helper()
+		sd := math.Sqrt(want * (1 - want) / (d * reps))
+		if math.Abs(got-want) > 6*sd+1e-12 {
+			t.Errorf("%s: fraction %v, formula %v (sd %.2g)", name, got, want, sd)
+		}
+	}
+	s := Shape{Round: 1, Dim: d, Population: 10, Participants: 10}
+	const clip = 0.1
+	eps := 0.8 * d // eps_c = 0.8
+	apes := lbNew(t, "apes", Params{Clip: clip, Delta: 1e-6, Rounds: 1, SampleRate: 1})
+	as, err := amplify.ClipLaplaceCountAttacks(0.8, 100, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("apes, +C", frac(apes, s, clip, 0, Budget{Epsilon: eps}), as[0].P1)
+	check("apes, -C", frac(apes, s, -clip, 0, Budget{Epsilon: eps}), as[0].P0)
+	check("apes, 0, another budget", frac(apes, s, 0, 0, Budget{Epsilon: 3 * eps}), 0.5)
+	unis := lbNew(t, "unis", Params{Clip: clip, Delta: 1e-6, Rounds: 1, SampleRate: 1})
+	la, err := amplify.LaplaceCountAttacks(0.8, 100, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("unis, +C", frac(unis, s, clip, 0, Budget{Epsilon: eps}), la[0].P1)
+	check("unis, -C", frac(unis, s, -clip, 0, Budget{Epsilon: eps}), la[0].P0)
+	ss := lbNew(t, "ss-simple", Params{Clip: clip, Delta: 1e-6, Epsilon: eps, Rounds: 1, SampleRate: 1, Extra: map[string]float64{"randomizer": 1}})
+	check("ss-simple, +C", frac(ss, s, clip, 0.5, Budget{Epsilon: eps}), la[0].P1)
+	check("ss-simple, 0", frac(ss, s, 0, 0.5, Budget{Epsilon: eps}), 0.5)
+	ea := lbNew(t, "e-apes", Params{Clip: 1, Delta: 1e-6, Rounds: 1, SampleRate: 1}).(EAPES)
+	w := Budget{Epsilon: 2, Delta: 1e-6}
+	sig, err := ea.Sigma(w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ga, err := amplify.GaussianCountAttacks(1/sig, 100, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// One coordinate at a time: the update C e_1 in dimension 1.
+	s1 := Shape{Round: 1, Dim: 1, Population: 10, Participants: 10}
+	above := 0
+	var rep Report
+	for range d * reps {
+		if err := ea.Encode(r, s1, []float64{1}, w, &rep); err != nil {
+			t.Fatal(err)
+		}
+		if rep.Values[0] > 0 {
+			above++
+		}
+	}
+	check("e-apes, C e_1", float64(above)/(d*reps), ga[0].P1)
 }
