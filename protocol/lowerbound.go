@@ -1,6 +1,7 @@
 package protocol
 
 import (
+	"errors"
 	"fmt"
 	"math"
 
@@ -104,11 +105,12 @@ func sameWorst(rounds []LowerBoundRound) (eps float64, uniform, ok bool) {
 // returns the best bound, naming it: the threshold is chosen on one
 // round's sizes (amplify.BestThresholdCountProbe; any threshold gives a
 // valid bound) and evaluated for all the rounds.
-func countBound(attacks []amplify.CountAttack, mk func(amplify.CountAttack) amplify.ThresholdCount, delta float64, rounds int, name string) (LowerBound, error) {
+func countBound(attacks []amplify.CountAttack, mk func(amplify.CountAttack) amplify.ThresholdCount, delta float64, rounds int, name, subset string) (LowerBound, error) {
 	tcs := make([]amplify.ThresholdCount, len(attacks))
 	for i, a := range attacks {
 		tcs[i] = mk(a)
 	}
+	tcs = thinStatistics(tcs, delta, rounds)
 	e, at, err := amplify.BestThresholdCountProbe(tcs, delta, lowerBoundPatience, rounds)
 	if err != nil {
 		return LowerBound{}, err
@@ -118,7 +120,28 @@ func countBound(attacks []amplify.CountAttack, mk func(amplify.CountAttack) ampl
 		others += c.N
 	}
 	return LowerBound{Epsilon: e, Delta: delta,
-		Method: fmt.Sprintf("%s: count above t = %.4g of %d values of the worst user among %d others", name, at.Threshold, at.Mine, others)}, nil
+		Method: fmt.Sprintf("%s: count above t = %.4g of %d values of the worst user among %d others%s", name, at.Threshold, at.Mine, others, subset)}, nil
+}
+
+// thinStatistics keeps the first statistic and evenly spaced others so
+// that the probe's search (each statistic at 1/rounds of the full size)
+// fits the work budget: fewer thresholds tried, every one still a valid
+// bound.
+func thinStatistics(tcs []amplify.ThresholdCount, delta float64, rounds int) []amplify.ThresholdCount {
+	if len(tcs) <= 2 {
+		return tcs
+	}
+	each := amplify.ThresholdCountCost(tcs[0], delta) / float64(max(rounds, 1))
+	n := int(lowerBoundWork / 2 / math.Max(each, 1))
+	if n >= len(tcs) {
+		return tcs
+	}
+	n = max(n, 2)
+	out := []amplify.ThresholdCount{tcs[0]}
+	for i := 1; i < n; i++ {
+		out = append(out, tcs[i*(len(tcs)-1)/(n-1)])
+	}
+	return out
 }
 
 // flameLowerBound is the count statistic of the FLAME protocols over every
@@ -143,63 +166,128 @@ func countBound(attacks []amplify.CountAttack, mk func(amplify.CountAttack) ampl
 // computed at delta + pfail (flamePadFailBound, zero when n_p >= n). The
 // floating-point-safe Laplace (Params.Secure) snaps outputs to a grid, so
 // its tails are not the ones computed here: no bound.
-func (f flameBase) flameLowerBound(rounds []LowerBoundRound, delta float64, plan func(Shape) (mine, users, dummies int, pfail float64, err error)) (LowerBound, error) {
+func (f flameBase) flameLowerBound(rounds []LowerBoundRound, delta float64, perCoord bool, plan func(s Shape, coords int) (mine, users, dummies int, pfail float64, err error)) (LowerBound, error) {
 	if err := checkLowerBoundRounds(rounds, delta); err != nil {
 		return LowerBound{}, fmt.Errorf("%s: %w", f.name, err)
 	}
 	if f.laplace && f.secure {
 		return noLowerBound(delta), nil
 	}
+	d := rounds[0].Shape.Dim
+	// totals sums the rounds' sizes, counting coords of the d coordinates
+	// (SS-Simple; a subset of the coordinates, every value of which the
+	// analyzer knows the coordinate of, is a post-processing); eps0 is
+	// eps_l over the user's values per round.
 	var mine, users, dummies int
 	var pfail float64
 	eps0 := math.NaN()
-	for _, r := range rounds {
-		m, u, du, pf, err := plan(r.Shape)
-		if err != nil {
-			return LowerBound{}, fmt.Errorf("%s: lower bound, round %d: %w", f.name, r.Shape.Round, err)
+	totals := func(rs []LowerBoundRound, coords int) error {
+		mine, users, dummies, pfail = 0, 0, 0, 0
+		for _, r := range rs {
+			if r.Shape.Dim != d {
+				return errNoBound
+			}
+			m, u, du, pf, err := plan(r.Shape, coords)
+			if err != nil {
+				return fmt.Errorf("%s: lower bound, round %d: %w", f.name, r.Shape.Round, err)
+			}
+			per := m
+			if perCoord {
+				per = d
+			}
+			e := f.eps / float64(per)
+			if !math.IsNaN(eps0) && e != eps0 {
+				return errNoBound // one count needs one eps0
+			}
+			eps0 = e
+			mine, users, dummies, pfail = mine+m, users+u, dummies+du, pfail+pf
 		}
-		e := f.eps / float64(m)
-		if !math.IsNaN(eps0) && e != eps0 {
-			return noLowerBound(delta), nil // one count needs one eps0
+		return nil
+	}
+	if err := totals(rounds, d); err != nil {
+		if err == errNoBound {
+			return noLowerBound(delta), nil
 		}
-		eps0 = e
-		mine, users, dummies, pfail = mine+m, users+u, dummies+du, pfail+pf
+		return LowerBound{}, err
 	}
-	d := delta + pfail
-	if !(d < 1) {
-		return noLowerBound(delta), nil
-	}
-	if f.laplace {
-		attacks, err := amplify.LaplaceCountAttacks(eps0, users+dummies, false)
-		if err != nil {
-			return LowerBound{}, fmt.Errorf("%s: lower bound: %w", f.name, err)
-		}
-		return countBound(attacks, func(a amplify.CountAttack) amplify.ThresholdCount {
-			return amplify.ThresholdCount{Threshold: a.Threshold, Classes: []amplify.CountClass{{N: users + dummies, P: a.POther}}, Mine: mine, P0: a.P0, P1: a.P1}
-		}, d, len(rounds), f.name+", laplace randomizer")
-	}
-	attacks, dummy, err := amplify.RGammaBCountAttacks(f.levels, eps0)
+	// Within the work budget: fewer coordinates (SS-Simple) or the first
+	// rounds (SS-Double, SS-Topk), the cost being about proportional.
+	attacks, dummy, err := f.flameAttacks(eps0, users+dummies)
 	if err != nil {
 		return LowerBound{}, fmt.Errorf("%s: lower bound: %w", f.name, err)
 	}
-	// The levels are few (b): evaluate every one.
+	a := attacks[0]
+	cost := amplify.ThresholdCountCost(amplify.ThresholdCount{Classes: []amplify.CountClass{{N: users, P: a.POther}, {N: dummies, P: a.POther}}, Mine: mine, P0: a.P0, P1: a.P1}, delta)
+	cost = probedCost(cost, len(rounds))
+	subset := ""
+	if cost > lowerBoundWork {
+		keep := lowerBoundWork / cost
+		if perCoord {
+			c := max(1, int(float64(d)*keep))
+			err = totals(rounds, c)
+			subset = fmt.Sprintf(" (%d of the %d coordinates counted, to bound the work)", c, d)
+		} else {
+			t := max(1, int(float64(len(rounds))*keep))
+			err = totals(rounds[:t], d)
+			subset = fmt.Sprintf(" (the first %d of %d rounds counted, to bound the work)", t, len(rounds))
+		}
+		if err != nil {
+			return LowerBound{}, err
+		}
+	}
+	dl := delta + pfail
+	if !(dl < 1) {
+		return noLowerBound(delta), nil
+	}
 	tcs := make([]amplify.ThresholdCount, len(attacks))
 	for i, a := range attacks {
-		tcs[i] = amplify.ThresholdCount{Threshold: a.Threshold, Classes: []amplify.CountClass{{N: users, P: a.POther}, {N: dummies, P: dummy[i]}}, Mine: mine, P0: a.P0, P1: a.P1}
+		pd := a.POther // Laplace: a dummy is the report of 1/2
+		if !f.laplace {
+			pd = dummy[i]
+		}
+		tcs[i] = amplify.ThresholdCount{Threshold: a.Threshold, Classes: []amplify.CountClass{{N: users, P: a.POther}, {N: dummies, P: pd}}, Mine: mine, P0: a.P0, P1: a.P1}
 	}
-	e, at, err := amplify.BestThresholdCount(tcs, d, 0)
+	e, at, err := amplify.BestThresholdCountProbe(thinStatistics(tcs, dl, len(rounds)), dl, lowerBoundPatience, len(rounds))
 	if err != nil {
 		return LowerBound{}, fmt.Errorf("%s: lower bound: %w", f.name, err)
 	}
 	return LowerBound{Epsilon: e, Delta: delta,
-		Method: fmt.Sprintf("%s, %s randomizer: count of values >= %g, %d values of the worst user among %d of other users and %d dummies", f.name, f.randomizerName(), at.Threshold, mine, users, dummies)}, nil
+		Method: fmt.Sprintf("%s, %s randomizer: count of values above %.4g, %d values of the worst user among %d of other users and %d dummies%s",
+			f.name, f.randomizerName(), at.Threshold, mine, users, dummies, subset)}, nil
+}
+
+// errNoBound marks a setting without a sound bound (LowerBound returns
+// method none for it).
+var errNoBound = errors.New("no sound lower bound")
+
+// lowerBoundWork is the work budget of one lower bound, in multiply-adds
+// (amplify.ThresholdCountCost): under a second. A larger statistic counts
+// fewer values, which keeps it a valid (weaker) bound.
+const lowerBoundWork = 3e9
+
+// probedCost is the work of countBound's search for a statistic of the
+// given full-size cost over t rounds: at most two full-size evaluations
+// (the midpoint and the probe's choice) and the probe's, each about 1/t
+// of the full size (the windows' product scales with the sizes).
+func probedCost(full float64, t int) float64 {
+	return full * (2 + float64(lowerBoundPatience+1)/float64(max(t, 1)))
+}
+
+// flameAttacks returns the thresholds of the run's randomizer, and for
+// R_{gamma,b} the dummies' counting probabilities (nil for Laplace).
+func (f flameBase) flameAttacks(eps0 float64, others int) ([]amplify.CountAttack, []float64, error) {
+	if f.laplace {
+		a, err := amplify.LaplaceCountAttacks(eps0, others, false)
+		return a, nil, err
+	}
+	return amplify.RGammaBCountAttacks(f.levels, eps0)
 }
 
 // LowerBound implements LowerBounder (flameBase.flameLowerBound): per round
 // the user's d values among the (n-1) d of the others, no dummies.
 func (p SSSimple) LowerBound(rounds []LowerBoundRound, delta float64) (LowerBound, error) {
-	return p.flameLowerBound(rounds, delta, func(s Shape) (int, int, int, float64, error) {
-		return s.Dim, (s.Participants - 1) * s.Dim, 0, 0, nil
+	return p.flameLowerBound(rounds, delta, true, func(s Shape, coords int) (int, int, int, float64, error) {
+		return coords, (s.Participants - 1) * coords, 0, 0, nil
 	})
 }
 
@@ -207,7 +295,7 @@ func (p SSSimple) LowerBound(rounds []LowerBoundRound, delta float64) (LowerBoun
 // the user's k values, the other users' (n-1) k and the shuffler's
 // d n_p - n k dummies (Plan's k and n_p).
 func (p SSDouble) LowerBound(rounds []LowerBoundRound, delta float64) (LowerBound, error) {
-	return p.flameLowerBound(rounds, delta, func(s Shape) (int, int, int, float64, error) {
+	return p.flameLowerBound(rounds, delta, false, func(s Shape, _ int) (int, int, int, float64, error) {
 		k, np, err := p.Plan(s)
 		if err != nil {
 			return 0, 0, 0, 0, err
@@ -227,7 +315,7 @@ func (p SSDouble) LowerBound(rounds []LowerBoundRound, delta float64) (LowerBoun
 // padding). n_p >= n, and a user reports a dimension at most once, so the
 // padding never fails.
 func (p SSTopk) LowerBound(rounds []LowerBoundRound, delta float64) (LowerBound, error) {
-	return p.flameLowerBound(rounds, delta, func(s Shape) (int, int, int, float64, error) {
+	return p.flameLowerBound(rounds, delta, false, func(s Shape, _ int) (int, int, int, float64, error) {
 		k, np, _, _, err := p.Plan(s)
 		if err != nil {
 			return 0, 0, 0, 0, err
@@ -302,9 +390,19 @@ func perCoordLowerBound(name string, rounds []LowerBoundRound, delta float64, cl
 	if err != nil {
 		return LowerBound{}, fmt.Errorf("%s: lower bound: %w", name, err)
 	}
+	// Within the work budget: count a subset of the coordinates (the
+	// analyzer knows every value's coordinate; a post-processing).
+	subset := ""
+	a := attacks[0]
+	cost := probedCost(amplify.ThresholdCountCost(amplify.ThresholdCount{Classes: []amplify.CountClass{{N: others, P: a.POther}}, Mine: mine, P0: a.P0, P1: a.P1}, delta), len(rounds))
+	if cost > lowerBoundWork {
+		c := max(1, int(float64(d)*lowerBoundWork/cost))
+		mine, others = mine/d*c, others/d*c
+		subset = fmt.Sprintf(" (%d of the %d coordinates counted, to bound the work)", c, d)
+	}
 	return countBound(attacks, func(a amplify.CountAttack) amplify.ThresholdCount {
 		return amplify.ThresholdCount{Threshold: a.Threshold, Classes: []amplify.CountClass{{N: others, P: a.POther}}, Mine: mine, P0: a.P0, P1: a.P1}
-	}, delta, len(rounds), fmt.Sprintf("%s, %s eps_c = %.4g", name, mech, eps0))
+	}, delta, len(rounds), fmt.Sprintf("%s, %s eps_c = %.4g", name, mech, eps0), subset)
 }
 
 // perCoord is the per-coordinate epsilon of the worst user's own budget.
@@ -379,5 +477,5 @@ func (m EAPES) LowerBound(rounds []LowerBoundRound, delta float64) (LowerBound, 
 	}
 	return countBound(attacks, func(a amplify.CountAttack) amplify.ThresholdCount {
 		return amplify.ThresholdCount{Threshold: a.Threshold, Classes: []amplify.CountClass{{N: others, P: a.POther}}, Mine: mine, P0: a.P0, P1: a.P1}
-	}, delta, len(rounds), fmt.Sprintf("e-apes, gaussian C/sigma = %.4g, projection on one coordinate (thresholds in sigmas)", m.clip/sig))
+	}, delta, len(rounds), fmt.Sprintf("e-apes, gaussian C/sigma = %.4g, projection on one coordinate (thresholds in sigmas)", m.clip/sig), "")
 }

@@ -286,3 +286,29 @@ func FLAMESparseCountLowerBound(r Randomizer, eps0 float64, mine, users, dummies
 	}
 	return e, at.Threshold, nil
 }
+
+// ThresholdCountCost estimates the multiply-adds of
+// ThresholdCountLowerBound(tc, delta): the two convolutions of the others'
+// window with the user's, and the bisection's passes over the result
+// (windows as wide as normBinomialFloor's at the floor used). Callers use
+// it to keep a bound within a time budget by counting fewer values (a
+// subset of the coordinates or of the rounds, itself a post-processing).
+func ThresholdCountCost(tc ThresholdCount, delta float64) float64 {
+	others := 0
+	for _, c := range tc.Classes {
+		others += c.N
+	}
+	floor := thresholdFloor(delta, others)
+	l := -math.Log(floor)
+	width := func(n int, p float64) float64 {
+		return 2*(math.Sqrt(2*l*float64(n)*p*(1-p))+2*l/3) + 1
+	}
+	wo := 1.0
+	for _, c := range tc.Classes {
+		if c.N > 0 {
+			wo += width(c.N, c.P)
+		}
+	}
+	wm := math.Max(width(tc.Mine, tc.P0), width(tc.Mine, tc.P1))
+	return 2*wo*wm + 200*(wo+2*wm)
+}
