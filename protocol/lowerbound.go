@@ -262,8 +262,9 @@ var errNoBound = errors.New("no sound lower bound")
 
 // lowerBoundWork is the work budget of one lower bound, in multiply-adds
 // (amplify.ThresholdCountCost): under a second. A larger statistic counts
-// fewer values, which keeps it a valid (weaker) bound.
-const lowerBoundWork = 3e9
+// fewer values, which keeps it a valid (weaker) bound. A variable so that
+// tests can lower it.
+var lowerBoundWork = 3e9
 
 // probedCost is the work of countBound's search for a statistic of the
 // given full-size cost over t rounds: at most two full-size evaluations

@@ -1,6 +1,7 @@
 package protocol
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"strings"
@@ -291,4 +292,46 @@ func TestLowerBoundTailsMatchEncoders(t *testing.T) {
 		}
 	}
 	check("e-apes, C e_1", float64(above)/(d*reps), ga[0].P1)
+}
+
+// TestLowerBoundWorkBudget: past the work budget a bound counts fewer
+// values (coordinates for the dense protocols, rounds for the sparse ones)
+// and says so; it is then the count statistic of that subset (computed
+// here directly) and below the full bound.
+func TestLowerBoundWorkBudget(t *testing.T) {
+	const d, n, rounds = 40, 200, 4
+	ss := lbNew(t, "ss-simple", Params{Clip: 0.1, Delta: 1e-6, Epsilon: 40, Rounds: rounds, SampleRate: 1, Extra: map[string]float64{"randomizer": 1}})
+	rs := lbRounds(rounds, d, n, Budget{Epsilon: 40}, true)
+	full, err := LowerBoundOf(ss, rs, 1e-6)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func(w float64) { lowerBoundWork = w }(lowerBoundWork)
+	lowerBoundWork = 1e6
+	small, err := LowerBoundOf(ss, rs, 1e-6)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("full %v (%s); budgeted %v (%s)", full.Epsilon, full.Method, small.Epsilon, small.Method)
+	if !strings.Contains(small.Method, "coordinates counted") || !(small.Epsilon > 0) || small.Epsilon > full.Epsilon {
+		t.Errorf("budgeted %+v, full %+v", small, full)
+	}
+	var c int
+	if _, err := fmt.Sscanf(small.Method[strings.Index(small.Method, "(")+1:], "%d of the", &c); err != nil || c < 1 || c >= d {
+		t.Fatalf("coordinates counted: %q (%v)", small.Method, err)
+	}
+	e0 := 40.0 / d
+	want, err := amplify.CountLowerBound((n-1)*c*rounds, c*rounds, 0.5, 0.5*math.Exp(-e0/2), 1-0.5*math.Exp(-e0/2), 1e-6)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if small.Epsilon < want*(1-1e-9) {
+		t.Errorf("budgeted %v below the subset's midpoint count %v", small.Epsilon, want)
+	}
+	sd := lbNew(t, "ss-double", Params{Clip: 0.1, Delta: 1e-6, Epsilon: 4, Rounds: rounds, SampleRate: 1, Extra: map[string]float64{"randomizer": 1, "k": 4}})
+	lowerBoundWork = 1e4
+	lb, err := LowerBoundOf(sd, rs, 1e-6)
+	if err != nil || !strings.Contains(lb.Method, "rounds counted") || !(lb.Epsilon > 0) {
+		t.Errorf("ss-double budgeted: %+v %v", lb, err)
+	}
 }
