@@ -129,8 +129,10 @@ type Summary struct {
 	ClusterAccuracy *ClusterAccuracy `json:"cluster_accuracy,omitempty"`
 	// LowerBound is a proven lower bound on the true epsilon of the run's
 	// releases at the cumulative delta (protocol.LowerBounder), or Method
-	// protocol.MethodNone with Why; nil for a run without a guarantee.
-	LowerBound *LowerBound `json:"lower_bound,omitempty"`
+	// protocol.MethodNone with Why; nil for a run without a guarantee (and
+	// for runs not made by rundir.Execute). Not encoded: summary.json has
+	// it through metrics.SummaryRecord.
+	LowerBound *LowerBound `json:"-"`
 }
 
 // LowerBound is a run's lower bound (Summary.LowerBound): the protocol's,
