@@ -5,30 +5,31 @@ import (
 	"math"
 
 	"github.com/shufflefl/shufflefl/checks"
+	"github.com/shufflefl/shufflefl/privacy/account"
 	"github.com/shufflefl/shufflefl/privacy/amplify"
 )
 
-// LowerBound implements LowerBounder for split-mix when every client
-// reports in every round (sampling rate 1, at most K clients: no round is
-// ever void). Pair (add/remove, the statement's neighbouring relation):
-// the worst user holds the update C e_1, or is absent (its slot is a
-// shuffler's dummy: a zero update with the same Skellam share); every other
-// client holds 0. The analyzer decodes each round's modular sums from the
-// shares (Decode, a post-processing) and adds coordinate 1's over the t
-// rounds. Absent, that sum is exactly the total noise N ~ Sk(t K mu_slot)
+// LowerBound implements LowerBounder for split-mix. Pair (add/remove, the
+// statement's neighbouring relation): the worst user holds the update
+// C e_1, or is absent; every other client holds 0. The analyzer decodes
+// each round's modular sums from the shares (Decode, a post-processing)
+// and looks at coordinate 1's. In a round that is not void the shuffler
+// pads to K slots, so that sum is X_r + N_r with N_r ~ Sk(K mu_slot)
 // (every slot's share Sk(mu/(K - t_c)), independent, the sum of Skellams
 // being a Skellam; the colluders' shares are not subtracted, which only
-// adds noise: a post-processing, so a valid but weaker bound). Present,
-// the user adds floor(gamma C) or more per round (unbiased randomized
-// rounding of gamma C, up to a few ulps, returns at least its floor), so
-// the sum is at least t floor(gamma C (1 - 1e-12)) plus the same noise:
-// the test {sum >= s} is amplify.SkellamShiftLowerBound's. A round whose
-// sum wraps modulo q decodes another value: that probability, at most
-// WrapBound per round (and for t rounds t times it), is the tails' slack.
-// The split-and-mix indistinguishability term is not involved (the
-// analyzer's view determines the sum). With client sampling (rate < 1)
-// the user may sit a round out and its mixture is not implemented; with
-// rotation the user's rotated update is not an integer vector: no bound.
+// adds noise: a post-processing, so a valid but weaker bound). Absent,
+// X_r = 0 (the other clients and the dummies add zero updates); present,
+// the user is sampled with probability q (Poisson) and then adds at least
+// floor(gamma C (1 - 1e-12)) (unbiased randomized rounding of gamma C, up
+// to a few ulps, returns at least its floor). Two tests on the t rounds
+// (amplify.SkellamSubsampledLowerBound): a threshold on the sum, and on
+// the largest round. Slack: a round may wrap modulo q (at most WrapBound
+// per round) or be void (more than K reporters, in either world at most
+// P[Bin(N-1, q) >= K]); on those events the decoded value may differ from
+// the model, so each round adds their probability to both tails. The
+// split-and-mix indistinguishability term is not involved (the analyzer's
+// view determines the sums). With rotation the user's rotated update is
+// not an integer vector: no bound.
 func (sm SplitMix) LowerBound(rounds []LowerBoundRound, delta float64) (LowerBound, error) {
 	if len(rounds) == 0 {
 		return LowerBound{}, checks.Invalidf("split-mix: lower bound: no rounds")
@@ -40,11 +41,8 @@ func (sm SplitMix) LowerBound(rounds []LowerBoundRound, delta float64) (LowerBou
 		if err := r.Shape.Validate(); err != nil {
 			return LowerBound{}, fmt.Errorf("split-mix: lower bound, round %d: %w", r.Shape.Round, err)
 		}
-		if r.Shape.Participants != r.Shape.Population || r.Shape.Population > sm.slots {
-			return noLowerBound(delta), nil
-		}
 	}
-	if sm.rate != 1 || sm.rotate {
+	if sm.rotate || !(sm.rate > 0 && sm.rate <= 1) || sm.pop < 1 {
 		return noLowerBound(delta), nil
 	}
 	t := len(rounds)
@@ -52,13 +50,19 @@ func (sm SplitMix) LowerBound(rounds []LowerBoundRound, delta float64) (LowerBou
 	if !(per >= 1) {
 		return noLowerBound(delta), nil
 	}
-	w := float64(t) * float64(sm.slots) * sm.slotVar
-	shift := int64(t) * int64(per)
-	slack := math.Min(1, float64(t)*sm.WrapBound())
-	e, err := amplify.SkellamShiftLowerBound(w, shift, slack, delta)
+	v := float64(sm.slots) * sm.slotVar
+	void := 0.0
+	if sm.pop-1 >= sm.slots {
+		void = math.Min(1, account.BinomialUpperTail(sm.pop-1, sm.rate, sm.slots-1)*(1+1e-9)+1e-300)
+	}
+	slack := float64(t) * (sm.WrapBound() + void)
+	if !(slack < 0.5) {
+		return noLowerBound(delta), nil
+	}
+	e, err := amplify.SkellamSubsampledLowerBound(v, t, sm.rate, int64(per), slack, delta)
 	if err != nil {
 		return LowerBound{}, fmt.Errorf("split-mix: lower bound: %w", err)
 	}
 	return LowerBound{Epsilon: e, Delta: delta,
-		Method: fmt.Sprintf("split-mix: the sum over %d rounds of one coordinate's decoded sums, skellam of variance %.4g shifted by %d (add/remove one user holding C e_1), best threshold", t, w, shift)}, nil
+		Method: fmt.Sprintf("split-mix: one coordinate's decoded sums over %d rounds (sum and largest round), skellam of variance %.4g per round, the worst user adding %d with probability %.4g (add/remove, holding C e_1), best threshold", t, v, int64(per), sm.rate)}, nil
 }

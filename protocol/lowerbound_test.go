@@ -58,6 +58,7 @@ func TestLowerBoundBelowStatement(t *testing.T) {
 		{name: "split-mix", p: Params{Clip: 1, Delta: 1e-6, Epsilon: 4, Rounds: 1, SampleRate: 1, Population: n, Layers: []int{d}}},
 		{name: "split-mix", p: Params{Clip: 1, Delta: 1e-6, Epsilon: 1, Rounds: 1, SampleRate: 1, Population: n, Layers: []int{d},
 			Extra: map[string]float64{"scale": 100.5, "collude": 3}}},
+		{name: "split-mix", p: Params{Clip: 1, Delta: 1e-6, Epsilon: 4, Rounds: 1, SampleRate: 0.3, Population: 500, Layers: []int{d}}},
 	} {
 		p := lbNew(t, tc.name, tc.p)
 		s := Shape{Round: 1, Dim: d, Population: n, Participants: n}
@@ -179,9 +180,8 @@ func TestLowerBoundNone(t *testing.T) {
 			t.Errorf("%s: %+v %v, want method none", tc.name, lb, err)
 		}
 	}
-	// Split-mix with client sampling, or rotation: no bound.
+	// Split-mix with rotation: no bound.
 	for _, p := range []Params{
-		{Clip: 1, Delta: 1e-6, Epsilon: 4, Rounds: 2, SampleRate: 0.5, Population: 200, Layers: []int{5}},
 		{Clip: 1, Delta: 1e-6, Epsilon: 4, Rounds: 2, SampleRate: 1, Population: 100, Layers: []int{5}, Extra: map[string]float64{"rotate": 1}},
 	} {
 		lb, err := LowerBoundOf(lbNew(t, "split-mix", p), rs, 1e-6)

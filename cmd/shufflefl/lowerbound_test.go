@@ -28,7 +28,8 @@ func TestRunLowerBound(t *testing.T) {
 		{"ss-double", []string{"--protocol", "ss-double", "--epsilon", "8", "--option", "randomizer=1"}, true},
 		{"apes", []string{"--protocol", "apes", "--eps-dist", "uniform2", "--eps-scale", "2000"}, true},
 		{"split-mix", []string{"--protocol", "split-mix", "--target-epsilon", "8"}, true},
-		{"split-mix sampled", []string{"--protocol", "split-mix", "--target-epsilon", "8", "--clients-per-round", "50"}, false},
+		{"split-mix sampled", []string{"--protocol", "split-mix", "--target-epsilon", "8", "--clients-per-round", "50"}, true},
+		{"apes sampled", []string{"--protocol", "apes", "--epsilon", "2000", "--clients-per-round", "50"}, false},
 		{"nonprivate", []string{"--protocol", "nonprivate"}, false},
 	} {
 		out := filepath.Join(dir, tc.name)
@@ -80,8 +81,8 @@ func TestRunLowerBound(t *testing.T) {
 }
 
 // TestAuditAccountantPersonalized: `audit accountant` checks an APES run
-// with personalized budgets and a split-mix run (before, it reported both
-// as not checked), and exits 3 when the run's last statement is lowered
+// with personalized budgets and split-mix runs, with and without Poisson
+// sampling (before, it reported them as not checked), and exits 3 when the run's last statement is lowered
 // below the lower bound of its own mechanism (the negative control).
 func TestAuditAccountantPersonalized(t *testing.T) {
 	for _, tc := range []struct {
@@ -90,6 +91,7 @@ func TestAuditAccountantPersonalized(t *testing.T) {
 	}{
 		{"apes", "clip-laplace", []string{"--protocol", "apes", "--eps-dist", "uniform2", "--eps-scale", "2000"}},
 		{"split-mix", "skellam", []string{"--protocol", "split-mix", "--target-epsilon", "8"}},
+		{"split-mix sampled", "probability 0.5", []string{"--protocol", "split-mix", "--target-epsilon", "8", "--clients-per-round", "50"}},
 	} {
 		run := filepath.Join(t.TempDir(), tc.name)
 		args := append([]string{"run", "--dataset", "fashion-mnist-sample", "--clients", "100", "--rounds", "2", "--delta", "1e-6",

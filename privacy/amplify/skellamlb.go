@@ -159,3 +159,119 @@ func SkellamShiftLowerBound(w float64, shift int64, slack, delta float64) (float
 	// The logarithm's and the division's rounding: a relative 1e-12.
 	return best * (1 - 1e-12), nil
 }
+
+// SkellamSubsampledLowerBound returns a lower bound on the epsilon at delta
+// of t independent rounds Y_r = X_r + N_r, N_r ~ Sk(v), where X_r = 0 on
+// one input and, on its neighbour, X_r = 0 with probability 1 - q and
+// X_r >= shift otherwise (Poisson subsampling, q in (0, 1]; X_r's rounds
+// independent), every probability perturbed by at most slack (an
+// input-independent failure: wrap-around, a void round). Two tests, each
+// valid, the larger taken:
+//
+//   - the sum: S = sum_r Y_r is N ~ Sk(t v) against at least
+//     J shift + N with J ~ Bin(t, q) (given J, stochastic dominance), so
+//     P_1(S >= s) >= sum_j Bin(j; t, q) P(N >= s - j shift);
+//   - the maximum: P_0(max_r Y_r >= s) = 1 - (1 - P(N_1 >= s))^t and
+//     P_1(max_r Y_r >= s) >= 1 - (1 - q P(N_1 >= s - shift) - (1-q)
+//     P(N_1 >= s))^t (independent rounds);
+//
+// each giving eps >= log((P_1 - slack - delta)/(P_0 + slack)) at every s,
+// with the tails bracketed as in SkellamShiftLowerBound and the binomial
+// weights deflated by their rounding.
+func SkellamSubsampledLowerBound(v float64, t int, q float64, shift int64, slack, delta float64) (float64, error) {
+	wrap := func(err error) (float64, error) { return 0, fmt.Errorf("subsampled skellam lower bound: %w", err) }
+	if err := checks.IntAtLeast("rounds", t, 1); err != nil {
+		return wrap(err)
+	}
+	if !(q > 0 && q <= 1) {
+		return wrap(checks.Invalidf("the sampling rate must be in (0, 1], got %v", q))
+	}
+	if q == 1 {
+		sum, err := SkellamShiftLowerBound(float64(t)*v, int64(t)*shift, slack, delta)
+		if err != nil {
+			return wrap(err)
+		}
+		one, err := skellamMaxLowerBound(v, t, 1, shift, slack, delta)
+		if err != nil {
+			return wrap(err)
+		}
+		return math.Max(sum, one), nil
+	}
+	if err := checks.Positive("variance", v); err != nil {
+		return wrap(err)
+	}
+	if shift < 1 {
+		return wrap(checks.Invalidf("the shift must be a positive integer, got %d", shift))
+	}
+	if err := checks.Delta("delta", delta); err != nil {
+		return wrap(err)
+	}
+	if math.IsNaN(slack) || slack < 0 || slack >= 1 {
+		return wrap(checks.Invalidf("slack must be in [0, 1), got %v", slack))
+	}
+	w := float64(t) * v
+	sd := math.Sqrt(w)
+	win := float64(t)*float64(shift) + 12*sd + 64
+	if win > maxSkellamWindow || w > 1e15 || float64(t)*win > 4e9 {
+		return wrap(checks.Invalidf("variance %v, %d rounds and shift %d need a window of %.3g entries, more than %d", v, t, shift, win, maxSkellamWindow))
+	}
+	k := int(win)
+	tl := newSkellamTails(w, k)
+	// Bin(j; t, q), deflated by a relative 1e-12 (log-gamma's rounding at
+	// these sizes is far below it).
+	lq, lp := math.Log(q), math.Log1p(-q)
+	weights := make([]float64, t+1)
+	for j := range weights {
+		a, _ := math.Lgamma(float64(t + 1))
+		b, _ := math.Lgamma(float64(j + 1))
+		c, _ := math.Lgamma(float64(t - j + 1))
+		weights[j] = math.Exp(a-b-c+float64(j)*lq+float64(t-j)*lp) * (1 - 1e-12)
+	}
+	best := 0.0
+	for s := int(math.Max(-12*sd, -float64(k))); s <= k; s++ {
+		p1 := 0.0
+		for j, wj := range weights {
+			if wj == 0 {
+				continue
+			}
+			l, _ := tl.tail(s - j*int(shift))
+			p1 += wj * l
+		}
+		p1 *= 1 - float64(t+2)*0x1p-53
+		_, q0 := tl.tail(s)
+		num, den := p1-slack-delta, q0+slack
+		if num > 0 && den > 0 {
+			best = math.Max(best, math.Log(num/den))
+		}
+	}
+	one, err := skellamMaxLowerBound(v, t, q, shift, slack, delta)
+	if err != nil {
+		return wrap(err)
+	}
+	return math.Max(best*(1-1e-12), one), nil
+}
+
+// skellamMaxLowerBound is SkellamSubsampledLowerBound's maximum test.
+func skellamMaxLowerBound(v float64, t int, q float64, shift int64, slack, delta float64) (float64, error) {
+	sd := math.Sqrt(v)
+	win := float64(shift) + 12*sd + 64 + 4*math.Log(float64(t)+1)*sd
+	if win > maxSkellamWindow || v > 1e15 {
+		return 0, checks.Invalidf("variance %v and shift %d need a window of %.3g entries, more than %d", v, shift, win, maxSkellamWindow)
+	}
+	k := int(win)
+	tl := newSkellamTails(v, k)
+	// 1 - (1 - x)^t, increasing in x; rounded by a relative 1e-12 either way.
+	atLeastOne := func(x float64) float64 { return -math.Expm1(float64(t) * math.Log1p(-math.Min(x, 1))) }
+	best := 0.0
+	for s := int(math.Max(-12*sd, -float64(k))); s <= k; s++ {
+		lo1, _ := tl.tail(s - int(shift))
+		lo0, hi0 := tl.tail(s)
+		p1 := atLeastOne(q*lo1*(1-4*0x1p-53)+(1-q)*lo0*(1-4*0x1p-53)) * (1 - 1e-12)
+		p0 := atLeastOne(hi0) * (1 + 1e-12)
+		num, den := p1-slack-delta, p0+slack
+		if num > 0 && den > 0 {
+			best = math.Max(best, math.Log(num/den))
+		}
+	}
+	return best * (1 - 1e-12), nil
+}

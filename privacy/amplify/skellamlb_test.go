@@ -122,3 +122,72 @@ func TestSkellamShiftBadInput(t *testing.T) {
 		}
 	}
 }
+
+// TestSkellamSubsampled: the sum and maximum tests against the same tests
+// computed here from the direct pmf (the mixture over the sampled rounds
+// summed by hand), and q = 1 at least the plain shift's bound.
+func TestSkellamSubsampled(t *testing.T) {
+	for _, tc := range []struct {
+		v     float64
+		t     int
+		q     float64
+		shift int64
+	}{{20, 3, 0.3, 8}, {50, 2, 0.8, 12}, {10, 4, 1, 5}} {
+		got, err := SkellamSubsampledLowerBound(tc.v, tc.t, tc.q, tc.shift, 0, 1e-6)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := int(float64(tc.t)*tc.v + 40*math.Sqrt(float64(tc.t)*tc.v) + 60 + float64(int64(tc.t)*tc.shift))
+		tailOf := func(pmf []float64) func(int) float64 {
+			return func(s int) float64 {
+				v := 0.0
+				for j := max(s, -n); j <= n; j++ {
+					v += pmf[n+j]
+				}
+				return v
+			}
+		}
+		sum := tailOf(directSkellam(float64(tc.t)*tc.v, n))
+		one := tailOf(directSkellam(tc.v, n))
+		binom := func(j int) float64 {
+			c := 1.0
+			for i := 0; i < j; i++ {
+				c = c * float64(tc.t-i) / float64(i+1)
+			}
+			return c * math.Pow(tc.q, float64(j)) * math.Pow(1-tc.q, float64(tc.t-j))
+		}
+		want := 0.0
+		for s := -n / 2; s <= n/2; s++ {
+			p1 := 0.0
+			for j := 0; j <= tc.t; j++ {
+				p1 += binom(j) * sum(s-j*int(tc.shift))
+			}
+			if num, den := p1-1e-6, sum(s); num > 0 && den > 0 {
+				want = math.Max(want, math.Log(num/den))
+			}
+			m1 := 1 - math.Pow(1-tc.q*one(s-int(tc.shift))-(1-tc.q)*one(s), float64(tc.t))
+			m0 := 1 - math.Pow(1-one(s), float64(tc.t))
+			if num, den := m1-1e-6, m0; num > 0 && den > 0 {
+				want = math.Max(want, math.Log(num/den))
+			}
+		}
+		t.Logf("%+v: %.9f, direct %.9f", tc, got, want)
+		if got > want+1e-7 || got < want*(1-1e-6)-1e-7 {
+			t.Errorf("%+v: %v, direct %v", tc, got, want)
+		}
+		if tc.q == 1 {
+			plain, err := SkellamShiftLowerBound(float64(tc.t)*tc.v, int64(tc.t)*tc.shift, 0, 1e-6)
+			if err != nil || got < plain {
+				t.Errorf("q = 1: %v below the shift's %v (%v)", got, plain, err)
+			}
+		}
+	}
+	for _, bad := range []struct {
+		t int
+		q float64
+	}{{0, 0.5}, {2, 0}, {2, 1.5}, {2, math.NaN()}} {
+		if _, err := SkellamSubsampledLowerBound(10, bad.t, bad.q, 3, 0, 1e-6); err == nil {
+			t.Errorf("%+v accepted", bad)
+		}
+	}
+}

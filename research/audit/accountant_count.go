@@ -59,7 +59,7 @@ func ownMechanismBound(f RunFacts, rounds []RunRound, delta float64) (Accountant
 			return c, checks.Invalidf("round %d: the largest local epsilon changes between rounds (%v, then %v)", r.Round, eps, r.LocalEps)
 		}
 		lbr[i] = protocol.LowerBoundRound{
-			Shape:   protocol.Shape{Round: r.Round, Dim: f.Dim, Population: f.Clients, Participants: r.Participants},
+			Shape:   protocol.Shape{Round: r.Round, Dim: f.Dim, Population: f.Clients, Participants: max(1, min(r.Participants, f.Clients))},
 			Worst:   protocol.Budget{Epsilon: r.LocalEps, Delta: f.RoundDelta},
 			Uniform: r.LocalEpsMin == r.LocalEps,
 		}

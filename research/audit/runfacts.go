@@ -92,6 +92,15 @@ func sparsePlan(cfg round.Config, dim int, r *RunRound) error {
 	return err
 }
 
+// sampleRate is the run's sampling rate, as the run built its protocol:
+// clients per round over clients (1 without sampling).
+func sampleRate(cfg round.Config) float64 {
+	if cfg.ClientsPerRound <= 0 || cfg.ClientsPerRound >= cfg.Clients {
+		return 1
+	}
+	return float64(cfg.ClientsPerRound) / float64(cfg.Clients)
+}
+
 // Facts turns a finished run (its configuration, summary and per-round
 // records) into the facts CheckAccountant needs: each round's cumulative
 // statement (the summary's final one if smaller) and, for the FLAME
@@ -99,7 +108,7 @@ func sparsePlan(cfg round.Config, dim int, r *RunRound) error {
 func Facts(cfg round.Config, sum RunSummary, recs []metrics.Record) (RunFacts, error) {
 	f := RunFacts{Protocol: cfg.Protocol, Dim: sum.Dim, Clients: sum.Clients,
 		Sampled: cfg.ClientsPerRound > 0 && cfg.ClientsPerRound < cfg.Clients,
-		Params: &protocol.Params{Clip: cfg.Clip, Delta: cfg.Delta, Rounds: cfg.Rounds, SampleRate: 1, Extra: cfg.Options,
+		Params: &protocol.Params{Clip: cfg.Clip, Delta: cfg.Delta, Rounds: cfg.Rounds, SampleRate: sampleRate(cfg), Extra: cfg.Options,
 			Secure: cfg.SecureNoise, Population: cfg.Clients, Layers: []int{sum.Dim}},
 		RoundDelta: account.RoundDelta(cfg.Delta, cfg.Rounds), CentralTarget: round.CentralTarget(cfg.Protocol)}
 	if f.CentralTarget {
