@@ -219,9 +219,11 @@ var (
 //     APES family, E-APES, split-mix), with uniform or personalized
 //     budgets: the count statistic of the run's own mechanism over every
 //     value released in the t rounds, for the user with the largest budget
-//     (split-mix: a threshold on the sum of one coordinate's decoded sums
-//     over the t rounds), when the facts carry the run's Params; without
-//     them the FLAME protocols get amplify.FLAMECountLowerBound.
+//     (split-mix: thresholds on the sum of one coordinate's decoded sums
+//     over the t rounds and on the largest round, covering its Poisson
+//     sampling), when the facts carry the run's Params; without them the
+//     FLAME protocols get the count with the run's randomizer
+//     (amplify.FLAMESparseCountLowerBound).
 //
 // Every bound is exact for a neighbouring pair the statement covers, so a
 // statement below it is wrong. It returns the checks and, when the run

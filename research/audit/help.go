@@ -206,13 +206,14 @@ the first and after the last round is checked:
                                1/2 whatever its budget
     e-apes                     the count of reports whose projection on one
                                coordinate is above a threshold (Gaussian)
-    split-mix                  a threshold on the sum over the t rounds of
-                               one coordinate's decoded sums (Skellam
-                               shift, add/remove; every client every round)
+    split-mix                  thresholds on the sum over the t rounds of
+                               one coordinate's decoded sums and on the
+                               largest round (Skellam shift, add/remove,
+                               with its Poisson sampling)
 
 The other protocols (dp-central, ldp-gaussian, d-privacy, no claim,
-S-APES), runs with client sampling or sit-outs, and approximate statements
-are reported as not checked, with the reason.
+S-APES), runs with client sampling or sit-outs (but split-mix's), and
+approximate statements are reported as not checked, with the reason.
 
 Exit status: 0 every statement is at or above its lower bounds (or none
 could be checked), 3 some statement is below a lower bound (one line per
