@@ -50,7 +50,11 @@ func (sm SplitMix) LowerBound(rounds []LowerBoundRound, delta float64) (LowerBou
 	if !(per >= 1) {
 		return noLowerBound(delta), nil
 	}
-	v := float64(sm.slots) * sm.slotVar
+	// The per-round noise variance, rounded UP (more noise is a
+	// post-processing: Sk(a + b) = Sk(a) + an independent Sk(b), so the
+	// bound stays valid): the secure sampler's share has the float64 just
+	// above slotVar (exactShare), and the product's rounding is covered.
+	v := float64(sm.slots) * math.Nextafter(sm.slotVar, math.Inf(1)) * (1 + 0x1p-51)
 	void := 0.0
 	if sm.pop-1 >= sm.slots {
 		void = math.Min(1, account.BinomialUpperTail(sm.pop-1, sm.rate, sm.slots-1)*(1+1e-9)+1e-300)
