@@ -172,7 +172,91 @@ func ThresholdCountLowerBound(tc ThresholdCount, delta float64) (float64, error)
 	if err != nil {
 		return wrap(err)
 	}
-	return c.lowerEps(delta), nil
+	// The probabilities are the mechanisms' tails in floating point, not
+	// exactly. The user's binomials: every pmf entry is within the
+	// relative factor e^(mine rho) of the exact one (userRelErr), which
+	// joins the entries' relative errors. The other classes: the computed
+	// pair is within total variation tv of the exact (othersTV), which
+	// moves either divergence by at most (1 + e^eps) tv; the bound is then
+	// computed at delta + kappa, kappa covering that at the first pass's
+	// epsilon plus a margin (the second pass's epsilon is smaller, so kappa
+	// still covers it). A probability of exactly 0, 1/2 or 1 (the
+	// midpoint's others) has no error.
+	c.relErr += tc.userRelErr()
+	tv := tc.othersTV()
+	if tv == 0 {
+		return c.lowerEps(delta), nil
+	}
+	e1 := c.lowerEps(delta)
+	kappa := (1 + math.Exp(math.Min(e1+1, 700))) * tv * (1 + 1e-9)
+	if !(delta+kappa < 1) {
+		return 0, nil
+	}
+	return c.lowerEps(delta + kappa), nil
+}
+
+// probRel and probAbs bound the error of a computed counting probability
+// p~ against the mechanism's: |p~ - p| <= probRel min(p~, 1-p~) + probAbs.
+// The tails are closed forms of exp, expm1 and erfc (each within a few
+// ulps) at arguments that carry the rounding of the mechanisms' scales (a
+// relative u on an exponent of at most a few hundred), and differences
+// 1 - x (an absolute u): probRel = 1e-12, probAbs = 4u cover them.
+const (
+	probRel = 1e-12
+	probAbs = 4 * 0x1p-53
+)
+
+// probErr bounds |p~ - p| for a computed probability p~ (0 for the exact
+// values 0, 1/2 and 1).
+func probErr(p float64) float64 {
+	if p == 0 || p == 0.5 || p == 1 {
+		return 0
+	}
+	return probRel*math.Min(p, 1-p) + probAbs
+}
+
+// userRelErr bounds the relative error of every entry of the user's two
+// binomials from their probabilities' errors: Bin(k; m, p~)/Bin(k; m, p) =
+// (p~/p)^k ((1-p~)/(1-p))^(m-k) is within e^(+-m rho) with rho the larger
+// log ratio over the error interval; expm1(m rho), +Inf past all use.
+func (tc ThresholdCount) userRelErr() float64 {
+	worst := 0.0
+	for _, p := range []float64{tc.P0, tc.P1} {
+		dp := probErr(p)
+		if dp == 0 {
+			continue
+		}
+		lo, hi := math.Min(p, 1-p)-dp, math.Min(p, 1-p)
+		if !(lo > 0) {
+			return math.Inf(1)
+		}
+		rho := math.Log(hi+dp) - math.Log(lo) // the larger log ratio of min(p, 1-p); the other side's is smaller
+		worst = math.Max(worst, math.Expm1(float64(tc.Mine)*rho*(1+1e-9)))
+	}
+	return worst
+}
+
+// othersTV bounds the total variation between the other classes' count
+// and the same with the exact probabilities: a sum over the classes of
+// TV(Bin(n, p~), Bin(n, p)), each at most min(1, n dp, dp sqrt(n/(2 p(1-p))))
+// (the last by Pinsker's inequality and KL <= chi^2 = n dp^2/(p(1-p))),
+// with p(1-p) at its smallest over the error interval.
+func (tc ThresholdCount) othersTV() float64 {
+	tv := 0.0
+	for _, c := range tc.Classes {
+		dp := probErr(c.P)
+		if c.N == 0 || dp == 0 {
+			continue
+		}
+		lo, hi := math.Max(0, c.P-dp), math.Min(1, c.P+dp)
+		v := math.Min(lo*(1-lo), hi*(1-hi))
+		t := math.Min(1, float64(c.N)*dp)
+		if v > 0 {
+			t = math.Min(t, dp*math.Sqrt(float64(c.N)/(2*v)))
+		}
+		tv += t
+	}
+	return tv * (1 + 1e-9)
 }
 
 // BestThresholdCount evaluates the statistics in order and returns the
