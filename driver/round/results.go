@@ -127,6 +127,19 @@ type Summary struct {
 	// ClusterAccuracy is the cluster-assignment accuracy of the last round
 	// that has one (nil if none has).
 	ClusterAccuracy *ClusterAccuracy `json:"cluster_accuracy,omitempty"`
+	// LowerBound is a proven lower bound on the true epsilon of the run's
+	// releases at the cumulative delta (protocol.LowerBounder), or Method
+	// protocol.MethodNone with Why; nil for a run without a guarantee (and
+	// for runs not made by rundir.Execute). Not encoded: summary.json has
+	// it through metrics.SummaryRecord.
+	LowerBound *LowerBound `json:"-"`
+}
+
+// LowerBound is a run's lower bound (Summary.LowerBound): the protocol's,
+// and, without one, why (Why is empty when the bound was computed).
+type LowerBound struct {
+	protocol.LowerBound
+	Why string `json:"why,omitempty"`
 }
 
 // ClusterAccuracy is IFCA's cluster-assignment accuracy of one round

@@ -138,6 +138,7 @@ func Execute(cfg round.Config, o Options, log *io.Writer) error {
 		return err
 	}
 	sum = complete(sum, eng, recs, ranNone)
+	sum.LowerBound = runLowerBound(eng, cfg, recs)
 	halted := interrupted.Load() || stopped()
 	if o.Resume || halted {
 		if err := WriteConfig(cfg, o.Version); err != nil {
@@ -274,7 +275,7 @@ func printEnd(stdout, stderr io.Writer, cfg round.Config, recs []metrics.Record,
 	if sum.Halted != "" {
 		fmt.Fprintf(stderr, "shufflefl: %s\n", sum.Halted)
 	}
-	eps := epsString(srec.CumulativeEpsilon, srec.CumulativeDelta, srec.Approximate)
+	eps := epsString(srec.CumulativeEpsilon, srec.CumulativeDelta, srec.Approximate, srec.LowerBoundEpsilon)
 	if n := len(recs); n > 0 && recs[n-1].DPrivacy != nil {
 		d := recs[n-1].DPrivacy
 		eps += fmt.Sprintf("; d-privacy leakage %s per participation, at most %s composed for a client", bound.Figure(d.Level, 4), bound.Figure(d.MaxCumulative, 4))
@@ -312,16 +313,32 @@ func PlanLine(plan round.Plan, how string) string {
 	return fmt.Sprintf("%s spend %s epsilon %s at delta %s (%s)%s", rounds, qual, bound.Figure(plan.Epsilon, 4), bound.Figure(plan.Delta, 3), plan.Method, how)
 }
 
-// epsString writes a cumulative guarantee; an approximate one (S-APES) is
-// labelled so, since it is not a proven upper bound.
-func epsString(eps *float64, delta float64, approximate bool) string {
+// epsString writes a cumulative guarantee and, when one was computed, the
+// proven lower bound on the true epsilon beside it ("7.992 (delta 1e-06,
+// lower bound 6.62)"); an approximate guarantee (S-APES) is labelled so,
+// since it is not a proven upper bound.
+func epsString(eps *float64, delta float64, approximate bool, lower *float64) string {
 	if eps == nil {
 		return "none (not private)"
 	}
-	if approximate {
-		return fmt.Sprintf("%s (delta %s), approximate: not a proven bound", bound.Figure(*eps, 4), bound.Figure(delta, 3))
+	lb := ""
+	if lower != nil {
+		lb = ", lower bound " + lowerFigure(*lower)
 	}
-	return fmt.Sprintf("%s (delta %s)", bound.Figure(*eps, 4), bound.Figure(delta, 3))
+	if approximate {
+		return fmt.Sprintf("%s (delta %s%s), approximate: not a proven bound", bound.Figure(*eps, 4), bound.Figure(delta, 3), lb)
+	}
+	return fmt.Sprintf("%s (delta %s%s)", bound.Figure(*eps, 4), bound.Figure(delta, 3), lb)
+}
+
+// lowerFigure writes a lower bound with 3 significant digits, rounded
+// DOWN (so that the figure printed is still a lower bound).
+func lowerFigure(x float64) string {
+	if !(x > 0) || math.IsInf(x, 0) {
+		return bound.Figure(x, 3)
+	}
+	e := math.Pow(10, math.Floor(math.Log10(x))-2)
+	return bound.Figure(math.Floor(x/e)*e, 3)
 }
 
 // Progress shows a run's rounds: a bar on a terminal and log lines

@@ -35,6 +35,11 @@ const countFloorRel = 1e-40
 // log-gamma of large arguments enters), and a bound on the relative error
 // of every entry.
 func normBinomial(n int, p, q float64) (lo int, w []float64, relErr float64) {
+	return normBinomialFloor(n, p, q, countFloorRel)
+}
+
+// normBinomialFloor is normBinomial with the relative floor given.
+func normBinomialFloor(n int, p, q, floor float64) (lo int, w []float64, relErr float64) {
 	switch {
 	case n == 0 || p == 0:
 		return 0, []float64{1}, 0
@@ -50,7 +55,7 @@ func normBinomial(n int, p, q float64) (lo int, w []float64, relErr float64) {
 	v, k := 1.0, mode
 	for k > 0 {
 		v *= float64(k) / (float64(n-k+1) * odds)
-		if v < countFloorRel {
+		if v < floor {
 			break
 		}
 		k--
@@ -60,7 +65,7 @@ func normBinomial(n int, p, q float64) (lo int, w []float64, relErr float64) {
 	v, k = 1.0, mode
 	for k < n {
 		v *= float64(n-k) * odds / float64(k+1)
-		if v < countFloorRel {
+		if v < floor {
 			break
 		}
 		k++
@@ -84,7 +89,7 @@ func normBinomial(n int, p, q float64) (lo int, w []float64, relErr float64) {
 	// most n of them) make the normalised entries too large by at most
 	// that relative amount.
 	const u = 0x1p-53
-	relErr = u*(4*float64(max(len(down), len(up)))+float64(len(w))+2) + float64(n+1)*countFloorRel
+	relErr = u*(4*float64(max(len(down), len(up)))+float64(len(w))+2) + float64(n+1)*floor
 	return lo, w, relErr
 }
 
@@ -92,6 +97,41 @@ func normBinomial(n int, p, q float64) (lo int, w []float64, relErr float64) {
 type countPair struct {
 	p, q   []float64
 	relErr float64 // relative error bound of every entry of p and q
+	// drop bounds, at every count, the true probability the windows'
+	// dropped tails would have added to an entry of P or of Q: a computed
+	// term x - a y is too large by at most a times it. A convolution's
+	// entry loses sum_i O(i) M(c-i) over the dropped i (or j), at most the
+	// largest dropped O(i) (M sums to 1), which is below the floor; so
+	// drop is the number of factors times the floor.
+	drop float64
+	// maxLoss bounds the privacy loss |log P(c)/Q(c)| at every count c
+	// (countMaxLoss; +Inf when a support differs).
+	maxLoss float64
+}
+
+// countMaxLoss bounds the privacy loss of the count pair: P(c)/Q(c) is a
+// ratio of two mixtures, sum_j O(c-j) Bin(j; mine, p0) over the same sum
+// with p1, so it is at most the largest ratio of the user's binomials,
+// (p0/p1)^j ((1-p0)/(1-p1))^(mine-j) <= e^(mine L) with
+// L = max(|log(p0/p1)|, |log((1-p0)/(1-p1))|), and likewise Q/P. Beyond it
+// both divergences are 0 exactly, whatever the windows dropped. +Inf when
+// one of the probabilities is 0 or 1 and the other is not.
+func countMaxLoss(mine int, p0, p1 float64) float64 {
+	l := math.Max(math.Abs(math.Log(p0)-math.Log(p1)), math.Abs(math.Log1p(-p0)-math.Log1p(-p1)))
+	if math.IsNaN(l) { // both 0 or both 1 in one of the ratios
+		l = math.Max(zeroNaN(math.Abs(math.Log(p0)-math.Log(p1))), zeroNaN(math.Abs(math.Log1p(-p0)-math.Log1p(-p1))))
+	}
+	// Rounded up by a relative 1e-12 (the logarithms' few ulps).
+	return float64(mine) * l * (1 + 1e-12)
+}
+
+// zeroNaN returns 0 for NaN (the log ratio of two zero probabilities, a
+// term that never occurs).
+func zeroNaN(x float64) float64 {
+	if math.IsNaN(x) {
+		return 0
+	}
+	return x
 }
 
 func newCountPair(others, mine int, pOther, p0, p1 float64) countPair {
@@ -108,7 +148,7 @@ func newCountPair(others, mine int, pOther, p0, p1 float64) countPair {
 	const u = 0x1p-53
 	// A convolution entry sums at most mine+1 products of entries.
 	rel := eo + max(e0, e1) + u*float64(mine+3)
-	return countPair{p: p, q: q, relErr: rel}
+	return countPair{p: p, q: q, relErr: rel, drop: 2 * countFloorRel, maxLoss: countMaxLoss(mine, p0, p1)}
 }
 
 // delta returns a lower bound on max(H_{e^eps}(P||Q), H_{e^eps}(Q||P)): the
@@ -118,13 +158,14 @@ func (c countPair) delta(eps float64) float64 {
 	a := math.Exp(eps)
 	d1, d2 := 0.0, 0.0
 	m1, m2 := 0.0, 0.0 // the masses x + a y of the positive terms
+	miss := a * c.drop
 	for i, x := range c.p {
 		y := c.q[i]
-		if t := x - a*y; t > 0 {
+		if t := x - a*y - miss; t > 0 {
 			d1 += t
 			m1 += x + a*y
 		}
-		if t := y - a*x; t > 0 {
+		if t := y - a*x - miss; t > 0 {
 			d2 += t
 			m2 += y + a*x
 		}
@@ -177,6 +218,14 @@ func CountLowerBound(others, mine int, pOther, p0, p1, delta float64) (float64, 
 func (c countPair) lowerEps(delta float64) float64 {
 	if !(c.delta(0) > delta) {
 		return 0
+	}
+	if !math.IsInf(c.maxLoss, 1) {
+		// Beyond the largest loss both divergences are 0: a computed
+		// term whose other side the windows dropped (a disjoint window,
+		// not a disjoint support) is not infinite loss. lastAbove keeps
+		// the lower end of its bracket, where the computed delta (a
+		// lower bound on the exact one) exceeds the target.
+		return lastAbove(c.delta, delta, 0, c.maxLoss)
 	}
 	// An upper end: the largest finite log ratio bounds the loss where both
 	// masses are positive; mass where one side is 0 is at +Inf.
@@ -266,7 +315,10 @@ func flameCountAttacks(r Randomizer, eps0 float64, others int) ([]CountAttack, e
 // others = d n_p - k. The differing user holds 0 or 1 in every coordinate,
 // the others hold the input whose report is distributed as a dummy
 // (flameCountAttacks), and the threshold is the best of a grid. It returns
-// the bound and the threshold that attains it.
+// the bound and the threshold that attains it. With R_{gamma,b} and
+// shuffler dummies (SS-Double, SS-Topk) the dummies are counted at another
+// rate than the other users' values, which this function does not model:
+// use FLAMESparseCountLowerBound there.
 func FLAMECountLowerBound(r Randomizer, eps0 float64, mine, others int, delta float64) (eps, threshold float64, err error) {
 	wrap := func(err error) (float64, float64, error) {
 		return 0, 0, fmt.Errorf("FLAME count-statistic lower bound: %w", err)

@@ -6,6 +6,7 @@ import (
 
 	"github.com/shufflefl/shufflefl/checks"
 	"github.com/shufflefl/shufflefl/privacy/amplify"
+	"github.com/shufflefl/shufflefl/protocol"
 	"github.com/shufflefl/shufflefl/research/bound"
 )
 
@@ -147,6 +148,16 @@ type RunFacts struct {
 	// Randomizer is a FLAME protocol's local randomizer (nil otherwise).
 	Randomizer *amplify.Randomizer
 	Rounds     []RunRound
+	// Params are the run's protocol parameters (Epsilon aside: each
+	// round's local epsilon is set from its record), to rebuild the
+	// protocol and bound its own mechanism (protocol.LowerBounder); nil
+	// leaves that bound out. RoundDelta is every client's delta of one
+	// round (the run's budgets: account.RoundDelta of the run's delta).
+	Params     *protocol.Params
+	RoundDelta float64
+	// CentralTarget: the protocol calibrates its noise to the run's
+	// target (Params.Epsilon, kept as given), not to local budgets.
+	CentralTarget bool
 }
 
 // AccountantCheck is one independent lower bound set against one of a
@@ -177,14 +188,17 @@ var (
 	// flameSparse protocols report k of d coordinates, padded to n_p values
 	// per dimension with the randomizer's blanket.
 	flameSparse = map[string]bool{"ss-double": true, "ss-topk": true}
+	// ownMechanism protocols bound the true epsilon of their own mechanism
+	// (protocol.LowerBounder), whatever their statement rests on.
+	ownMechanism = map[string]bool{"ldp-laplace": true, "pldp": true, "ldp-min": true, "apes": true, "unis": true,
+		"ss-simple": true, "ss-double": true, "ss-topk": true, "e-apes": true, "split-mix": true}
 	// notChecked says why the other protocols have no lower bound here.
 	notChecked = map[string]string{
 		"nonprivate":   "no privacy claim",
 		"ifca":         "no privacy claim",
 		"ifca-dp":      "d-privacy, not (epsilon, delta)-DP",
-		"dp-central":   "Gaussian noise: no lower bound implemented here",
+		"dp-central":   "Gaussian noise with Poisson sampling: no lower bound implemented here",
 		"ldp-gaussian": "Gaussian noise: no lower bound implemented here",
-		"e-apes":       "Gaussian noise: no lower bound implemented here",
 		"s-apes": "S-APES keeps the b largest noisy coordinates, so a user's count above a threshold is not a binomial; " +
 			"no count statistic is implemented (and its figures are labelled approximate)",
 	}
@@ -196,25 +210,35 @@ var (
 //   - pure local protocols (ldp-laplace, pldp, ldp-min): the optimal
 //     composition of the d·t per-coordinate eps_c-DP releases
 //     (OptimalCompositionLowerBound);
-//   - shuffled protocols with a generic bound (apes, unis, ss-simple): the
-//     shuffled binary randomized response of one coordinate in one round
-//     (amplify.ShuffledRRLowerBound) and the count of ones over all d·t
-//     shuffled releases of randomized response (amplify.CountLowerBound);
-//   - FLAME's protocols (ss-simple, ss-double, ss-topk): the count of values
-//     above an optimised threshold over every value released in the t
-//     rounds, with the run's own randomizer (amplify.FLAMECountLowerBound).
+//   - shuffled protocols with a generic bound (apes, unis, ss-simple), with
+//     uniform budgets: the shuffled binary randomized response of one
+//     coordinate in one round (amplify.ShuffledRRLowerBound) and the count
+//     of ones over all d·t shuffled releases of randomized response
+//     (amplify.CountLowerBound);
+//   - every protocol with a protocol.LowerBounder (the FLAME protocols, the
+//     APES family, E-APES, split-mix), with uniform or personalized
+//     budgets: the count statistic of the run's own mechanism over every
+//     value released in the t rounds, for the user with the largest budget
+//     (split-mix: thresholds on the sum of one coordinate's decoded sums
+//     over the t rounds and on the largest round, covering its Poisson
+//     sampling), when the facts carry the run's Params; without them the
+//     FLAME protocols get the count with the run's randomizer
+//     (amplify.FLAMESparseCountLowerBound).
 //
-// Every bound is exact for a neighbouring pair the run's statement covers,
-// so a statement below it is wrong. It returns the checks and, when the run
+// Every bound is exact for a neighbouring pair the statement covers, so a
+// statement below it is wrong. It returns the checks and, when the run
 // cannot be checked, the reason.
 func CheckAccountant(f RunFacts) ([]AccountantCheck, string, error) {
 	if why, ok := notChecked[f.Protocol]; ok {
 		return nil, why, nil
 	}
-	if !pureLocal[f.Protocol] && !genericShuffle[f.Protocol] && !flameSparse[f.Protocol] {
+	own := ownMechanism[f.Protocol] && (f.Params != nil || f.Randomizer != nil)
+	if !pureLocal[f.Protocol] && !genericShuffle[f.Protocol] && !flameSparse[f.Protocol] && !own {
 		return nil, fmt.Sprintf("protocol %s has no lower bound here", f.Protocol), nil
 	}
-	if f.Sampled {
+	// split-mix's own bound covers its Poisson sampling.
+	sampledOK := own && f.Protocol == "split-mix"
+	if f.Sampled && !sampledOK {
 		return nil, "clients were sampled per round: the lower bounds assume the differing user reports in every round", nil
 	}
 	if len(f.Rounds) == 0 {
@@ -224,16 +248,18 @@ func CheckAccountant(f RunFacts) ([]AccountantCheck, string, error) {
 		return nil, "", err
 	}
 	first := f.Rounds[0]
+	uniform := true
 	for _, r := range f.Rounds {
-		if r.Participants < f.Clients {
+		if r.Participants < f.Clients && !sampledOK {
 			return nil, fmt.Sprintf("round %d had %d of %d clients: the lower bounds assume every client reports in every round", r.Round, r.Participants, f.Clients), nil
 		}
 		// The pure local bound takes the user with the largest budget
-		// (personalized budgets are fine); the shuffled ones need every
-		// user at one budget.
-		if !pureLocal[f.Protocol] && (r.LocalEps != first.LocalEps || r.LocalEpsMin != r.LocalEps) {
-			return nil, "the local budgets are personalized or change between rounds: the shuffled bounds here need one uniform budget", nil
-		}
+		// (personalized budgets are fine), and so does the own-mechanism
+		// bound; the generic shuffled ones need every user at one budget.
+		uniform = uniform && r.LocalEps == first.LocalEps && r.LocalEpsMin == r.LocalEps
+	}
+	if !uniform && !pureLocal[f.Protocol] && f.Params == nil {
+		return nil, "the local budgets are personalized or change between rounds: the shuffled bounds here need one uniform budget", nil
 	}
 	var out []AccountantCheck
 	for _, last := range []int{1, len(f.Rounds)} {
@@ -245,7 +271,7 @@ func CheckAccountant(f RunFacts) ([]AccountantCheck, string, error) {
 		if math.IsNaN(st.Claimed) || math.IsInf(st.Claimed, 1) || st.Approximate {
 			continue
 		}
-		for _, c := range lowerBounds(f, rounds, st.Delta) {
+		for _, c := range lowerBounds(f, rounds, st.Delta, uniform) {
 			c.Round, c.Claimed, c.Delta = st.Round, st.Claimed, st.Delta
 			// The bounds are rounded down: any claim below one is wrong.
 			c.Violation = c.Error == "" && c.Claimed < c.Lower
@@ -260,8 +286,8 @@ func CheckAccountant(f RunFacts) ([]AccountantCheck, string, error) {
 
 // lowerBounds returns the protocol's lower bounds for the statement after
 // rounds at delta; a bound that cannot be computed is returned with its
-// error.
-func lowerBounds(f RunFacts, rounds []RunRound, delta float64) []AccountantCheck {
+// error. uniform says every round had one budget for every user.
+func lowerBounds(f RunFacts, rounds []RunRound, delta float64, uniform bool) []AccountantCheck {
 	t := len(rounds)
 	d := f.Dim
 	var out []AccountantCheck
@@ -283,7 +309,7 @@ func lowerBounds(f RunFacts, rounds []RunRound, delta float64) []AccountantCheck
 		k := d * t
 		lb, err := OptimalCompositionLowerBound(eps0, k, delta)
 		add(AccountantCheck{Bound: fmt.Sprintf("optimal composition of %d eps_c = %s releases (randomized response)", k, bound.Figure(eps0, 4)), Lower: lb}, err)
-	case genericShuffle[f.Protocol]:
+	case genericShuffle[f.Protocol] && uniform:
 		eps0 := rounds[0].LocalCoordEps
 		maxN, others := 0, 0
 		for _, r := range rounds {
@@ -294,7 +320,10 @@ func lowerBounds(f RunFacts, rounds []RunRound, delta float64) []AccountantCheck
 		add(AccountantCheck{Bound: fmt.Sprintf("shuffled randomized response, one coordinate, n = %d, eps_c = %s", maxN, bound.Figure(eps0, 4)), Lower: lb}, err)
 		add(rrCountBound(eps0, d*t, others, delta))
 	}
-	if f.Randomizer != nil && (f.Protocol == "ss-simple" || flameSparse[f.Protocol]) {
+	switch {
+	case f.Params != nil && ownMechanism[f.Protocol]:
+		add(ownMechanismBound(f, rounds, delta))
+	case f.Randomizer != nil && (f.Protocol == "ss-simple" || flameSparse[f.Protocol]):
 		add(flameCountBound(f, rounds, delta))
 	}
 	return out
@@ -303,24 +332,26 @@ func lowerBounds(f RunFacts, rounds []RunRound, delta float64) []AccountantCheck
 // flameMineOthers returns the count statistic's sizes for a FLAME run over
 // rounds, and the per-value epsilon: ss-simple releases d values per user
 // at eps_l/d among n per dimension; ss-double and ss-topk release k values
-// at eps_l/k among n_p per dimension (the rest are other users' values and
-// dummies, all distributed as the randomizer at input 1/2 when every other
-// user holds 1/2).
-func flameMineOthers(f RunFacts, rounds []RunRound) (mine, others int, eps0 float64, err error) {
+// at eps_l/k among n_p per dimension. users counts the other users'
+// randomized values, dummies the blanket draws (the shuffler's padding and
+// SS-Topk's blanket slots): for the Laplace randomizer both are
+// distributed as the report of 1/2, for R_{gamma,b} they are not.
+func flameMineOthers(f RunFacts, rounds []RunRound) (mine, users, dummies int, eps0 float64, err error) {
 	d := f.Dim
 	for _, r := range rounds {
 		if f.Protocol == "ss-simple" {
 			mine += d
-			others += (r.Participants - 1) * d
+			users += (r.Participants - 1) * d
 			eps0 = r.LocalEps / float64(d)
 			continue
 		}
-		if r.K < 1 || r.NP < 1 || r.NP*d < r.K {
-			return 0, 0, 0, checks.Invalidf("round %d: k = %d, n_p = %d: not a sparse FLAME round", r.Round, r.K, r.NP)
+		if r.K < 1 || r.NP < 1 || r.NP*d < r.K || r.NP*d < r.Participants*r.K {
+			return 0, 0, 0, 0, checks.Invalidf("round %d: k = %d, n_p = %d: not a sparse FLAME round", r.Round, r.K, r.NP)
 		}
 		mine += r.K
-		others += r.NP*d - r.K
+		users += (r.Participants - 1) * r.K
+		dummies += r.NP*d - r.Participants*r.K
 		eps0 = r.LocalEps / float64(r.K)
 	}
-	return mine, others, eps0, nil
+	return mine, users, dummies, eps0, nil
 }

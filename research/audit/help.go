@@ -186,16 +186,34 @@ the first and after the last round is checked:
   ldp-laplace, pldp, ldp-min   optimal composition (Kairouz et al.;
                                Murtagh-Vadhan, exact) of the d·t
                                per-coordinate eps_c-DP releases
-  apes, unis, ss-simple        shuffled binary randomized response of one
-                               coordinate (exact), and the count of ones
-                               over all d·t shuffled releases
-  ss-simple, ss-double,        the count of values above an optimised
-  ss-topk                      threshold over every value of the t rounds,
-                               with the run's randomizer (FLAME)
+  apes, unis, ss-simple        (uniform budgets) shuffled binary randomized
+                               response of one coordinate (exact), and the
+                               count of ones over all d·t shuffled releases
+  every protocol below         the run's own mechanism: the user with the
+                               largest budget at the ends of the range, the
+                               others at its middle, and a test whose two
+                               distributions are computed exactly
+                               (protocol.LowerBounder; the same figure as
+                               summary.json's lower_bound_epsilon):
+    ss-simple, ss-double,      the count of values above an optimised
+    ss-topk                    threshold over every value of the t rounds,
+                               with the run's randomizer (FLAME; dummies in
+                               their own class)
+    apes, unis, pldp,          the count of values above a threshold, the
+    ldp-min, ldp-laplace       run's Laplace or Clip-Laplace; personalized
+                               budgets at the midpoint threshold, where
+                               every other value counts with probability
+                               1/2 whatever its budget
+    e-apes                     the count of reports whose projection on one
+                               coordinate is above a threshold (Gaussian)
+    split-mix                  thresholds on the sum over the t rounds of
+                               one coordinate's decoded sums and on the
+                               largest round (Skellam shift, add/remove,
+                               with its Poisson sampling)
 
-The other protocols (Gaussian noise, d-privacy, no claim, S-APES) and runs
-with client sampling or sit-outs are reported as not checked, with the
-reason.
+The other protocols (dp-central, ldp-gaussian, d-privacy, no claim,
+S-APES), runs with client sampling or sit-outs (but split-mix's), and
+approximate statements are reported as not checked, with the reason.
 
 Exit status: 0 every statement is at or above its lower bounds (or none
 could be checked), 3 some statement is below a lower bound (one line per

@@ -13,6 +13,7 @@ import (
 	"github.com/shufflefl/shufflefl/driver/round"
 	"github.com/shufflefl/shufflefl/driver/rundir"
 	"github.com/shufflefl/shufflefl/driver/sim/metrics"
+	"github.com/shufflefl/shufflefl/privacy/account"
 	"github.com/shufflefl/shufflefl/privacy/amplify"
 	"github.com/shufflefl/shufflefl/protocol"
 )
@@ -91,13 +92,28 @@ func sparsePlan(cfg round.Config, dim int, r *RunRound) error {
 	return err
 }
 
+// sampleRate is the run's sampling rate, as the run built its protocol:
+// clients per round over clients (1 without sampling).
+func sampleRate(cfg round.Config) float64 {
+	if cfg.ClientsPerRound <= 0 || cfg.ClientsPerRound >= cfg.Clients {
+		return 1
+	}
+	return float64(cfg.ClientsPerRound) / float64(cfg.Clients)
+}
+
 // Facts turns a finished run (its configuration, summary and per-round
 // records) into the facts CheckAccountant needs: each round's cumulative
 // statement (the summary's final one if smaller) and, for the FLAME
 // protocols, the randomizer and the sparse rounds' k and n_p.
 func Facts(cfg round.Config, sum RunSummary, recs []metrics.Record) (RunFacts, error) {
 	f := RunFacts{Protocol: cfg.Protocol, Dim: sum.Dim, Clients: sum.Clients,
-		Sampled: cfg.ClientsPerRound > 0 && cfg.ClientsPerRound < cfg.Clients}
+		Sampled: cfg.ClientsPerRound > 0 && cfg.ClientsPerRound < cfg.Clients,
+		Params: &protocol.Params{Clip: cfg.Clip, Delta: cfg.Delta, Rounds: cfg.Rounds, SampleRate: sampleRate(cfg), Extra: cfg.Options,
+			Secure: cfg.SecureNoise, Population: cfg.Clients, Layers: []int{sum.Dim}},
+		RoundDelta: account.RoundDelta(cfg.Delta, cfg.Rounds), CentralTarget: round.CentralTarget(cfg.Protocol)}
+	if f.CentralTarget {
+		f.Params.Epsilon = cfg.TargetEpsilon
+	}
 	var err error
 	if f.Randomizer, err = flameRandomizer(cfg); err != nil {
 		return f, err

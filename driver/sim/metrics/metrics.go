@@ -195,6 +195,13 @@ type SummaryRecord struct {
 	CumulativeDelta   float64  `json:"cumulative_delta"`
 	CumulativeMethod  string   `json:"cumulative_method"`
 	Guarantee         string   `json:"guarantee"`
+	// LowerBound: a proven lower bound on the true epsilon of the run's
+	// releases at the cumulative delta, and how it was found; the epsilon
+	// is absent and the method "none" when no sound bound is computed (the
+	// note says why); both are absent for a run without a guarantee.
+	LowerBoundEpsilon *float64 `json:"lower_bound_epsilon,omitempty"`
+	LowerBoundMethod  string   `json:"lower_bound_method,omitempty"`
+	LowerBoundNote    string   `json:"lower_bound_note,omitempty"`
 	// The last round alone, at the run's delta (comparable with the
 	// cumulative figure), and by the protocol's own analysis at the
 	// round's delta share (not comparable with it).
@@ -256,6 +263,9 @@ func NewSummary(cfg round.Config, s round.Summary) SummaryRecord {
 	}
 	if !s.Plan.Private {
 		rec.TargetDelta = 0
+	}
+	if lb := s.LowerBound; lb != nil {
+		rec.LowerBoundEpsilon, rec.LowerBoundMethod, rec.LowerBoundNote = finite(lb.Epsilon), lb.Method, lb.Why
 	}
 	return rec
 }
