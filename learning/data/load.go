@@ -34,6 +34,10 @@ type Options struct {
 	// held-out users of "synthetic-clusters" and ClusterSamples the samples
 	// each user holds (0 means the paper's 100, 100 and 10).
 	ClusterUsers, ClusterTestUsers, ClusterSamples int
+
+	// The users' own data: see UserData (fields of "csv", "npz", "leaf"
+	// and "synthetic-fedprox"; the other sets ignore them).
+	UserData
 }
 
 // Defaults of Options.
