@@ -288,3 +288,34 @@ func naturalShards(r *rand.Rand, ds *data.Dataset, dataset string, clients, hold
 	}
 	return shards, nil
 }
+
+// Settings returns the DataSource settings that are set, keyed by their
+// flag names, as strings: they decide the data, hence every client's
+// shard (deploy.ShardSettings includes them). Unset settings are left
+// out, so the settings of the built-in datasets are unchanged.
+func (d DataSource) Settings() map[string]string {
+	m := map[string]string{}
+	add := func(k, v string) {
+		if v != "" {
+			m[k] = v
+		}
+	}
+	f := func(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
+	add("data-file", d.DataFile)
+	add("test-file", d.TestFile)
+	add("label-column", d.LabelColumn)
+	add("client-column", d.ClientColumn)
+	if d.TestFraction != 0 {
+		add("test-fraction", f(d.TestFraction))
+	}
+	if d.FedproxAlpha != nil {
+		add("fedprox-alpha", f(*d.FedproxAlpha))
+	}
+	if d.FedproxBeta != nil {
+		add("fedprox-beta", f(*d.FedproxBeta))
+	}
+	if d.FedproxDevices != 0 {
+		add("fedprox-devices", strconv.Itoa(d.FedproxDevices))
+	}
+	return m
+}
