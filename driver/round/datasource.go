@@ -65,8 +65,8 @@ func (c *Config) RegisterDataFlags(fs *flag.FlagSet) {
 	fs.Float64Var(&d.TestFraction, "test-fraction", d.TestFraction, "fraction of --data-file's rows held out as the test set, drawn from --seed (per client with a client column; 0 means 0.2)")
 	fs.StringVar(&d.LabelColumn, "label-column", d.LabelColumn, "the CSV label column `name` (default label); labels, integers or strings, become classes 0..K-1 in sorted order")
 	fs.StringVar(&d.ClientColumn, "client-column", d.ClientColumn, "a CSV column `name` whose values are the clients: the natural partition (--partition natural, --clients set from the data)")
-	fs.Func("fedprox-alpha", "alpha of --dataset synthetic-fedprox, FedProx's Synthetic(alpha, beta): how much the devices' models differ (default 1)", floatPtr(&d.FedproxAlpha))
-	fs.Func("fedprox-beta", "beta of --dataset synthetic-fedprox: how much the devices' data differ (default 1)", floatPtr(&d.FedproxBeta))
+	fs.Func("fedprox-alpha", "`alpha` of --dataset synthetic-fedprox, FedProx's Synthetic(alpha, beta): how much the devices' models differ (default 1)", floatPtr(&d.FedproxAlpha))
+	fs.Func("fedprox-beta", "`beta` of --dataset synthetic-fedprox: how much the devices' data differ (default 1)", floatPtr(&d.FedproxBeta))
 	fs.IntVar(&d.FedproxDevices, "fedprox-devices", d.FedproxDevices, "devices of --dataset synthetic-fedprox, one client each (0 means the paper's 30)")
 }
 
