@@ -1,6 +1,7 @@
 package data
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -81,10 +82,14 @@ func readNPY(name string, r io.Reader) (*npyArray, error) {
 		}
 		n *= s
 	}
-	data := make([]byte, n)
-	if _, err := io.ReadFull(r, data); err != nil {
-		return nil, dataErr(name, "truncated data: the header's shape %v of %s needs %d bytes: %v", shape, descr, n, err)
+	// The buffer grows as the data arrive, so a header declaring a huge
+	// shape over a short body cannot make us allocate what it declares.
+	var buf bytes.Buffer
+	buf.Grow(min(n, maxPrealloc))
+	if got, err := io.CopyN(&buf, r, int64(n)); err != nil {
+		return nil, dataErr(name, "truncated data: the header's shape %v of %s needs %d bytes, the body has %d: %v", shape, descr, n, got, err)
 	}
+	data := buf.Bytes()
 	switch k, err := r.Read(make([]byte, 1)); {
 	case k > 0:
 		return nil, dataErr(name, "bytes after the %d bytes of data the header's shape %v of %s declares", n, shape, descr)

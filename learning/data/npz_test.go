@@ -249,6 +249,10 @@ func TestLoadNPZBad(t *testing.T) {
 		{"float labels", []member{x2, {"y.npy", npy{descr: "<f8", shape: []int{2}, data: f8(0, 1)}, false}}, "y.npy", "must be integers"},
 		{"version 3", []member{xOf(npy{descr: "<f8", shape: []int{2, 1}, data: f8(1, 2), version: 3}), y2}, "x.npy", "version 3.0 is not supported"},
 		{"truncated", []member{xOf(npy{descr: "<f8", shape: []int{2, 1}, data: f8(1)}), y2}, "x.npy", "truncated data"},
+		// A header declaring 6.7 GB over 16 bytes: refused as truncated
+		// without allocating what it declares; beyond the cap, at once.
+		{"huge shape", []member{xOf(npy{descr: "<f8", shape: []int{1 << 24, 50}, data: f8(1, 2)}), y2}, "x.npy", "truncated data"},
+		{"too large", []member{xOf(npy{descr: "<f8", shape: []int{1 << 30, 1 << 20}, data: f8(1, 2)}), y2}, "x.npy", "is too large"},
 		{"trailing", []member{xOf(npy{descr: "<f8", shape: []int{2, 1}, data: f8(1, 2), extra: []byte{7}}), y2}, "x.npy", "bytes after"},
 		{"NaN", []member{xOf(npy{descr: "<f8", shape: []int{2, 1}, data: f8(1, math.NaN())}), y2}, "x.npy", "row 1, column 0"},
 		{"1-D x", []member{xOf(npy{descr: "<f8", shape: []int{2}, data: f8(1, 2)}), y2}, "x.npy", "reshape"},
