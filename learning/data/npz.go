@@ -2,6 +2,9 @@ package data
 
 import (
 	"archive/zip"
+	"errors"
+	"fmt"
+	"io/fs"
 	"strconv"
 	"strings"
 
@@ -105,6 +108,9 @@ func intStrings(v []int64) []string {
 // (nil if absent).
 func readNPZFile(path string, withTest bool) (train, test *npzSet, err error) {
 	zr, err := zip.OpenReader(path)
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission) {
+		return nil, nil, fmt.Errorf("%w: %w", ErrData, err)
+	}
 	if err != nil {
 		return nil, nil, dataErr(path, "not a .npz (zip) archive: %v", err)
 	}
