@@ -238,3 +238,47 @@ func TestSplitFractionBad(t *testing.T) {
 		t.Error("an empty test set was accepted")
 	}
 }
+
+// TestNaturalClientsHandOver checks that the set NaturalClients reads is
+// handed to the next Load with the same options, once, and not when the
+// file has changed.
+func TestNaturalClientsHandOver(t *testing.T) {
+	dir := t.TempDir()
+	f := writeTemp(t, dir, "d.csv", clientCSV)
+	o := Options{Seed: 1, UserData: UserData{DataFile: f, ClientColumn: "client"}}
+	k, err := NaturalClients("csv", o)
+	if err != nil || k != 3 {
+		t.Fatalf("NaturalClients = %d, %v; want 3", k, err)
+	}
+	a, err := Load("csv", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := Load("csv", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if &a.Train.X[0] == &b.Train.X[0] || !slices.Equal(a.Train.X, b.Train.X) {
+		t.Fatal("the second Load did not read the file afresh, or read other data")
+	}
+	if _, err := NaturalClients("csv", o); err != nil {
+		t.Fatal(err)
+	}
+	// Another seed is another load.
+	if c, _ := Load("csv", Options{Seed: 2, UserData: o.UserData}); c.Train == nil || slices.Equal(c.Train.X, a.Train.X) {
+		t.Fatal("a load with another seed got the kept set")
+	}
+	if _, err := NaturalClients("csv", o); err != nil {
+		t.Fatal(err)
+	}
+	writeTemp(t, dir, "d.csv", clientCSV+"12.5,2,13,cat\n")
+	c, err := Load("csv", o)
+	if err != nil || c.Train.Len()+c.Test.Len() != 13 {
+		t.Fatalf("a changed file was not read again: %v", err)
+	}
+	for _, name := range []string{"blobs", "fashion-mnist-sample"} {
+		if k, err := NaturalClients(name, Options{}); k != 0 || err != nil {
+			t.Errorf("NaturalClients(%s) = %d, %v", name, k, err)
+		}
+	}
+}

@@ -139,6 +139,9 @@ func Load(name string, opt Options) (Split, error) {
 	if !ok {
 		return Split{}, checks.Invalidf("unknown dataset %q (known: %s)", name, strings.Join(Names(), ", "))
 	}
+	if s, ok := take(name, opt); ok { // loaded by NaturalClients
+		return s, nil
+	}
 	return l.load(opt)
 }
 

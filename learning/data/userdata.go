@@ -72,7 +72,10 @@ func HasNaturalPartition(name string) bool { return slices.Contains(UserDataName
 // dataset's training set (0 if it has no natural partition), loading the
 // set if it must (the client column of a CSV file, the client array of an
 // npz archive, the users of LEAF files); synthetic-fedprox's is
-// FedproxDevices. Errors are Load's.
+// FedproxDevices. Errors are Load's. The set it loads is handed over to
+// the next Load of the same dataset with the same options if its files
+// have not changed (same size and modification time), which returns it
+// without reading them again; any other Load reads the files.
 func NaturalClients(name string, o Options) (int, error) {
 	if !HasNaturalPartition(name) {
 		return 0, nil
@@ -85,6 +88,7 @@ func NaturalClients(name string, o Options) (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	keep(name, o, s) // for the Load that follows, so the file is read once
 	return len(s.Train.ClientNames), nil
 }
 
