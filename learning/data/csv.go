@@ -57,6 +57,9 @@ func LoadCSV(o Options) (Split, error) {
 		return Split{}, checks.Invalidf("dataset csv needs --data-file (a CSV file with a header row)")
 	}
 	label := orString(o.LabelColumn, DefaultLabelColumn)
+	if o.ClientColumn == label {
+		return Split{}, checks.Invalidf("the client column and the label column are both %q", label)
+	}
 	cols := csvColumns{label: label, client: o.ClientColumn}
 	tr, err := readCSVFile(o.DataFile, cols)
 	if err != nil {

@@ -233,6 +233,9 @@ func TestSplitFractionBad(t *testing.T) {
 			t.Errorf("fraction %v accepted", p)
 		}
 	}
+	if _, err := Load("csv", Options{UserData: UserData{DataFile: "f.csv", ClientColumn: "label"}}); err == nil {
+		t.Error("the label column as the client column was accepted")
+	}
 	// Every client has one row: nothing can be held out.
 	if _, _, err := SplitFraction(1, 3, 0.5, []int32{0, 1, 2}, 3); err == nil {
 		t.Error("an empty test set was accepted")
