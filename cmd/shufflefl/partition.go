@@ -9,7 +9,6 @@ import (
 	"github.com/shufflefl/shufflefl/checks"
 	"github.com/shufflefl/shufflefl/driver/deploy"
 	"github.com/shufflefl/shufflefl/driver/rundir"
-	"github.com/shufflefl/shufflefl/learning/data"
 )
 
 // partitionHelp is 'shufflefl partition --help' before the run flags.
@@ -47,7 +46,7 @@ func runPartition(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return deployExit("partition", stderr, err)
 	}
-	split, err := data.Load(cfg.Dataset, data.Options{DataDir: cfg.DataDir, Seed: cfg.Seed})
+	split, err := cfg.LoadData()
 	if err != nil {
 		return deployExit("partition", stderr, err)
 	}

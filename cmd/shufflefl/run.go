@@ -44,6 +44,7 @@ func newRunFlags(cfg *round.Config, ex *runExtras, stdout io.Writer) *flag.FlagS
 	}
 	fs.StringVar(&ex.config, "config", "", "YAML `file` of settings (keys are these flag names); flags given on the command line override it")
 	cfg.RegisterFlags(fs)
+	cfg.RegisterDataFlags(fs)
 	fs.Func("option", "protocol-specific option `name=value` (repeatable), e.g. k=157 or np=333", func(s string) error {
 		ex.options = append(ex.options, s)
 		return nil
@@ -60,7 +61,7 @@ func newRunFlags(cfg *round.Config, ex *runExtras, stdout io.Writer) *flag.FlagS
 
 // runFlagGroups are the headings of 'shufflefl run --help'.
 var runFlagGroups = []flagGroup{
-	{"Data flags", []string{"dataset", "data-dir", "clients", "samples-per-client", "partition", "groups", "alpha", "holdout-clients"}},
+	{"Data flags", append([]string{"dataset", "data-dir", "clients", "samples-per-client", "partition", "groups", "alpha", "holdout-clients"}, round.DataFlagNames...)},
 	{"Model and training flags", []string{"model", "rounds", "clients-per-round", "local-epochs", "local-steps", "batch", "lr", "server-lr", "mu", "mode",
 		"validate-every", "patience"}},
 	{"Protocol and privacy flags", []string{"protocol", "option", "epsilon", "target-epsilon", "delta", "clip", "eps-dist", "eps-file", "eps-scale",
@@ -144,6 +145,10 @@ func resolveConfigFor(cmd string, args []string, stdout io.Writer) (round.Config
 			return set || fileKeys["option"] || fileKeys["options"]
 		}
 		return flags[key] || fileKeys[key]
+	}
+	given, err := round.ResolveData(&cfg, given)
+	if err != nil {
+		return cfg, ex2, err
 	}
 	if err := round.ApplyDefaults(&cfg, given); err != nil {
 		return cfg, ex2, err

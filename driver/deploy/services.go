@@ -12,7 +12,6 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/shufflefl/shufflefl/driver/round"
-	"github.com/shufflefl/shufflefl/learning/data"
 	"github.com/shufflefl/shufflefl/research/bound"
 	"github.com/shufflefl/shufflefl/transport/jetstream"
 	"github.com/shufflefl/shufflefl/transport/pki"
@@ -127,7 +126,7 @@ func (o *ServiceOptions) RegisterFlags(fs *flag.FlagSet) {
 
 // LoadSetup loads cfg's dataset and builds the run's Setup.
 func LoadSetup(cfg round.Config, runID string) (*Setup, error) {
-	split, err := data.Load(cfg.Dataset, data.Options{DataDir: cfg.DataDir, Seed: cfg.Seed})
+	split, err := cfg.LoadData()
 	if err != nil {
 		return nil, err
 	}

@@ -34,7 +34,9 @@ func ShardFile(i int) string { return ClientID(i) + ".shard" }
 // ShardSettings returns the run settings that decide the clients' shards,
 // keyed by their flag names: the dataset, the seed, the number of clients
 // (and held-out clients), the partition and its parameters (alpha for
-// dirichlet, groups for rotated) and samples-per-client. Any other setting
+// dirichlet, groups for rotated), samples-per-client, and the data
+// settings that are set (round.DataSource.Settings: the data file, the
+// columns, FedProx's parameters). Any other setting
 // leaves every shard as it is; a client checks those against the
 // analyzer's announcements instead.
 func ShardSettings(cfg round.Config) map[string]string {
@@ -52,6 +54,7 @@ func ShardSettings(cfg round.Config) map[string]string {
 	case "rotated":
 		m["groups"] = strconv.Itoa(cfg.Groups)
 	}
+	maps.Copy(m, cfg.DataSource.Settings()) // none for the built-in datasets
 	return m
 }
 

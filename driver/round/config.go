@@ -114,6 +114,10 @@ type Config struct {
 	// (as a deployment does) instead of streaming reports into the aggregate.
 	Faithful bool   `yaml:"faithful"`
 	Out      string `yaml:"out"`
+
+	// DataSource are the settings of the users' datasets and of
+	// synthetic-fedprox (datasource.go).
+	DataSource `yaml:",inline"`
 }
 
 // DefaultConfig holds the settings every protocol shares before its own
@@ -177,6 +181,9 @@ func (c *Config) Validate() error {
 		return err
 	}
 	if err := c.validatePartition(); err != nil {
+		return err
+	}
+	if err := c.validateData(); err != nil {
 		return err
 	}
 	if err := checks.IntAtLeast("rounds", c.Rounds, 1); err != nil {
@@ -303,6 +310,7 @@ func (c *Config) validatePartition() error {
 	switch c.Partition {
 	case "iid":
 	case "dirichlet":
+	case NaturalPartition: // checked by validateData
 	case "sampled":
 		if c.SamplesPerClient < 1 {
 			return checks.Invalidf("partition sampled needs samples-per-client >= 1")
@@ -312,7 +320,7 @@ func (c *Config) validatePartition() error {
 			return err
 		}
 	default:
-		return checks.Invalidf("unknown partition %q (known: iid, dirichlet, rotated, sampled)", c.Partition)
+		return checks.Invalidf("unknown partition %q (known: iid, dirichlet, natural, rotated, sampled)", c.Partition)
 	}
 	return nil
 }

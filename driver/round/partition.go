@@ -96,6 +96,8 @@ func PartitionData(cfg Config, split data.Split) (Partition, error) {
 		p.Shards, err = data.PartitionDirichlet(pr, split.Train.Y, split.Train.Classes, n, cfg.Alpha, 1)
 	case "sampled":
 		err = p.sample(cfg, split.Train.Len(), n)
+	case NaturalPartition:
+		p.Shards, err = naturalShards(pr, split.Train, cfg.Dataset, cfg.Clients, cfg.HoldoutClients)
 	default:
 		return Partition{}, checks.Invalidf("unknown partition %q", cfg.Partition)
 	}

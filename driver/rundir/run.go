@@ -179,7 +179,7 @@ func open(cfg round.Config, o Options) (*sim.Engine, data.Split, []metrics.Recor
 	if err != nil {
 		return nil, split, nil, err
 	}
-	if split, err = data.Load(cfg.Dataset, data.Options{DataDir: cfg.DataDir, Seed: cfg.Seed}); err != nil {
+	if split, err = cfg.LoadData(); err != nil {
 		return nil, split, nil, invalid{err}
 	}
 	eng, err := sim.NewBudgets(cfg, split, budgets)

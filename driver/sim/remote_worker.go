@@ -50,7 +50,7 @@ func ServeWorker(ctx context.Context, conn *jetstream.Conn, o WorkerOptions) err
 	}
 	if o.Load == nil {
 		o.Load = func(cfg round.Config) (data.Split, error) {
-			return data.Load(cfg.Dataset, data.Options{DataDir: cfg.DataDir, Seed: cfg.Seed})
+			return cfg.LoadData()
 		}
 	}
 	if o.Log == nil {

@@ -64,7 +64,7 @@ func TestFindDataFile(t *testing.T) {
 }
 
 func TestClassificationNames(t *testing.T) {
-	want := []string{"blobs", "fashion-mnist", "fashion-mnist-sample", "mnist-10k", "mnist-dir"}
+	want := []string{"blobs", "csv", "fashion-mnist", "fashion-mnist-sample", "leaf", "mnist-10k", "mnist-dir", "npz", "synthetic-fedprox"}
 	if got := ClassificationNames(); !slices.Equal(got, want) {
 		t.Fatalf("ClassificationNames() = %v, want %v", got, want)
 	}

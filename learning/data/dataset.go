@@ -25,6 +25,18 @@ type Dataset struct {
 	// Rows and Cols give the image shape when the features are a Rows×Cols
 	// image stored row by row (Rows*Cols == Features); both are 0 otherwise.
 	Rows, Cols int
+
+	// Client holds, for each example of a set with a natural partition
+	// (a CSV client column, an npz client array, LEAF users, FedProx's
+	// devices), the index of the client that holds it, in
+	// [0, len(ClientNames)); nil otherwise. ClientNames are the clients'
+	// original identifiers, in index order (see NaturalClients).
+	Client      []int32
+	ClientNames []string
+	// Labels are the original labels of the classes of a user's file, in
+	// class order (class k was labelled Labels[k]); nil for the built-in
+	// sets, whose labels are the class indices.
+	Labels []string
 }
 
 // Len returns the number of examples.
@@ -58,6 +70,7 @@ func (d *Dataset) Subset(idx []int) *Dataset {
 		Classes:  d.Classes,
 		Rows:     d.Rows,
 		Cols:     d.Cols,
+		Labels:   d.Labels,
 	}
 	for j, i := range idx {
 		copy(s.X[j*f:(j+1)*f], d.X[i*f:(i+1)*f])
@@ -65,6 +78,9 @@ func (d *Dataset) Subset(idx []int) *Dataset {
 	s.Y = pick(d.Y, idx)
 	s.Target = pick(d.Target, idx)
 	s.Group = pick(d.Group, idx)
+	if d.Client != nil {
+		s.Client, s.ClientNames = pick(d.Client, idx), d.ClientNames
+	}
 	return s
 }
 
@@ -129,6 +145,16 @@ func (d *Dataset) Validate() error {
 	}
 	if d.Group != nil && len(d.Group) != n {
 		return checks.Invalidf("%s: %d group entries for %d examples", name, len(d.Group), n)
+	}
+	if d.Client != nil {
+		if len(d.Client) != n {
+			return checks.Invalidf("%s: %d client entries for %d examples", name, len(d.Client), n)
+		}
+		for i, c := range d.Client {
+			if c < 0 || int(c) >= len(d.ClientNames) {
+				return checks.Invalidf("%s: client %d of example %d is not below the %d client names", name, c, i, len(d.ClientNames))
+			}
+		}
 	}
 	if (d.Rows != 0 || d.Cols != 0) && d.Rows*d.Cols != d.Features {
 		return checks.Invalidf("%s: image shape %dx%d does not match Features = %d", name, d.Rows, d.Cols, d.Features)

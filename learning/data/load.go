@@ -34,6 +34,10 @@ type Options struct {
 	// held-out users of "synthetic-clusters" and ClusterSamples the samples
 	// each user holds (0 means the paper's 100, 100 and 10).
 	ClusterUsers, ClusterTestUsers, ClusterSamples int
+
+	// The users' own data: see UserData (fields of "csv", "npz", "leaf"
+	// and "synthetic-fedprox"; the other sets ignore them).
+	UserData
 }
 
 // Defaults of Options.
@@ -134,6 +138,9 @@ func Load(name string, opt Options) (Split, error) {
 	l, ok := registry[name]
 	if !ok {
 		return Split{}, checks.Invalidf("unknown dataset %q (known: %s)", name, strings.Join(Names(), ", "))
+	}
+	if s, ok := take(name, opt); ok { // loaded by NaturalClients
+		return s, nil
 	}
 	return l.load(opt)
 }

@@ -15,7 +15,7 @@ import (
 )
 
 func TestNames(t *testing.T) {
-	want := []string{"blobs", "fashion-mnist", "fashion-mnist-sample", "mnist-10k", "mnist-dir", "synthetic-clusters"}
+	want := []string{"blobs", "csv", "fashion-mnist", "fashion-mnist-sample", "leaf", "mnist-10k", "mnist-dir", "npz", "synthetic-clusters", "synthetic-fedprox"}
 	if got := Names(); !slices.Equal(got, want) {
 		t.Fatalf("Names() = %v, want %v", got, want)
 	}
@@ -35,7 +35,7 @@ func TestLoadErrors(t *testing.T) {
 		invalid bool // wraps checks.ErrInvalid (else ErrData)
 		want    []string
 	}{
-		{"unknown", "cifar-10", Options{}, true, []string{`unknown dataset "cifar-10"`, "blobs, fashion-mnist"}},
+		{"unknown", "cifar-10", Options{}, true, []string{`unknown dataset "cifar-10"`, "blobs, csv, fashion-mnist"}},
 		{"mnist-dir without dir", "mnist-dir", Options{}, true, []string{"needs a data directory"}},
 		{"mnist-dir bad classes", "mnist-dir", Options{DataDir: empty, Classes: 1}, true, []string{"classes must be in [2, 256]"}},
 		{"mnist-dir empty dir", "mnist-dir", Options{DataDir: empty}, false, []string{empty, "missing " + TrainImagesFile + "[.gz], " + TrainLabelsFile}},
@@ -322,5 +322,5 @@ func ExampleLoad() {
 	// 2000 500 784 10
 	// test class counts: [55 52 65 46 57 39 47 47 44 48]
 	// 10 clients; client 0 holds 200 examples
-	// invalid parameter: unknown dataset "cifar-10" (known: blobs, fashion-mnist, fashion-mnist-sample, mnist-10k, mnist-dir, synthetic-clusters)
+	// invalid parameter: unknown dataset "cifar-10" (known: blobs, csv, fashion-mnist, fashion-mnist-sample, leaf, mnist-10k, mnist-dir, npz, synthetic-clusters, synthetic-fedprox)
 }
