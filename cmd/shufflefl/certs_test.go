@@ -50,7 +50,7 @@ func TestCertsWritesCredentials(t *testing.T) {
 		names = append(names, rel)
 		st, _ := os.Stat(p)
 		perm := st.Mode().Perm()
-		if strings.HasSuffix(rel, ".key") && perm != 0o600 {
+		if (strings.HasSuffix(rel, ".key") || strings.HasSuffix(rel, ".nk")) && perm != 0o600 {
 			t.Errorf("private key %s has mode %v, want 0600", rel, perm)
 		}
 		if perm&0o022 != 0 {
@@ -58,7 +58,7 @@ func TestCertsWritesCredentials(t *testing.T) {
 		}
 		return nil
 	})
-	if len(names) != 13 || !slices.Contains(names, "shard.key") {
+	if len(names) != 19 || !slices.Contains(names, "shard.key") || !slices.Contains(names, "nats/opener.nk") || !slices.Contains(names, "nats/nats-server.conf") {
 		t.Errorf("files %v", names)
 	}
 

@@ -97,7 +97,11 @@ func TestShufflerShardExitsAfterLastRound(t *testing.T) {
 	}
 	go g.Serve(l)
 	defer g.Stop()
-	srv, err := jetstream.Embedded(filepath.Join(dir, "nats"), jetstream.WithLoopbackPort(0))
+	users, err := deploy.LoadNATSUsers(filepath.Join(dir, "pki"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := jetstream.Embedded(filepath.Join(dir, "nats"), jetstream.WithLoopbackPort(0), jetstream.WithUsers(users))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -232,7 +232,11 @@ func boundRefusals(h *harness) []refusal {
 		}},
 		{"a connection over the bound", codes.Unavailable, wire.Reason_REASON_UNSPECIFIED, func(t *testing.T) error {
 			addr := boundedPublic(t, h, 1, 0, nil)
-			readyConns(t, h, addr, 1)
+			// The one slot holds an authenticated connection: it is never
+			// evicted (an unauthenticated one would be, TestPeerConnectionCap).
+			if err := heartbeat(t, h, readyConns(t, h, addr, 1)[0], 1); err != nil {
+				t.Fatal(err)
+			}
 			c, err := DialShuffler(h.creds, addr)
 			if err != nil {
 				t.Fatal(err)

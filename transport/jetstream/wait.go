@@ -2,8 +2,11 @@ package jetstream
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
+
+	"github.com/nats-io/nats.go"
 )
 
 // DefaultConnectDeadline is how long ConnectWait keeps trying by default.
@@ -28,6 +31,10 @@ func ConnectWait(ctx context.Context, url string, deadline time.Duration, logf f
 				logf("connected to NATS %s after %d retries", url, retry)
 			}
 			return c, nil
+		}
+		if errors.Is(err, nats.ErrAuthorization) {
+			// A refused key does not get better by waiting.
+			return nil, fmt.Errorf("%w (the server refuses this key: configure it with the deployment's nats/nats-server.conf, or give the role its key)", err)
 		}
 		if time.Since(start)+wait > deadline {
 			return nil, fmt.Errorf("%w (gave up after %v, the connect deadline)", err, time.Since(start).Round(time.Millisecond))

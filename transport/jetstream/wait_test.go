@@ -64,3 +64,23 @@ func TestConnectWait(t *testing.T) {
 		}
 	})
 }
+
+// TestConnectWaitRefusedKey: a key the server refuses fails at once, not
+// after the connect deadline.
+func TestConnectWaitRefusedKey(t *testing.T) {
+	_, pub, err := NewUserKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := Embedded(t.TempDir(), WithLoopbackPort(0), WithUsers([]User{{Name: "only", NKey: pub}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Shutdown()
+	other, _, _ := NewUserKey()
+	start := time.Now()
+	_, err = ConnectWait(context.Background(), s.URL(), time.Minute, nil, WithUserSeed(other))
+	if err == nil || !strings.Contains(err.Error(), "refuses this key") || time.Since(start) > 10*time.Second {
+		t.Fatalf("%v after %v: want the refused key named at once", err, time.Since(start))
+	}
+}
