@@ -273,7 +273,11 @@ func TestShardClientProcess(t *testing.T) {
 		t.Errorf("client --data: VmHWM %d kB, want under %d bytes", hwm, maxClientBytes)
 	}
 	empty := t.TempDir()
-	code, out, _ = runChild(t, []string{"client", "--dataset", "mnist-dir", "--data-dir", empty, "--certs", empty, "--id", "client-000001",
+	certs := filepath.Join(t.TempDir(), "certs") // real credentials: the data is what is missing
+	if c, _, errs := runCertsCmd("--out", certs, "--clients", "1"); c != 0 {
+		t.Fatalf("certs: %s", errs)
+	}
+	code, out, _ = runChild(t, []string{"client", "--dataset", "mnist-dir", "--data-dir", empty, "--certs", certs, "--id", "client-000001",
 		"--shuffler", "127.0.0.1:1", "--db", filepath.Join(empty, "c.db")})
 	if code == 0 || !strings.Contains(out, "train-images-idx3-ubyte") {
 		t.Errorf("client without --data on an empty data directory: exit %d: %s", code, out)

@@ -278,6 +278,20 @@ func (h *harness) overInflight(t *testing.T) error {
 		}
 		return fmt.Errorf("a pull ended with %v before %d were refused", err, extra)
 	}
+	cancel()
+	wg.Wait()
+	// The shuffler releases a cancelled pull's slot when it sees the
+	// cancellation: wait for client 0's slots to be free again, so that
+	// the next refusal tested is not this one.
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		req := &wire.HeartbeatRequest{Auth: &wire.RequestAuth{}}
+		if err := sign(h.signer(t, 0), testRand(), time.Now(), wire.Shuffler_Heartbeat_FullMethodName, 0, req); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := h.cli.Heartbeat(context.Background(), req); status.Code(err) != codes.ResourceExhausted {
+			break
+		}
+	}
 	return refused
 }
 
