@@ -1054,9 +1054,17 @@ func flameDoubleLowerBound(o *Params, out *Result) error {
 	if !(delta > 0 && delta < 1) {
 		return nil
 	}
+	// The other users' values and the shuffler's dummies in their own
+	// classes: for R_{gamma,b} a dummy (the blanket) is counted far more
+	// often than another user's value at input 0, so counting every other
+	// value at one rate (FLAMECountLowerBound) is no lower bound there.
 	mine := o.K * o.Rounds
-	others := o.Rounds * (o.D*o.NP - o.K)
-	lb, t, err := amplify.FLAMECountLowerBound(r, o.EpsL/float64(o.K), mine, others, delta)
+	users, dummies := o.Rounds*(o.N-1)*o.K, o.Rounds*(o.D*o.NP-o.N*o.K)
+	if dummies < 0 {
+		return nil // more reports than padding: no such release
+	}
+	others := users + dummies
+	lb, t, err := amplify.FLAMESparseCountLowerBound(r, o.EpsL/float64(o.K), mine, users, dummies, delta)
 	if err != nil {
 		return fmt.Errorf("count-statistic lower bound: %w", err)
 	}
