@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/shufflefl/shufflefl/privacy/account"
 	"github.com/shufflefl/shufflefl/protocol"
 )
 
@@ -55,12 +56,31 @@ func (e *Engine) amplificationWarning(priv protocol.Privacy) string {
 	if !isPositiveFinite(local) || !isPositiveFinite(central) || central < amplificationFloor*local {
 		return ""
 	}
+	// The round's own figure is loose where the run's accountant is not
+	// (SS-Double's random allocation): no warning when the PLD of the
+	// round's allocation components amplifies.
+	if ul := priv.LocalEpsilon.Max; hasAlloc(priv.Components) && isPositiveFinite(ul) && priv.CentralDelta > 0 {
+		if pe, err := account.PLDEpsilon(priv.Components, priv.CentralDelta); err == nil && pe < amplificationFloor*ul {
+			return ""
+		}
+	}
 	n := e.perRound
 	if parts := e.participants(1); !e.poisson && parts.Len() > 0 {
 		n = parts.Len()
 	}
 	return fmt.Sprintf("the shuffle of %d reports per round barely amplifies: round 1's central epsilon %s is %.4g, %.0f%% of the local %.4g; more clients per round (--clients, --clients-per-round) are needed for the shuffle to help",
 		n, level, central, 100*central/local, local)
+}
+
+// hasAlloc says whether some component is a random-allocation round,
+// whose amplification the round's own figure does not show.
+func hasAlloc(cs []account.Component) bool {
+	for _, c := range cs {
+		if c.Kind == account.KindAlloc {
+			return true
+		}
+	}
+	return false
 }
 
 // noiseWarning says when the noise the analyzer's estimate carries makes
