@@ -40,7 +40,7 @@ type Options struct {
 	// Attach, if set, is called with the engine once it is built (or
 	// restored), before the run's files are written; the function it
 	// returns is called when the run ends. `shufflefl run` attaches its
-	// remote workers (sim.Engine.SetRemote) this way.
+	// remote workers (remote.Attach, package driver/sim/remote) this way.
 	Attach func(*sim.Engine) (func(), error)
 }
 
