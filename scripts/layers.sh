@@ -46,7 +46,11 @@ driver/sim driver/remote/...
 driver/deploy driver/sim/...
 '
 
-go list -f "{{.ImportPath}} $fields" ./... | awk -v mod="$mod/" -v layers="$layers" -v forbidden="$forbidden" '
+if ! list=$(go list -f "{{.ImportPath}} $fields" ./...); then
+  echo "layers: go list failed" >&2
+  exit 2
+fi
+printf '%s\n' "$list" | awk -v mod="$mod/" -v layers="$layers" -v forbidden="$forbidden" '
 function match_(p, pat,   base) {
   if (pat ~ /\/\.\.\.$/) { base = substr(pat, 1, length(pat) - 4); return p == base || index(p, base "/") == 1 }
   return p == pat
