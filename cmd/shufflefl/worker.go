@@ -12,7 +12,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/shufflefl/shufflefl/driver/sim"
+	"github.com/shufflefl/shufflefl/driver/sim/remote"
 	"github.com/shufflefl/shufflefl/transport/jetstream"
 )
 
@@ -65,7 +65,7 @@ func runWorker(args []string, stdout, stderr io.Writer) int {
 	defer conn.Close()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := sim.ServeWorker(ctx, conn, sim.WorkerOptions{Goroutines: *n, AckWait: *ackWait, Log: stderr}); err != nil {
+	if err := remote.ServeWorker(ctx, conn, remote.WorkerOptions{Goroutines: *n, AckWait: *ackWait, Log: stderr}); err != nil {
 		fmt.Fprintf(stderr, "shufflefl worker: %s\n", oneLine(err))
 		return 1
 	}

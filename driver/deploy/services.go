@@ -12,7 +12,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/shufflefl/shufflefl/driver/round"
-	"github.com/shufflefl/shufflefl/research/bound"
+	"github.com/shufflefl/shufflefl/internal/format"
 	"github.com/shufflefl/shufflefl/transport/jetstream"
 	"github.com/shufflefl/shufflefl/transport/pki"
 	"github.com/shufflefl/shufflefl/transport/seal"
@@ -174,10 +174,10 @@ func ServeAnalyzer(ctx context.Context, cfg round.Config, o ServiceOptions) (rou
 		Observe: func(r round.RoundResult) {
 			if d := r.DPrivacy; d != nil {
 				lg.Printf("analyzer: round %d: %d reports, test accuracy %.4f, d-privacy leakage %s per participation, at most %s composed for a client (no (epsilon, delta) guarantee)",
-					r.Round, r.Participants, r.TestAccuracy, bound.Figure(d.Level, 4), bound.Figure(d.MaxCumulative, 4))
+					r.Round, r.Participants, r.TestAccuracy, format.Figure(d.Level, 4), format.Figure(d.MaxCumulative, 4))
 				return
 			}
-			lg.Printf("analyzer: round %d: %d reports, test accuracy %.4f, cumulative epsilon %s", r.Round, r.Participants, r.TestAccuracy, bound.Figure(r.Privacy.CumulativeEpsilon, 4))
+			lg.Printf("analyzer: round %d: %d reports, test accuracy %.4f, cumulative epsilon %s", r.Round, r.Participants, r.TestAccuracy, format.Figure(r.Privacy.CumulativeEpsilon, 4))
 		}})
 	if err != nil {
 		return round.Summary{}, err

@@ -6,11 +6,11 @@ import (
 	"io"
 	"strings"
 
+	"github.com/shufflefl/shufflefl/internal/format"
 	"github.com/shufflefl/shufflefl/learning/data"
 	"github.com/shufflefl/shufflefl/learning/fl"
 	"github.com/shufflefl/shufflefl/privacy/account"
 	"github.com/shufflefl/shufflefl/protocol"
-	"github.com/shufflefl/shufflefl/research/bound"
 )
 
 // RegisterFlags binds every field of c to a flag of fs named by its YAML
@@ -103,7 +103,7 @@ func writeRunDefaults(w io.Writer, name string) {
 	if !ok || len(d.Settings) == 0 {
 		c := DefaultConfig()
 		base := fmt.Sprintf("--clients %d --rounds %d --local-epochs %d --lr %s --clip %s (the engine's base settings: this protocol has no defaults of its own)",
-			c.Clients, c.Rounds, c.LocalEpochs, bound.Figure(c.LR, -1), bound.Figure(c.Clip, -1))
+			c.Clients, c.Rounds, c.LocalEpochs, format.Figure(c.LR, -1), format.Figure(c.Clip, -1))
 		fmt.Fprint(w, wrapText(base, "Run defaults: ", "    ", HelpWidth))
 		if ok && d.Why != "" {
 			fmt.Fprint(w, wrapText(d.Why, "    ", "    ", HelpWidth))
@@ -157,7 +157,7 @@ func writeOptions(w io.Writer, info protocol.Info) {
 		fmt.Fprint(w, wrapText(o.Meaning, "      ", "      ", HelpWidth))
 		def := o.Default
 		if v, ok := DefaultOption(info.Name, o.Name); ok {
-			def = fmt.Sprintf("%s in shufflefl run, experiment and bound (the run default above); %s for the protocol package used directly", bound.Figure(v, -1), o.Default)
+			def = fmt.Sprintf("%s in shufflefl run, experiment and bound (the run default above); %s for the protocol package used directly", format.Figure(v, -1), o.Default)
 		}
 		fmt.Fprint(w, wrapText(def, "      default: ", "               ", HelpWidth))
 		fmt.Fprint(w, wrapText(o.Range, "      valid:   ", "               ", HelpWidth))

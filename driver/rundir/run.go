@@ -17,9 +17,9 @@ import (
 	"github.com/shufflefl/shufflefl/driver/round"
 	"github.com/shufflefl/shufflefl/driver/sim"
 	"github.com/shufflefl/shufflefl/driver/sim/metrics"
+	"github.com/shufflefl/shufflefl/internal/format"
 	"github.com/shufflefl/shufflefl/learning/data"
 	"github.com/shufflefl/shufflefl/privacy/account"
-	"github.com/shufflefl/shufflefl/research/bound"
 )
 
 // Options steer Execute: how a run of the engine writes its directory and
@@ -40,7 +40,7 @@ type Options struct {
 	// Attach, if set, is called with the engine once it is built (or
 	// restored), before the run's files are written; the function it
 	// returns is called when the run ends. `shufflefl run` attaches its
-	// remote workers (sim.Engine.SetRemote) this way.
+	// remote workers (remote.Attach, package driver/sim/remote) this way.
 	Attach func(*sim.Engine) (func(), error)
 }
 
@@ -231,9 +231,9 @@ func printStart(stderr io.Writer, cfg round.Config, split data.Split, eng *sim.E
 	if plan := eng.PrivacyPlan(); plan.Private {
 		how := ""
 		if cfg.TargetEpsilon > 0 && !round.CentralTarget(cfg.Protocol) {
-			how = fmt.Sprintf("; local budgets calibrated to the target %s (scale %s, largest local epsilon %s per round)", bound.Figure(cfg.TargetEpsilon, -1), bound.Figure(plan.Scale, 4), bound.Figure(plan.LocalEpsilon, 4))
+			how = fmt.Sprintf("; local budgets calibrated to the target %s (scale %s, largest local epsilon %s per round)", format.Figure(cfg.TargetEpsilon, -1), format.Figure(plan.Scale, 4), format.Figure(plan.LocalEpsilon, 4))
 			if plan.Approximate {
-				how = fmt.Sprintf("; local budgets calibrated to the target %s by an approximate statement, so the target is met only approximately (scale %s, largest local epsilon %s per round)", bound.Figure(cfg.TargetEpsilon, -1), bound.Figure(plan.Scale, 4), bound.Figure(plan.LocalEpsilon, 4))
+				how = fmt.Sprintf("; local budgets calibrated to the target %s by an approximate statement, so the target is met only approximately (scale %s, largest local epsilon %s per round)", format.Figure(cfg.TargetEpsilon, -1), format.Figure(plan.Scale, 4), format.Figure(plan.LocalEpsilon, 4))
 			}
 		}
 		fmt.Fprintf(stderr, "privacy plan: %s\n", PlanLine(plan, how))
@@ -278,11 +278,11 @@ func printEnd(stdout, stderr io.Writer, cfg round.Config, recs []metrics.Record,
 	eps := epsString(srec.CumulativeEpsilon, srec.CumulativeDelta, srec.Approximate, srec.LowerBoundEpsilon)
 	if n := len(recs); n > 0 && recs[n-1].DPrivacy != nil {
 		d := recs[n-1].DPrivacy
-		eps += fmt.Sprintf("; d-privacy leakage %s per participation, at most %s composed for a client", bound.Figure(d.Level, 4), bound.Figure(d.MaxCumulative, 4))
+		eps += fmt.Sprintf("; d-privacy leakage %s per participation, at most %s composed for a client", format.Figure(d.Level, 4), format.Figure(d.MaxCumulative, 4))
 	}
 	if v := sum.Validation; v != nil {
 		fmt.Fprintf(stdout, "validation on %d held-out clients (not covered by the privacy statement, which covers the %d training clients): best loss %s at round %d, test accuracy %.4f there\n",
-			v.HoldoutClients, cfg.Clients, bound.Figure(v.BestLoss, 4), v.BestRound, v.TestAccuracyAtBest)
+			v.HoldoutClients, cfg.Clients, format.Figure(v.BestLoss, 4), v.BestRound, v.TestAccuracyAtBest)
 	}
 	fmt.Fprintf(stdout, "final test accuracy %.4f (best %.4f), loss %.4f after %d rounds in %.1fs; cumulative central epsilon %s; outputs in %s\n",
 		sum.FinalAccuracy, sum.BestAccuracy, sum.FinalLoss, sum.Rounds, sum.Seconds, eps, cfg.Out)
@@ -310,7 +310,7 @@ func PlanLine(plan round.Plan, how string) string {
 	if plan.Approximate {
 		qual = "approximately (not a proven bound)"
 	}
-	return fmt.Sprintf("%s spend %s epsilon %s at delta %s (%s)%s", rounds, qual, bound.Figure(plan.Epsilon, 4), bound.Figure(plan.Delta, 3), plan.Method, how)
+	return fmt.Sprintf("%s spend %s epsilon %s at delta %s (%s)%s", rounds, qual, format.Figure(plan.Epsilon, 4), format.Figure(plan.Delta, 3), plan.Method, how)
 }
 
 // epsString writes a cumulative guarantee and, when one was computed, the
@@ -326,19 +326,19 @@ func epsString(eps *float64, delta float64, approximate bool, lower *float64) st
 		lb = ", lower bound " + lowerFigure(*lower)
 	}
 	if approximate {
-		return fmt.Sprintf("%s (delta %s%s), approximate: not a proven bound", bound.Figure(*eps, 4), bound.Figure(delta, 3), lb)
+		return fmt.Sprintf("%s (delta %s%s), approximate: not a proven bound", format.Figure(*eps, 4), format.Figure(delta, 3), lb)
 	}
-	return fmt.Sprintf("%s (delta %s%s)", bound.Figure(*eps, 4), bound.Figure(delta, 3), lb)
+	return fmt.Sprintf("%s (delta %s%s)", format.Figure(*eps, 4), format.Figure(delta, 3), lb)
 }
 
 // lowerFigure writes a lower bound with 3 significant digits, rounded
 // DOWN (so that the figure printed is still a lower bound).
 func lowerFigure(x float64) string {
 	if !(x > 0) || math.IsInf(x, 0) {
-		return bound.Figure(x, 3)
+		return format.Figure(x, 3)
 	}
 	e := math.Pow(10, math.Floor(math.Log10(x))-2)
-	return bound.Figure(math.Floor(x/e)*e, 3)
+	return format.Figure(math.Floor(x/e)*e, 3)
 }
 
 // Progress shows a run's rounds: a bar on a terminal and log lines
@@ -375,7 +375,7 @@ func (p *Progress) Mode() string { return p.mode }
 func (p *Progress) Round(r metrics.Record) {
 	eps := "-"
 	if r.CumulativeEpsilon != nil {
-		eps = bound.Figure(*r.CumulativeEpsilon, 3)
+		eps = format.Figure(*r.CumulativeEpsilon, 3)
 	}
 	line := fmt.Sprintf("round %d/%d  acc %.4f  loss %.4f  eps %s  %.2fs\n", r.Round, p.total, r.TestAccuracy, r.TestLoss, eps, r.Seconds)
 	fmt.Fprint(p.log, line)

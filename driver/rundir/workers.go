@@ -13,6 +13,7 @@ import (
 
 	"github.com/shufflefl/shufflefl/driver/round"
 	"github.com/shufflefl/shufflefl/driver/sim"
+	"github.com/shufflefl/shufflefl/driver/sim/remote"
 	"github.com/shufflefl/shufflefl/protocol"
 	"github.com/shufflefl/shufflefl/transport/jetstream"
 )
@@ -64,8 +65,8 @@ func (s *Workers) Attach(eng *sim.Engine, cfg round.Config, stderr io.Writer) (f
 		err = s.start(url, stderr, &stops)
 	}
 	if err == nil {
-		var r *sim.Remote
-		if r, err = eng.SetRemote(context.Background(), conn, sim.RemoteOptions{}); err == nil {
+		var r *remote.Remote
+		if r, err = remote.Attach(context.Background(), eng, conn, remote.Options{}); err == nil {
 			stops = append(stops, func() {
 				if err := r.Close(); err != nil {
 					fmt.Fprintf(stderr, "shufflefl: remote workers: %s\n", strings.ReplaceAll(strings.TrimSpace(err.Error()), "\n", "; "))

@@ -62,10 +62,10 @@ type Engine struct {
 	trainers    chan *worker
 	hooks       Hooks
 	// given are the budgets New was given (before calibration), and
-	// remote, when set, the worker processes that run the clients
-	// (SetRemote).
+	// runner, when set, what runs the clients instead of the engine's
+	// goroutines (SetRunner; package driver/sim/remote).
 	given  round.ClientBudgets
-	remote *Remote
+	runner Runner
 	// an is the analyzer role: it holds the global model (w, shared) and
 	// the run's accountant.
 	an *role.Analyzer
@@ -705,7 +705,7 @@ func (e *Engine) collectStreaming(t int, s protocol.Shape, parts round.Participa
 	absorb := func(agg *protocol.Aggregate) error { return e.an.Absorb(role.PartInput(agg)) }
 	var err error
 	if e.remoteRound() {
-		err = e.remote.round(e, t, s, parts, &ct, absorb)
+		err = e.runner.RunRound(&RoundBlocks{Round: t, Shape: s, Weights: e.w, Participants: parts, absorb: absorb, ct: &ct})
 	} else {
 		err = e.streamLocal(t, s, parts, &ct, absorb)
 	}

@@ -1,16 +1,13 @@
-// Package roletest runs scripted interaction tests of a deployment's three
-// roles, in the way etcd raft's rafttest runs testdata/*.txt: a script is
-// a list of commands (run, register, pull, encode, submit, report, crash,
-// restart, close), each followed by the output it must print, and `go test
-// ./roletest -rewrite` writes the outputs the scripts get into them.
-//
-// The harness plays the clients (signing, encoding through role.Client,
-// sealing to the analyzer) and builds the shuffler and the analyzer of
-// package deploy from their SQLite databases, in test mode (every random
-// draw from the run's seed), so that outputs are deterministic. A Driver
-// is the transport between them: InProcess calls the services' methods,
-// GRPC serves them over TLS on loopback. Every script runs on both and
-// must print the same output on each.
+// Package roletest holds the scripted interaction tests of a deployment's
+// three roles, in the way etcd raft's rafttest holds its testdata/*.txt: a
+// script is a list of commands (run, register, pull, encode, submit,
+// report, crash, restart, close), each followed by the output it must
+// print. This package parses and formats scripts (Parse, ParseFile,
+// Script.Format) and imports nothing above package role; the harness that
+// runs testdata/*.txt against the deployment's services, in process and
+// over gRPC, is driver/deploy/deploytest (`go test
+// ./driver/deploy/deploytest -rewrite` writes the outputs the scripts get
+// into them).
 //
 // Commands (cN is client N; arguments in brackets are optional):
 //

@@ -1,4 +1,4 @@
-package roletest
+package deploytest
 
 import (
 	"context"
@@ -16,6 +16,7 @@ import (
 	"github.com/shufflefl/shufflefl/driver/deploy"
 	"github.com/shufflefl/shufflefl/driver/round"
 	"github.com/shufflefl/shufflefl/learning/data"
+	"github.com/shufflefl/shufflefl/role/roletest"
 	"github.com/shufflefl/shufflefl/transport/seal"
 	"github.com/shufflefl/shufflefl/transport/store"
 	"github.com/shufflefl/shufflefl/transport/wire"
@@ -60,7 +61,7 @@ func newWorld(drv Driver, dir string) *world {
 // runCmd builds the run (run proto=P clients=N rounds=R [min=M]
 // [timeout=D] [epsilon=E] [target=T] [seed=S]) and starts the shuffler
 // and the analyzer.
-func (w *world) runCmd(s Step) (string, error) {
+func (w *world) runCmd(s roletest.Step) (string, error) {
 	if w.st != nil {
 		return "", errors.New("the run is already started")
 	}
@@ -174,7 +175,7 @@ func (w *world) startAnalyzer() error {
 
 // crash stops a service as a crash would: unreachable at once, its
 // process state lost; only its database remains.
-func (w *world) crash(s Step) (string, error) {
+func (w *world) crash(s roletest.Step) (string, error) {
 	switch {
 	case s.Has("shuffler") && w.sh != nil:
 		w.clients.cut()
@@ -197,7 +198,7 @@ func (w *world) crash(s Step) (string, error) {
 }
 
 // restart starts a crashed service again from its database.
-func (w *world) restart(s Step) (string, error) {
+func (w *world) restart(s roletest.Step) (string, error) {
 	var err error
 	switch {
 	case s.Has("shuffler") && w.sh == nil:
@@ -216,7 +217,7 @@ func (w *world) restart(s Step) (string, error) {
 // close waits until the analyzer has finished round=N and prints how:
 // released (the round log's counts, the round's privacy statement, a
 // digest of the model) or void (why).
-func (w *world) close(s Step) (string, error) {
+func (w *world) close(s roletest.Step) (string, error) {
 	t, err := strconv.Atoi(s.Key("round", "0"))
 	if err != nil || t < 1 {
 		return "", fmt.Errorf("close round=N")
@@ -268,10 +269,10 @@ func rejected(m map[string]int64) string {
 // stop ends every service.
 func (w *world) stop() {
 	if w.an != nil {
-		w.crash(Step{Args: []string{"analyzer"}})
+		w.crash(roletest.Step{Args: []string{"analyzer"}})
 	}
 	if w.sh != nil {
-		w.crash(Step{Args: []string{"shuffler"}})
+		w.crash(roletest.Step{Args: []string{"shuffler"}})
 	}
 }
 

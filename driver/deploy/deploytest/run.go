@@ -1,10 +1,12 @@
-package roletest
+package deploytest
 
 import (
 	"fmt"
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/shufflefl/shufflefl/role/roletest"
 )
 
 // Run runs the script at path against a fresh deployment on drv and
@@ -12,7 +14,7 @@ import (
 // the outputs it got into the script instead.
 func Run(t *testing.T, drv Driver, path string, rewrite bool) {
 	t.Helper()
-	sc, err := ParseFile(path)
+	sc, err := roletest.ParseFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,8 +36,8 @@ func Run(t *testing.T, drv Driver, path string, rewrite bool) {
 
 // step runs one command and returns its output (an error is output too:
 // scripts show how the harness fails as they show how the roles refuse).
-func (w *world) step(s Step) string {
-	cmds := map[string]func(Step) (string, error){
+func (w *world) step(s roletest.Step) string {
+	cmds := map[string]func(roletest.Step) (string, error){
 		"run": w.runCmd, "register": w.register, "pull": w.pull, "encode": w.encode, "submit": w.submit,
 		"report": w.report, "close": w.close, "crash": w.crash, "restart": w.restart,
 	}

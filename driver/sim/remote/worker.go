@@ -1,4 +1,4 @@
-package sim
+package remote
 
 import (
 	"context"
@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/shufflefl/shufflefl/driver/round"
+	"github.com/shufflefl/shufflefl/driver/sim"
 	"github.com/shufflefl/shufflefl/learning/data"
-	"github.com/shufflefl/shufflefl/learning/fl"
 	"github.com/shufflefl/shufflefl/protocol"
 	"github.com/shufflefl/shufflefl/transport/jetstream"
 )
@@ -33,8 +33,8 @@ type WorkerOptions struct {
 	AckWait time.Duration
 }
 
-// ServeWorker computes blocks of clients for the coordinators (engines with
-// SetRemote) that share conn's server, until ctx is done (it then returns
+// ServeWorker computes blocks of clients for the coordinators (engines attached
+// with Attach) that share conn's server, until ctx is done (it then returns
 // nil) or the connection fails. It takes a task from the queue, builds the
 // task's run from its settings (once per run: the engine, the data), trains
 // and encodes the block's clients exactly as the coordinator's own workers
@@ -85,14 +85,13 @@ type simWorker struct {
 
 	mu     sync.Mutex
 	run    string
-	eng    *Engine
+	eng    *sim.Engine
 	rounds map[int]*roundSpec // the run's rounds seen, the last two kept
 }
 
 // slot is one goroutine's trainer for the engine it was built for.
 type slot struct {
-	eng *Engine
-	w   *worker
+	w   *sim.BlockWorker
 	agg *protocol.Aggregate
 }
 
@@ -163,13 +162,11 @@ func (sw *simWorker) compute(ctx context.Context, task *blockTask, sl *slot) (re
 		return res, true
 	}
 	if err == nil {
-		if sl.eng != e {
-			*sl = slot{eng: e, w: &worker{trainer: fl.NewTrainer(e.model), update: make([]float64, e.model.Dim())}, agg: protocol.NewAggregate(e.model.Dim())}
+		if sl.w == nil || sl.w.Engine() != e {
+			*sl = slot{w: e.NewBlockWorker(), agg: protocol.NewAggregate(e.Model().Dim())}
 		}
 		sl.agg.Reset()
-		var ct clientTimes
-		err = e.remoteBlock(sl.w, rs, task.Clients, sl.agg, &ct)
-		res.TrainNS, res.EncodeNS, res.AggNS = ct.train.Load(), ct.encode.Load(), ct.aggregate.Load()
+		res.TrainNS, res.EncodeNS, res.AggNS, err = sl.w.Block(rs.Round, rs.Shape, rs.Weights, task.Clients, sl.agg)
 	}
 	if err != nil {
 		res.Err = err.Error()
@@ -182,7 +179,7 @@ func (sw *simWorker) compute(ctx context.Context, task *blockTask, sl *slot) (re
 
 // prepare returns the engine of the task's run (building it on the run's
 // first task) and its round's settings.
-func (sw *simWorker) prepare(ctx context.Context, task *blockTask) (*Engine, *roundSpec, error) {
+func (sw *simWorker) prepare(ctx context.Context, task *blockTask) (*sim.Engine, *roundSpec, error) {
 	sw.mu.Lock()
 	defer sw.mu.Unlock()
 	if sw.run != task.Run {
@@ -203,8 +200,8 @@ func (sw *simWorker) prepare(ctx context.Context, task *blockTask) (*Engine, *ro
 		if err := gobDecode(b, rs); err != nil {
 			return nil, nil, fmt.Errorf("round %d's settings: %w", task.Round, err)
 		}
-		if len(rs.Weights) != sw.eng.model.Dim() || rs.Round != task.Round {
-			return nil, nil, fmt.Errorf("round %d's settings: round %d with %d weights for a model of dimension %d", task.Round, rs.Round, len(rs.Weights), sw.eng.model.Dim())
+		if len(rs.Weights) != sw.eng.Model().Dim() || rs.Round != task.Round {
+			return nil, nil, fmt.Errorf("round %d's settings: round %d with %d weights for a model of dimension %d", task.Round, rs.Round, len(rs.Weights), sw.eng.Model().Dim())
 		}
 		delete(sw.rounds, task.Round-2)
 		sw.rounds[task.Round] = rs
@@ -213,7 +210,7 @@ func (sw *simWorker) prepare(ctx context.Context, task *blockTask) (*Engine, *ro
 }
 
 // build builds run's engine from the settings its coordinator published.
-func (sw *simWorker) build(ctx context.Context, run string) (*Engine, error) {
+func (sw *simWorker) build(ctx context.Context, run string) (*sim.Engine, error) {
 	b, err := sw.blobs.Get(ctx, run+"/spec")
 	if err != nil {
 		return nil, err
@@ -226,38 +223,18 @@ func (sw *simWorker) build(ctx context.Context, run string) (*Engine, error) {
 	if err != nil {
 		return nil, fmt.Errorf("loading dataset %s: %w", spec.Config.Dataset, err)
 	}
-	budgets, given := spec.budgets()
-	e, err := newEngine(spec.Config, split, budgets, given)
+	var e *sim.Engine
+	if budgets, given := spec.budgets(); given {
+		e, err = sim.NewBudgets(spec.Config, split, budgets)
+	} else {
+		e, err = sim.New(spec.Config, split, nil)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("building the run's engine: %w", err)
 	}
-	if e.fingerprint() != spec.Fingerprint {
+	if e.Fingerprint() != spec.Fingerprint {
 		return nil, errors.New("this worker's calibrated protocol, budgets or training data differ from the coordinator's (another shufflefl version, or another copy of the dataset?)")
 	}
-	fmt.Fprintf(sw.o.Log, "worker: joined run %s (%s, %d clients, d = %d)\n", run, spec.Config.Protocol, spec.Config.Clients, e.model.Dim())
+	fmt.Fprintf(sw.o.Log, "worker: joined run %s (%s, %d clients, d = %d)\n", run, spec.Config.Protocol, spec.Config.Clients, e.Model().Dim())
 	return e, nil
-}
-
-// remoteBlock trains and encodes one block of clients of round rs into agg,
-// as the coordinator's own workers do (clientReport, then AddReport): the
-// clients' roles hold no ledger, since the coordinator charged them.
-func (e *Engine) remoteBlock(w *worker, rs *roundSpec, clients []int, agg *protocol.Aggregate, ct *clientTimes) error {
-	if len(clients) == 0 || len(clients) > blockSize {
-		return fmt.Errorf("a block of %d clients (want 1 to %d)", len(clients), blockSize)
-	}
-	for _, c := range clients {
-		if c < 0 || c >= e.budgets.Len() {
-			return fmt.Errorf("client %d is not in [0, %d)", c, e.budgets.Len())
-		}
-		if err := e.trainEncode(w, rs.Round, rs.Shape, rs.Weights, c, e.reporter(w, c), &ct.train, &ct.encode); err != nil {
-			return err
-		}
-		t0 := time.Now()
-		err := agg.AddReport(&w.report)
-		ct.aggregate.Add(int64(time.Since(t0)))
-		if err != nil {
-			return fmt.Errorf("client %d: report rejected: %w", c, err)
-		}
-	}
-	return nil
 }

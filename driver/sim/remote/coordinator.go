@@ -1,4 +1,4 @@
-package sim
+package remote
 
 import (
 	"context"
@@ -7,9 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"sync"
 	"time"
 
-	"github.com/shufflefl/shufflefl/driver/round"
+	"github.com/shufflefl/shufflefl/driver/sim"
 	"github.com/shufflefl/shufflefl/protocol"
 	"github.com/shufflefl/shufflefl/transport/jetstream"
 )
@@ -23,9 +24,9 @@ const (
 	workerGroup = "workers"
 )
 
-// RemoteOptions tune a coordinator's use of remote workers. Zero fields
-// take the defaults.
-type RemoteOptions struct {
+// Options tune a coordinator's use of remote workers. Zero fields take the
+// defaults.
+type Options struct {
 	// Window is the most blocks in flight at once: published and not yet
 	// merged (default 64). The coordinator holds at most Window partial
 	// aggregates, so its memory does not grow with the clients.
@@ -37,19 +38,20 @@ type RemoteOptions struct {
 }
 
 // Remote is a coordinator's link to remote worker processes (ServeWorker)
-// through JetStream: the engine publishes each block of a round's
-// participants as a task, any worker computes the block's partial
-// aggregate and publishes it as a result, and the engine merges the
-// results in block order, exactly as its own goroutines' blocks: the
-// results are bit-identical whatever the number of workers, local or
-// remote.
+// through JetStream, an engine's sim.Runner: the engine publishes each
+// block of a round's participants as a task, any worker computes the
+// block's partial aggregate and publishes it as a result, and the engine
+// merges the results in block order, exactly as its own goroutines'
+// blocks: the results are bit-identical whatever the number of workers,
+// local or remote.
 type Remote struct {
 	tasks, results *jetstream.Queue
 	blobs          *jetstream.Blobs
 	cons           *jetstream.Consumer
 	run            string
-	opts           RemoteOptions
-	merged         int // blocks merged so far
+	opts           Options
+	merged         int       // blocks merged so far
+	pool           sync.Pool // partial aggregates of the model's dimension
 }
 
 // openQueues opens (creating them if needed) the task and result queues and
@@ -68,13 +70,13 @@ func openQueues(ctx context.Context, conn *jetstream.Conn) (tasks, results *jets
 	return tasks, results, blobs, nil
 }
 
-// SetRemote makes the engine run its clients on the remote workers
-// reachable through conn, from the next round on: it publishes the run's
+// Attach makes e run its clients on the remote workers reachable through
+// conn, from the next round on (e.SetRunner): it publishes the run's
 // settings, from which each worker builds the same engine and loads the
 // same data. Rounds of clustered protocols, faithful rounds (Config.Faithful)
-// and rounds with hooks (SetHooks) still run in this process. Close the
+// and rounds with hooks (SetHooks) still run in e's process. Close the
 // Remote after the run.
-func (e *Engine) SetRemote(ctx context.Context, conn *jetstream.Conn, o RemoteOptions) (*Remote, error) {
+func Attach(ctx context.Context, e *sim.Engine, conn *jetstream.Conn, o Options) (*Remote, error) {
 	if o.Window == 0 {
 		o.Window = 64
 	}
@@ -93,18 +95,20 @@ func (e *Engine) SetRemote(ctx context.Context, conn *jetstream.Conn, o RemoteOp
 	if r.tasks, r.results, r.blobs, err = openQueues(ctx, conn); err != nil {
 		return nil, fmt.Errorf("remote workers: %w", err)
 	}
-	if need := 17*e.model.Dim() + 1<<10; int64(need) > conn.MaxPayload() {
-		return nil, fmt.Errorf("remote workers: a block's aggregate of dimension %d may need %d bytes, over the server's max payload %d", e.model.Dim(), need, conn.MaxPayload())
+	dim := e.Model().Dim()
+	if need := 17*dim + 1<<10; int64(need) > conn.MaxPayload() {
+		return nil, fmt.Errorf("remote workers: a block's aggregate of dimension %d may need %d bytes, over the server's max payload %d", dim, need, conn.MaxPayload())
 	}
+	r.pool.New = func() any { return protocol.NewAggregate(dim) }
 	r.cons, err = r.results.Consumer(ctx, jetstream.ConsumerConfig{Name: "run_" + r.run, Subject: resultQueue + "." + r.run})
 	if err != nil {
 		return nil, fmt.Errorf("remote workers: %w", err)
 	}
-	rs := runSpec{Config: e.cfg, Fingerprint: e.fingerprint()}
-	if b, ok := e.given.Uniform(); ok {
+	rs := runSpec{Config: e.Config(), Fingerprint: e.Fingerprint()}
+	if b, ok := e.Given().Uniform(); ok {
 		rs.Uniform = &b
 	} else {
-		rs.Budgets = e.given.Slice()
+		rs.Budgets = e.Given().Slice()
 	}
 	spec, err := gobEncode(rs)
 	if err != nil {
@@ -113,7 +117,7 @@ func (e *Engine) SetRemote(ctx context.Context, conn *jetstream.Conn, o RemoteOp
 	if err := r.blobs.Put(ctx, r.run+"/spec", spec); err != nil {
 		return nil, fmt.Errorf("remote workers: %w", err)
 	}
-	e.remote = r
+	e.SetRunner(r)
 	return r, nil
 }
 
@@ -128,48 +132,40 @@ func (r *Remote) Close() error {
 		r.results.Purge(ctx, resultQueue+"."+r.run))
 }
 
-// remoteRound reports whether this round's clients run on remote workers.
-func (e *Engine) remoteRound() bool {
-	h := e.hooks
-	return e.remote != nil && e.clustered == nil && h.Update == nil && h.Report == nil && h.NoiseSalt == 0
-}
-
 // merge is the coordinator's side of one remote round: the blocks
 // published, the results waiting for their turn and the next block to
 // merge.
 type merge struct {
-	e       *Engine
 	r       *Remote
+	b       *sim.RoundBlocks
 	t       int
-	parts   round.Participants
 	next    int
 	closed  int
 	pending map[int]*protocol.Aggregate
-	ct      *clientTimes
-	absorb  func(*protocol.Aggregate) error
 }
 
-// round runs round t's clients on the remote workers: it publishes the
-// round's model, keeps up to Window blocks in flight and hands the
-// results to absorb strictly in block order.
-func (r *Remote) round(e *Engine, t int, s protocol.Shape, parts round.Participants, ct *clientTimes, absorb func(*protocol.Aggregate) error) error {
+// RunRound runs a round's clients on the remote workers (sim.Runner): it
+// publishes the round's model, keeps up to Window blocks in flight and
+// hands the results to b.Absorb strictly in block order.
+func (r *Remote) RunRound(b *sim.RoundBlocks) error {
 	ctx := context.Background()
+	t := b.Round
 	name := r.run + "/round-" + strconv.Itoa(t)
-	spec, err := gobEncode(roundSpec{Round: t, Shape: s, Weights: e.w})
+	spec, err := gobEncode(roundSpec{Round: t, Shape: b.Shape, Weights: b.Weights})
 	if err != nil {
 		return fmt.Errorf("remote workers: encoding round %d: %w", t, err)
 	}
 	if err := r.blobs.Put(ctx, name, spec); err != nil {
 		return fmt.Errorf("remote workers: %w", err)
 	}
-	m := &merge{e: e, r: r, t: t, parts: parts, pending: map[int]*protocol.Aggregate{}, ct: ct, absorb: absorb}
+	m := &merge{r: r, b: b, t: t, pending: map[int]*protocol.Aggregate{}}
 	err = m.run(ctx)
 	// Workers drop the tasks of a round whose model is gone.
 	if derr := r.blobs.Delete(ctx, name); err == nil && derr != nil {
 		err = fmt.Errorf("remote workers: %w", derr)
 	}
 	for _, agg := range m.pending {
-		e.pool.Put(agg)
+		r.pool.Put(agg)
 	}
 	if err != nil {
 		_ = r.tasks.Purge(ctx, taskQueue+"."+r.run) // best effort: they are dropped anyway
@@ -178,7 +174,7 @@ func (r *Remote) round(e *Engine, t int, s protocol.Shape, parts round.Participa
 }
 
 func (m *merge) run(ctx context.Context) error {
-	nb := (m.parts.Len() + blockSize - 1) / blockSize
+	nb := m.b.Blocks()
 	last := time.Now()
 	for m.closed < nb {
 		for m.next < nb && m.next < m.closed+m.r.opts.Window {
@@ -209,8 +205,8 @@ func (m *merge) run(ctx context.Context) error {
 			delete(m.pending, m.closed)
 			m.closed++
 			m.r.merged++
-			err := m.absorb(agg)
-			m.e.pool.Put(agg)
+			err := m.b.Absorb(agg)
+			m.r.pool.Put(agg)
 			if err != nil {
 				return err
 			}
@@ -221,7 +217,7 @@ func (m *merge) run(ctx context.Context) error {
 
 // publish publishes block b's task; a task id is published once per run.
 func (m *merge) publish(ctx context.Context, b int) error {
-	task := blockTask{Run: m.r.run, Round: m.t, Block: b, Clients: m.parts.Block(b*blockSize, min((b+1)*blockSize, m.parts.Len()))}
+	task := blockTask{Run: m.r.run, Round: m.t, Block: b, Clients: m.b.Clients(b)}
 	id := fmt.Sprintf("%s.%d.%d", m.r.run, m.t, b)
 	if _, err := m.r.tasks.Publish(ctx, taskQueue+"."+m.r.run, id, task.marshal()); err != nil {
 		return fmt.Errorf("remote workers: %w", err)
@@ -233,23 +229,21 @@ func (m *merge) publish(ctx context.Context, b int) error {
 // its turn; a duplicate or a stale result (an earlier round's, delivered
 // twice) is ignored; a worker's error fails the round.
 func (m *merge) take(data []byte) error {
-	agg := m.e.pool.Get().(*protocol.Aggregate)
+	agg := m.r.pool.Get().(*protocol.Aggregate)
 	var res blockResult
 	err := res.unmarshal(data, agg)
 	switch {
 	case err != nil:
-		m.e.pool.Put(agg)
+		m.r.pool.Put(agg)
 		return fmt.Errorf("remote workers: %w", err)
 	case res.Run != m.r.run || res.Round != m.t || res.Block < m.closed || res.Block >= m.next || m.pending[res.Block] != nil:
-		m.e.pool.Put(agg)
+		m.r.pool.Put(agg)
 		return nil
 	case res.Err != "":
-		m.e.pool.Put(agg)
+		m.r.pool.Put(agg)
 		return fmt.Errorf("remote worker: block %d: %s", res.Block, res.Err)
 	}
 	m.pending[res.Block] = agg
-	m.ct.train.Add(res.TrainNS)
-	m.ct.encode.Add(res.EncodeNS)
-	m.ct.aggregate.Add(res.AggNS)
+	m.b.AddTimes(res.TrainNS, res.EncodeNS, res.AggNS)
 	return nil
 }

@@ -1,8 +1,9 @@
-package sim
+package remote
 
 import (
 	"context"
 	"math"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/shufflefl/shufflefl/driver/round"
+	"github.com/shufflefl/shufflefl/driver/sim"
 	"github.com/shufflefl/shufflefl/learning/data"
 	"github.com/shufflefl/shufflefl/protocol"
 	"github.com/shufflefl/shufflefl/transport/jetstream"
@@ -41,7 +43,7 @@ func startWorkers(t *testing.T, srv *jetstream.Server, split data.Split, n int, 
 // when srv is nil) and returns the rounds and the final model.
 func runRemote(t *testing.T, cfg round.Config, split data.Split, srv *jetstream.Server) ([]round.RoundResult, []float64) {
 	t.Helper()
-	e, err := New(cfg, split, nil)
+	e, err := sim.New(cfg, split, nil)
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
@@ -51,15 +53,15 @@ func runRemote(t *testing.T, cfg round.Config, split data.Split, srv *jetstream.
 			t.Fatal(err)
 		}
 		defer conn.Close()
-		r, err := e.SetRemote(context.Background(), conn, RemoteOptions{Window: 3, Timeout: time.Minute})
+		r, err := Attach(context.Background(), e, conn, Options{Window: 3, Timeout: time.Minute})
 		if err != nil {
-			t.Fatalf("SetRemote: %v", err)
+			t.Fatalf("Attach: %v", err)
 		}
 		defer func() {
 			if err := r.Close(); err != nil {
 				t.Errorf("Close: %v", err)
 			}
-			if blocks := (cfg.ClientsPerRound + blockSize - 1) / blockSize * cfg.Rounds; r.merged != blocks {
+			if blocks := (cfg.ClientsPerRound + sim.BlockSize - 1) / sim.BlockSize * cfg.Rounds; r.merged != blocks {
 				t.Errorf("%d blocks came from the workers, want %d", r.merged, blocks)
 			}
 		}()
@@ -210,7 +212,7 @@ func TestRemoteWorkerOtherData(t *testing.T) {
 	defer stop()
 	cfg := smallConfig()
 	cfg.Rounds = 1
-	e, err := New(cfg, split, nil)
+	e, err := sim.New(cfg, split, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -219,12 +221,50 @@ func TestRemoteWorkerOtherData(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	r, err := e.SetRemote(context.Background(), conn, RemoteOptions{Timeout: time.Minute})
+	r, err := Attach(context.Background(), e, conn, Options{Timeout: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer r.Close()
 	if _, err := e.Run(nil); err == nil || !strings.Contains(err.Error(), "training data differ") {
 		t.Fatalf("Run with a worker on other data: %v, want the fingerprint's refusal", err)
+	}
+}
+
+func loadSample(t testing.TB) data.Split {
+	t.Helper()
+	split, err := data.Load("fashion-mnist-sample", data.Options{})
+	if err != nil {
+		t.Fatalf("loading the committed Fashion-MNIST sample: %v", err)
+	}
+	return split
+}
+
+func smallConfig() round.Config {
+	c := round.DefaultConfig()
+	c.Dataset = "fashion-mnist-sample"
+	c.Clients = 50
+	c.ClientsPerRound = 20
+	c.Rounds = 3
+	c.Out = ""
+	return c
+}
+
+// sameTrajectory compares everything but timings bit for bit.
+func sameTrajectory(t *testing.T, a, b []round.RoundResult) {
+	t.Helper()
+	if len(a) != len(b) {
+		t.Fatalf("%d rounds vs %d", len(a), len(b))
+	}
+	for i := range a {
+		x, y := a[i], b[i]
+		x.Seconds, y.Seconds = 0, 0
+		x.Timing, y.Timing = round.Timing{}, round.Timing{}
+		if math.Float64bits(x.TestAccuracy) != math.Float64bits(y.TestAccuracy) ||
+			math.Float64bits(x.TestLoss) != math.Float64bits(y.TestLoss) ||
+			x.Participants != y.Participants || x.Reports != y.Reports || x.Dummies != y.Dummies ||
+			!reflect.DeepEqual(x.Privacy, y.Privacy) || x.MaxClientEpsilon != y.MaxClientEpsilon {
+			t.Fatalf("round %d differs:\n%+v\n%+v", i+1, x, y)
+		}
 	}
 }

@@ -1,4 +1,4 @@
-package roletest
+package deploytest
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 	"github.com/shufflefl/shufflefl/privacy/account"
 	"github.com/shufflefl/shufflefl/protocol"
 	"github.com/shufflefl/shufflefl/role"
+	"github.com/shufflefl/shufflefl/role/roletest"
 	"github.com/shufflefl/shufflefl/transport/pki"
 	"github.com/shufflefl/shufflefl/transport/seal"
 	"github.com/shufflefl/shufflefl/transport/wire"
@@ -40,7 +41,7 @@ type player struct {
 
 // player returns (creating) the client named by the step's first
 // argument.
-func (w *world) player(s Step) (*player, error) {
+func (w *world) player(s roletest.Step) (*player, error) {
 	if w.st == nil {
 		return nil, errors.New("no run (start one with run)")
 	}
@@ -83,7 +84,7 @@ func (p *player) sign(method string, req wire.AuthRequest) error {
 }
 
 // register declares the client to the shuffler (the run's budget).
-func (w *world) register(s Step) (string, error) {
+func (w *world) register(s roletest.Step) (string, error) {
 	p, err := w.player(s)
 	if err != nil {
 		return "", err
@@ -99,7 +100,7 @@ func (w *world) register(s Step) (string, error) {
 }
 
 // pull waits for a round newer than the last the client pulled.
-func (w *world) pull(s Step) (string, error) {
+func (w *world) pull(s roletest.Step) (string, error) {
 	p, err := w.player(s)
 	if err != nil {
 		return "", err
@@ -128,7 +129,7 @@ func (w *world) pull(s Step) (string, error) {
 // encode encodes and seals the client's report of the round it pulled
 // (round=N to choose another): the role's ledger check and charge, then
 // its encoding of an update drawn from the run's seed.
-func (w *world) encode(s Step) (string, error) {
+func (w *world) encode(s roletest.Step) (string, error) {
 	p, err := w.player(s)
 	if err != nil {
 		return "", err
@@ -202,7 +203,7 @@ func wireLabel(l seal.Label) uint32 {
 // analyzer's: the shuffler, which reads only headers, cannot tell), malformed
 // (the first message's ciphertext replaced by bytes that are not a sealed
 // message).
-func (w *world) submit(s Step) (string, error) {
+func (w *world) submit(s roletest.Step) (string, error) {
 	p, err := w.player(s)
 	if err != nil {
 		return "", err
@@ -247,7 +248,7 @@ func (w *world) submit(s Step) (string, error) {
 // report plays pull, encode and submit for the clients cA..cB (report
 // cA-cB) and prints one line for the lot, or the first line that differs
 // from the others' pattern.
-func (w *world) report(s Step) (string, error) {
+func (w *world) report(s roletest.Step) (string, error) {
 	var a, b int
 	if len(s.Args) != 1 {
 		return "", errors.New("report cA-cB")
@@ -258,8 +259,8 @@ func (w *world) report(s Step) (string, error) {
 	stored := 0
 	var round int64
 	for i := a; i <= b; i++ {
-		c := Step{Cmd: s.Cmd, Args: []string{fmt.Sprintf("c%d", i)}, Keys: map[string]string{}}
-		for _, f := range []func(Step) (string, error){w.pull, w.encode, w.submit} {
+		c := roletest.Step{Cmd: s.Cmd, Args: []string{fmt.Sprintf("c%d", i)}, Keys: map[string]string{}}
+		for _, f := range []func(roletest.Step) (string, error){w.pull, w.encode, w.submit} {
 			out, err := f(c)
 			if err != nil {
 				return "", err

@@ -1,4 +1,4 @@
-package roletest
+package deploytest
 
 import (
 	"errors"

@@ -1,4 +1,4 @@
-package roletest
+package deploytest
 
 import (
 	"flag"
@@ -6,12 +6,16 @@ import (
 	"testing"
 )
 
-var rewrite = flag.Bool("rewrite", false, "write the outputs the scripts get into testdata/*.txt (from the in-process transport)")
+var rewrite = flag.Bool("rewrite", false, "write the outputs the scripts get into role/roletest/testdata/*.txt (from the in-process transport)")
 
-// TestScripts runs every script in testdata on both transports: the same
-// script must print the same output on each.
+// scripts is where the role scripts are: role/roletest's testdata.
+const scripts = "../../../role/roletest/testdata/*.txt"
+
+// TestScripts runs every script of role/roletest's testdata against the
+// deployment's services on both transports: the same script must print the
+// same output on each.
 func TestScripts(t *testing.T) {
-	paths, err := filepath.Glob("testdata/*.txt")
+	paths, err := filepath.Glob(scripts)
 	if err != nil || len(paths) == 0 {
 		t.Fatalf("no scripts (%v)", err)
 	}
