@@ -36,6 +36,7 @@ func runWorker(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(io.Discard)
 	url := fs.String("nats", "", "NATS `URL` of the JetStream server the coordinator uses (required)")
 	n := fs.Int("workers", 1, "blocks computed at once by this process")
+	seedFile := fs.String("nats-seed", "", "the `file` of the NATS user key to prove to the server ('shufflefl run --worker-procs' gives its workers the run's own key)")
 	ackWait := fs.Duration("ack-wait", 30*time.Second, "how long a block may go unanswered before the server gives it to another worker")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -57,7 +58,11 @@ func runWorker(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "shufflefl worker: --workers %d: need at least 1\n", *n)
 		return 2
 	}
-	conn, err := jetstream.Connect(*url, jetstream.WithName("shufflefl worker "+strconv.Itoa(os.Getpid())))
+	copts := []jetstream.ConnOption{jetstream.WithName("shufflefl worker " + strconv.Itoa(os.Getpid()))}
+	if *seedFile != "" {
+		copts = append(copts, jetstream.WithUserSeedFile(*seedFile))
+	}
+	conn, err := jetstream.Connect(*url, copts...)
 	if err != nil {
 		fmt.Fprintf(stderr, "shufflefl worker: %s\n", oneLine(err))
 		return 1

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -27,8 +28,15 @@ type Workers struct {
 	// NATS is the URL of an external JetStream server ("": an embedded one).
 	NATS string
 	// Command is the command line that starts one worker, to which
-	// "--nats URL" is appended (e.g. the running executable and "worker").
+	// "--nats URL --nats-seed FILE" is appended (e.g. the running
+	// executable and "worker").
 	Command []string
+	// Seed is the file of the NATS user key to prove to an external server
+	// (--nats-seed; "": none). An embedded server admits only a key made
+	// for the run, which the local workers get in a 0600 file.
+	Seed string
+	// seedFile is the embedded server's key file for the local workers.
+	seedFile string
 }
 
 // RegisterFlags binds --worker-procs and --nats to fs.
@@ -42,6 +50,7 @@ func (s *Workers) RegisterFlags(fs *flag.FlagSet) {
 		return nil
 	})
 	fs.StringVar(&s.NATS, "nats", s.NATS, "run the clients on the 'shufflefl worker --nats URL' processes of the JetStream server at `URL` (with --worker-procs, start those locally too)")
+	fs.StringVar(&s.Seed, "nats-seed", s.Seed, "the `file` of the NATS user key to prove to the --nats server (a server that admits only known keys)")
 }
 
 // Attach connects eng to its remote workers, starting the embedded server
@@ -86,7 +95,12 @@ func (s *Workers) Attach(eng *sim.Engine, cfg round.Config, stderr io.Writer) (f
 // URL and a connection.
 func (s *Workers) connect(stops *[]func()) (string, *jetstream.Conn, error) {
 	if s.NATS != "" {
-		conn, err := jetstream.Connect(s.NATS, jetstream.WithName("shufflefl run"))
+		opts := []jetstream.ConnOption{jetstream.WithName("shufflefl run")}
+		if s.Seed != "" {
+			opts = append(opts, jetstream.WithUserSeedFile(s.Seed))
+			s.seedFile = s.Seed
+		}
+		conn, err := jetstream.Connect(s.NATS, opts...)
 		if err != nil {
 			return "", nil, err
 		}
@@ -98,7 +112,17 @@ func (s *Workers) connect(stops *[]func()) (string, *jetstream.Conn, error) {
 		return "", nil, fmt.Errorf("embedded JetStream: %w", err)
 	}
 	*stops = append(*stops, func() { os.RemoveAll(dir) })
-	srv, err := jetstream.Embedded(dir, jetstream.WithLoopbackPort(0))
+	// The engine is never open: the embedded server admits only a key made
+	// for this run, which the local workers read from a 0600 file.
+	seed, pub, err := jetstream.NewUserKey()
+	if err != nil {
+		return "", nil, err
+	}
+	s.seedFile = filepath.Join(dir, "worker.nk")
+	if err := os.WriteFile(s.seedFile, append(seed, '\n'), 0o600); err != nil {
+		return "", nil, fmt.Errorf("embedded JetStream: %w", err)
+	}
+	srv, err := jetstream.Embedded(filepath.Join(dir, "store"), jetstream.WithLoopbackPort(0), jetstream.WithUsers([]jetstream.User{{Name: "worker", NKey: pub}}))
 	if err != nil {
 		return "", nil, err
 	}
@@ -119,6 +143,9 @@ func (s *Workers) start(url string, stderr io.Writer, stops *[]func()) error {
 	}
 	for range s.Procs {
 		args := append(append([]string(nil), s.Command[1:]...), "--nats", url)
+		if s.seedFile != "" {
+			args = append(args, "--nats-seed", s.seedFile)
+		}
 		cmd := exec.Command(s.Command[0], args...)
 		cmd.Stdout, cmd.Stderr = stderr, stderr
 		cmd.SysProcAttr = workerProcAttr()
