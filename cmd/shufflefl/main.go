@@ -58,6 +58,11 @@ Examples:
 `
 
 func main() {
+	if !crashOutput() && os.Getenv(superviseOff) == "" {
+		if code, ok := supervise(os.Args[1:]); ok {
+			os.Exit(code)
+		}
+	}
 	os.Exit(realMain(os.Args[1:], os.Stdout, os.Stderr))
 }
 

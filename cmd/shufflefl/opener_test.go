@@ -21,6 +21,10 @@ func TestMain(m *testing.M) {
 	if os.Getenv(asCLIEnv) != "" {
 		os.Exit(realMain(os.Args[1:], os.Stdout, os.Stderr))
 	}
+	if os.Getenv(asMainEnv) != "" {
+		supervisedTestCommands()
+		main()
+	}
 	os.Exit(m.Run())
 }
 
