@@ -28,7 +28,7 @@ func TestSSSimpleBlanketRoute(t *testing.T) {
 		lb         amplify.Randomizer
 		below      float64 // the blanket route's epsilon must be below this
 	}{
-		// measured: Laplace 7.7560 (clone pair 7.9917), R_{gamma,2} 6.0752 (clone pair 7.9997)
+		// measured: Laplace 7.7560 (clone pair 7.9917), R_{gamma,2} 6.0800 (clone pair 7.9997)
 		{"laplace", 7850, 2000, true, 1, 1723.7790978664575, amplify.Randomizer{Mech: amplify.Laplace}, 7.80},
 		{"R_{gamma,2}", 7850, 2000, false, 0, 1725.1119427349124, amplify.Randomizer{Mech: amplify.RGammaB, K: 2}, 6.10},
 		// a small Laplace case for the fast suite: measured 0.9067 (clone pair 0.9256)

@@ -118,3 +118,33 @@ func TestShuffleBlanketRRBadInput(t *testing.T) {
 		}
 	}
 }
+
+func TestBlanketSlots(t *testing.T) {
+	for _, tc := range []struct {
+		n int
+		g float64
+	}{{0, 0.5}, {1<<30 + 1, 0.5}, {10, 0}, {10, 1.5}, {10, math.NaN()}} {
+		if _, _, err := BlanketSlots(tc.n, tc.g); !errors.Is(err, checks.ErrInvalid) {
+			t.Errorf("%+v: want an invalid-input error, got %v", tc, err)
+		}
+	}
+	// n = 2000, gamma = e^{-0.11}: N has mean 1791 and sd 13.3; the slots
+	// are 8 sd below and the bound on P(N < slots - 1) is tiny.
+	s, f, err := BlanketSlots(2000, math.Exp(-0.11))
+	if err != nil || s < 1650 || s > 1700 || !(f >= 0 && f < 1e-12) {
+		t.Errorf("BlanketSlots(2000, e^-0.11) = %d, %v, %v", s, f, err)
+	}
+	// The bound is at or above the exact binomial tail.
+	n, g := 300, 0.8
+	s, f, _ = BlanketSlots(n, g)
+	var exact float64
+	for k := 0; k < s-1; k++ {
+		lc, _ := math.Lgamma(float64(n))
+		la, _ := math.Lgamma(float64(k + 1))
+		lb, _ := math.Lgamma(float64(n - k))
+		exact += math.Exp(lc - la - lb + float64(k)*math.Log(g) + float64(n-1-k)*math.Log1p(-g))
+	}
+	if f < exact {
+		t.Errorf("fail bound %v below the exact tail %v", f, exact)
+	}
+}
