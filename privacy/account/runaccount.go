@@ -54,7 +54,11 @@ type Component struct {
 	//     see kind_alloc.go);
 	//   - KindSampledSkellam: the Poisson-subsampled (rate Q) sum of Dim
 	//     integer coordinates with L2 sensitivity L2 plus Skellam noise of
-	//     variance Variance per coordinate (kind_skellam.go; add/remove).
+	//     variance Variance per coordinate (kind_skellam.go; add/remove);
+	//   - KindBlanket: one column of FLAME's SS-Simple, Reporters reports
+	//     of R_{gamma,b} (Levels = b) or Laplace (Levels 0) at Eps0,
+	//     composed by its blanket route and as its clone pair, the smaller
+	//     epsilon stated (kind_blanket.go).
 	Kind      string  `json:"kind,omitempty"`
 	Eps0      float64 `json:"eps0,omitempty"`
 	Reporters int     `json:"reporters,omitempty"`
