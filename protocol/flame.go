@@ -448,6 +448,10 @@ func init() {
 // Accounting: FLAME Theorem 1 via amplify.SSSimple with the blanket Bennett
 // bound of the chosen randomizer (R_{gamma,b}: k-ary randomized response with
 // k = b+1 outputs); see flameBase.account for validity and composition.
+// The round's components are its d columns as blanket columns
+// (account.KindBlanket): the run's PLD accountant states the smaller of
+// their blanket route (R_{gamma,b}: pld.ShuffleBlanketRR; Laplace: the
+// chained one-of-one allocation) and their clone pairs.
 type SSSimple struct {
 	flameBase
 }
