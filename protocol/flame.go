@@ -448,6 +448,10 @@ func init() {
 // Accounting: FLAME Theorem 1 via amplify.SSSimple with the blanket Bennett
 // bound of the chosen randomizer (R_{gamma,b}: k-ary randomized response with
 // k = b+1 outputs); see flameBase.account for validity and composition.
+// The round's components are its d columns as blanket columns
+// (account.KindBlanket): the run's PLD accountant states the smaller of
+// their blanket route (R_{gamma,b}: pld.ShuffleBlanketRR; Laplace: the
+// chained one-of-one allocation) and their clone pairs.
 type SSSimple struct {
 	flameBase
 }
@@ -509,17 +513,42 @@ func (p SSSimple) Estimate(_ *rand.Rand, s Shape, agg *Aggregate, dst []float64)
 }
 
 // Account implements Protocol: FLAME Theorem 1 (amplify.SSSimple), the
-// dimension-level (eps_cd, delta_cd) and the user-level (eps_c, delta_c).
+// dimension-level (eps_cd, delta_cd) and the user-level (eps_c, delta_c);
+// its components are the columns as blanket components (the accountant
+// composes their blanket route and their clone pairs and takes the
+// smaller; clone pairs only with the floating-point-safe Laplace).
 func (p SSSimple) Account(s Shape, budgets []Budget) (Privacy, error) {
 	d, n := s.Dim, s.Participants
 	// Each dimension shuffles the n reports of one eps_l/d-LDP randomizer
 	// (the same for every user): FMT's clone pair dominates it, and the PLD
 	// accountant composes that pair exactly.
-	return p.account(s, budgets, flameRelease{
+	priv, err := p.account(s, budgets, flameRelease{
 		coordEps: p.eps / float64(d), dims: d, reporters: n, fallback: p.eps,
 		theorem: "FLAME Theorem 1",
 		res: func(deltaC float64) (amplify.ProtocolResult, error) {
 			return amplify.SSSimple(p.eps, d, n, deltaC, p.amplifier())
 		},
 	})
+	if err != nil || (p.laplace && p.secure) {
+		// The floating-point-safe Laplace is eps0-LDP but not the Laplace
+		// density the blanket route needs: clone pairs only.
+		return priv, err
+	}
+	// Every column is also dominated by the blanket route
+	// (account.KindBlanket: for R_{gamma,b} the pair of
+	// pld.ShuffleBlanketRR, proof in privacy/pld/blanket.go; for Laplace
+	// the chained one-of-one allocation): the clone components become
+	// blanket components, of which the PLD accountant takes the smaller of
+	// the blanket and the clone routes. Epsilon and Delta are unchanged.
+	levels := p.levels
+	if p.laplace {
+		levels = 0
+	}
+	for i, c := range priv.Components {
+		if c.Kind == account.KindShuffle {
+			c.Kind, c.Levels = account.KindBlanket, levels
+			priv.Components[i] = c
+		}
+	}
+	return priv, nil
 }

@@ -553,9 +553,15 @@ func TestFlameAccountFallsBack(t *testing.T) {
 		}
 		// One (5, 0) release of the one dimension; with two reporters the
 		// accountant may compose its clone pair (SS-Double: its random
-		// allocation, which includes the clone pairs).
+		// allocation, which includes the clone pairs; SS-Simple: its
+		// blanket column, which includes the clone pair).
+		var k string
+		if len(priv.Components) > 0 {
+			k = priv.Components[0].Kind
+		}
 		if len(priv.Components) != 1 || !isComponent(priv.Components[0], 5, 0, 1) ||
-			(priv.Components[0].Kind == account.KindShuffle) != (tc.n >= 2 && tc.name != "ss-double") ||
+			(k == account.KindShuffle || k == account.KindBlanket) != (tc.n >= 2 && tc.name != "ss-double") ||
+			(k == account.KindBlanket) != (tc.n >= 2 && tc.name == "ss-simple") ||
 			(priv.Components[0].Kind == account.KindAlloc) != (tc.name == "ss-double") {
 			t.Errorf("%s n=%d: components %+v, want the local guarantee (5, 0) once", tc.name, tc.n, priv.Components)
 		}

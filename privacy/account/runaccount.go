@@ -54,7 +54,11 @@ type Component struct {
 	//     see kind_alloc.go);
 	//   - KindSampledSkellam: the Poisson-subsampled (rate Q) sum of Dim
 	//     integer coordinates with L2 sensitivity L2 plus Skellam noise of
-	//     variance Variance per coordinate (kind_skellam.go; add/remove).
+	//     variance Variance per coordinate (kind_skellam.go; add/remove);
+	//   - KindBlanket: one column of FLAME's SS-Simple, Reporters reports
+	//     of R_{gamma,b} (Levels = b) or Laplace (Levels 0) at Eps0,
+	//     composed by its blanket route and as its clone pair, the smaller
+	//     epsilon stated (kind_blanket.go).
 	Kind      string  `json:"kind,omitempty"`
 	Eps0      float64 `json:"eps0,omitempty"`
 	Reporters int     `json:"reporters,omitempty"`
@@ -490,7 +494,10 @@ const pldProbeBins = 1 << 14
 // pairs against a reference: when every component is one, their
 // composition is chained to substitution (pld.PLD.ChainEpsilon) and the
 // smaller of that and their clone pairs is returned; mixed with other
-// kinds, only their clone pairs are used (kind_alloc.go).
+// kinds, only their clone pairs are used (kind_alloc.go). Blanket columns
+// (KindBlanket, FLAME's SS-Simple) are composed twice, as their clone
+// pairs and by their blanket route, and the smaller epsilon is returned
+// (kind_blanket.go).
 //
 // Grid. The pessimism of the discretisation grows with the grid interval h
 // (connect-the-dots adds a variance of at most h^2/4 per composition, which
@@ -519,6 +526,22 @@ func PLDEpsilon(cs []Component, delta float64) (float64, error) {
 	if len(cs) == 0 {
 		return 0, nil
 	}
+	if any, clones := splitBlanket(cs); any {
+		// Blanket columns (kind_blanket.go): the smaller epsilon of their
+		// blanket pairs and of their clone pairs.
+		e, err := pldEpsilonRoutes(clones, delta)
+		if bs, errb := blanketRoute(cs); errb == nil {
+			if eb, errb := pldEpsilonRoutes(bs, delta); errb == nil && (err != nil || eb < e) {
+				e, err = eb, nil
+			}
+		}
+		return e, err
+	}
+	return pldEpsilonRoutes(cs, delta)
+}
+
+// pldEpsilonRoutes is PLDEpsilon without the blanket routes.
+func pldEpsilonRoutes(cs []Component, delta float64) (float64, error) {
 	if any, all, without := splitAlloc(cs); any {
 		// Allocation rounds: their substitution pairs without the
 		// allocation credit, and, when every component is an allocation
