@@ -8,6 +8,7 @@ import (
 	"io"
 	"math"
 	"strings"
+	"time"
 
 	"github.com/shufflefl/shufflefl/checks"
 )
@@ -99,7 +100,7 @@ func WriteNPZ(w io.Writer, ts []Tensor) error {
 			return checks.Invalidf("npz: duplicate tensor name %q", t.Name)
 		}
 		seen[t.Name] = true
-		f, err := z.CreateHeader(&zip.FileHeader{Name: t.Name + ".npy", Method: zip.Store})
+		f, err := z.CreateHeader(&zip.FileHeader{Name: t.Name + ".npy", Method: zip.Store, Modified: npzTime})
 		if err != nil {
 			return err
 		}
@@ -112,6 +113,10 @@ func WriteNPZ(w io.Writer, ts []Tensor) error {
 	}
 	return z.Close()
 }
+
+// npzTime is every member's modification time: the earliest DOS date, so
+// that the archive's bytes depend on the tensors only.
+var npzTime = time.Date(1980, 1, 1, 0, 0, 0, 0, time.UTC)
 
 // NPYHeader returns the .npy version 1.0 preamble of a little-endian
 // float32 C-order array of the given shape: the magic "\x93NUMPY", version
