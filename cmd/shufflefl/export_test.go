@@ -100,18 +100,21 @@ func TestRunModelSpec(t *testing.T) {
 			t.Errorf("%s differs on the --config rerun (%v)", f, err)
 		}
 	}
-	for _, tc := range []struct{ args []string }{
-		{[]string{"--model", "dense=5,softmax"}},
-		{[]string{"--model", "cnn", "--dataset", "synthetic-fedprox"}},
-		{[]string{"--model", "mlp:0"}},
-		{[]string{"--model-spec", filepath.Join(dir, "missing.yaml")}},
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--model", "dense=5,softmax"}, "5 units but the data has 10 classes"},
+		{[]string{"--model", "cnn", "--dataset", "synthetic-fedprox", "--partition", "iid"}, "not a square"},
+		{[]string{"--model", "mlp:0"}, "hidden width"},
+		{[]string{"--model-spec", filepath.Join(dir, "missing.yaml")}, "missing.yaml"},
 	} {
 		code, stdout, stderr := tinyRun(append(tc.args, "--out", filepath.Join(dir, "bad"))...)
 		if code != 2 || strings.Contains(stdout, "round 1") {
 			t.Errorf("%v: status %d, stdout %q; want 2 before round 1", tc.args, code, stdout)
 		}
-		if strings.Count(stderr, "\n") != 1 {
-			t.Errorf("%v: stderr is not one line: %q", tc.args, stderr)
+		if strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, tc.want) {
+			t.Errorf("%v: stderr %q, want one line mentioning %q", tc.args, stderr, tc.want)
 		}
 	}
 }
