@@ -14,7 +14,8 @@ import (
 // implement it, because the trainer runs their dedicated float32 kernels.
 // A Model is immutable and safe for concurrent use.
 type Model interface {
-	// Name is the registry name ("logreg", "mlp" or "cnn").
+	// Name is the preset name ("logreg", "mlp" or "cnn") or the canonical
+	// text of the model's specification (Spec.String, e.g. "mlp:256,128").
 	Name() string
 	// Dim is the number d of parameters.
 	Dim() int
