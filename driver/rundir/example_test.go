@@ -48,6 +48,7 @@ func ExampleExecute() {
 	// config.yaml
 	// metrics.jsonl
 	// model.json
+	// model.safetensors
 	// privacy.png
 	// run.log
 	// summary.json

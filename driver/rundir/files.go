@@ -133,7 +133,7 @@ func WriteModelFile(dir string, m Model) error {
 	if err := WriteAtomic(filepath.Join(dir, ModelFile), b); err != nil {
 		return fmt.Errorf("writing %s: %w", ModelFile, err)
 	}
-	return nil
+	return writeSafetensorsFile(dir, m)
 }
 
 // fileError is a run file that cannot be used: its message names the file

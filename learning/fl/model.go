@@ -5,7 +5,6 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
-	"strings"
 
 	"github.com/shufflefl/shufflefl/checks"
 )
@@ -15,7 +14,8 @@ import (
 // implement it, because the trainer runs their dedicated float32 kernels.
 // A Model is immutable and safe for concurrent use.
 type Model interface {
-	// Name is the registry name ("logreg", "mlp" or "cnn").
+	// Name is the preset name ("logreg", "mlp" or "cnn") or the canonical
+	// text of the model's specification (Spec.String, e.g. "mlp:256,128").
 	Name() string
 	// Dim is the number d of parameters.
 	Dim() int
@@ -81,10 +81,13 @@ const MLPHidden = 128
 // Models returns the names accepted by NewModel, sorted.
 func Models() []string { return []string{CNN, LogReg, MLP} }
 
-// NewModel returns the model registered under name for inputs of the given
-// dimension and number of classes. An unknown name, a non-positive size, or
-// an input the model cannot take (cnn: not a square image of side at least
-// CNNMinSide) is an error wrapping checks.ErrInvalid.
+// NewModel returns the model of a preset name or a specification (see
+// ParseSpec) for inputs of the given dimension and number of classes; its
+// Name is the specification's canonical text (Spec.String). An unknown
+// name, a bad specification, a non-positive size, a logits layer whose
+// width is not classes, or an input the model cannot take (cnn: not a
+// square image of side at least CNNMinSide) is an error wrapping
+// checks.ErrInvalid.
 //
 // The "cnn" model is the convolutional network of the group-privacy paper
 // (Galli et al., Table 5; see newCNN for the architecture, the parameter
@@ -96,15 +99,11 @@ func NewModel(name string, features, classes int) (Model, error) {
 	if err := checks.IntInRange("classes", classes, 2, math.MaxUint8+1); err != nil {
 		return nil, err
 	}
-	switch name {
-	case LogReg:
-		return newDense(LogReg, features, 0, classes), nil
-	case MLP:
-		return newDense(MLP, features, MLPHidden, classes), nil
-	case CNN:
-		return newCNN(features, classes)
+	s, err := ParseSpec(name)
+	if err != nil {
+		return nil, err
 	}
-	return nil, checks.Invalidf("unknown model %q (known models: %s)", name, strings.Join(Models(), ", "))
+	return s.build(features, classes)
 }
 
 // Layer is one named block of a model's flat parameter vector: parameters

@@ -1,0 +1,96 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/shufflefl/shufflefl/checks"
+	"github.com/shufflefl/shufflefl/driver/rundir"
+	"github.com/shufflefl/shufflefl/learning/fl"
+)
+
+const exportHelp = `Usage: shufflefl export --run DIR --format safetensors|npz --out FILE
+
+Converts the global model of a run (DIR/model.json, written by 'shufflefl run'
+and 'deploy-local') into a file other tools read: one float32 tensor per
+layer, named and shaped as the model's layers (e.g. fc1.weight [784, 128],
+input-major; conv weights in HWIO order).
+
+  safetensors  the safetensors format (the run already wrote DIR/model.safetensors)
+  npz          numpy's .npz: a zip of NAME.npy files, one per tensor
+
+Exit status: 0 success, 2 bad arguments or an unusable run directory, 1 failure.
+
+Flags:
+`
+
+// runExport implements 'shufflefl export'.
+func runExport(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("export", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	run := fs.String("run", "", "run `directory` holding model.json")
+	format := fs.String("format", "safetensors", "output `format`: safetensors or npz")
+	out := fs.String("out", "", "output `file`")
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), exportHelp)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fs.SetOutput(stdout)
+			fs.Usage()
+			return 0
+		}
+		return 2
+	}
+	n, err := exportModel(*run, *format, *out)
+	if err != nil {
+		fmt.Fprintf(stderr, "shufflefl export: %v\n", err)
+		if errors.Is(err, checks.ErrInvalid) {
+			return 2
+		}
+		return 1
+	}
+	fmt.Fprintf(stdout, "export: %s model of %s (%s) to %s: %d tensors\n", *format, *run, n.model, *out, n.tensors)
+	return 0
+}
+
+type exported struct {
+	model   string
+	tensors int
+}
+
+// exportModel writes the model of run dir in format to out.
+func exportModel(dir, format, out string) (exported, error) {
+	if dir == "" || out == "" {
+		return exported{}, checks.Invalidf("--run DIR and --out FILE are required")
+	}
+	if format != "safetensors" && format != "npz" {
+		return exported{}, checks.Invalidf("unknown --format %q (known formats: safetensors, npz)", format)
+	}
+	m, err := rundir.ReadModelFile(dir)
+	if err != nil {
+		return exported{}, err
+	}
+	ts, err := rundir.ModelTensors(m)
+	if err != nil {
+		return exported{}, fmt.Errorf("%s: %w", dir, err)
+	}
+	var b bytes.Buffer
+	if format == "npz" {
+		err = fl.WriteNPZ(&b, ts)
+	} else {
+		err = fl.WriteSafetensors(&b, ts, rundir.ModelMetadata(m))
+	}
+	if err != nil {
+		return exported{}, err
+	}
+	if err := os.WriteFile(out, b.Bytes(), 0o644); err != nil {
+		return exported{}, err
+	}
+	return exported{model: m.Model, tensors: len(ts)}, nil
+}

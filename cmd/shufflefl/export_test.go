@@ -1,0 +1,120 @@
+package main
+
+import (
+	"bytes"
+	"encoding/binary"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/shufflefl/shufflefl/driver/rundir"
+)
+
+// TestExport writes a run's model.json (which also writes
+// model.safetensors), exports it in both formats and checks the exit
+// statuses of bad invocations.
+func TestExport(t *testing.T) {
+	dir := t.TempDir()
+	w := make([]float64, 2*3+3)
+	for i := range w {
+		w[i] = float64(i) - 2.5
+	}
+	m := rundir.Model{Model: "logreg", Dataset: "test", Features: 2, Classes: 3, Dim: len(w), Round: 4, Weights: w}
+	if err := rundir.WriteModelFile(dir, m); err != nil {
+		t.Fatal(err)
+	}
+	beside, err := os.ReadFile(filepath.Join(dir, rundir.SafetensorsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := filepath.Join(t.TempDir(), "m.safetensors")
+	var out, errb bytes.Buffer
+	if rc := realMain([]string{"export", "--run", dir, "--format", "safetensors", "--out", st}, &out, &errb); rc != 0 {
+		t.Fatalf("export safetensors: rc %d: %s", rc, errb.String())
+	}
+	got, err := os.ReadFile(st)
+	if err != nil || !bytes.Equal(got, beside) {
+		t.Errorf("exported safetensors differs from the run's model.safetensors (%v)", err)
+	}
+	n := binary.LittleEndian.Uint64(got)
+	if h := string(got[8 : 8+n]); !strings.Contains(h, `"fc1.weight":{"dtype":"F32","shape":[2,3]`) || !strings.Contains(h, `"round":"4"`) {
+		t.Errorf("header %s", h)
+	}
+	if len(got) != int(8+n)+4*len(w) {
+		t.Errorf("%d bytes, want %d", len(got), 8+n+uint64(4*len(w)))
+	}
+	npz := filepath.Join(t.TempDir(), "m.npz")
+	if rc := realMain([]string{"export", "--run", dir, "--format", "npz", "--out", npz}, &out, &errb); rc != 0 {
+		t.Fatalf("export npz: rc %d: %s", rc, errb.String())
+	}
+	if b, err := os.ReadFile(npz); err != nil || !bytes.HasPrefix(b, []byte("PK")) {
+		t.Errorf("npz: %v", err)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--run", dir, "--format", "onnx", "--out", npz}, "unknown --format"},
+		{[]string{"--run", dir}, "required"},
+		{[]string{"--run", filepath.Join(dir, "none"), "--out", npz}, "model.json"},
+	} {
+		errb.Reset()
+		if rc := realMain(append([]string{"export"}, tc.args...), &out, &errb); rc != 2 || !strings.Contains(errb.String(), tc.want) || strings.Count(errb.String(), "\n") != 1 {
+			t.Errorf("export %v: rc %d, stderr %q; want 2 and one line mentioning %q", tc.args, rc, errb.String(), tc.want)
+		}
+	}
+	// A model.json that does not fit its architecture is refused.
+	bad := t.TempDir()
+	m.Model = "mlp"
+	if err := rundir.WriteModelFile(bad, m); err == nil {
+		t.Error("WriteModelFile wrote mlp weights of logreg's length")
+	}
+}
+
+// TestRunModelSpec runs a model given by a YAML specification, checks that
+// config.yaml records it and that --config reruns it to the same model,
+// and that a specification that does not fit the data is refused before
+// round 1 with one line and status 2.
+func TestRunModelSpec(t *testing.T) {
+	dir := t.TempDir()
+	spec := filepath.Join(dir, "spec.yaml")
+	if err := os.WriteFile(spec, []byte("- {type: dense, units: 8}\n- {type: tanh}\n- {type: dense, units: 10}\n- {type: softmax}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	a, b := filepath.Join(dir, "a"), filepath.Join(dir, "b")
+	if code, _, stderr := tinyRun("--model-spec", spec, "--out", a); code != 0 {
+		t.Fatalf("--model-spec: status %d\n%s", code, stderr)
+	}
+	cfg, err := os.ReadFile(filepath.Join(a, "config.yaml"))
+	if err != nil || !strings.Contains(string(cfg), "model: dense=8,tanh,dense=10,softmax\n") {
+		t.Fatalf("config.yaml does not record the spec (%v):\n%s", err, cfg)
+	}
+	if code, _, stderr := runCLI("run", "--config", filepath.Join(a, "config.yaml"), "--out", b); code != 0 {
+		t.Fatalf("--config rerun: status %d\n%s", code, stderr)
+	}
+	for _, f := range []string{"model.json", "model.safetensors"} {
+		x, _ := os.ReadFile(filepath.Join(a, f))
+		y, err := os.ReadFile(filepath.Join(b, f))
+		if err != nil || len(x) == 0 || !bytes.Equal(x, y) {
+			t.Errorf("%s differs on the --config rerun (%v)", f, err)
+		}
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--model", "dense=5,softmax"}, "5 units but the data has 10 classes"},
+		{[]string{"--model", "cnn", "--dataset", "synthetic-fedprox", "--partition", "iid"}, "not a square"},
+		{[]string{"--model", "mlp:0"}, "hidden width"},
+		{[]string{"--model-spec", filepath.Join(dir, "missing.yaml")}, "missing.yaml"},
+	} {
+		code, stdout, stderr := tinyRun(append(tc.args, "--out", filepath.Join(dir, "bad"))...)
+		if code != 2 || strings.Contains(stdout, "round 1") {
+			t.Errorf("%v: status %d, stdout %q; want 2 before round 1", tc.args, code, stdout)
+		}
+		if strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, tc.want) {
+			t.Errorf("%v: stderr %q, want one line mentioning %q", tc.args, stderr, tc.want)
+		}
+	}
+}
