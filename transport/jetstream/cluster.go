@@ -1,6 +1,7 @@
 package jetstream
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -137,3 +138,25 @@ func RouteURL(port int) string {
 func ClientURL(port int) string {
 	return "nats://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 }
+
+// StreamLeader returns the name of the cluster node that leads the stream
+// name (the node whose loss makes the others elect a new leader), or the
+// server's name on a single server.
+func (c *Conn) StreamLeader(ctx context.Context, name string) (string, error) {
+	s, err := c.js.Stream(ctx, name)
+	if err != nil {
+		return "", fmt.Errorf("jetstream: stream %s: %w", name, err)
+	}
+	info, err := s.Info(ctx)
+	if err != nil {
+		return "", fmt.Errorf("jetstream: stream %s: %w", name, err)
+	}
+	if info.Cluster == nil || info.Cluster.Leader == "" {
+		return "", fmt.Errorf("jetstream: stream %s has no leader now", name)
+	}
+	return info.Cluster.Leader, nil
+}
+
+// ConnectedURL returns the URL of the server the connection is on now
+// ("" while it is reconnecting).
+func (c *Conn) ConnectedURL() string { return c.nc.ConnectedUrl() }

@@ -2,7 +2,6 @@ package jetstream
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -53,8 +52,9 @@ func openReplicated(t *testing.T, c *Conn, name string) *Queue {
 }
 
 // TestClusterReplicatedQueue: on a 3-node cluster an R3 queue keeps
-// every acknowledged message when one node stops, accepts new ones, and
-// delivers all of them once.
+// every acknowledged message when the node leading it stops, accepts new
+// ones (Publish retrying through the failover), and delivers all of them
+// once.
 func TestClusterReplicatedQueue(t *testing.T) {
 	nodes, urls := startCluster(t, 3)
 	c, err := ConnectWait(testCtx(t), urls, 30*time.Second, nil, WithReplicas(3))
@@ -64,21 +64,18 @@ func TestClusterReplicatedQueue(t *testing.T) {
 	t.Cleanup(c.Close)
 	q := openReplicated(t, c, "repl")
 	publishN(t, q, 0, 20)
-	nodes[0].Shutdown()
-	deadline := time.Now().Add(30 * time.Second)
-	for i := 20; i < 40; {
-		ctx, cancel := context.WithTimeout(testCtx(t), 2*time.Second)
-		_, err := q.Publish(ctx, "repl.chunk", fmt.Sprint("m-", i), payload(i))
-		cancel()
-		if err == nil {
-			i++
-			continue
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("publish %d after a node stopped: %v", i, err)
-		}
-		time.Sleep(100 * time.Millisecond)
+	leader, err := c.StreamLeader(testCtx(t), "repl")
+	if err != nil {
+		t.Fatal(err)
 	}
+	i := int(leader[len(leader)-1] - 'a')
+	if !strings.HasPrefix(leader, "node-") || i < 0 || i >= len(nodes) {
+		t.Fatalf("stream leader %q is not a node", leader)
+	}
+	nodes[i].Shutdown() // the leader: the others elect a new one
+	// Publish itself rides out the election of a new leader (failover.go).
+	publishN(t, q, 20, 40)
+	deadline := time.Now().Add(FailoverWait)
 	var cons *Consumer
 	for cons == nil {
 		ctx, cancel := context.WithTimeout(testCtx(t), 5*time.Second)

@@ -1,0 +1,65 @@
+package jetstream
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	js "github.com/nats-io/nats.go/jetstream"
+)
+
+// FailoverWait bounds how long a publish keeps retrying while a cluster
+// fails over: a node of an R3 stream's is lost and the others elect a new
+// stream leader (a few seconds), or the connection moves to another node.
+// Retrying is safe because every publish carries its de-duplication id:
+// a message that was stored before the failure is acknowledged again as a
+// duplicate, not stored twice.
+const FailoverWait = 30 * time.Second
+
+// failoverRetry is the pause between tries during a failover.
+const failoverRetry = 250 * time.Millisecond
+
+// transient reports whether err is what a publish sees during a failover
+// (no stream leader answers yet, the request's own timeout ran out, the
+// connection is moving to another node) rather than a refusal, and ctx,
+// the caller's, still allows a try.
+func transient(ctx context.Context, err error) bool {
+	if ctx.Err() != nil {
+		return false
+	}
+	var apiErr *js.APIError
+	if errors.As(err, &apiErr) {
+		// 503s: "JetStream system temporarily unavailable", "cluster not
+		// available", no leader yet; but not a full store (also a 503).
+		return apiErr.Code == 503 && !errors.Is(classify(err), ErrQueueFull)
+	}
+	return errors.Is(err, nats.ErrNoResponders) || errors.Is(err, js.ErrNoStreamResponse) ||
+		errors.Is(err, nats.ErrTimeout) || errors.Is(err, context.DeadlineExceeded) ||
+		errors.Is(err, nats.ErrConnectionReconnecting) || errors.Is(err, nats.ErrDisconnected) ||
+		errors.Is(err, js.ErrAsyncPublishTimeout)
+}
+
+// withFailover runs try until it succeeds, fails for good, ctx ends or
+// FailoverWait has passed since the first transient failure.
+func withFailover[T any](ctx context.Context, try func() (T, error)) (T, error) {
+	var start time.Time
+	for {
+		v, err := try()
+		if err == nil || !transient(ctx, err) {
+			return v, err
+		}
+		if start.IsZero() {
+			start = time.Now()
+		} else if time.Since(start) > FailoverWait {
+			return v, err
+		}
+		t := time.NewTimer(failoverRetry)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return v, err
+		case <-t.C:
+		}
+	}
+}
