@@ -3,6 +3,7 @@ package jetstream
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -25,7 +26,7 @@ const failoverRetry = 250 * time.Millisecond
 // connection is moving to another node) rather than a refusal, and ctx,
 // the caller's, still allows a try.
 func transient(ctx context.Context, err error) bool {
-	if ctx.Err() != nil {
+	if ctx.Err() != nil || errors.Is(err, ErrStreamGone) {
 		return false
 	}
 	var apiErr *js.APIError
@@ -62,4 +63,22 @@ func withFailover[T any](ctx context.Context, try func() (T, error)) (T, error) 
 		case <-t.C:
 		}
 	}
+}
+
+// ErrStreamGone marks a publish to a stream that no longer exists (it was
+// deleted while in use): no failover brings it back.
+var ErrStreamGone = errors.New("the stream no longer exists (deleted?)")
+
+// gone returns err marked with ErrStreamGone when err is transient and
+// the stream name is not found, else err.
+func (c *Conn) gone(ctx context.Context, name string, err error) error {
+	if err == nil || !transient(ctx, err) {
+		return err
+	}
+	ictx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	if _, serr := c.js.Stream(ictx, name); errors.Is(serr, js.ErrStreamNotFound) {
+		return fmt.Errorf("%w: %s: %w", ErrStreamGone, name, err)
+	}
+	return err
 }

@@ -204,7 +204,8 @@ func (q *Queue) Publish(ctx context.Context, subject, id string, data []byte) (A
 		return Ack{}, fmt.Errorf("jetstream: publish to %s: %w", q.name, err)
 	}
 	pa, err := withFailover(ctx, func() (*js.PubAck, error) {
-		return q.conn.js.Publish(ctx, subject, data, js.WithMsgID(id), js.WithExpectStream(q.name))
+		pa, err := q.conn.js.Publish(ctx, subject, data, js.WithMsgID(id), js.WithExpectStream(q.name))
+		return pa, q.conn.gone(ctx, q.name, err)
 	})
 	if err != nil {
 		return Ack{}, fmt.Errorf("jetstream: publish %q to %s: %w", id, subject, classify(err))
@@ -228,6 +229,7 @@ func (q *Queue) PublishBatch(ctx context.Context, msgs []Message) ([]Ack, error)
 	for len(acks) < len(msgs) {
 		var err error
 		if acks, err = q.publishWindow(ctx, msgs, acks); err != nil {
+			err = q.conn.gone(ctx, q.name, err)
 			if transient(ctx, err) && (failing.IsZero() || time.Since(failing) < FailoverWait) {
 				if failing.IsZero() {
 					failing = time.Now()
