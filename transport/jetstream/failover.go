@@ -41,12 +41,20 @@ func transient(ctx context.Context, err error) bool {
 		errors.Is(err, js.ErrAsyncPublishTimeout)
 }
 
-// withFailover runs try until it succeeds, fails for good, ctx ends or
-// FailoverWait has passed since the first transient failure.
-func withFailover[T any](ctx context.Context, try func() (T, error)) (T, error) {
+// tryTimeout bounds one try of a publish during a failover: a request
+// sent to a leader that died is never answered, and waiting for it to the
+// caller's deadline would leave no time for a try with the new leader.
+const tryTimeout = 5 * time.Second
+
+// withFailover runs try, each time with a context of at most tryTimeout,
+// until it succeeds, fails for good, ctx ends or FailoverWait has passed
+// since the first transient failure.
+func withFailover[T any](ctx context.Context, try func(context.Context) (T, error)) (T, error) {
 	var start time.Time
 	for {
-		v, err := try()
+		tctx, cancel := context.WithTimeout(ctx, tryTimeout)
+		v, err := try(tctx)
+		cancel()
 		if err == nil || !transient(ctx, err) {
 			return v, err
 		}

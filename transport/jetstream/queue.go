@@ -203,8 +203,8 @@ func (q *Queue) Publish(ctx context.Context, subject, id string, data []byte) (A
 	if err := q.check(subject, id, data); err != nil {
 		return Ack{}, fmt.Errorf("jetstream: publish to %s: %w", q.name, err)
 	}
-	pa, err := withFailover(ctx, func() (*js.PubAck, error) {
-		pa, err := q.conn.js.Publish(ctx, subject, data, js.WithMsgID(id), js.WithExpectStream(q.name))
+	pa, err := withFailover(ctx, func(tctx context.Context) (*js.PubAck, error) {
+		pa, err := q.conn.js.Publish(tctx, subject, data, js.WithMsgID(id), js.WithExpectStream(q.name))
 		return pa, q.conn.gone(ctx, q.name, err)
 	})
 	if err != nil {
