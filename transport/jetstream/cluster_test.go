@@ -2,6 +2,7 @@ package jetstream
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -113,5 +114,25 @@ func TestClusterOptionErrors(t *testing.T) {
 	}
 	if _, err := Embedded(t.TempDir(), WithCluster(ClusterConfig{Name: "c", Routes: []string{RouteURL(1)}})); err == nil || !strings.Contains(err.Error(), "client listener") {
 		t.Errorf("cluster node without a client listener: error %v", err)
+	}
+}
+
+// TestPublishToDeletedStream: a publish to a queue deleted meanwhile
+// fails at once with ErrStreamGone, not after FailoverWait of retries.
+func TestPublishToDeletedStream(t *testing.T) {
+	s := embedded(t, t.TempDir())
+	c := connect(t, s)
+	q := openQueue(t, c, QueueConfig{Name: "gone"})
+	publishN(t, q, 0, 1)
+	if err := q.Delete(testCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	_, err := q.Publish(testCtx(t), "gone.chunk", "m-1", payload(1))
+	if !errors.Is(err, ErrStreamGone) {
+		t.Fatalf("publish to a deleted queue: error %v, want ErrStreamGone", err)
+	}
+	if d := time.Since(start); d > tryTimeout+time.Second {
+		t.Fatalf("the publish took %v to fail", d)
 	}
 }
