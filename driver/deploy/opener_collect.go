@@ -41,18 +41,20 @@ type chunkOpened struct {
 
 // remoteOpen is one round's opening on the openers.
 type remoteOpen struct {
-	a         *Analyzer
-	t         int64
-	tag       string
-	ms        []*wire.SealedMessage
-	spec      seal.Spec
-	spans     []span
-	digests   [][]byte
-	results   []*chunkOpened
-	published []bool
-	got       int   // chunks answered
-	opened    int64 // messages in them
-	inflight  int   // bytes of chunks published and unanswered
+	// emptySince is when lost first found the round's chunks gone.
+	emptySince time.Time
+	a          *Analyzer
+	t          int64
+	tag        string
+	ms         []*wire.SealedMessage
+	spec       seal.Spec
+	spans      []span
+	digests    [][]byte
+	results    []*chunkOpened
+	published  []bool
+	got        int   // chunks answered
+	opened     int64 // messages in them
+	inflight   int   // bytes of chunks published and unanswered
 	// fresh counts the chunks this opening stored on the queue (not
 	// duplicates), reused the results it found without publishing their
 	// chunk, duplicates and refused the results it ignored.
@@ -164,11 +166,56 @@ func (ro *remoteOpen) collect(ctx context.Context) error {
 			if time.Since(start) > 5*time.Second {
 				stored = 0 // the stored results are slow to come: publish meanwhile
 			}
+			if err := ro.lost(ctx, news); err != nil {
+				return ro.fail(err)
+			}
 			if time.Since(news) > openerSilence {
 				a.logf("analyzer: round %d: %d of %d chunks opened, none for %v: are openers running on the queue?", ro.t, ro.got, len(ro.spans), openerSilence)
 				news = time.Now()
 			}
 		}
+	}
+	return nil
+}
+
+// lostChunkWait is how long the analyzer waits, with no result coming
+// and chunks unanswered, before it checks that the opener queue still
+// holds them; it gives up when they stay gone as long again (a variable
+// for the tests).
+var lostChunkWait = 5 * time.Second
+
+// lost returns an error when chunks of the round were published and not
+// answered, none came for lostChunkWait since news, and for lostChunkWait
+// more the chunk queue has held nothing (the chunks were purged: an
+// operator, a retention limit) or it or the results log could not be read
+// (deleted): waiting would only hang the round until its
+// deadline, so it fails at once, with the reason.
+func (ro *remoteOpen) lost(ctx context.Context, news time.Time) error {
+	unanswered := 0
+	for c := range ro.spans {
+		if ro.published[c] && ro.results[c] == nil {
+			unanswered++
+		}
+	}
+	if unanswered == 0 || time.Since(news) < lostChunkWait {
+		ro.emptySince = time.Time{}
+		return nil
+	}
+	var why string
+	if _, err := ro.a.openq.results.Count(ctx, resultSubject(ro.tag, ro.t, "*")); err != nil {
+		why = fmt.Sprintf("the results log %s cannot be read (deleted?): %v", openLogName, err)
+	} else if n, err := ro.a.openq.chunks.Len(ctx); err != nil {
+		why = fmt.Sprintf("the chunk queue %s cannot be read (deleted?): %v", openQueueName, err)
+	} else if n == 0 {
+		why = fmt.Sprintf("the chunk queue %s is empty: they were removed from it (purged?)", openQueueName)
+	}
+	switch {
+	case why == "":
+		ro.emptySince = time.Time{}
+	case ro.emptySince.IsZero():
+		ro.emptySince = time.Now()
+	case time.Since(ro.emptySince) >= lostChunkWait:
+		return fmt.Errorf("%d of round %d's %d chunks were published and not answered for %v, and %s", unanswered, ro.t, len(ro.spans), time.Since(news).Round(time.Second), why)
 	}
 	return nil
 }

@@ -102,13 +102,29 @@ func Connect(url string, opts ...ConnOption) (*Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if _, err := c.js.AccountInfo(ctx); err != nil {
+	if err := c.waitJetStream(10 * time.Second); err != nil {
 		nc.Close()
 		return nil, fmt.Errorf("jetstream: connect to %s: JetStream not available: %w", url, err)
 	}
 	return c, nil
+}
+
+// waitJetStream asks for the account's JetStream information until it
+// answers or within has passed. A cluster's API does not answer until its
+// nodes have elected a meta leader (a second or two after they start), so
+// each ask has a short timeout of its own rather than one long one.
+func (c *Conn) waitJetStream(within time.Duration) error {
+	end := time.Now().Add(within)
+	for {
+		ask := min(time.Until(end), time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), ask)
+		_, err := c.js.AccountInfo(ctx)
+		cancel()
+		if err == nil || errors.Is(err, js.ErrJetStreamNotEnabled) || errors.Is(err, js.ErrJetStreamNotEnabledForAccount) || time.Until(end) < 100*time.Millisecond {
+			return err
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
 func newConn(nc *nats.Conn, cfg connConfig) (*Conn, error) {

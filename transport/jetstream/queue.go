@@ -195,13 +195,18 @@ func (q *Queue) check(subject, id string, data []byte) error {
 // Publish stores data on subject (which must start with the queue's name and
 // a dot) under the message id, and returns once the server has stored it;
 // an id already stored within the de-duplication window gives an Ack with
-// Duplicate set and stores nothing. After an error the message may or may
-// not be stored: publishing again with the same id is safe.
+// Duplicate set and stores nothing. During a cluster's failover it
+// retries, with the same id, for up to [FailoverWait]. After an error the
+// message may or may not be stored: publishing again with the same id is
+// safe.
 func (q *Queue) Publish(ctx context.Context, subject, id string, data []byte) (Ack, error) {
 	if err := q.check(subject, id, data); err != nil {
 		return Ack{}, fmt.Errorf("jetstream: publish to %s: %w", q.name, err)
 	}
-	pa, err := q.conn.js.Publish(ctx, subject, data, js.WithMsgID(id), js.WithExpectStream(q.name))
+	pa, err := withFailover(ctx, func(tctx context.Context) (*js.PubAck, error) {
+		pa, err := q.conn.js.Publish(tctx, subject, data, js.WithMsgID(id), js.WithExpectStream(q.name))
+		return pa, q.conn.gone(ctx, q.name, err)
+	})
 	if err != nil {
 		return Ack{}, fmt.Errorf("jetstream: publish %q to %s: %w", id, subject, classify(err))
 	}
@@ -220,9 +225,18 @@ func (q *Queue) PublishBatch(ctx context.Context, msgs []Message) ([]Ack, error)
 		}
 	}
 	acks := make([]Ack, 0, len(msgs))
+	var failing time.Time // the first failure of a failover
 	for len(acks) < len(msgs) {
 		var err error
 		if acks, err = q.publishWindow(ctx, msgs, acks); err != nil {
+			err = q.conn.gone(ctx, q.name, err)
+			if transient(ctx, err) && (failing.IsZero() || time.Since(failing) < FailoverWait) {
+				if failing.IsZero() {
+					failing = time.Now()
+				}
+				time.Sleep(failoverRetry) // then the window again, from its first unacknowledged message
+				continue
+			}
 			return acks, fmt.Errorf("jetstream: publish batch to %s: %w", q.name, err)
 		}
 	}

@@ -38,6 +38,8 @@ type Server struct {
 	// internal is the seed of the server's own user (WithUsers), which
 	// Connect proves.
 	internal []byte
+	// routeURL is the node's route listener (WithCluster), or "".
+	routeURL string
 }
 
 // Option configures an embedded [Server].
@@ -50,6 +52,7 @@ type serverConfig struct {
 	syncAlways bool
 	name       string
 	users      []User
+	cluster    *clusterConfig
 }
 
 // WithLoopbackPort makes the server also listen on 127.0.0.1:port, so that
@@ -171,6 +174,12 @@ func startServer(dir string, cfg serverConfig) (*Server, error) {
 	if cfg.maxStore == 0 {
 		o.JetStreamMaxStore = -1
 	}
+	if cfg.cluster != nil {
+		if cfg.port < 0 {
+			return nil, errors.New("a cluster node needs a client listener (WithLoopbackPort)")
+		}
+		cfg.cluster.apply(o)
+	}
 	var internal []byte
 	if len(cfg.users) > 0 {
 		seed, pub, err := NewUserKey()
@@ -204,6 +213,15 @@ func startServer(dir string, cfg serverConfig) (*Server, error) {
 			return nil, fmt.Errorf("listener address %v is not TCP", ns.Addr())
 		}
 		s.url = "nats://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(addr.Port))
+	}
+	if cfg.cluster != nil {
+		u, err := routeURLOf(ns)
+		if err != nil {
+			ns.Shutdown()
+			ns.WaitForShutdown()
+			return nil, err
+		}
+		s.routeURL = u
 	}
 	return s, nil
 }
