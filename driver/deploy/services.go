@@ -48,6 +48,10 @@ type ServiceOptions struct {
 	// NATSSeed is the file of the role's NATS key ("": DIR/nats/ROLE.nk of
 	// --certs when it exists).
 	NATSSeed string
+	// NATSReplicas is how many servers of a JetStream cluster store each
+	// stream the role creates (0: 1; 3 for a cluster that survives the
+	// loss of a node). Every role of a deployment must give the same.
+	NATSReplicas int
 	// ConnectDeadline is how long a role keeps retrying, with a line a
 	// retry, a peer or NATS server that is not up yet before it gives up
 	// (0: 5 minutes).
@@ -113,6 +117,7 @@ func (o *ServiceOptions) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.RunID, "run-id", o.RunID, "the run's `id`, bound into every sealed message (all roles must agree)")
 	fs.DurationVar(&o.RoundTimeout, "round-timeout", o.RoundTimeout, "analyzer, deploy-local: time clients have to report in a round (default: a minute plus twice the round's estimated work on this machine's cores, printed at start)")
 	fs.StringVar(&o.NATSSeed, "nats-seed", o.NATSSeed, "analyzer, shuffler, shuffler-shard: the `file` of the role's NATS key (default: nats/ROLE.nk in --certs, written by 'shufflefl certs')")
+	fs.IntVar(&o.NATSReplicas, "nats-replicas", o.NATSReplicas, "analyzer, shuffler, shuffler-shard: `N` servers of the JetStream cluster store each stream (default 1; 3 survives the loss of a node; give every role the same)")
 	fs.DurationVar(&o.ConnectDeadline, "connect-deadline", o.ConnectDeadline, "every role: how long to keep retrying a peer or NATS server that is not up yet, with a line a retry, before giving up (default 5m)")
 	fs.IntVar(&o.MinReports, "min-reports", o.MinReports, "analyzer, deploy-local: minimum reports for a round to be released (below it the round is void)")
 	fs.Int64Var(&o.ShuffleMemory, "shuffle-memory", o.ShuffleMemory, "shuffler, deploy-local: round memory budget in `bytes` (0: 1 GiB); a larger round is shuffled on disk")
@@ -291,10 +296,15 @@ func (p *shufflerParty) close() {
 // natsAuth is the connection option proving role's NATS key: --nats-seed,
 // or the key in --certs.
 func (o ServiceOptions) natsAuth(role string) ([]jetstream.ConnOption, error) {
-	if o.NATSSeed != "" {
-		return []jetstream.ConnOption{jetstream.WithUserSeedFile(o.NATSSeed)}, nil
+	var opts []jetstream.ConnOption
+	if o.NATSReplicas > 0 {
+		opts = append(opts, jetstream.WithReplicas(o.NATSReplicas))
 	}
-	return natsSeedOption(o.Certs, role)
+	if o.NATSSeed != "" {
+		return append(opts, jetstream.WithUserSeedFile(o.NATSSeed)), nil
+	}
+	seed, err := natsSeedOption(o.Certs, role)
+	return append(opts, seed...), err
 }
 
 // logf is the role's log line function for connection retries, prefixed
