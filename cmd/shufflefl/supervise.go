@@ -45,9 +45,9 @@ func crashOutput() bool {
 }
 
 // supervise runs the command line args as a child of this process with
-// the same standard streams, forwards SIGTERM and SIGHUP to it (SIGINT
-// reaches it from the terminal's process group; the parent ignores it),
-// and returns its exit status, or 1 with one line on stderr when it
+// the same standard streams, forwards SIGINT, SIGTERM and SIGHUP to it (a
+// terminal's Ctrl-C reaches both; a second SIGINT changes nothing for a
+// command that is already stopping), and returns its exit status, or 1 with one line on stderr when it
 // crashed. ok is false when no child could be started (the caller then
 // runs the command itself).
 func supervise(args []string) (code int, ok bool) {
@@ -68,9 +68,8 @@ func supervise(args []string) (code int, ok bool) {
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	cmd.Env = append(os.Environ(), supervisedEnv+"="+path)
 	cmd.SysProcAttr = childAttr()
-	signal.Ignore(os.Interrupt)
 	sigs := make(chan os.Signal, 4)
-	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGHUP)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	if err := cmd.Start(); err != nil {
 		os.Remove(path)
 		signal.Reset()

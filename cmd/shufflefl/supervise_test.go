@@ -103,3 +103,31 @@ func TestSupervisedChildDiesWithParent(t *testing.T) {
 		}
 	}
 }
+
+// TestSupervisorForwardsInterrupt: SIGINT sent to the started process
+// (not to its process group) reaches the command: it stops, and the
+// supervisor exits with the command's status for a signal.
+func TestSupervisorForwardsInterrupt(t *testing.T) {
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	cmd := mainCmd("test-sleep", pidFile)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if b, _ := os.ReadFile(pidFile); len(b) > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the child never started")
+		}
+	}
+	start := time.Now()
+	_ = cmd.Process.Signal(os.Interrupt)
+	_ = cmd.Wait()
+	if el := time.Since(start); el > 10*time.Second {
+		t.Fatalf("the command stopped %v after SIGINT", el)
+	}
+	if code := cmd.ProcessState.ExitCode(); code != 128+int(syscall.SIGINT) {
+		t.Fatalf("exit status %d after SIGINT, want %d", code, 128+int(syscall.SIGINT))
+	}
+}
