@@ -68,8 +68,12 @@ func (e *Engine) amplificationWarning(priv protocol.Privacy) string {
 	if parts := e.participants(1); !e.poisson && parts.Len() > 0 {
 		n = parts.Len()
 	}
-	return fmt.Sprintf("the shuffle of %d reports per round barely amplifies: round 1's central epsilon %s is %.4g, %.0f%% of the local %.4g; more clients per round (--clients, --clients-per-round) are needed for the shuffle to help",
-		n, level, central, 100*central/local, local)
+	advice := "more clients per round (--clients, --clients-per-round) are needed for the shuffle to help"
+	if nc, ok := e.proto.(interface{ NoShuffleCredit() bool }); ok && nc.NoShuffleCredit() {
+		advice = e.proto.Name() + "'s rigorous statement takes no shuffle credit, whatever the number of clients"
+	}
+	return fmt.Sprintf("the shuffle of %d reports per round barely amplifies: round 1's central epsilon %s is %.4g, %.0f%% of the local %.4g; %s",
+		n, level, central, 100*central/local, local, advice)
 }
 
 // hasAlloc says whether some component is a random-allocation round,
