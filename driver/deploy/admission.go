@@ -221,7 +221,9 @@ type connLimit struct {
 // ServerHandshake implements credentials.TransportCredentials.
 func (l *connLimit) ServerHandshake(raw net.Conn) (net.Conn, credentials.AuthInfo, error) {
 	host := peerHost(raw.RemoteAddr())
-	c := &countedConn{l: l, addr: raw.RemoteAddr().String(), host: host}
+	// raw is set before c is published in l.unauth: an eviction from
+	// another handshake may close it at once.
+	c := &countedConn{l: l, addr: raw.RemoteAddr().String(), host: host, raw: raw}
 	var evict *countedConn
 	l.mu.Lock()
 	if l.conns == nil {
@@ -258,7 +260,6 @@ func (l *connLimit) ServerHandshake(raw net.Conn) (net.Conn, credentials.AuthInf
 		l.evicted()
 		evict.closeRaw()
 	}
-	c.raw = raw
 	_ = raw.SetDeadline(time.Now().Add(handshakeTimeout))
 	conn, info, err := l.TransportCredentials.ServerHandshake(raw)
 	if err != nil {
@@ -363,7 +364,7 @@ type countedConn struct {
 	net.Conn   // the TLS connection once the handshake is done
 	l          *connLimit
 	addr, host string
-	raw        net.Conn
+	raw        net.Conn // set at creation, never written again
 	// authed and gone are guarded by l.mu.
 	authed, gone bool
 	mu           sync.Mutex // guards Conn during the handshake
