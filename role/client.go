@@ -8,10 +8,18 @@ import (
 	"github.com/shufflefl/shufflefl/protocol"
 )
 
-// Client is one client's side of a round: it consults its ledger, charges
-// its release, and clips and randomizes its local update with the
-// protocol's local randomizer. Local training is the driver's job (it
-// needs the client's data and the model); the Client sees only the update.
+// Client is one client's side of a round: it consults its ledger, and
+// clips and randomizes its local update with the protocol's local
+// randomizer. Local training is the driver's job (it needs the client's
+// data and the model); the Client sees only the update.
+//
+// The machine performs no I/O. It reads its ledger through a LedgerView
+// and never writes it: Stage produces the round's report and a
+// ClientReady naming the release to charge; the driver makes that charge
+// durable (account.Ledger.Charge, or a store that records it in one
+// transaction with the report) and then calls Advance, which checks that
+// the ledger holds it. Only after Advance returned nil may the report
+// leave the client (the pattern of etcd raft's Ready and Advance).
 //
 // A Client is not safe for concurrent use; different clients may run
 // concurrently (their ledger entries are independent).
@@ -19,13 +27,23 @@ type Client struct {
 	id     string
 	budget protocol.Budget
 	proto  protocol.Protocol
-	ledger *account.Ledger
+	ledger LedgerView
 	// localDelta: the protocol's local randomizer spends the budget's
 	// delta (approximate mechanisms), so the ledger charges it.
 	localDelta bool
-	charged    int // round of the last durable charge (0: none)
+	charged    int // round of the last charge Advance confirmed (0: none)
 	encoded    int // round of the last report produced (0: none)
-	staged     int // round of a report produced by Stage, not yet committed (0: none)
+	staged     int // round of a report produced by Stage, not yet advanced (0: none)
+}
+
+// LedgerView is the read side of a client's privacy ledger, which the
+// client machine consults and its driver writes. *account.Ledger is one.
+type LedgerView interface {
+	// Check reports whether the release could be charged now (nil), or
+	// why not (account.ErrCapExceeded, account.ErrDuplicateRelease, ...).
+	Check(r account.Release) error
+	// Holds reports whether the client's release in round t is recorded.
+	Holds(client string, t int) (bool, error)
 }
 
 // ClientConfig describes a client.
@@ -38,13 +56,23 @@ type ClientConfig struct {
 	Budget protocol.Budget
 	// Protocol is the round's protocol.
 	Protocol protocol.Protocol
-	// Ledger records the client's releases; nil when the protocol gives
-	// clients no local guarantee (non-private FedAvg, central DP), in which
-	// case nothing is charged and Encode needs no charge.
-	Ledger *account.Ledger
+	// Ledger is the client's ledger; nil when the protocol gives clients
+	// no local guarantee (non-private FedAvg, central DP), in which case
+	// nothing is charged.
+	Ledger LedgerView
 	// LocalDelta makes each release charge Budget.Delta as well as
 	// Budget.Epsilon (approximate local randomizers).
 	LocalDelta bool
+}
+
+// ClientReady is what the client machine hands its driver once it has
+// produced round Round's report (Stage): when Charge is set, the driver
+// must record Release durably in the client's ledger and then call
+// Advance; the report may be sent only after Advance returned nil.
+type ClientReady struct {
+	Round   int
+	Charge  bool
+	Release account.Release
 }
 
 // NewClient returns a client in its initial state.
@@ -78,130 +106,69 @@ func (c *Client) Check(t int) error {
 	return c.ledger.Check(c.Release(t))
 }
 
-// Charge records the client's release in round t in its ledger. It returns
-// only after the ledger's store has made the charge durable; an error means
-// nothing may be released. Charging a round twice is refused by the
-// ledger (account.ErrDuplicateRelease).
-func (c *Client) Charge(t int) error {
-	if c.ledger == nil {
-		return nil
-	}
-	if err := c.ledger.Charge(c.Release(t)); err != nil {
-		return fmt.Errorf("client %s: round %d: %w", c.id, t, err)
-	}
-	c.charged = t
-	return nil
-}
-
-// Encode clips and randomizes update (length s.Dim; it may be modified in
-// place) into out for round s.Round, drawing the randomizer's noise from r.
-// It refuses to encode a round whose release was not charged first (when
-// the client has a ledger) and a second report in the same round: a driver
-// that must retry resends the report it stored, it never re-randomizes.
-func (c *Client) Encode(r *rand.Rand, s protocol.Shape, update []float64, out *protocol.Report) error {
-	if err := c.mayEncode(s.Round); err != nil {
-		return err
-	}
-	if err := c.proto.Encode(r, s, update, c.budget, out); err != nil {
-		return fmt.Errorf("client %s: encode: %w", c.id, err)
-	}
-	c.encoded = s.Round
-	return nil
-}
-
-// mayEncode refuses to encode round t before its release is charged (when
-// the client has a ledger) or a second time.
-func (c *Client) mayEncode(t int) error {
-	if c.ledger != nil && c.charged != t {
-		return fmt.Errorf("client %s: round %d: %w: the release is not charged", c.id, t, ErrOrder)
-	}
-	if c.encoded == t {
-		return fmt.Errorf("client %s: round %d: %w: the round's report was already produced", c.id, t, ErrOrder)
-	}
-	return nil
-}
-
-// Stage is the other order of the same contract, for drivers whose store
-// makes the charge durable in one transaction with the report it charges
-// for (a deployment's client stores its sealed report with the charge, so
-// that a retry resends the same bytes): Stage checks the ledger, encodes
-// round s.Round's report into out and returns the release to charge; the
-// report must not leave the client until Commit has returned nil. If the
-// process dies in between, nothing was released and nothing is charged.
-// Stage refuses a round already encoded or charged.
-func (c *Client) Stage(r *rand.Rand, s protocol.Shape, update []float64, out *protocol.Report) (account.Release, error) {
+// Stage checks the ledger, clips and randomizes update (length s.Dim; it
+// may be modified in place) into out for round s.Round, drawing the
+// randomizer's noise from r, and returns the release to charge. If the
+// driver dies before Advance, nothing was released; whether it was
+// charged depends on how far the driver got, never the other way round.
+// Stage refuses a second report in a round (ErrOrder): a driver that must
+// retry resends the report it stored, it never re-randomizes.
+func (c *Client) Stage(r *rand.Rand, s protocol.Shape, update []float64, out *protocol.Report) (ClientReady, error) {
 	return c.stage(s.Round, func() error { return c.proto.Encode(r, s, update, c.budget, out) })
 }
 
-// StageModel is Stage for a clustered protocol (protocol.Clustered), as
-// EncodeModel is Encode: base is the model the client chose and trained,
-// update its local change; Commit follows as for Stage.
-func (c *Client) StageModel(r *rand.Rand, s protocol.Shape, base, update []float64, out *protocol.Report) (account.Release, error) {
+// StageModel is Stage for a clustered protocol (protocol.Clustered): base
+// is the model the client chose and trained, update its local change.
+func (c *Client) StageModel(r *rand.Rand, s protocol.Shape, base, update []float64, out *protocol.Report) (ClientReady, error) {
 	cl, ok := c.proto.(protocol.Clustered)
 	if !ok {
-		return account.Release{}, fmt.Errorf("client %s: %s keeps one model: %w", c.id, c.proto.Name(), ErrOrder)
+		return ClientReady{}, fmt.Errorf("client %s: %s keeps one model: %w", c.id, c.proto.Name(), ErrOrder)
 	}
 	return c.stage(s.Round, func() error { return cl.EncodeModel(r, s, base, update, c.budget, out) })
 }
 
 // stage is Stage's and StageModel's order: refuse a round already encoded
 // or charged, check the ledger, encode, and return the release to charge.
-func (c *Client) stage(t int, encode func() error) (account.Release, error) {
+func (c *Client) stage(t int, encode func() error) (ClientReady, error) {
+	if t < 1 {
+		return ClientReady{}, fmt.Errorf("client %s: round %d: %w: rounds start at 1", c.id, t, ErrOrder)
+	}
 	if c.encoded == t || c.charged == t {
-		return account.Release{}, fmt.Errorf("client %s: round %d: %w: the round's report was already produced", c.id, t, ErrOrder)
+		return ClientReady{}, fmt.Errorf("client %s: round %d: %w: the round's report was already produced", c.id, t, ErrOrder)
 	}
 	if err := c.Check(t); err != nil {
-		return account.Release{}, fmt.Errorf("client %s: round %d: %w", c.id, t, err)
+		return ClientReady{}, fmt.Errorf("client %s: round %d: %w", c.id, t, err)
 	}
 	if err := encode(); err != nil {
-		return account.Release{}, fmt.Errorf("client %s: encode: %w", c.id, err)
+		return ClientReady{}, fmt.Errorf("client %s: encode: %w", c.id, err)
 	}
 	c.encoded, c.staged = t, t
-	return c.Release(t), nil
+	return ClientReady{Round: t, Charge: c.ledger != nil, Release: c.Release(t)}, nil
 }
 
-// Commit charges the release of the report Stage produced for round t
-// through charge, which must record it durably in the client's ledger
-// (store.DB.ChargeWithReport does, with the report). Commit verifies that
-// the ledger holds the charge before it returns nil; only then may the
-// report be sent. Without a ledger it only closes the stage.
-func (c *Client) Commit(t int, charge func(account.Release) error) error {
+// Advance tells the machine that the driver did what rd asked: the
+// release is durable in the client's ledger (checked: Advance reads the
+// ledger and returns ErrOrder when the charge is not there). Only then may
+// the report Stage produced be sent. rd must be the last Stage's.
+func (c *Client) Advance(rd ClientReady) error {
+	t := rd.Round
 	if c.staged != t || t == 0 {
 		return fmt.Errorf("client %s: round %d: %w: no staged report", c.id, t, ErrOrder)
 	}
+	if rd.Charge != (c.ledger != nil) || rd.Release != c.Release(t) {
+		return fmt.Errorf("client %s: round %d: %w: not the ready this client staged", c.id, t, ErrOrder)
+	}
 	if c.ledger != nil {
-		rel := c.Release(t)
-		if err := charge(rel); err != nil {
-			return fmt.Errorf("client %s: round %d: charge: %w", c.id, t, err)
-		}
-		es, err := c.ledger.Entries(c.id)
+		ok, err := c.ledger.Holds(c.id, t)
 		if err != nil {
 			return fmt.Errorf("client %s: round %d: ledger: %w", c.id, t, err)
 		}
-		if len(es) == 0 || es[len(es)-1].Round != t {
+		if !ok {
 			return fmt.Errorf("client %s: round %d: %w: the charge did not reach the client's ledger", c.id, t, ErrOrder)
 		}
 		c.charged = t
 	}
 	c.staged = 0
-	return nil
-}
-
-// EncodeModel is Encode for a clustered protocol (protocol.Clustered):
-// base is the model the client chose and trained, update its local change;
-// the same ordering rules apply.
-func (c *Client) EncodeModel(r *rand.Rand, s protocol.Shape, base, update []float64, out *protocol.Report) error {
-	cl, ok := c.proto.(protocol.Clustered)
-	if !ok {
-		return fmt.Errorf("client %s: %s keeps one model: %w", c.id, c.proto.Name(), ErrOrder)
-	}
-	if err := c.mayEncode(s.Round); err != nil {
-		return err
-	}
-	if err := cl.EncodeModel(r, s, base, update, c.budget, out); err != nil {
-		return fmt.Errorf("client %s: encode: %w", c.id, err)
-	}
-	c.encoded = s.Round
 	return nil
 }
 

@@ -25,15 +25,16 @@
 // can observe and return ErrOrder when they are broken.
 //
 //   - A client's release is charged to its ledger before its report
-//     leaves: either Client.Charge returns nil (the ledger's Store made the
-//     charge durable) before Client.Encode produces the report, or — for a
-//     driver that stores the report with its charge in one transaction, so
-//     that a retry resends the same bytes — Client.Stage (StageModel for a
-//     clustered protocol's whole model) produces the report and
-//     Client.Commit makes the charge durable (and checks that the ledger
-//     holds it) before the report is sent. Encoding twice in a round is
-//     refused, so a retry must resend the stored report rather than
-//     re-randomize (no double spend).
+//     leaves. Client.Stage (StageModel for a clustered protocol's whole
+//     model) checks the ledger, produces the report and returns a
+//     ClientReady naming the release; the driver records it durably (the
+//     machine only reads its ledger, through a LedgerView) and calls
+//     Client.Advance, which checks that the ledger holds the charge; only
+//     then may the report be sent. A driver that stores the report with
+//     its charge in one transaction resends those bytes on a retry: a
+//     second report in a round is refused, so nobody re-randomizes (no
+//     double spend). Both drivers run one client machine per client and
+//     round from Stage to Advance.
 //   - The shuffler accepts one submission per sender per round; a second one
 //     is ErrDuplicateSender (Resubmit acknowledges a driver's retry of a
 //     persisted submission as a Duplicate instead). Check tests a

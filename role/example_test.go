@@ -10,8 +10,10 @@ import (
 	"github.com/shufflefl/shufflefl/role"
 )
 
-// One round of SS-Simple driven by hand: every client charges its ledger
-// and encodes, the shuffler strips identities and permutes each coordinate,
+// One round of SS-Simple driven by hand: every client machine encodes its
+// report and hands back the release to charge (Stage), the driver makes
+// the charge durable and tells the machine (Advance) before the report
+// leaves, the shuffler strips identities and permutes each coordinate,
 // and the analyzer decides the round (Open), absorbs the batch and releases
 // the estimate, recording the round's privacy (Close).
 func Example() {
@@ -28,12 +30,16 @@ func Example() {
 	budget := protocol.Budget{Epsilon: 8}
 	for i := 0; i < n; i++ {
 		c := role.NewClient(role.ClientConfig{ID: strconv.Itoa(i), Budget: budget, Protocol: p, Ledger: ledger})
-		if err := c.Charge(s.Round); err != nil { // durable before anything leaves
-			panic(err)
-		}
 		var rep protocol.Report
 		update := []float64{0.5, -0.5, 0.25, 0}
-		if err := c.Encode(rng.Stream(1, uint64(i)), s, update, &rep); err != nil {
+		rd, err := c.Stage(rng.Stream(1, uint64(i)), s, update, &rep)
+		if err != nil {
+			panic(err)
+		}
+		if err := ledger.Charge(rd.Release); err != nil { // the driver's write
+			panic(err)
+		}
+		if err := c.Advance(rd); err != nil { // durable before anything leaves
 			panic(err)
 		}
 		if _, err := sh.Accept(c.ID(), role.Messages(p.Mode(), &rep, nil)); err != nil {

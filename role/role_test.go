@@ -23,47 +23,85 @@ func newProto(t *testing.T, name string, extra map[string]float64) protocol.Prot
 	return p
 }
 
-func TestClientOrder(t *testing.T) {
+// TestClientReadyAdvance: the client machine's contract. Stage checks the
+// ledger and returns the release to charge without writing anything;
+// Advance refuses until the driver has made that charge durable, and
+// refuses a ready the machine did not stage; a second report in a round
+// and a round past the cap are refused; without a ledger Advance only
+// closes the stage.
+func TestClientReadyAdvance(t *testing.T) {
 	p := newProto(t, "ss-simple", nil)
 	ledger := account.NewLedger(account.NewMemoryStore())
-	if err := ledger.SetDefaultCap(account.Cap{Epsilon: 15}); err != nil {
+	if err := ledger.SetDefaultCap(account.Cap{Epsilon: 25}); err != nil {
 		t.Fatal(err)
 	}
-	c := NewClient(ClientConfig{ID: "7", Budget: protocol.Budget{Epsilon: 10}, Protocol: p, Ledger: ledger})
-	s := protocol.Shape{Round: 1, Dim: 4, Population: 10, Participants: 5}
+	c := NewClient(ClientConfig{ID: "3", Budget: protocol.Budget{Epsilon: 10}, Protocol: p, Ledger: ledger})
+	s := protocol.Shape{Round: 1, Dim: 2, Population: 4, Participants: 2}
 	var rep protocol.Report
-	r := rng.Stream(1)
-	if err := c.Encode(r, s, []float64{1, 2, 3, 4}, &rep); !errors.Is(err, ErrOrder) {
-		t.Fatalf("encode before the charge: %v, want ErrOrder", err)
+	if err := c.Advance(ClientReady{Round: 1, Charge: true, Release: c.Release(1)}); !errors.Is(err, ErrOrder) {
+		t.Fatalf("advance without a staged report: %v", err)
 	}
-	if err := c.Check(1); err != nil {
+	rd, err := c.Stage(rng.Stream(1), s, []float64{0.1, 0.2}, &rep)
+	if err != nil || rd.Round != 1 || !rd.Charge || rd.Release.LocalEpsilon != 10 || len(rep.Values) != 2 {
+		t.Fatalf("stage: %+v, %v", rd, err)
+	}
+	if sp, _ := ledger.Spent("3"); sp.Epsilon != 0 {
+		t.Fatalf("Stage wrote the ledger: spent %v", sp.Epsilon)
+	}
+	if _, err := c.Stage(rng.Stream(1), s, []float64{0.1, 0.2}, &rep); !errors.Is(err, ErrOrder) {
+		t.Fatalf("second stage in a round: %v", err)
+	}
+	// The driver has not charged yet: the report may not leave.
+	if err := c.Advance(rd); !errors.Is(err, ErrOrder) {
+		t.Fatalf("advance before the charge is durable: %v", err)
+	}
+	forged := rd
+	forged.Release.LocalEpsilon = 1
+	if err := c.Advance(forged); !errors.Is(err, ErrOrder) {
+		t.Fatalf("advance of a ready the machine did not stage: %v", err)
+	}
+	if err := ledger.Charge(rd.Release); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.Charge(1); err != nil {
+	if err := c.Advance(rd); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.Charge(1); !errors.Is(err, account.ErrDuplicateRelease) {
-		t.Fatalf("second charge: %v, want ErrDuplicateRelease", err)
+	if err := c.Advance(rd); !errors.Is(err, ErrOrder) {
+		t.Fatalf("second advance: %v", err)
 	}
-	if err := c.Encode(r, s, []float64{1, 2, 3, 4}, &rep); err != nil {
+	if _, err := c.Stage(rng.Stream(1), s, []float64{0.1, 0.2}, &rep); !errors.Is(err, ErrOrder) {
+		t.Fatalf("stage after the round advanced: %v", err)
+	}
+	// Round 2 fits (20 <= 25), round 3 would not (30 > 25): refused at Stage.
+	s.Round = 2
+	rd, err = c.Stage(rng.Stream(2), s, []float64{0, 0}, &rep)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rep.Values) != 4 {
-		t.Fatalf("report has %d values", len(rep.Values))
+	if err := ledger.Charge(rd.Release); err != nil {
+		t.Fatal(err)
 	}
-	if err := c.Encode(r, s, []float64{1, 2, 3, 4}, &rep); !errors.Is(err, ErrOrder) {
-		t.Fatalf("second encode: %v, want ErrOrder (no re-randomization)", err)
+	if err := c.Advance(rd); err != nil {
+		t.Fatal(err)
 	}
-	// Round 2 would take the client to 20 > 15: refused, nothing charged.
-	if err := c.Check(2); !errors.Is(err, account.ErrCapExceeded) {
+	s.Round = 3
+	if _, err := c.Stage(rng.Stream(3), s, []float64{0, 0}, &rep); !errors.Is(err, account.ErrCapExceeded) {
+		t.Fatalf("stage over the cap: %v", err)
+	}
+	if err := c.Check(3); !errors.Is(err, account.ErrCapExceeded) {
 		t.Fatalf("check over the cap: %v", err)
 	}
-	if sp, _ := ledger.Spent("7"); sp.Epsilon != 10 {
-		t.Fatalf("ledger spent %v, want 10", sp.Epsilon)
+	if sp, _ := ledger.Spent("3"); sp.Epsilon != 20 {
+		t.Fatalf("spent %v, want 20", sp.Epsilon)
 	}
 	// Without a ledger (no local guarantee) nothing is charged.
 	np := NewClient(ClientConfig{ID: "8", Protocol: newProto(t, "nonprivate", nil)})
-	if err := np.Encode(r, s, []float64{1, 2, 3, 4}, &rep); err != nil {
+	s.Round = 1
+	rd, err = np.Stage(rng.Stream(1), s, []float64{1, 2}, &rep)
+	if err != nil || rd.Charge {
+		t.Fatalf("ledger-less stage: %+v, %v", rd, err)
+	}
+	if err := np.Advance(rd); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -416,53 +454,9 @@ func TestAnalyzerClustered(t *testing.T) {
 	}
 }
 
-func TestClientStageCommit(t *testing.T) {
-	p := newProto(t, "ss-simple", nil)
-	ledger := account.NewLedger(account.NewMemoryStore())
-	_ = ledger.SetDefaultCap(account.Cap{Epsilon: 25})
-	c := NewClient(ClientConfig{ID: "3", Budget: protocol.Budget{Epsilon: 10}, Protocol: p, Ledger: ledger})
-	s := protocol.Shape{Round: 1, Dim: 2, Population: 4, Participants: 2}
-	var rep protocol.Report
-	if err := c.Commit(1, ledger.Charge); !errors.Is(err, ErrOrder) {
-		t.Fatalf("commit without a staged report: %v", err)
-	}
-	rel, err := c.Stage(rng.Stream(1), s, []float64{0.1, 0.2}, &rep)
-	if err != nil || rel.Round != 1 || rel.LocalEpsilon != 10 || len(rep.Values) != 2 {
-		t.Fatalf("stage: %+v, %v", rel, err)
-	}
-	if _, err := c.Stage(rng.Stream(1), s, []float64{0.1, 0.2}, &rep); !errors.Is(err, ErrOrder) {
-		t.Fatalf("second stage in a round: %v", err)
-	}
-	// A charge function that does not charge the ledger is caught.
-	if err := c.Commit(1, func(account.Release) error { return nil }); !errors.Is(err, ErrOrder) {
-		t.Fatalf("commit whose charge missed the ledger: %v", err)
-	}
-	if err := c.Commit(1, ledger.Charge); err != nil {
-		t.Fatal(err)
-	}
-	if sp, _ := ledger.Spent("3"); sp.Epsilon != 10 {
-		t.Fatalf("spent %v", sp.Epsilon)
-	}
-	if err := c.Encode(rng.Stream(1), s, []float64{0.1, 0.2}, &rep); !errors.Is(err, ErrOrder) {
-		t.Fatalf("encode after a committed stage: %v", err)
-	}
-	// Round 2 fits (20 <= 25), round 3 would not (30 > 25): refused at Stage.
-	s.Round = 2
-	if _, err := c.Stage(rng.Stream(2), s, []float64{0, 0}, &rep); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Commit(2, ledger.Charge); err != nil {
-		t.Fatal(err)
-	}
-	s.Round = 3
-	if _, err := c.Stage(rng.Stream(3), s, []float64{0, 0}, &rep); !errors.Is(err, account.ErrCapExceeded) {
-		t.Fatalf("stage over the cap: %v", err)
-	}
-}
-
 // TestClientStageModel: a clustered client stages its whole model with the
 // charge contract of Stage (a second stage in the round and a stage past
-// the cap are refused; Commit checks the ledger), its report is base +
+// the cap are refused; Advance checks the ledger), its report is base +
 // update (plain IFCA), and a one-model protocol refuses StageModel.
 func TestClientStageModel(t *testing.T) {
 	p := newProto(t, "ifca", map[string]float64{"k": 2})
@@ -478,7 +472,10 @@ func TestClientStageModel(t *testing.T) {
 	if _, err := c.StageModel(rng.Stream(1), s, []float64{1, 2}, []float64{0, 0}, &rep); !errors.Is(err, ErrOrder) {
 		t.Fatalf("second stage in a round: %v", err)
 	}
-	if err := c.Commit(1, ledger.Charge); err != nil {
+	if err := ledger.Charge(rel.Release); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Advance(rel); err != nil {
 		t.Fatal(err)
 	}
 	s.Round = 2

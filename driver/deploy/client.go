@@ -213,10 +213,11 @@ func (c *Client) call(ctx context.Context, f func(context.Context) error) error 
 //
 // The order of one round is the role's staged path: the ledger is
 // consulted (role.Client.Check), the update is trained and encoded
-// (role.Client.Stage), every message is sealed, and the ledger charge and
-// the sealed report are committed in one transaction
-// (role.Client.Commit through store.ChargeWithReport) before any byte is
-// sent; only the stored bytes are ever sent.
+// (role.Client.Stage), every message is sealed, the ledger charge and the
+// sealed report are committed in one transaction
+// (store.DB.ChargeWithReport), and the machine confirms the charge
+// (role.Client.Advance) before any byte is sent; only the stored bytes are
+// ever sent.
 func (c *Client) Run(ctx context.Context) error {
 	id := c.cfg.Signer.ID()
 	b := c.st.ClientBudget(c.cfg.Index) // declared: the shuffler forwards it for the statement
@@ -412,11 +413,12 @@ func (c *Client) round(ctx context.Context, task *wire.RoundAnnouncement, pulled
 		return errf("client %s: round %d: local update: %w", id, t, err)
 	}
 	var rep protocol.Report
+	var rd role.ClientReady
 	var err error
 	if clustered {
-		_, err = c.role.StageModel(gen.get(rng.LabelNoise, uint64(t), idx), c.st.Shape(int(t)), w, update, &rep)
+		rd, err = c.role.StageModel(gen.get(rng.LabelNoise, uint64(t), idx), c.st.Shape(int(t)), w, update, &rep)
 	} else {
-		_, err = c.role.Stage(gen.get(rng.LabelNoise, uint64(t), idx), c.st.Shape(int(t)), update, &rep)
+		rd, err = c.role.Stage(gen.get(rng.LabelNoise, uint64(t), idx), c.st.Shape(int(t)), update, &rep)
 	}
 	if err != nil {
 		if errors.Is(err, account.ErrCapExceeded) {
@@ -433,9 +435,12 @@ func (c *Client) round(ctx context.Context, task *wire.RoundAnnouncement, pulled
 		c.logf("client %s: round %d: the task expired (time-to-live %v) before the report was ready; nothing sent", id, t, ttl)
 		return nil
 	}
-	if err := c.role.Commit(int(t), func(r account.Release) error {
-		return c.cfg.DB.ChargeWithReport(c.ledger, r, body)
-	}); err != nil {
+	if rd.Charge {
+		if err := c.cfg.DB.ChargeWithReport(c.ledger, rd.Release, body); err != nil {
+			return errf("client %s: round %d: charge: %w", id, t, err)
+		}
+	}
+	if err := c.role.Advance(rd); err != nil {
 		return errf("client %s: round %d: %w", id, t, err)
 	}
 	return c.send(ctx, t, body)

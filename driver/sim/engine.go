@@ -103,10 +103,8 @@ type worker struct {
 	report  protocol.Report
 	sub     fl.Examples // a client's shard, for clustered protocols' model choice
 	// shard holds the drawn shard of the client being trained (partition
-	// "sampled"), and role its client role (Engine.reporter): one of each
-	// per worker, not one per client.
+	// "sampled"): one per worker, not one per client.
 	shard []int
-	role  role.Client
 }
 
 // New builds an engine for cfg on the given data. budgets may be nil (they
@@ -326,11 +324,6 @@ func (e *Engine) Step() (round.RoundResult, error) {
 	}
 	f.Budgets = nil // the statement is made: the list is garbage
 	res.Privacy = rd.Privacy
-	if rd.Accepting {
-		if err := e.charge(t, parts); err != nil {
-			return res, err
-		}
-	}
 	res.Timing.Accounting = time.Since(t0).Seconds()
 	if rd.Accepting {
 		if rd, err = e.release(t, s, parts, &res); err != nil {
@@ -396,25 +389,53 @@ func (e *Engine) admit(t int, parts round.Participants, res *round.RoundResult) 
 	return parts, nil
 }
 
-// charge records every reporter's release in its ledger before any report
-// exists. The clients' roles that then encode the reports hold no ledger
-// (reporter): this charge, made for all of them first, is what their
-// reports need.
-func (e *Engine) charge(t int, parts round.Participants) error {
+// advance makes the releases of one block's reports durable, in the
+// block's order, and confirms each to the client machine that staged it
+// (role.Client.Advance): only then may the block's reports reach the
+// analyzer. A machine with no ledger (the protocol charges nothing) only
+// closes its stage.
+func (e *Engine) advance(t int, ms []role.Client, rds []role.ClientReady) error {
+	for j := range ms {
+		rd := rds[j]
+		if rd.Charge {
+			if err := e.chargeOne(t, rd.Release); err != nil {
+				return err
+			}
+		}
+		if err := ms[j].Advance(rd); err != nil {
+			return fmt.Errorf("round %d: %w", t, err)
+		}
+	}
+	return nil
+}
+
+// chargeRemote makes durable the releases of a block whose reports a
+// remote worker's client machines staged (those hold no ledger: the
+// ledger is the coordinator's): the block's partial aggregate is absorbed
+// only after this returns nil.
+func (e *Engine) chargeRemote(t int, clients []int) error {
 	if !e.charges {
 		return nil
 	}
-	for i := range parts.Len() {
-		c := parts.At(i)
-		if err := e.client(c).Charge(t); err != nil {
-			return fmt.Errorf("round %d: ledger: %w", t, err)
+	for _, c := range clients {
+		if err := e.chargeOne(t, e.client(c).Release(t)); err != nil {
+			return err
 		}
-		sp, err := e.ledger.Spent(strconv.Itoa(c))
-		if err != nil {
-			return fmt.Errorf("round %d: ledger: %w", t, err)
-		}
-		e.maxSpent = math.Max(e.maxSpent, sp.Epsilon)
 	}
+	return nil
+}
+
+// chargeOne records rel in the run's ledger (durable when it returns nil)
+// and keeps the largest spend.
+func (e *Engine) chargeOne(t int, rel account.Release) error {
+	if err := e.ledger.Charge(rel); err != nil {
+		return fmt.Errorf("round %d: ledger: %w", t, err)
+	}
+	sp, err := e.ledger.Spent(rel.Client)
+	if err != nil {
+		return fmt.Errorf("round %d: ledger: %w", t, err)
+	}
+	e.maxSpent = math.Max(e.maxSpent, sp.Epsilon)
 	return nil
 }
 
@@ -519,39 +540,33 @@ func (e *Engine) evaluate(t int, res *round.RoundResult) error {
 	return nil
 }
 
-// client returns the client role of client c for one round: its budget,
-// the run's ledger (when the protocol charges clients) and whether its
-// releases spend their local delta (approximate local randomizers). The
-// role is per round: its state (charged, encoded) guards one round, and
-// the ledger carries everything across rounds.
-func (e *Engine) client(c int) *role.Client {
+// client returns the client machine of client c for one round: its
+// budget, a view of the run's ledger (when the protocol charges clients)
+// and whether its releases spend their local delta (approximate local
+// randomizers). The machine is per round: its state (staged, charged)
+// guards one round, and the ledger carries everything across rounds.
+func (e *Engine) client(c int) *role.Client { return role.NewClient(e.clientConfig(c, e.charges)) }
+
+// clientConfig is client c's machine configuration, reading the run's
+// ledger when withLedger is set.
+func (e *Engine) clientConfig(c int, withLedger bool) role.ClientConfig {
 	cc := role.ClientConfig{ID: strconv.Itoa(c), Budget: e.budgets.At(c), Protocol: e.proto, LocalDelta: e.approxLocal}
-	if e.charges {
+	if withLedger {
 		cc.Ledger = e.ledger
 	}
-	return role.NewClient(cc)
+	return cc
 }
 
-// reporter returns the client role that encodes client c's report of an
-// accepted round: client's, without the ledger, since charge recorded
-// every reporter's release before the round's first report. It is w's
-// role, reset to client c's initial state when the client runs, so that a
-// round holds no role per client (a remote worker's clients are made the
-// same way).
-func (e *Engine) reporter(w *worker, c int) *role.Client {
-	w.role = *role.NewClient(role.ClientConfig{ID: strconv.Itoa(c), Budget: e.budgets.At(c), Protocol: e.proto, LocalDelta: e.approxLocal})
-	return &w.role
-}
-
-// clientReport runs one client's local update and encoding into w.report.
-func (e *Engine) clientReport(w *worker, t int, s protocol.Shape, slot, client int, cl *role.Client, trainNS, encodeNS *atomic.Int64) error {
+// clientReport runs one client's local update and encoding into w.report
+// on the client's machine cl, and returns what the machine asks to persist.
+func (e *Engine) clientReport(w *worker, t int, s protocol.Shape, slot, client int, cl *role.Client, trainNS, encodeNS *atomic.Int64) (role.ClientReady, error) {
 	base := e.w
 	if e.clustered != nil {
 		// The client receives all k models and trains the one with the
 		// lowest loss on its own data (ties: the lowest index).
 		h, err := e.chooseHypothesis(w, e.shard(w, client))
 		if err != nil {
-			return fmt.Errorf("client %d: choosing a model: %w", client, err)
+			return role.ClientReady{}, fmt.Errorf("client %d: choosing a model: %w", client, err)
 		}
 		e.chosen[slot], base = h, e.models[h]
 	}
@@ -559,32 +574,37 @@ func (e *Engine) clientReport(w *worker, t int, s protocol.Shape, slot, client i
 }
 
 // trainEncode trains client from base (the global model, or the model a
-// clustered client chose) and encodes its update into w.report: what a
-// remote worker computes for the client too.
-func (e *Engine) trainEncode(w *worker, t int, s protocol.Shape, base []float64, client int, cl *role.Client, trainNS, encodeNS *atomic.Int64) error {
+// clustered client chose) and stages its report on the client's machine
+// cl into w.report (role.Client.Stage): what a remote worker computes for
+// the client too. The report may leave w only after the returned ready is
+// persisted and advanced.
+func (e *Engine) trainEncode(w *worker, t int, s protocol.Shape, base []float64, client int, cl *role.Client, trainNS, encodeNS *atomic.Int64) (role.ClientReady, error) {
 	t0 := time.Now()
 	rt := rng.Stream(e.cfg.Seed, rng.LabelTraining, uint64(t), uint64(client))
 	if _, err := w.trainer.LocalUpdate(w.update, rt, base, e.trainEx, e.shard(w, client), e.local); err != nil {
-		return fmt.Errorf("client %d: local update: %w", client, err)
+		return role.ClientReady{}, fmt.Errorf("client %d: local update: %w", client, err)
 	}
 	t1 := time.Now()
 	if e.hooks.Update != nil {
 		e.hooks.Update(t, client, w.update)
 	}
 	rn := e.mechStream(rng.LabelNoise, uint64(t), uint64(client))
+	var rd role.ClientReady
+	var err error
 	if e.clustered != nil {
-		if err := cl.EncodeModel(rn, s, base, w.update, &w.report); err != nil {
-			return err
-		}
-	} else if err := cl.Encode(rn, s, w.update, &w.report); err != nil {
-		return err
+		rd, err = cl.StageModel(rn, s, base, w.update, &w.report)
+	} else {
+		rd, err = cl.Stage(rn, s, w.update, &w.report)
+	}
+	if err != nil {
+		return role.ClientReady{}, err
 	}
 	if e.hooks.Report != nil {
 		e.hooks.Report(t, client, &w.report)
 	}
 	trainNS.Add(int64(t1.Sub(t0)))
 	encodeNS.Add(int64(time.Since(t1)))
-	return nil
+	return rd, nil
 }
 
 // shard returns client's shard, drawn into w's buffer when the partition
@@ -595,6 +615,15 @@ func (e *Engine) shard(w *worker, client int) []int {
 	}
 	w.shard = e.part.ShardInto(client, w.shard)
 	return w.shard
+}
+
+// clientBlock is one block of a round's participants in flight: the
+// caller's state (open), and each participant's client machine with the
+// ready its Stage returned.
+type clientBlock struct {
+	st  any
+	ms  []role.Client
+	rds []role.ClientReady
 }
 
 // clientTimes accumulates the CPU time of the client phase over workers.
@@ -615,7 +644,10 @@ func (c *clientTimes) into(tm *round.Timing) {
 // participant's report is in the worker's buffer (on the worker's
 // goroutine), and closeBlock is called for the blocks strictly in block
 // order, under a lock — so what it does is deterministic whatever the number of
-// workers. The first error stops the phase.
+// workers. Each participant has its own client machine for the round, which
+// stages its report (role.Client.Stage); before closeBlock hands a block's
+// reports on, the block's charges are made durable in order and confirmed
+// to their machines (advance). The first error stops the phase.
 func (e *Engine) runClients(t int, s protocol.Shape, parts round.Participants, ct *clientTimes,
 	open func() any, fold func(st any, w *worker, i int) error, closeBlock func(st any) error) error {
 	nb := (parts.Len() + blockSize - 1) / blockSize
@@ -625,7 +657,7 @@ func (e *Engine) runClients(t int, s protocol.Shape, parts round.Participants, c
 		cond     = sync.NewCond(&mu)
 		next     int
 		closed   int
-		pending  = map[int]any{}
+		pending  = map[int]*clientBlock{}
 		firstErr error
 		wg       sync.WaitGroup
 	)
@@ -654,14 +686,16 @@ func (e *Engine) runClients(t int, s protocol.Shape, parts round.Participants, c
 				next++
 				mu.Unlock()
 
-				st := open()
+				lo, hi := b*blockSize, min((b+1)*blockSize, parts.Len())
+				blk := &clientBlock{st: open(), ms: make([]role.Client, hi-lo), rds: make([]role.ClientReady, hi-lo)}
 				var err error
-				for i := b * blockSize; i < min((b+1)*blockSize, parts.Len()); i++ {
+				for i := lo; i < hi; i++ {
 					c := parts.At(i)
-					if err = e.clientReport(w, t, s, i, c, e.reporter(w, c), &ct.train, &ct.encode); err != nil {
+					blk.ms[i-lo] = *e.client(c)
+					if blk.rds[i-lo], err = e.clientReport(w, t, s, i, c, &blk.ms[i-lo], &ct.train, &ct.encode); err != nil {
 						break
 					}
-					if err = fold(st, w, i); err != nil {
+					if err = fold(blk.st, w, i); err != nil {
 						err = fmt.Errorf("client %d: report rejected: %w", c, err)
 						break
 					}
@@ -672,7 +706,7 @@ func (e *Engine) runClients(t int, s protocol.Shape, parts round.Participants, c
 					mu.Unlock()
 					return
 				}
-				pending[b] = st
+				pending[b] = blk
 				for {
 					p, ok := pending[closed]
 					if !ok {
@@ -680,7 +714,14 @@ func (e *Engine) runClients(t int, s protocol.Shape, parts round.Participants, c
 					}
 					delete(pending, closed)
 					closed++
-					if err := closeBlock(p); err != nil {
+					if firstErr != nil {
+						break
+					}
+					err := e.advance(t, p.ms, p.rds)
+					if err == nil {
+						err = closeBlock(p.st)
+					}
+					if err != nil {
 						fail(err)
 					}
 				}
@@ -705,7 +746,8 @@ func (e *Engine) collectStreaming(t int, s protocol.Shape, parts round.Participa
 	absorb := func(agg *protocol.Aggregate) error { return e.an.Absorb(role.PartInput(agg)) }
 	var err error
 	if e.remoteRound() {
-		err = e.runner.RunRound(&RoundBlocks{Round: t, Shape: s, Weights: e.w, Participants: parts, absorb: absorb, ct: &ct})
+		charge := func(clients []int) error { return e.chargeRemote(t, clients) }
+		err = e.runner.RunRound(&RoundBlocks{Round: t, Shape: s, Weights: e.w, Participants: parts, absorb: absorb, charge: charge, ct: &ct})
 	} else {
 		err = e.streamLocal(t, s, parts, &ct, absorb)
 	}

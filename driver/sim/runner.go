@@ -7,6 +7,7 @@ import (
 	"github.com/shufflefl/shufflefl/driver/round"
 	"github.com/shufflefl/shufflefl/learning/fl"
 	"github.com/shufflefl/shufflefl/protocol"
+	"github.com/shufflefl/shufflefl/role"
 )
 
 // BlockSize is the number of consecutive participants whose reports make
@@ -37,7 +38,9 @@ type RoundBlocks struct {
 	Participants round.Participants
 
 	absorb func(*protocol.Aggregate) error
+	charge func(clients []int) error // the coordinator's ledger (Engine.chargeRemote)
 	ct     *clientTimes
+	next   int // the block Absorb takes next
 }
 
 // Blocks is the number of blocks of the round.
@@ -48,9 +51,21 @@ func (b *RoundBlocks) Clients(i int) []int {
 	return b.Participants.Block(i*blockSize, min((i+1)*blockSize, b.Participants.Len()))
 }
 
-// Absorb hands the next block's partial aggregate to the analyzer; blocks
-// must come in block order. agg may be reused once Absorb returns.
-func (b *RoundBlocks) Absorb(agg *protocol.Aggregate) error { return b.absorb(agg) }
+// Absorb hands the next block's partial aggregate to the analyzer, after
+// the block's clients' releases are charged in the coordinator's ledger;
+// blocks must come in block order. agg may be reused once Absorb returns.
+func (b *RoundBlocks) Absorb(agg *protocol.Aggregate) error {
+	if b.next >= b.Blocks() {
+		return fmt.Errorf("block %d of a round of %d blocks", b.next, b.Blocks())
+	}
+	if b.charge != nil {
+		if err := b.charge(b.Clients(b.next)); err != nil {
+			return err
+		}
+	}
+	b.next++
+	return b.absorb(agg)
+}
 
 // AddTimes adds a block's CPU times (nanoseconds of training, encoding and
 // aggregation) to the round's timing.
@@ -90,8 +105,9 @@ func (b *BlockWorker) Engine() *Engine { return b.e }
 
 // Block trains and encodes one block of clients of round t (shape s, global
 // model weights) into agg, as the engine's own workers do (the client's
-// local update and encoding, then AddReport): the clients' roles hold no
-// ledger, since the coordinator charged them. It returns the CPU time of
+// local update and encoding, then AddReport). The clients' machines here
+// hold no ledger: the ledger is the coordinator's, which charges the
+// block's releases before it absorbs agg (RoundBlocks.Absorb). It returns the CPU time of
 // training, encoding and aggregation in nanoseconds.
 func (b *BlockWorker) Block(t int, s protocol.Shape, weights []float64, clients []int, agg *protocol.Aggregate) (trainNS, encodeNS, aggNS int64, err error) {
 	e, w := b.e, b.w
@@ -104,11 +120,16 @@ func (b *BlockWorker) Block(t int, s protocol.Shape, weights []float64, clients 
 		if c < 0 || c >= e.budgets.Len() {
 			return 0, 0, 0, fmt.Errorf("client %d is not in [0, %d)", c, e.budgets.Len())
 		}
-		if err := e.trainEncode(w, t, s, weights, c, e.reporter(w, c), &ct.train, &ct.encode); err != nil {
+		cl := role.NewClient(e.clientConfig(c, false))
+		rd, err := e.trainEncode(w, t, s, weights, c, cl, &ct.train, &ct.encode)
+		if err == nil {
+			err = cl.Advance(rd)
+		}
+		if err != nil {
 			return 0, 0, 0, err
 		}
 		t0 := time.Now()
-		err := agg.AddReport(&w.report)
+		err = agg.AddReport(&w.report)
 		ct.aggregate.Add(int64(time.Since(t0)))
 		if err != nil {
 			return 0, 0, 0, fmt.Errorf("client %d: report rejected: %w", c, err)

@@ -377,6 +377,15 @@ func (l *Ledger) CapOf(client string) (c Cap, ok bool, err error) {
 	return c, ok, err
 }
 
+// Holds reports whether the client's release in round t is recorded (a
+// client machine checks it before its report may leave: role.Client's
+// Advance).
+func (l *Ledger) Holds(client string, t int) (bool, error) {
+	var ok bool
+	err := l.locked(client, func(s *clientState) { ok = s.released(t) })
+	return ok, err
+}
+
 // Entries returns the client's releases in the order they were charged.
 // Reading a client the ledger holds no state for creates none: it reads
 // the store directly (a simulation's snapshot reads every client of a

@@ -30,6 +30,7 @@ type player struct {
 	index   int
 	signer  *pki.Signer
 	role    *role.Client
+	ledger  *account.Ledger // the player's ledger (nil: no charges); the player writes it
 	sealer  *seal.Sealer
 	nonces  *rand.Rand
 	round   int64 // the last round pulled
@@ -66,13 +67,15 @@ func (w *world) player(s roletest.Step) (*player, error) {
 		return nil, err
 	}
 	cc := role.ClientConfig{ID: id, Budget: w.st.ClientBudget(i), Protocol: w.st.Proto, LocalDelta: w.st.LocalDelta}
+	var ledger *account.Ledger
 	if w.st.Charges {
-		cc.Ledger = account.NewLedger(account.NewMemoryStore())
-		if err := cc.Ledger.SetDefaultCap(account.Cap{Epsilon: math.MaxFloat64, Delta: math.Nextafter(1, 0)}); err != nil {
+		ledger = account.NewLedger(account.NewMemoryStore())
+		if err := ledger.SetDefaultCap(account.Cap{Epsilon: math.MaxFloat64, Delta: math.Nextafter(1, 0)}); err != nil {
 			return nil, err
 		}
+		cc.Ledger = ledger
 	}
-	p := &player{name: name, index: i, signer: signer, role: role.NewClient(cc), sealer: sealer,
+	p := &player{name: name, index: i, signer: signer, role: role.NewClient(cc), ledger: ledger, sealer: sealer,
 		nonces: rng.Stream(w.seed, 1<<32, uint64(i))}
 	w.players[name] = p
 	return p, nil
@@ -152,19 +155,22 @@ func (w *world) encode(s roletest.Step) (string, error) {
 
 // encodeRound runs the client role for round t.
 func (p *player) encodeRound(w *world, t int, rep *protocol.Report) error {
-	if err := p.role.Check(t); err != nil {
-		return err
-	}
-	if err := p.role.Charge(t); err != nil {
-		return err
-	}
 	d := w.st.Dim()
 	update := make([]float64, d)
 	g := rng.Stream(w.seed, rng.LabelTraining, uint64(t), uint64(p.index))
 	for j := range update {
 		update[j] = 0.1 * g.NormFloat64()
 	}
-	return p.role.Encode(rng.Stream(w.seed, rng.LabelNoise, uint64(t), uint64(p.index)), w.st.Shape(t), update, rep)
+	rd, err := p.role.Stage(rng.Stream(w.seed, rng.LabelNoise, uint64(t), uint64(p.index)), w.st.Shape(t), update, rep)
+	if err != nil {
+		return err
+	}
+	if rd.Charge {
+		if err := p.ledger.Charge(rd.Release); err != nil {
+			return err
+		}
+	}
+	return p.role.Advance(rd)
 }
 
 // seal seals the encoded messages afresh for round t.
