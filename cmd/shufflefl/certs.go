@@ -64,7 +64,7 @@ func runCerts(args []string, stdout, stderr io.Writer) int {
 	if err := deploy.WriteNATSKeys(o.out); err != nil {
 		return fail(1, err)
 	}
-	fmt.Fprintf(stdout, "shufflefl certs: wrote %d files to %s: CA, shuffler and analyzer certificates for %s (valid %v), analyzer HPKE key (%v), the shuffler's shard key, %d client keys and clients.json, and in nats/ the NATS keys of the analyzer, openers, shuffler and shards with nats-server.conf\n",
+	fmt.Fprintf(stdout, "shufflefl certs: wrote %d files to %s: CA, shuffler, analyzer and NATS server certificates for %s (valid %v), analyzer HPKE key (%v), the shuffler's shard key, %d client keys and clients.json, and in nats/ the NATS keys of the analyzer, openers, shuffler and shards with nats-server.conf\n",
 		len(files)+1, o.out, strings.Join(o.Hosts, ","), o.Validity, o.Suite, o.Clients)
 	return 0
 }

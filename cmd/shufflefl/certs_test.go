@@ -29,7 +29,7 @@ func TestCertsWritesCredentials(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
-	if !strings.Contains(out, "wrote 13 files") || !strings.Contains(out, "shard key") {
+	if !strings.Contains(out, "wrote 15 files") || !strings.Contains(out, "shard key") {
 		t.Errorf("stdout: %q", out)
 	}
 	read := func(name string) []byte {
@@ -58,7 +58,7 @@ func TestCertsWritesCredentials(t *testing.T) {
 		}
 		return nil
 	})
-	if len(names) != 19 || !slices.Contains(names, "shard.key") || !slices.Contains(names, "nats/opener.nk") || !slices.Contains(names, "nats/nats-server.conf") {
+	if len(names) != 21 || !slices.Contains(names, "nats.crt") || !slices.Contains(names, "nats.key") || !slices.Contains(names, "shard.key") || !slices.Contains(names, "nats/opener.nk") || !slices.Contains(names, "nats/nats-server.conf") {
 		t.Errorf("files %v", names)
 	}
 
@@ -67,7 +67,7 @@ func TestCertsWritesCredentials(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, role := range []pki.Role{pki.RoleShuffler, pki.RoleAnalyzer} {
+	for _, role := range []pki.Role{pki.RoleShuffler, pki.RoleAnalyzer, pki.RoleEngine} {
 		pair, err := pki.KeyPair(read(string(role)+".crt"), read(string(role)+".key"))
 		if err != nil {
 			t.Fatalf("%s: %v", role, err)
@@ -84,6 +84,12 @@ func TestCertsWritesCredentials(t *testing.T) {
 		if d := time.Until(cert.NotAfter); d < 719*time.Hour || d > 721*time.Hour {
 			t.Errorf("%s valid for %v, want 720h", role, d)
 		}
+	}
+
+	// The external server's configuration serves the engine certificate.
+	abs, _ := filepath.Abs(dir)
+	if conf := string(read("nats/nats-server.conf")); !strings.Contains(conf, "tls {") || !strings.Contains(conf, `cert_file: "`+filepath.Join(abs, "nats.crt")+`"`) {
+		t.Errorf("nats-server.conf has no TLS block serving nats.crt:\n%s", conf)
 	}
 
 	// The HPKE key pair matches and works.

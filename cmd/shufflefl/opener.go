@@ -38,6 +38,7 @@ func runOpener(args []string, stdout, stderr io.Writer) int {
 	keyFile := fs.String("key", "", "`file` holding the analyzer's HPKE private key (PEM, as 'shufflefl certs' writes analyzer-hpke.key; required)")
 	n := fs.Int("workers", runtime.GOMAXPROCS(0), "chunks opened at once by this process")
 	replicas := fs.Int("nats-replicas", 0, "`N` servers of the JetStream cluster store each stream the opener creates (give the analyzer's --nats-replicas)")
+	caFile := fs.String("nats-ca", "", "the CA certificate `file` that verifies the NATS server's TLS certificate (ca.crt of a 'shufflefl certs' directory); with it, a server without TLS is refused")
 	seedFile := fs.String("nats-seed", "", "the `file` of the opener's NATS key (nats/opener.nk of a 'shufflefl certs' directory); required by a server that admits only the deployment's keys")
 	ackWait := fs.Duration("ack-wait", jetstream.DefaultAckWait, "how long a chunk may go unanswered before the server gives it to another opener (give every opener the same)")
 	if err := fs.Parse(args); err != nil {
@@ -73,6 +74,9 @@ func runOpener(args []string, stdout, stderr io.Writer) int {
 	copts := []jetstream.ConnOption{jetstream.WithName(fmt.Sprintf("shufflefl opener %d", os.Getpid()))}
 	if *seedFile != "" {
 		copts = append(copts, jetstream.WithUserSeedFile(*seedFile))
+	}
+	if *caFile != "" {
+		copts = append(copts, jetstream.WithRootCAFile(*caFile))
 	}
 	if *replicas > 0 {
 		copts = append(copts, jetstream.WithReplicas(*replicas))

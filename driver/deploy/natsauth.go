@@ -1,6 +1,8 @@
 package deploy
 
 import (
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -8,8 +10,10 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/shufflefl/shufflefl/transport/jetstream"
+	"github.com/shufflefl/shufflefl/transport/pki"
 )
 
 // The engine is never open: every connection to a deployment's NATS
@@ -29,7 +33,15 @@ import (
 // connection. Keys are written by 'shufflefl certs' (and deploy-local)
 // under DIR/nats: ROLE.nk holds a role's seed (0600), users.json the
 // public keys the server admits, nats-server.conf the same users and
-// permissions for an external nats-server.
+// permissions (and the TLS block) for an external nats-server.
+//
+// Every network connection to the engine is TLS 1.3: the server presents
+// DIR/nats.crt (role "nats", issued by the deployment's CA; key
+// DIR/nats.key) and every role verifies it against DIR/ca.crt, so that
+// nothing crosses the network in clear and no process can pose as the
+// engine; a cluster's nodes authenticate one another with the same
+// certificate role (mutual TLS on the routes). A role that has the CA
+// refuses a server without TLS.
 
 // NATS roles (the names of their key files).
 const (
@@ -41,6 +53,64 @@ const (
 
 // natsRoles are the roles a key directory holds, in a fixed order.
 var natsRoles = []string{NATSAnalyzer, NATSOpener, NATSShuffler, NATSShard}
+
+// NATSCAFile is the CA certificate of the credentials directory dir, which
+// verifies the engine's TLS certificate.
+func NATSCAFile(dir string) string { return filepath.Join(dir, "ca.crt") }
+
+// NATSCertFile is the engine's TLS certificate in the credentials
+// directory dir.
+func NATSCertFile(dir string) string { return filepath.Join(dir, "nats.crt") }
+
+// NATSKeyFile is the key of the engine's TLS certificate in dir.
+func NATSKeyFile(dir string) string { return filepath.Join(dir, "nats.key") }
+
+// LoadNATSTLS reads the engine's certificate and the CA of the
+// credentials directory dir, for an embedded server's WithTLS.
+func LoadNATSTLS(dir string) (tls.Certificate, *x509.CertPool, error) {
+	cert, err := tls.LoadX509KeyPair(NATSCertFile(dir), NATSKeyFile(dir))
+	if err != nil {
+		return tls.Certificate{}, nil, fmt.Errorf("NATS TLS certificate (a credentials directory from 'shufflefl certs' holds nats.crt and nats.key): %w", err)
+	}
+	b, err := os.ReadFile(NATSCAFile(dir))
+	if err != nil {
+		return tls.Certificate{}, nil, fmt.Errorf("NATS TLS: %w", err)
+	}
+	roots := x509.NewCertPool()
+	if !roots.AppendCertsFromPEM(b) {
+		return tls.Certificate{}, nil, fmt.Errorf("NATS TLS: %s holds no PEM certificate", NATSCAFile(dir))
+	}
+	return cert, roots, nil
+}
+
+// writeNATSTLS writes a fresh CA's certificate and an engine certificate
+// it issued for the loopback addresses into dir (deploy-local's own keys;
+// 'shufflefl certs' issues nats.crt from the deployment's CA instead).
+func writeNATSTLS(dir string) error {
+	now := time.Now()
+	ca, err := pki.NewCA("shufflefl deploy-local NATS CA", now, 30*24*time.Hour)
+	if err != nil {
+		return err
+	}
+	is, err := ca.Issue(pki.RoleEngine, pki.DefaultHosts, now, 30*24*time.Hour)
+	if err != nil {
+		return err
+	}
+	key, err := pki.EncodeKeyPEM(is.Key)
+	if err != nil {
+		return err
+	}
+	for _, f := range []struct {
+		path string
+		data []byte
+		mode os.FileMode
+	}{{NATSCAFile(dir), pki.EncodeCertPEM(ca.Cert), 0o644}, {NATSCertFile(dir), pki.EncodeCertPEM(is.Cert), 0o644}, {NATSKeyFile(dir), key, 0o600}} {
+		if err := os.WriteFile(f.path, f.data, f.mode); err != nil {
+			return fmt.Errorf("NATS TLS: %w", err)
+		}
+	}
+	return nil
+}
 
 // NATSSeedFile is role's seed file in the credentials directory dir.
 func NATSSeedFile(dir, role string) string { return filepath.Join(dir, "nats", role+".nk") }
@@ -74,7 +144,29 @@ func WriteNATSKeys(dir string) error {
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(filepath.Join(nd, "nats-server.conf"), []byte(NATSServerConf(users)), 0o644)
+	conf := NATSServerConf(users)
+	if _, err := os.Stat(NATSCertFile(dir)); err == nil {
+		abs, err := filepath.Abs(dir)
+		if err != nil {
+			return fmt.Errorf("NATS keys: %w", err)
+		}
+		conf += NATSServerTLSConf(abs)
+	}
+	return os.WriteFile(filepath.Join(nd, "nats-server.conf"), []byte(conf), 0o644)
+}
+
+// NATSServerTLSConf is the TLS block of an external nats-server's
+// configuration serving the engine certificate of the credentials
+// directory dir (absolute), and the TLS of a cluster's routes, whose
+// nodes verify one another against the deployment's CA. A route from a
+// certificate of another role of the same CA is not told apart by
+// nats-server's configuration: keep the route port off networks the
+// deployment does not own.
+func NATSServerTLSConf(dir string) string {
+	q := func(p string) string { return fmt.Sprintf("%q", p) }
+	return fmt.Sprintf("tls {\n  cert_file: %s\n  key_file: %s\n  timeout: 5\n}\n"+
+		"# In a cluster, add to its cluster { } block:\n#   tls { cert_file: %s, key_file: %s, ca_file: %s, verify: true, timeout: 5 }\n",
+		q(NATSCertFile(dir)), q(NATSKeyFile(dir)), q(NATSCertFile(dir)), q(NATSKeyFile(dir)), q(NATSCAFile(dir)))
 }
 
 // LoadNATSUsers reads the users a deployment's server admits from
@@ -159,6 +251,9 @@ func NATSServerConf(users []jetstream.User) string {
 				fmt.Fprintf(&b, " publish: { allow: %s }", list(u.Publish.Allow))
 			}
 			if len(u.Subscribe.Allow) > 0 {
+				if len(u.Publish.Allow) > 0 {
+					b.WriteString(",") // nats-server's map entries need a separator on one line
+				}
 				fmt.Fprintf(&b, " subscribe: { allow: %s }", list(u.Subscribe.Allow))
 			}
 			b.WriteString(" }")
@@ -172,14 +267,24 @@ func NATSServerConf(users []jetstream.User) string {
 // natsSeedOption is the connection option proving role's key from the
 // credentials directory dir, or none when dir holds no key of it (a
 // deployment made before keys existed, or an external server without
-// authentication: the server then decides).
+// authentication: the server then decides), with natsCAOption's.
 func natsSeedOption(dir, role string) ([]jetstream.ConnOption, error) {
 	if dir == "" {
 		return nil, nil
 	}
+	opts := natsCAOption(dir)
 	path := NATSSeedFile(dir, role)
 	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
-		return nil, nil
+		return opts, nil
 	}
-	return []jetstream.ConnOption{jetstream.WithUserSeedFile(path)}, nil
+	return append(opts, jetstream.WithUserSeedFile(path)), nil
+}
+
+// natsCAOption makes a connection require TLS verified against the CA of
+// the credentials directory dir, when it has one.
+func natsCAOption(dir string) []jetstream.ConnOption {
+	if _, err := os.Stat(NATSCAFile(dir)); err != nil {
+		return nil
+	}
+	return []jetstream.ConnOption{jetstream.WithRootCAFile(NATSCAFile(dir))}
 }

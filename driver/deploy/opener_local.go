@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/shufflefl/shufflefl/transport/jetstream"
+	"github.com/shufflefl/shufflefl/transport/pki"
 )
 
 // LocalOpeners have deploy-local's analyzer open its batches on openers
@@ -98,6 +99,14 @@ func (lr *localRun) natsKeys() (string, error) {
 		return lr.o.NATSKeys, nil
 	}
 	dir := filepath.Join(lr.o.Dir, "nats-keys")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return dir, fmt.Errorf("deploy-local: NATS keys: %w", err)
+	}
+	if _, err := os.Stat(NATSCertFile(dir)); err != nil {
+		if err := writeNATSTLS(dir); err != nil {
+			return dir, err
+		}
+	}
 	if _, err := os.Stat(filepath.Join(dir, "nats", "users.json")); err == nil {
 		return dir, nil
 	}
@@ -127,7 +136,12 @@ func (lr *localRun) dialNATS(url string) (string, *jetstream.Conn, error) {
 	if err != nil {
 		return "", nil, err
 	}
-	srv, err := jetstream.Embedded(filepath.Join(lr.o.Dir, "nats"), jetstream.WithLoopbackPort(0), jetstream.WithUsers(users))
+	cert, roots, err := LoadNATSTLS(keys)
+	if err != nil {
+		return "", nil, err
+	}
+	srv, err := jetstream.Embedded(filepath.Join(lr.o.Dir, "nats"), jetstream.WithLoopbackPort(0), jetstream.WithUsers(users),
+		jetstream.WithTLS(cert, roots, pki.RequireRole(pki.RoleEngine)))
 	if err != nil {
 		return "", nil, err
 	}
@@ -167,7 +181,7 @@ func (lr *localRun) openerProcs(lo *LocalOpeners, url string) error {
 	}
 	for range lo.Procs {
 		args := append(append([]string(nil), lo.Command[1:]...), "--nats", url, "--key", keyFile, "--ack-wait", lo.AckWait.String(),
-			"--nats-seed", NATSSeedFile(keys, NATSOpener))
+			"--nats-seed", NATSSeedFile(keys, NATSOpener), "--nats-ca", NATSCAFile(keys))
 		cmd := exec.Command(lo.Command[0], args...)
 		cmd.Stdout, cmd.Stderr = out, out
 		cmd.SysProcAttr = openerProcAttr()

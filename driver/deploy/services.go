@@ -6,6 +6,7 @@ import (
 	"flag"
 	"log"
 	"net"
+	"os"
 	"path/filepath"
 	"time"
 
@@ -48,6 +49,10 @@ type ServiceOptions struct {
 	// NATSSeed is the file of the role's NATS key ("": DIR/nats/ROLE.nk of
 	// --certs when it exists).
 	NATSSeed string
+	// NATSCA is the CA certificate file the engine's TLS certificate is
+	// verified against ("": ca.crt of Certs, when there is one); with one,
+	// a server without TLS is refused.
+	NATSCA string
 	// NATSReplicas is how many servers of a JetStream cluster store each
 	// stream the role creates (0: 1; 3 for a cluster that survives the
 	// loss of a node). Every role of a deployment must give the same.
@@ -116,6 +121,7 @@ func (o *ServiceOptions) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.Data, "data", o.Data, "client: its shard `file` written by 'shufflefl partition' (the client then reads only it, never the dataset)")
 	fs.StringVar(&o.RunID, "run-id", o.RunID, "the run's `id`, bound into every sealed message (all roles must agree)")
 	fs.DurationVar(&o.RoundTimeout, "round-timeout", o.RoundTimeout, "analyzer, deploy-local: time clients have to report in a round (default: a minute plus twice the round's estimated work on this machine's cores, printed at start)")
+	fs.StringVar(&o.NATSCA, "nats-ca", o.NATSCA, "analyzer, shuffler, shuffler-shard: the CA certificate `file` that verifies the NATS server's TLS certificate (default: ca.crt in --certs); with it, a server without TLS is refused")
 	fs.StringVar(&o.NATSSeed, "nats-seed", o.NATSSeed, "analyzer, shuffler, shuffler-shard: the `file` of the role's NATS key (default: nats/ROLE.nk in --certs, written by 'shufflefl certs')")
 	fs.IntVar(&o.NATSReplicas, "nats-replicas", o.NATSReplicas, "analyzer, shuffler, shuffler-shard: `N` servers of the JetStream cluster store each stream (default 1; 3 survives the loss of a node; give every role the same)")
 	fs.DurationVar(&o.ConnectDeadline, "connect-deadline", o.ConnectDeadline, "every role: how long to keep retrying a peer or NATS server that is not up yet, with a line a retry, before giving up (default 5m)")
@@ -300,11 +306,23 @@ func (o ServiceOptions) natsAuth(role string) ([]jetstream.ConnOption, error) {
 	if o.NATSReplicas > 0 {
 		opts = append(opts, jetstream.WithReplicas(o.NATSReplicas))
 	}
+	switch {
+	case o.NATSCA != "":
+		opts = append(opts, jetstream.WithRootCAFile(o.NATSCA))
+	case o.Certs != "":
+		opts = append(opts, natsCAOption(o.Certs)...)
+	}
 	if o.NATSSeed != "" {
 		return append(opts, jetstream.WithUserSeedFile(o.NATSSeed)), nil
 	}
-	seed, err := natsSeedOption(o.Certs, role)
-	return append(opts, seed...), err
+	if o.Certs == "" {
+		return opts, nil
+	}
+	path := NATSSeedFile(o.Certs, role)
+	if _, err := os.Stat(path); err != nil {
+		return opts, nil
+	}
+	return append(opts, jetstream.WithUserSeedFile(path)), nil
 }
 
 // logf is the role's log line function for connection retries, prefixed

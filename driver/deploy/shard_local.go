@@ -100,7 +100,7 @@ func (lr *localRun) shardProc(ls *LocalShards, s int, url, keyFile, aaddr string
 	if err != nil {
 		return err
 	}
-	args := append(append([]string(nil), ls.Command[1:]...), "--nats", url, "--nats-seed", NATSSeedFile(keys, NATSShard), "--shard-key", keyFile,
+	args := append(append([]string(nil), ls.Command[1:]...), "--nats", url, "--nats-seed", NATSSeedFile(keys, NATSShard), "--nats-ca", NATSCAFile(keys), "--shard-key", keyFile,
 		"--index", strconv.Itoa(s), "--shards", strconv.Itoa(ls.Shards), "--db", filepath.Join(lr.o.Dir, fmt.Sprintf("shard-%d.db", s)),
 		"--analyzer", aaddr, "--certs", ls.Certs, "--run-id", lr.st.RunID)
 	cmd := exec.Command(ls.Command[0], args...)

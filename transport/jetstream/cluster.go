@@ -33,11 +33,12 @@ type ClusterConfig struct {
 // cfg.Routes. Every node needs its own store directory and its own
 // [WithServerName], and the client listener of [WithLoopbackPort]; a
 // stream of R replicas ([WithReplicas]) is stored on R nodes and keeps
-// accepting and delivering while a majority of them is up. The routes
-// carry no authentication: the listener is on loopback only, so anything
-// on this machine can join; a cluster across machines is configured in
-// nats-server.conf with route authorization and TLS instead (see
-// docs/DEPLOYMENT.md).
+// accepting and delivering while a majority of them is up. Without
+// [WithTLS] the routes carry no authentication (the listener is on
+// loopback only, so anything on this machine could join); with it, they
+// are mutual TLS and a node admits only peers whose certificate its check
+// accepts. A cluster across machines is configured in nats-server.conf
+// (see docs/DEPLOYMENT.md).
 func WithCluster(cfg ClusterConfig) Option {
 	return func(c *serverConfig) error {
 		if cfg.Name == "" {

@@ -2,6 +2,7 @@ package jetstream
 
 import (
 	"context"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"time"
@@ -24,7 +25,8 @@ type ConnOption func(*connConfig) error
 type connConfig struct {
 	replicas int
 	name     string
-	seed     []byte // user NKey seed (WithUserSeed)
+	seed     []byte         // user NKey seed (WithUserSeed)
+	roots    *x509.CertPool // WithRootCAs: TLS required (nil: none)
 }
 
 // WithReplicas sets how many servers of a cluster store each stream this
@@ -62,6 +64,9 @@ func (c connConfig) natsOptions() []nats.Option {
 	o := []nats.Option{nats.MaxReconnects(-1), nats.ReconnectWait(250 * time.Millisecond)}
 	if c.name != "" {
 		o = append(o, nats.Name(c.name))
+	}
+	if c.roots != nil {
+		o = append(o, c.tlsOption())
 	}
 	return o
 }

@@ -1,6 +1,8 @@
 package jetstream
 
 import (
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
@@ -53,6 +55,10 @@ type serverConfig struct {
 	name       string
 	users      []User
 	cluster    *clusterConfig
+	// tlsCert and tlsRoots: WithTLS (nil: no TLS).
+	tlsCert  *tls.Certificate
+	tlsRoots *x509.CertPool
+	tlsPeer  func(tls.ConnectionState) error
 }
 
 // WithLoopbackPort makes the server also listen on 127.0.0.1:port, so that
@@ -179,6 +185,12 @@ func startServer(dir string, cfg serverConfig) (*Server, error) {
 			return nil, errors.New("a cluster node needs a client listener (WithLoopbackPort)")
 		}
 		cfg.cluster.apply(o)
+		if cfg.tlsCert != nil {
+			o.Cluster.TLSConfig, o.Cluster.TLSTimeout = cfg.routeTLS(), tlsTimeout
+		}
+	}
+	if cfg.tlsCert != nil {
+		o.TLSConfig, o.TLS, o.TLSTimeout = cfg.serverTLS(), true, tlsTimeout
 	}
 	var internal []byte
 	if len(cfg.users) > 0 {
@@ -212,7 +224,11 @@ func startServer(dir string, cfg serverConfig) (*Server, error) {
 			ns.WaitForShutdown()
 			return nil, fmt.Errorf("listener address %v is not TCP", ns.Addr())
 		}
-		s.url = "nats://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(addr.Port))
+		scheme := "nats://"
+		if cfg.tlsCert != nil {
+			scheme = "tls://"
+		}
+		s.url = scheme + net.JoinHostPort("127.0.0.1", strconv.Itoa(addr.Port))
 	}
 	if cfg.cluster != nil {
 		u, err := routeURLOf(ns)

@@ -27,6 +27,11 @@ const (
 	RoleShuffler Role = "shuffler"
 	// RoleAnalyzer is the analyzer: the shuffler's mutual-TLS peer.
 	RoleAnalyzer Role = "analyzer"
+	// RoleEngine is the NATS JetStream server (and, in a cluster, each
+	// of its nodes, which authenticate one another with it): a TLS server
+	// to the roles that use the engine. Neither the shuffler nor the
+	// analyzer accepts it as a peer.
+	RoleEngine Role = "nats"
 )
 
 // URI returns the role's URI subject alternative name,
@@ -36,7 +41,7 @@ func (r Role) URI() *url.URL {
 }
 
 // valid reports whether r is a known role.
-func (r Role) valid() bool { return r == RoleShuffler || r == RoleAnalyzer }
+func (r Role) valid() bool { return r == RoleShuffler || r == RoleAnalyzer || r == RoleEngine }
 
 // RoleOf returns the role named by a certificate's URI SAN (ok false if it
 // names none, or more than one).

@@ -19,7 +19,7 @@ const MaxDevClients = 100000
 // DevOptions describe a development PKI (`shufflefl certs`).
 type DevOptions struct {
 	Clients  int           // client key pairs, 1 to MaxDevClients
-	Hosts    []string      // subject alternative names of the shuffler's and analyzer's certificates
+	Hosts    []string      // subject alternative names of the shuffler's, analyzer's and NATS server's certificates
 	Suite    seal.Suite    // HPKE suite of the analyzer's key
 	Validity time.Duration // how long the certificates are valid
 }
@@ -33,7 +33,7 @@ type File struct {
 }
 
 // devOutputs are the top-level files of a development PKI.
-var devOutputs = []string{"ca.crt", "ca.key", "shuffler.crt", "shuffler.key", "analyzer.crt", "analyzer.key",
+var devOutputs = []string{"ca.crt", "ca.key", "shuffler.crt", "shuffler.key", "analyzer.crt", "analyzer.key", "nats.crt", "nats.key",
 	"analyzer-hpke.key", "analyzer-hpke.pub", "clients.json"}
 
 // devClientDir holds the client keys; devClientKeyRE matches their names.
@@ -45,8 +45,8 @@ var devClientKeyRE = regexp.MustCompile(`^client-[0-9]{6}\.key$`)
 func DevClientID(i int) string { return fmt.Sprintf("client-%06d", i) }
 
 // DevFiles generates every credential of a development PKI in memory (no
-// I/O): a CA (whose key is among the files), the shuffler's and the
-// analyzer's TLS certificates, the analyzer's HPKE key pair, one Ed25519
+// I/O): a CA (whose key is among the files), the shuffler's, the
+// analyzer's and the NATS server's (nats.crt) TLS certificates, the analyzer's HPKE key pair, one Ed25519
 // key per client and the clients' registry, clients.json.
 func DevFiles(o DevOptions, now time.Time) ([]File, error) {
 	ca, err := NewCA("shufflefl development CA", now, o.Validity)
@@ -58,7 +58,7 @@ func DevFiles(o DevOptions, now time.Time) ([]File, error) {
 		return nil, err
 	}
 	files := []File{{"ca.crt", EncodeCertPEM(ca.Cert), false}, {"ca.key", caKey, true}}
-	for _, role := range []Role{RoleShuffler, RoleAnalyzer} {
+	for _, role := range []Role{RoleShuffler, RoleAnalyzer, RoleEngine} {
 		is, err := ca.Issue(role, o.Hosts, now, o.Validity)
 		if err != nil {
 			return nil, err

@@ -20,8 +20,8 @@ func TestWriteDev(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(files) != 9+3 {
-		t.Fatalf("%d files, want 12", len(files))
+	if len(files) != 11+3 {
+		t.Fatalf("%d files, want 14", len(files))
 	}
 	if err := WriteDev(dir, files, false); err != nil {
 		t.Fatal(err)

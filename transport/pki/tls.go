@@ -49,6 +49,11 @@ func Pool(caPEM []byte) (*x509.CertPool, error) {
 // certificate chains to the CA but is issued to another role.
 var ErrWrongRole = errors.New("pki: peer certificate has the wrong role")
 
+// RequireRole returns a tls.Config VerifyConnection callback that accepts
+// only a peer whose (already chain-verified) leaf names role: a NATS
+// cluster node admits routes from RoleEngine certificates only.
+func RequireRole(role Role) func(tls.ConnectionState) error { return requireRole(role) }
+
 // requireRole returns a VerifyConnection callback that accepts only a peer
 // whose (already chain-verified) leaf names role.
 func requireRole(role Role) func(tls.ConnectionState) error {
