@@ -200,10 +200,19 @@ func main() {
 	count := flag.Int("count", 3, "runs of every benchmark (the `go test -count`)")
 	only := flag.String("only", "", "run only the sections whose title contains this (for trying the script)")
 	raw := flag.String("raw", "", "also write the raw `go test` output to this file")
+	from := flag.String("from", "", "render the document from this -raw file instead of running the benchmarks")
 	cmdline := flag.String("cmd", "", "the command line to print at the top (set by scripts/perf-table.sh)")
 	flag.Parse()
 	if *count < 1 {
 		fail(fmt.Errorf("-count %d: need at least 1 run", *count))
+	}
+	var saved map[string][]byte
+	if *from != "" {
+		b, err := os.ReadFile(*from)
+		if err != nil {
+			fail(err)
+		}
+		saved = splitRaw(b)
 	}
 	var rawOut io.Writer = io.Discard
 	if *raw != "" {
@@ -221,11 +230,17 @@ func main() {
 			continue
 		}
 		args := s.args(*count)
-		fmt.Fprintf(os.Stderr, "perftable: %s\n", strings.Join(args, " "))
-		out, err := goTest(args)
-		rawOut.Write(out)
-		if err != nil {
-			fail(fmt.Errorf("%s: %w\n%s", s.title, err, out))
+		out, ok := saved[s.title]
+		if saved == nil {
+			fmt.Fprintf(os.Stderr, "perftable: %s\n", strings.Join(args, " "))
+			var err error
+			out, err = goTest(args)
+			fmt.Fprintf(rawOut, "%s%s\n%s", rawMarker, s.title, out)
+			if err != nil {
+				fail(fmt.Errorf("%s: %w\n%s", s.title, err, out))
+			}
+		} else if !ok {
+			fail(fmt.Errorf("%s: section %q is not in %s", *from, s.title, *from))
 		}
 		results, c := parse(out)
 		if c != "" {
@@ -247,6 +262,23 @@ func main() {
 		"requirement a row answers.\n\n",
 		runtime.NumCPU(), orUnknown(cpu), runtime.Version(), runtime.GOOS, runtime.GOARCH, *count)
 	fmt.Print(doc.String())
+}
+
+// rawMarker starts each section's output in a -raw file.
+const rawMarker = "# perftable section: "
+
+// splitRaw splits a -raw file into its sections' outputs.
+func splitRaw(b []byte) map[string][]byte {
+	m := map[string][]byte{}
+	title := ""
+	for _, line := range bytes.SplitAfter(b, []byte("\n")) {
+		if t, ok := bytes.CutPrefix(line, []byte(rawMarker)); ok {
+			title = strings.TrimSpace(string(t))
+			continue
+		}
+		m[title] = append(m[title], line...)
+	}
+	return m
 }
 
 func orUnknown(s string) string {
@@ -415,6 +447,9 @@ func format(metric string, v float64) string {
 		return duration(v)
 	case "B/op":
 		return bytesize(v)
+	}
+	if strings.HasSuffix(metric, "-s/round") {
+		return duration(v * 1e9)
 	}
 	switch {
 	case strings.HasSuffix(metric, "-share"):
