@@ -49,19 +49,20 @@ type section struct {
 	metrics   []string          // columns, in order; absent metrics are left blank
 	ratios    []ratio           // ratio columns after the metrics
 	targets   map[string]string // a target per benchmark name, as its last column
+	skip      string            // regexp of benchmarks measured (ratio references) but not shown
 }
 
 var sections = []section{
 	{
 		title: "Local randomizers: one sample",
-		intro: "One op is one sample at input 0.5. `floor` is one uniform float64 and one `math.Log` " +
-			"through the same indirect call, the reference of the ×floor column (same generator). " +
-			"`clip-laplace` is APES's Clip-Laplace at ε = 1 (its worst case), `eps0.5` the middle of " +
-			"APES's Uniform2 budgets, `eps4` the Laplace-proposal sampler. `-secure` rows are the " +
-			"floating-point-safe samplers (`--secure-noise`); ×textbook is against the same mechanism's " +
-			"textbook sampler. cpu-ns/op is the benchmark thread's own CPU time.",
+		intro: "One op is one sample at input 0.5 with the seeded PCG or the ChaCha8 CSPRNG. `floor` is one " +
+			"uniform float64 and one `math.Log` through the same indirect call (the ×floor reference). " +
+			"`clip-laplace` is Clip-Laplace at ε = 1 (its worst case), `eps0.5` the middle of APES's Uniform2 " +
+			"budgets, `eps4` the Laplace-proposal sampler; `-secure` rows are the floating-point-safe samplers " +
+			"(`--secure-noise`), ×textbook against the textbook sampler. cpu-ns/op is the thread's own CPU time.",
 		pkg: "./privacy/mechanism", bench: "^Benchmark(Floor|Sample)$", benchtime: "200000x",
 		metrics: []string{"cpu-ns/op"},
+		skip:    `^Floor/|/cryptorand$`,
 		ratios: []ratio{
 			{"×floor", `^Sample/[^/]+/(\w+)$`, "Sample/floor/$1", "cpu-ns/op", false},
 			{"×textbook", `^Sample/(.+)-secure/(\w+)$`, "Sample/$1/$2", "cpu-ns/op", false},
@@ -76,10 +77,11 @@ var sections = []section{
 	},
 	{
 		title: "Local randomizers: one whole update",
-		intro: "One op perturbs one update in place: d = 7,850 (logistic regression) and d = 101,770 " +
-			"(the papers' MNIST MLP), with the seeded PCG and the ChaCha8 CSPRNG of a deployment.",
+		intro: "One op perturbs one update in place: d = 7,850 (logistic regression; PCG rows) and " +
+			"d = 101,770 (the papers' MNIST MLP), with the seeded PCG and the ChaCha8 CSPRNG of a deployment.",
 		pkg: "./privacy/mechanism", bench: "^BenchmarkPerturbUpdate$", benchtime: "20x",
 		metrics: []string{"cpu-ns/op"},
+		skip:    `^PerturbUpdate/d=7850/.*/chacha8$|eps0\.5|eps4`,
 		ratios: []ratio{
 			{"×textbook", `^PerturbUpdate/(d=\d+)/(.+)-secure/(\w+)$`, "PerturbUpdate/$1/$2/$3", "cpu-ns/op", false},
 			{"×pcg", `^PerturbUpdate/(d=\d+)/([^/]+)/chacha8$`, "PerturbUpdate/$1/$2/pcg", "cpu-ns/op", false},
@@ -92,11 +94,9 @@ var sections = []section{
 	},
 	{
 		title: "Local training",
-		intro: "`LocalUpdateRound`: the local updates of one FedAvg round of logistic regression, 10,000 " +
-			"clients of 6 Fashion-MNIST examples, one epoch, batch 10, lr 0.1 (the PyTorch CPU comparison: " +
-			"1.3 s for the whole round). `Train`: one epoch over a 600-example shard per op and goroutine; " +
-			"examples/cpu-s is per core. ×1 goroutine is the wall throughput of two concurrent trainers " +
-			"against one (at most 2 on an idle 2-core machine).",
+		intro: "`LocalUpdateRound`: one FedAvg round's local updates, logistic regression, 10,000 clients of 6 " +
+			"Fashion-MNIST examples, one epoch, batch 10 (PyTorch on CPU: 1.3 s for the whole round). `Train`: one " +
+			"epoch over 600 examples per op and goroutine; ×1 goroutine is two trainers' wall throughput against one.",
 		pkg: "./learning/fl", bench: "^Benchmark(LocalUpdateRound|Train)$/^(logreg|mlp)", benchtime: "0.5s",
 		metrics: []string{"ns/op", "µs/client", "cpu-µs/client", "examples/s", "examples/cpu-s"},
 		ratios: []ratio{
@@ -114,16 +114,16 @@ var sections = []section{
 			"the machine has; ×go is the speed-up over the portable Go kernels (`-tags purego`, non-amd64).",
 		pkg: "./learning/fl", bench: "^BenchmarkKernels$", benchtime: "0.2s",
 		metrics: []string{"ns/op", "GMAC/s"},
+		skip:    `/n=10/`,
 		ratios: []ratio{
 			{"×go", `^Kernels/(avx2|avx512)/(.+)$`, "Kernels/go/$2", "ns/op", true},
 		},
 	},
 	{
 		title: "One simulated round",
-		intro: "One whole engine round (local training, noise, shuffling, aggregation, evaluation on " +
-			"10,000 test images, accounting) on Fashion-MNIST, d = 7,850, 10,000 clients of 6 examples, " +
-			"one epoch, all cores. The -s/round columns split it by stage; noise-share is the noise's share " +
-			"of the clients' CPU time; B/op shows that memory does not grow as n × d (628 MB).",
+		intro: "A whole engine round (training, noise, shuffle, aggregation, evaluation, accounting), Fashion-MNIST, " +
+			"d = 7,850, 10,000 clients of 6 examples, all cores; the -s/round columns split it by stage; B/op " +
+			"shows memory does not grow as n × d (628 MB).",
 		pkg: "./driver/sim", bench: "^Benchmark(Round|APESRound)$//^clients=10000", benchtime: "2x",
 		metrics: []string{"ns/op", "clients-s/round", "shuffle-s/round", "analyze-s/round", "account-s/round", "eval-s/round", "noise-share", "noise-cpu-share", "B/op"},
 		targets: map[string]string{
@@ -143,12 +143,10 @@ var sections = []section{
 	},
 	{
 		title: "The deployed shuffler",
-		intro: "`Shuffler`: whole rounds through one shuffler at d = 7,850: pre-sealed, pre-signed reports " +
-			"submitted concurrently (signature, headers, the fsynced SQLite inbox), then the round's " +
-			"dummies, permutation, saved batch and forward over mutual TLS; msgs/s counts every forwarded " +
-			"message, dummies included. ss-simple is 20 dense reports; ss-double 100 reports of k = 157 " +
-			"padded to 3,333 per coordinate (94% dummies). `Dummies`: sealing dummy messages; ×1 worker " +
-			"is the speed-up of all cores over one.",
+		intro: "`Shuffler`: whole rounds through one shuffler at d = 7,850 (pre-sealed, pre-signed reports, the " +
+			"fsynced inbox, dummies, permutation, saved batch, forward over mutual TLS); msgs/s counts every " +
+			"message, dummies included; ss-double pads 100 reports of k = 157 to 3,333 per coordinate. `Dummies`: " +
+			"sealing dummies; ×1 worker is all cores against one.",
 		pkg: "./driver/deploy", bench: "^Benchmark(Shuffler|Dummies)$", benchtime: "1x",
 		metrics: []string{"ns/op", "msgs/s", "msgs/round", "accept-cpu-s/round", "close+fwd-cpu-s/round", "dummies/s"},
 		ratios: []ratio{
@@ -157,11 +155,24 @@ var sections = []section{
 		targets: map[string]string{"Shuffler/ss-simple": "≥ 100,000 msg/s"},
 	},
 	{
+		title: "Durable storage",
+		intro: "One fsynced SQLite commit per op unless stated ([DURABILITY.md](DURABILITY.md)): `FsyncBaseline` is " +
+			"the disk's floor; `ChargeWithReport` a charge with a 502 KB sealed report; `InboxAccept/msgs=M/batch=B` " +
+			"B reports of M messages per transaction; `AcceptorParallel` 64 concurrent submitters with and without " +
+			"group commit; `ReleaseRound` a release with an 814 KB checkpoint.",
+		pkg: "./transport/store", bench: "^Benchmark(FsyncBaseline|LedgerCharge|ChargeWithReport|InboxAccept|AcceptorParallel|ReleaseRound)$", benchtime: "0.5s",
+		metrics: []string{"ns/op", "fsyncs/s", "appends/s", "charges/s", "reports/s", "releases/s"},
+		ratios: []ratio{
+			{"×fsync", `^(LedgerCharge|InboxAccept/msgs=1/batch=1|AcceptorParallel/group=false)$`, "FsyncBaseline/overwrite", "ns/op", false},
+			{"×no group", `^AcceptorParallel/group=true$`, "AcceptorParallel/group=false", "reports/s", false},
+			{"×batch=1", `^InboxAccept/(msgs=\d+)/batch=\d+$`, "InboxAccept/$1/batch=1", "reports/s", false},
+		},
+	},
+	{
 		title: "Sealing and opening",
-		intro: "HPKE sealing to the analyzer: one coordinate message (per-coordinate protocols), one " +
-			"whole report, with the default X25519 suite and the X-Wing post-quantum hybrid; " +
-			"`AlternativeKEM` is plain `crypto/hpke` with P-256 beside X25519 (not a suite of the format). " +
-			"×x25519 is against the same operation with X25519.",
+		intro: "HPKE sealing to the analyzer: one coordinate message or one whole report, X25519 (default) and " +
+			"the X-Wing post-quantum hybrid; `AlternativeKEM` is plain `crypto/hpke` with P-256. ×x25519 is " +
+			"against the same operation with X25519.",
 		pkg: "./transport/seal", bench: "^Benchmark(Seal|Open|Report|AlternativeKEM)$", benchtime: "200x",
 		metrics: []string{"ns/op", "B/msg", "B/enc"},
 		ratios: []ratio{
@@ -403,7 +414,14 @@ func (s section) write(w io.Writer, args []string, results []*result) {
 		header = append(header, "target")
 	}
 	fmt.Fprintf(w, "| %s |\n|%s\n", strings.Join(header, " | "), strings.Repeat(" --- |", len(header)))
+	var skip *regexp.Regexp
+	if s.skip != "" {
+		skip = regexp.MustCompile(s.skip)
+	}
 	for _, r := range results {
+		if skip != nil && skip.MatchString(r.name) {
+			continue
+		}
 		row := []string{"`" + r.name + "`"}
 		for _, m := range metrics {
 			row = append(row, format(m, median(r.values[m])))
