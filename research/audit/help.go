@@ -31,8 +31,9 @@ figure below a lower bound.
 Examples:
   shufflefl audit mechanism --mechanism laplace --epsilon 1 --trials 1000000
   shufflefl audit mechanism --mechanism laplace --epsilon 1 --miscalibrate 2 --trials 1000000 --json
-  shufflefl audit protocol --protocol apes --epsilon 50 --trials 20000 --out out/audit-apes
+  shufflefl audit protocol --protocol apes --epsilon 4 --trials 20000 --out out/audit-apes
   shufflefl audit inversion --model logreg --out out/inversion
+  shufflefl run --rounds 2 --out out/my-run
   shufflefl audit accountant --run out/my-run
 `
 
@@ -112,7 +113,7 @@ clipping or sparsification would mostly erase is reported with a warning.
 
 Examples:
   shufflefl audit canary --out out/canary
-  shufflefl audit canary --protocols nonprivate,dp-central --target-epsilon 8 --canaries 500 --clients 1000 --rounds 5
+  shufflefl audit canary --protocols nonprivate,dp-central --target-epsilon 8 --dataset fashion-mnist --canaries 500 --clients 1000 --rounds 5
 `
 
 // InversionHelp is the help of `shufflefl audit inversion` (InversionStudy).

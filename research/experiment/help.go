@@ -60,6 +60,6 @@ Examples:
 const FrontierExamples = `
 Examples:
   shufflefl experiment frontier
-  shufflefl experiment frontier --protocols ss-simple,apes,dp-central --targets 1,2,4,8,16
+  shufflefl experiment frontier --protocols ss-simple,apes,dp-central --targets 1,2,4,8,16 --out out/frontier-three
   shufflefl experiment frontier --clients 20000 --rounds 20 --out out/frontier-big
 `
