@@ -11,9 +11,10 @@ import (
 	"github.com/shufflefl/shufflefl/checks"
 	"github.com/shufflefl/shufflefl/driver/rundir"
 	"github.com/shufflefl/shufflefl/learning/fl"
+	"github.com/shufflefl/shufflefl/learning/onnx"
 )
 
-const exportHelp = `Usage: shufflefl export --run DIR --format safetensors|npz --out FILE
+const exportHelp = `Usage: shufflefl export --run DIR --format safetensors|npz|onnx --out FILE
 
 Converts the global model of a run (DIR/model.json, written by 'shufflefl run'
 and 'deploy-local') into a file other tools read: one float32 tensor per
@@ -22,6 +23,10 @@ input-major; conv weights in HWIO order).
 
   safetensors  the safetensors format (the run already wrote DIR/model.safetensors)
   npz          numpy's .npz: a zip of NAME.npy files, one per tensor
+  onnx         an ONNX model (IR 7, opset 13): input "input" [N, features],
+               output "probabilities" [N, classes]; the same tensor names,
+               conv weights in ONNX's OIHW order; at most 2 GiB (a protobuf
+               message), so a model of more than ~536M parameters is refused
 
 Exit status: 0 success, 2 bad arguments or an unusable run directory, 1 failure.
 
@@ -33,7 +38,7 @@ func runExport(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("export", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	run := fs.String("run", "", "run `directory` holding model.json")
-	format := fs.String("format", "safetensors", "output `format`: safetensors or npz")
+	format := fs.String("format", "safetensors", "output `format`: safetensors, npz or onnx")
 	out := fs.String("out", "", "output `file`")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), exportHelp)
@@ -69,12 +74,15 @@ func exportModel(dir, format, out string) (exported, error) {
 	if dir == "" || out == "" {
 		return exported{}, checks.Invalidf("--run DIR and --out FILE are required")
 	}
-	if format != "safetensors" && format != "npz" {
-		return exported{}, checks.Invalidf("unknown --format %q (known formats: safetensors, npz)", format)
+	if format != "safetensors" && format != "npz" && format != "onnx" {
+		return exported{}, checks.Invalidf("unknown --format %q (known formats: safetensors, npz, onnx)", format)
 	}
 	m, err := rundir.ReadModelFile(dir)
 	if err != nil {
 		return exported{}, err
+	}
+	if format == "onnx" {
+		return exportONNX(dir, out, m)
 	}
 	ts, err := rundir.ModelTensors(m)
 	if err != nil {
@@ -93,4 +101,20 @@ func exportModel(dir, format, out string) (exported, error) {
 		return exported{}, err
 	}
 	return exported{model: m.Model, tensors: len(ts)}, nil
+}
+
+// exportONNX writes the ONNX graph of run dir's model m to out.
+func exportONNX(dir, out string, m rundir.Model) (exported, error) {
+	arch, err := fl.NewModel(m.Model, m.Features, m.Classes)
+	if err != nil {
+		return exported{}, fmt.Errorf("%s: %w", dir, err)
+	}
+	b, err := onnx.Encode(arch, m.Weights, rundir.ModelMetadata(m))
+	if err != nil {
+		return exported{}, fmt.Errorf("%s: %w", dir, err)
+	}
+	if err := os.WriteFile(out, b, 0o644); err != nil {
+		return exported{}, err
+	}
+	return exported{model: m.Model, tensors: len(arch.Layers())}, nil
 }

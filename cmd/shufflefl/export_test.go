@@ -9,10 +9,12 @@ import (
 	"testing"
 
 	"github.com/shufflefl/shufflefl/driver/rundir"
+	"github.com/shufflefl/shufflefl/learning/fl"
+	"github.com/shufflefl/shufflefl/learning/onnx"
 )
 
 // TestExport writes a run's model.json (which also writes
-// model.safetensors), exports it in both formats and checks the exit
+// model.safetensors), exports it in the three formats and checks the exit
 // statuses of bad invocations.
 func TestExport(t *testing.T) {
 	dir := t.TempDir()
@@ -51,11 +53,30 @@ func TestExport(t *testing.T) {
 	if b, err := os.ReadFile(npz); err != nil || !bytes.HasPrefix(b, []byte("PK")) {
 		t.Errorf("npz: %v", err)
 	}
+	onx := filepath.Join(t.TempDir(), "m.onnx")
+	out.Reset()
+	if rc := realMain([]string{"export", "--run", dir, "--format", "onnx", "--out", onx}, &out, &errb); rc != 0 {
+		t.Fatalf("export onnx: rc %d: %s", rc, errb.String())
+	}
+	arch, err := fl.NewModel(m.Model, m.Features, m.Classes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := onnx.Encode(arch, w, rundir.ModelMetadata(m))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(onx); err != nil || !bytes.Equal(b, want) {
+		t.Errorf("onnx export differs from onnx.Encode of the run's model (%v)", err)
+	}
+	if !strings.Contains(out.String(), "export: onnx model of") {
+		t.Errorf("export onnx printed %q", out.String())
+	}
 	for _, tc := range []struct {
 		args []string
 		want string
 	}{
-		{[]string{"--run", dir, "--format", "onnx", "--out", npz}, "unknown --format"},
+		{[]string{"--run", dir, "--format", "tflite", "--out", npz}, "unknown --format"},
 		{[]string{"--run", dir}, "required"},
 		{[]string{"--run", filepath.Join(dir, "none"), "--out", npz}, "model.json"},
 	} {
