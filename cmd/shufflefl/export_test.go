@@ -3,7 +3,9 @@ package main
 import (
 	"bytes"
 	"encoding/binary"
+	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -137,5 +139,59 @@ func TestRunModelSpec(t *testing.T) {
 		if strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, tc.want) {
 			t.Errorf("%v: stderr %q, want one line mentioning %q", tc.args, stderr, tc.want)
 		}
+	}
+}
+
+// torchPython returns a Python interpreter with PyTorch and NumPy, or
+// skips the test saying what to install.
+func torchPython(t *testing.T) string {
+	t.Helper()
+	for _, p := range []string{"/usr/bin/python3", "python3"} {
+		if path, err := exec.LookPath(p); err == nil && exec.Command(path, "-c", "import torch, numpy").Run() == nil {
+			return path
+		}
+	}
+	t.Skip("no python3 with PyTorch and NumPy: install Debian's python3-torch and python3-numpy (scripts/setup.sh --with-torch) to run examples/pytorch/load.py")
+	return ""
+}
+
+// TestLoadPy runs tiny runs of three models and checks that
+// examples/pytorch/load.py, evaluating each run's model.safetensors in
+// PyTorch on the run's test set (written by export --format testset-npz,
+// with this test binary as the shufflefl it calls), prints the run's
+// final_test_accuracy exactly, as summary.json writes it.
+func TestLoadPy(t *testing.T) {
+	py := torchPython(t)
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, model := range []string{"logreg", "mlp:32,16", "cnn"} {
+		t.Run(model, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "run")
+			if code, _, stderr := tinyRun("--model", model, "--local-epochs", "1", "--out", dir); code != 0 {
+				t.Fatalf("run: status %d\n%s", code, stderr)
+			}
+			b, err := os.ReadFile(filepath.Join(dir, "summary.json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var sum struct {
+				Acc json.RawMessage `json:"final_test_accuracy"`
+			}
+			if err := json.Unmarshal(b, &sum); err != nil {
+				t.Fatal(err)
+			}
+			cmd := exec.Command(py, filepath.Join("..", "..", "examples", "pytorch", "load.py"), dir)
+			cmd.Env = append(os.Environ(), "SHUFFLEFL_BIN="+exe, asCLIEnv+"=1")
+			out, err := cmd.CombinedOutput()
+			if err != nil {
+				t.Fatalf("load.py: %v\n%s", err, out)
+			}
+			lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+			if want := "test accuracy " + string(sum.Acc); lines[len(lines)-1] != want {
+				t.Errorf("load.py's last line is %q, want %q (summary.json)\n%s", lines[len(lines)-1], want, out)
+			}
+		})
 	}
 }
