@@ -7,6 +7,7 @@ The tests that call the binary need it ($SHUFFLEFL_BIN, shufflefl on PATH or
 
 import doctest
 import os
+import subprocess
 import sys
 import tempfile
 import unittest
@@ -108,6 +109,26 @@ class RunTest(unittest.TestCase):
             shufflefl.run(protocol="nope", **TINY)
         self.assertIn("nope", cm.exception.message)
         self.assertEqual(len(cm.exception.message.splitlines()), 1)
+
+
+class InstallTest(unittest.TestCase):
+    def test_pip_install_offline(self):
+        """pip install ./python into a fresh virtual environment, without an index."""
+        src = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        with tempfile.TemporaryDirectory() as d:
+            env = os.path.join(d, "venv")
+            if subprocess.run([sys.executable, "-m", "venv", env], capture_output=True).returncode != 0:
+                self.skipTest(f"{sys.executable} -m venv failed (Debian: install python3-venv)")
+            py = os.path.join(env, "bin", "python")
+            p = subprocess.run([py, "-m", "pip", "install", "--no-index", "--no-cache-dir", src],
+                               capture_output=True, text=True)
+            self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+            p = subprocess.run([py, "-c", "import shufflefl; print(shufflefl.__version__, shufflefl.__file__)"],
+                               capture_output=True, text=True, cwd=d)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            version, path = p.stdout.split()
+            self.assertEqual(version, shufflefl.__version__)
+            self.assertTrue(path.startswith(env), path)
 
 
 def load_tests(loader, tests, ignore):
