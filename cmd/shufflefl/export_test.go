@@ -1,9 +1,12 @@
 package main
 
 import (
+	"archive/zip"
 	"bytes"
 	"encoding/binary"
 	"encoding/json"
+	"io"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/shufflefl/shufflefl/driver/rundir"
+	"github.com/shufflefl/shufflefl/learning/data"
 	"github.com/shufflefl/shufflefl/learning/fl"
 	"github.com/shufflefl/shufflefl/learning/onnx"
 )
@@ -197,5 +201,59 @@ func TestLoadPy(t *testing.T) {
 				t.Errorf("load.py's last line is %q, want %q (summary.json)\n%s", lines[len(lines)-1], want, out)
 			}
 		})
+	}
+}
+
+// TestExportTestSet writes a tiny run's test set as an .npz and checks its
+// arrays' shapes and labels, and that a directory without config.yaml is
+// refused with status 2.
+func TestExportTestSet(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "run")
+	if code, _, stderr := tinyRun("--out", dir); code != 0 {
+		t.Fatalf("run: status %d\n%s", code, stderr)
+	}
+	f := filepath.Join(t.TempDir(), "test.npz")
+	code, stdout, stderr := runCLI("export", "--run", dir, "--format", "testset-npz", "--out", f)
+	if code != 0 || !strings.Contains(stdout, "500 examples") {
+		t.Fatalf("export testset-npz: status %d, stdout %q\n%s", code, stdout, stderr)
+	}
+	z, err := zip.OpenReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer z.Close()
+	want := map[string]string{"x.npy": "'shape': (500, 784)", "y.npy": "'shape': (500,)"}
+	split, err := data.Load("fashion-mnist-sample", data.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range z.File {
+		r, err := m.Open()
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := io.ReadAll(r)
+		r.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Contains(b[:128], []byte(want[m.Name])) {
+			t.Errorf("%s: header %q, want %s", m.Name, b[:128], want[m.Name])
+		}
+		delete(want, m.Name)
+		if m.Name == "y.npy" {
+			for i, y := range split.Test.Y {
+				if v := math.Float32frombits(binary.LittleEndian.Uint32(b[128+4*i:])); v != float32(y) {
+					t.Fatalf("y[%d] = %v, want %d", i, v, y)
+				}
+			}
+		}
+	}
+	if len(want) > 0 {
+		t.Errorf("missing members %v", want)
+	}
+	code, _, stderr = runCLI("export", "--run", t.TempDir(), "--format", "testset-npz", "--out", f)
+	if code != 2 || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, "config.yaml") {
+		t.Errorf("a directory without config.yaml: status %d, stderr %q; want 2 and one line naming config.yaml", code, stderr)
 	}
 }
