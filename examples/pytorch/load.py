@@ -52,6 +52,7 @@ except ImportError as e:  # pragma: no cover - depends on the machine
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 FASHION_MNIST_DIR = "/usr/share/datasets/fashion-mnist"
+CLUSTERED = ("ifca", "ifca-dp")  # protocols whose analyzer keeps k models
 NEAR_TIE = 1e-4  # gap of the two largest logits below which float32 rounding may decide
 
 
@@ -304,6 +305,9 @@ def main():
     cfg = read_config(run)
     if cfg.get("partition") == "rotated":
         raise BadRun(f"{run}: partition rotated evaluates each group on rotated images; only unrotated runs are supported")
+    if cfg.get("protocol") in CLUSTERED:
+        raise BadRun(f"{run}: protocol {cfg['protocol']} keeps k models and reports the test accuracy of the best of them; "
+                     "model.safetensors holds one of them, so this script does not evaluate it")
     tensors, meta = read_safetensors(os.path.join(run, "model.safetensors"))
     name, features, classes = meta.get("model"), int(meta.get("features", 0)), int(meta.get("classes", 0))
     if not name:
