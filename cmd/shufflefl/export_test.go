@@ -1,18 +1,26 @@
 package main
 
 import (
+	"archive/zip"
 	"bytes"
 	"encoding/binary"
+	"encoding/json"
+	"io"
+	"math"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/shufflefl/shufflefl/driver/rundir"
+	"github.com/shufflefl/shufflefl/learning/data"
+	"github.com/shufflefl/shufflefl/learning/fl"
+	"github.com/shufflefl/shufflefl/learning/onnx"
 )
 
 // TestExport writes a run's model.json (which also writes
-// model.safetensors), exports it in both formats and checks the exit
+// model.safetensors), exports it in the three formats and checks the exit
 // statuses of bad invocations.
 func TestExport(t *testing.T) {
 	dir := t.TempDir()
@@ -51,11 +59,30 @@ func TestExport(t *testing.T) {
 	if b, err := os.ReadFile(npz); err != nil || !bytes.HasPrefix(b, []byte("PK")) {
 		t.Errorf("npz: %v", err)
 	}
+	onx := filepath.Join(t.TempDir(), "m.onnx")
+	out.Reset()
+	if rc := realMain([]string{"export", "--run", dir, "--format", "onnx", "--out", onx}, &out, &errb); rc != 0 {
+		t.Fatalf("export onnx: rc %d: %s", rc, errb.String())
+	}
+	arch, err := fl.NewModel(m.Model, m.Features, m.Classes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := onnx.Encode(arch, w, rundir.ModelMetadata(m))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(onx); err != nil || !bytes.Equal(b, want) {
+		t.Errorf("onnx export differs from onnx.Encode of the run's model (%v)", err)
+	}
+	if !strings.Contains(out.String(), "export: onnx model of") {
+		t.Errorf("export onnx printed %q", out.String())
+	}
 	for _, tc := range []struct {
 		args []string
 		want string
 	}{
-		{[]string{"--run", dir, "--format", "onnx", "--out", npz}, "unknown --format"},
+		{[]string{"--run", dir, "--format", "tflite", "--out", npz}, "unknown --format"},
 		{[]string{"--run", dir}, "required"},
 		{[]string{"--run", filepath.Join(dir, "none"), "--out", npz}, "model.json"},
 	} {
@@ -116,5 +143,117 @@ func TestRunModelSpec(t *testing.T) {
 		if strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, tc.want) {
 			t.Errorf("%v: stderr %q, want one line mentioning %q", tc.args, stderr, tc.want)
 		}
+	}
+}
+
+// torchPython returns a Python interpreter with PyTorch and NumPy, or
+// skips the test saying what to install (fails it under CI=true).
+func torchPython(t *testing.T) string {
+	t.Helper()
+	for _, p := range []string{"/usr/bin/python3", "python3"} {
+		if path, err := exec.LookPath(p); err == nil && exec.Command(path, "-c", "import torch, numpy").Run() == nil {
+			return path
+		}
+	}
+	const msg = "no python3 with PyTorch and NumPy: install Debian's python3-torch and python3-numpy (scripts/setup.sh --with-torch) to run examples/pytorch/load.py"
+	if os.Getenv("CI") == "true" {
+		t.Fatal(msg + "; CI installs them")
+	}
+	t.Skip(msg)
+	return ""
+}
+
+// TestLoadPy runs tiny runs of three models and checks that
+// examples/pytorch/load.py, evaluating each run's model.safetensors in
+// PyTorch on the run's test set (written by export --format testset-npz,
+// with this test binary as the shufflefl it calls), prints the run's
+// final_test_accuracy exactly, as summary.json writes it.
+func TestLoadPy(t *testing.T) {
+	py := torchPython(t)
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, model := range []string{"logreg", "mlp:32,16", "cnn"} {
+		t.Run(model, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "run")
+			if code, _, stderr := tinyRun("--model", model, "--local-epochs", "1", "--out", dir); code != 0 {
+				t.Fatalf("run: status %d\n%s", code, stderr)
+			}
+			b, err := os.ReadFile(filepath.Join(dir, "summary.json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var sum struct {
+				Acc json.RawMessage `json:"final_test_accuracy"`
+			}
+			if err := json.Unmarshal(b, &sum); err != nil {
+				t.Fatal(err)
+			}
+			cmd := exec.Command(py, filepath.Join("..", "..", "examples", "pytorch", "load.py"), dir)
+			cmd.Env = append(os.Environ(), "SHUFFLEFL_BIN="+exe, asCLIEnv+"=1")
+			out, err := cmd.CombinedOutput()
+			if err != nil {
+				t.Fatalf("load.py: %v\n%s", err, out)
+			}
+			lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+			if want := "test accuracy " + string(sum.Acc); lines[len(lines)-1] != want {
+				t.Errorf("load.py's last line is %q, want %q (summary.json)\n%s", lines[len(lines)-1], want, out)
+			}
+		})
+	}
+}
+
+// TestExportTestSet writes a tiny run's test set as an .npz and checks its
+// arrays' shapes and labels, and that a directory without config.yaml is
+// refused with status 2.
+func TestExportTestSet(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "run")
+	if code, _, stderr := tinyRun("--out", dir); code != 0 {
+		t.Fatalf("run: status %d\n%s", code, stderr)
+	}
+	f := filepath.Join(t.TempDir(), "test.npz")
+	code, stdout, stderr := runCLI("export", "--run", dir, "--format", "testset-npz", "--out", f)
+	if code != 0 || !strings.Contains(stdout, "500 examples") {
+		t.Fatalf("export testset-npz: status %d, stdout %q\n%s", code, stdout, stderr)
+	}
+	z, err := zip.OpenReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer z.Close()
+	want := map[string]string{"x.npy": "'shape': (500, 784)", "y.npy": "'shape': (500,)"}
+	split, err := data.Load("fashion-mnist-sample", data.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range z.File {
+		r, err := m.Open()
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := io.ReadAll(r)
+		r.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Contains(b[:128], []byte(want[m.Name])) {
+			t.Errorf("%s: header %q, want %s", m.Name, b[:128], want[m.Name])
+		}
+		delete(want, m.Name)
+		if m.Name == "y.npy" {
+			for i, y := range split.Test.Y {
+				if v := math.Float32frombits(binary.LittleEndian.Uint32(b[128+4*i:])); v != float32(y) {
+					t.Fatalf("y[%d] = %v, want %d", i, v, y)
+				}
+			}
+		}
+	}
+	if len(want) > 0 {
+		t.Errorf("missing members %v", want)
+	}
+	code, _, stderr = runCLI("export", "--run", t.TempDir(), "--format", "testset-npz", "--out", f)
+	if code != 2 || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, "config.yaml") {
+		t.Errorf("a directory without config.yaml: status %d, stderr %q; want 2 and one line naming config.yaml", code, stderr)
 	}
 }

@@ -41,7 +41,7 @@ Usage:
   shufflefl deploy-local [flags]       run analyzer, shuffler and N clients on 127.0.0.1 (TLS, HPKE, SQLite)
   shufflefl analyzer|shuffler|client [flags]  one role of a deployment as a network service
   shufflefl partition --out DIR [flags]  write one shard file per client for 'client --data'
-  shufflefl export --run DIR --format F --out FILE  convert a run's model to safetensors or npz
+  shufflefl export --run DIR --format F --out FILE  convert a run's model to safetensors, npz or onnx
   shufflefl worker --nats URL          compute blocks of simulated clients for 'run --nats URL'
   shufflefl opener --nats URL --key F  open the analyzer's batches for 'analyzer --nats URL' (deploy-local --openers N)
   shufflefl shuffler-shard --nats URL --shard-key F --index S --shards N  one shard of a sharded shuffle
