@@ -99,6 +99,7 @@ var maxKeptBytes float64 = 8 << 30
 
 type worker struct {
 	trainer *fl.Trainer
+	ext     Trainer // SetTrainers' trainer (nil: trainer)
 	update  []float64
 	report  protocol.Report
 	sub     fl.Examples // a client's shard, for clustered protocols' model choice
@@ -564,7 +565,7 @@ func (e *Engine) clientReport(w *worker, t int, s protocol.Shape, slot, client i
 func (e *Engine) trainEncode(w *worker, t int, s protocol.Shape, base []float64, client int, cl *role.Client, trainNS, encodeNS *atomic.Int64) error {
 	t0 := time.Now()
 	rt := rng.Stream(e.cfg.Seed, rng.LabelTraining, uint64(t), uint64(client))
-	if _, err := w.trainer.LocalUpdate(w.update, rt, base, e.trainEx, e.shard(w, client), e.local); err != nil {
+	if err := e.localUpdate(w, t, client, rt, base); err != nil {
 		return fmt.Errorf("client %d: local update: %w", client, err)
 	}
 	t1 := time.Now()

@@ -201,11 +201,11 @@ func (p *Process) Train(dst []float64, global []float64, req TrainRequest) (Upda
 	}
 	var u UpdateHeader
 	if err := decode(f, KindUpdate, &u); err != nil {
-		p.broken = true
+		p.kill()
 		return UpdateHeader{}, p.fail(req.Round, req.Client, "answered a train request with a bad frame", err)
 	}
 	if u.Round != req.Round || u.Client != req.Client {
-		p.broken = true
+		p.kill()
 		return UpdateHeader{}, p.fail(req.Round, req.Client, fmt.Sprintf("answered the request of round %d, client %d with the update of round %d, client %d", req.Round, req.Client, u.Round, u.Client), nil)
 	}
 	if len(f.Payload) != d {
@@ -238,7 +238,7 @@ func (p *Process) exchange(round, client int, what string, f Frame) (Frame, erro
 	if ans.Kind == KindError {
 		var m ErrorMessage
 		if err := decode(ans, KindError, &m); err != nil {
-			p.broken = true
+			p.kill()
 			return Frame{}, p.fail(round, client, "sent a bad error frame", err)
 		}
 		return Frame{}, p.fail(round, client, "reported an error in "+what+": "+m.Message, nil)
@@ -309,8 +309,10 @@ func (p *Process) at(err error, req TrainRequest) error {
 	return err
 }
 
-// kill kills the running process by its id and waits for it to exit.
+// kill kills the running process by its id, waits for it to exit and
+// marks the process broken, so that the next request restarts it.
 func (p *Process) kill() {
+	p.broken = true
 	if p.cmd == nil || p.cmd.Process == nil || p.done == nil {
 		return
 	}
