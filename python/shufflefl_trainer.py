@@ -95,13 +95,16 @@ def write_frame(stream, kind, header, payload=None):
     stream.flush()
 
 
-def serve(train_fn, name=None, stdin=None, stdout=None):
+def serve(train_fn, setup=None, name=None, stdin=None, stdout=None):
     """Runs the protocol until shufflefl says bye or closes the input.
 
+    setup(hello), if given, is called once with the hello before the
+    trainer answers it (load the data, build the model); an exception there
+    is reported to shufflefl, which stops before round 1.
     train_fn(hello, request, model) returns the client's update: a sequence
     of hello["dim"] finite numbers (the model delta in mode "fedavg", the
     gradient in mode "fedsgd"), or a pair (update, stats) where stats is a
-    dict that may hold "steps" and "loss". Returns 0 (an exit status).
+    dict that may hold "steps" and "loss". Returns an exit status.
     """
     if stdin is None or stdout is None:
         # Frames go to the real standard output; print() goes to stderr.
@@ -120,6 +123,13 @@ def serve(train_fn, name=None, stdin=None, stdout=None):
         return 1
     dim = int(hello["dim"])
     limit = 5 + MAX_HEADER + 4 * dim
+    if setup is not None:
+        try:
+            setup(hello)
+        except Exception as e:
+            traceback.print_exc(file=sys.stderr)
+            write_frame(stdout, "E", {"message": "%s: %s" % (type(e).__name__, e)})
+            return 1
     write_frame(stdout, "R", {"protocol": VERSION, "name": name or "shufflefl_trainer.py"})
     while True:
         f = read_frame(stdin, limit)
