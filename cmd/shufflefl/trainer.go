@@ -73,7 +73,7 @@ func (t trainerFlags) attach(eng *sim.Engine, cfg round.Config, stderr io.Writer
 		}
 	}
 	err = eng.SetTrainers(func(int) (sim.Trainer, error) {
-		p, err := trainer.Start(argv, h, trainer.Options{Timeout: t.timeout, Stderr: stderr})
+		p, err := trainer.Start(argv, h, trainer.Options{Timeout: t.timeout})
 		if err != nil {
 			return nil, trainerError{err}
 		}

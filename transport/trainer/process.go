@@ -241,7 +241,9 @@ func (p *Process) exchange(round, client int, what string, f Frame) (Frame, erro
 			p.kill()
 			return Frame{}, p.fail(round, client, "sent a bad error frame", err)
 		}
-		return Frame{}, p.fail(round, client, "reported an error in "+what+": "+m.Message, nil)
+		e := p.fail(round, client, "reported an error in "+what+": "+m.Message, nil)
+		e.Stderr = "" // the message is the trainer's own account
+		return Frame{}, e
 	}
 	return ans, nil
 }
