@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 )
 
 // Version is the version of the trainer protocol this package speaks: the
@@ -80,12 +81,15 @@ const MaxHeader = 1 << 20
 // AppendFrame appends f's encoding to b.
 func AppendFrame(b []byte, f Frame) []byte {
 	n := frameOverhead + len(f.Header) + 4*len(f.Payload)
+	b = slices.Grow(b, 4+n)
 	b = binary.BigEndian.AppendUint32(b, uint32(n))
 	b = append(b, byte(f.Kind))
 	b = binary.BigEndian.AppendUint32(b, uint32(len(f.Header)))
 	b = append(b, f.Header...)
-	for _, v := range f.Payload {
-		b = binary.LittleEndian.AppendUint32(b, math.Float32bits(v))
+	at := len(b)
+	b = b[:at+4*len(f.Payload)]
+	for i, v := range f.Payload {
+		binary.LittleEndian.PutUint32(b[at+4*i:], math.Float32bits(v))
 	}
 	return b
 }
@@ -109,30 +113,48 @@ func WriteFrame(w io.Writer, f Frame) error {
 // than MaxHeader, is an error wrapping ErrFrame. An io.EOF before the first
 // byte is returned as io.EOF, a frame cut short as io.ErrUnexpectedEOF.
 func ReadFrame(r io.Reader, limit int) (Frame, error) {
+	body, err := readBody(r, limit, nil)
+	if err != nil {
+		return Frame{}, err
+	}
+	return decodeBody(body, nil)
+}
+
+// readBody reads a frame's length prefix and body, into buf if it is large
+// enough; see ReadFrame.
+func readBody(r io.Reader, limit int, buf []byte) ([]byte, error) {
 	var pre [4]byte
 	if _, err := io.ReadFull(r, pre[:]); err != nil {
-		return Frame{}, err
+		return nil, err
 	}
 	n := int64(binary.BigEndian.Uint32(pre[:]))
 	if n < frameOverhead {
-		return Frame{}, fmt.Errorf("%w: length %d is shorter than a frame's %d fixed bytes", ErrFrame, n, frameOverhead)
+		return nil, fmt.Errorf("%w: length %d is shorter than a frame's %d fixed bytes", ErrFrame, n, frameOverhead)
 	}
 	if n > int64(limit) {
-		return Frame{}, fmt.Errorf("%w: length %d exceeds the %d bytes this model's frames can need", ErrFrame, n, limit)
+		return nil, fmt.Errorf("%w: length %d exceeds the %d bytes this model's frames can need", ErrFrame, n, limit)
 	}
-	body := make([]byte, n)
+	body := buf[:0]
+	if int64(cap(buf)) < n {
+		body = make([]byte, n)
+	}
+	body = body[:n]
 	if _, err := io.ReadFull(r, body); err != nil {
 		if err == io.EOF {
 			err = io.ErrUnexpectedEOF
 		}
-		return Frame{}, err
+		return nil, err
 	}
-	return DecodeBody(body)
+	return body, nil
 }
 
 // DecodeBody decodes a frame's body: the bytes after its length prefix. It
 // is ReadFrame without the reading; errors wrap ErrFrame.
-func DecodeBody(body []byte) (Frame, error) {
+func DecodeBody(body []byte) (Frame, error) { return decodeBody(body, nil) }
+
+// decodeBody is DecodeBody with the payload decoded into payload's array
+// if it is large enough. The header aliases body.
+func decodeBody(body []byte, payload []float32) (Frame, error) {
 	if len(body) < frameOverhead {
 		return Frame{}, fmt.Errorf("%w: %d bytes is shorter than a frame's %d fixed bytes", ErrFrame, len(body), frameOverhead)
 	}
@@ -152,7 +174,11 @@ func DecodeBody(body []byte) (Frame, error) {
 	f := Frame{Kind: k, Header: body[frameOverhead : frameOverhead+h]}
 	if p > 0 {
 		raw := body[frameOverhead+h:]
-		f.Payload = make([]float32, p/4)
+		f.Payload = payload[:0]
+		if int64(cap(payload)) < p/4 {
+			f.Payload = make([]float32, p/4)
+		}
+		f.Payload = f.Payload[:p/4]
 		for i := range f.Payload {
 			f.Payload[i] = math.Float32frombits(binary.LittleEndian.Uint32(raw[4*i:]))
 		}

@@ -93,8 +93,12 @@ type Process struct {
 	// step with the protocol; the next Train restarts it.
 	broken bool
 
-	model []float32
-	wbuf  []byte
+	// Buffers reused across requests: the model sent, the frame written,
+	// the frame read and its payload.
+	model   []float32
+	wbuf    []byte
+	rbuf    []byte
+	payload []float32
 }
 
 // Start starts the program argv (argv[0] is looked up in $PATH), sends it
@@ -231,10 +235,16 @@ func (p *Process) exchange(round, client int, what string, f Frame) (Frame, erro
 	if _, err := p.in.Write(p.wbuf); err != nil {
 		return Frame{}, p.lost(round, client, what, err)
 	}
-	ans, err := ReadFrame(p.out, p.limit)
+	body, err := readBody(p.out, p.limit, p.rbuf)
 	if err != nil {
 		return Frame{}, p.lost(round, client, what, err)
 	}
+	p.rbuf = body
+	ans, err := decodeBody(body, p.payload)
+	if err != nil {
+		return Frame{}, p.lost(round, client, what, err)
+	}
+	p.payload = ans.Payload
 	if ans.Kind == KindError {
 		var m ErrorMessage
 		if err := decode(ans, KindError, &m); err != nil {
