@@ -37,6 +37,14 @@ func repoFile(t *testing.T, rel string) string {
 // finalAccuracy runs the command line and returns its final test accuracy.
 func finalAccuracy(t *testing.T, args ...string) float64 {
 	t.Helper()
+	acc, _ := finalResult(t, args...)
+	return acc
+}
+
+// finalResult runs the command line and returns its final test accuracy
+// and loss.
+func finalResult(t *testing.T, args ...string) (float64, float64) {
+	t.Helper()
 	out := filepath.Join(t.TempDir(), "run")
 	start := time.Now()
 	code, _, stderr := runCLI(append([]string{"run", "--out", out, "--progress", "none"}, args...)...)
@@ -48,13 +56,14 @@ func finalAccuracy(t *testing.T, args ...string) float64 {
 		t.Fatal(err)
 	}
 	var s struct {
-		Acc float64 `json:"final_test_accuracy"`
+		Acc  float64 `json:"final_test_accuracy"`
+		Loss float64 `json:"final_test_loss"`
 	}
 	if err := json.Unmarshal(b, &s); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("%v: accuracy %.4f in %v", args, s.Acc, time.Since(start).Round(time.Millisecond))
-	return s.Acc
+	t.Logf("%v: accuracy %.4f, loss %.5f in %v", args, s.Acc, s.Loss, time.Since(start).Round(time.Millisecond))
+	return s.Acc, s.Loss
 }
 
 // sampleRun are the settings of the trainer tests on the embedded sample.
@@ -115,6 +124,25 @@ func TestRunTrainerPyTorch(t *testing.T) {
 	extP := finalAccuracy(t, append(run, "--protocol", "ss-simple", "--trainer", tr)...)
 	if math.Abs(inP-extP) > 0.02 {
 		t.Errorf("ss-simple: the PyTorch trainer reaches %.4f, the in-process trainer %.4f", extP, inP)
+	}
+}
+
+// TestRunTrainerPyTorchLayout checks that the PyTorch trainer reads
+// shufflefl's parameter layout of every preset: in FedSGD mode with a batch
+// larger than the shards the update is the whole shard's gradient, with no
+// minibatch order, so both trainers give the same model up to float32
+// rounding.
+func TestRunTrainerPyTorchLayout(t *testing.T) {
+	py := pythonWith(t, "numpy, torch")
+	tr := py + " " + repoFile(t, "examples/pytorch/trainer.py")
+	for _, c := range []struct{ model, rounds, perRound string }{{"logreg", "3", "10"}, {"mlp", "3", "10"}, {"cnn", "1", "4"}} {
+		run := []string{"--dataset", "fashion-mnist-sample", "--model", c.model, "--clients", "20", "--clients-per-round", c.perRound, "--rounds", c.rounds,
+			"--mode", "fedsgd", "--batch", "1000", "--server-lr", "0.5", "--protocol", "nonprivate"}
+		inAcc, inLoss := finalResult(t, run...)
+		extAcc, extLoss := finalResult(t, append(run, "--trainer", tr)...)
+		if math.Abs(inAcc-extAcc) > 0.0021 || math.Abs(inLoss-extLoss) > 1e-3 {
+			t.Errorf("%s: PyTorch accuracy %.4f, loss %.5f; in process %.4f, %.5f", c.model, extAcc, extLoss, inAcc, inLoss)
+		}
 	}
 }
 
