@@ -2,13 +2,18 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/shufflefl/shufflefl/privacy/account"
+	"github.com/shufflefl/shufflefl/transport/store"
 )
 
 // pythonWith returns a python3 that imports the given modules, skipping
@@ -194,5 +199,94 @@ func TestRunTrainerRefused(t *testing.T) {
 			continue
 		}
 		checkOneLine(t, stderr, c.want)
+	}
+}
+
+// TestClientTrainer runs a deployment on loopback whose four clients train
+// with the NumPy reference trainer; client-000004's trainer fails in round
+// 2, so that client sits the round out (uncharged, nothing sent) and the
+// run completes with the other reports.
+func TestClientTrainer(t *testing.T) {
+	py := pythonWith(t, "numpy")
+	script := repoFile(t, "cmd/shufflefl/testdata/trainer/numpy_logreg.py")
+	dir := t.TempDir()
+	run := []string{"--dataset", "fashion-mnist-sample", "--model", "logreg", "--clients", "4", "--rounds", "2",
+		"--protocol", "apes", "--epsilon", "4", "--clip", "0.5", "--local-epochs", "1", "--progress", "none"}
+	with := func(args ...string) []string { return append(append([]string{}, args...), run...) }
+	pki := filepath.Join(dir, "pki")
+	if code, _, stderr := runCLI("certs", "--out", pki, "--clients", "4"); code != 0 {
+		t.Fatalf("certs: %s", stderr)
+	}
+	an, pub, ctl := freeAddr(t), freeAddr(t), freeAddr(t)
+	roles := [][]string{
+		with("shuffler", "--certs", pki, "--listen", pub, "--control-listen", ctl, "--analyzer", an, "--db", filepath.Join(dir, "shuffler.db")),
+		with("analyzer", "--certs", pki, "--listen", an, "--shuffler-control", ctl, "--db", filepath.Join(dir, "analyzer.db"),
+			"--round-timeout", "6s", "--min-reports", "1"),
+	}
+	for i := 1; i <= 4; i++ {
+		tr := py + " " + script
+		if i == 4 {
+			tr += " raise"
+		}
+		roles = append(roles, with("client", "--certs", pki, "--id", fmt.Sprintf("client-%06d", i), "--shuffler", pub,
+			"--db", filepath.Join(dir, fmt.Sprintf("client%d.db", i)), "--trainer", tr))
+	}
+	outs := make([]string, len(roles))
+	var wg sync.WaitGroup
+	for i, args := range roles {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			code, stdout, stderr := runCLI(args...)
+			outs[i] = stdout + stderr
+			if code != 0 {
+				t.Errorf("%s %s: exit %d: %s", args[0], args[4], code, stderr)
+			}
+		}()
+	}
+	wg.Wait()
+	if !strings.Contains(outs[1], "analyzer: 2 rounds, final test accuracy") {
+		t.Errorf("analyzer: %s", outs[1])
+	}
+	if want := "client client-000004: sitting out round 2: local update: trainer: reported an error in training: RuntimeError: client 3 has no data"; !strings.Contains(outs[5], want) {
+		t.Errorf("client-000004 does not say %q:\n%s", want, outs[5])
+	}
+	for i := 2; i < 5; i++ {
+		if strings.Contains(outs[i], "sitting out") {
+			t.Errorf("client %d sat a round out:\n%s", i-1, outs[i])
+		}
+	}
+	// The ledgers: one charge a round taken part in; client-000004's
+	// failed round 2 charged nothing.
+	for i := 1; i <= 4; i++ {
+		db, err := store.Open(filepath.Join(dir, fmt.Sprintf("client%d.db", i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		es, err := account.NewLedger(db.LedgerStore()).Entries(fmt.Sprintf("client-%06d", i))
+		db.Close()
+		want := 2
+		if i == 4 {
+			want = 1
+		}
+		if err != nil || len(es) != want {
+			t.Errorf("client-%06d: %d ledger entries (%v), want %d", i, len(es), err, want)
+		}
+	}
+}
+
+func TestDeployTrainerRefused(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"analyzer", "--trainer", "python3 t.py"}, "--trainer is a flag of 'shufflefl run' and 'shufflefl client', not of analyzer"},
+		{[]string{"deploy-local", "--trainer", "python3 t.py"}, "--trainer is a flag of 'shufflefl run' and 'shufflefl client', not of deploy-local"},
+		{[]string{"client", "--trainer", "python3 t.py", "--data", "shard.json"}, "--trainer cannot be combined with --data"},
+	} {
+		code, _, stderr := runCLI(c.args...)
+		if code != 2 || !strings.Contains(stderr, c.want) {
+			t.Errorf("%v: exit %d, want 2 and %q: %s", c.args, code, c.want, stderr)
+		}
 	}
 }
