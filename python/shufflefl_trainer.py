@@ -41,7 +41,7 @@ import numpy as np
 VERSION = 1
 """The trainer protocol version this module speaks."""
 
-MAX_HEADER = 1 << 20
+MAX_HEADER = 16 << 20
 
 _LITTLE_F32 = np.dtype("<f4")
 

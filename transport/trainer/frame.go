@@ -74,9 +74,9 @@ var ErrFrame = errors.New("malformed trainer frame")
 // the model plus maxHeader bytes of header.
 func FrameLimit(dim int) int { return frameOverhead + MaxHeader + 4*dim }
 
-// MaxHeader bounds a frame's JSON header (1 MiB): enough for the example
-// indices of a client of 100,000 examples.
-const MaxHeader = 1 << 20
+// MaxHeader bounds a frame's JSON header (16 MiB): enough for the example
+// indices of a client of two million examples.
+const MaxHeader = 16 << 20
 
 // AppendFrame appends f's encoding to b.
 func AppendFrame(b []byte, f Frame) []byte {

@@ -228,6 +228,9 @@ func (p *Process) Train(dst []float64, global []float64, req TrainRequest) (Upda
 // is returned as an Error (the process stays usable); any other failure
 // marks the process broken, killing it if it is still running.
 func (p *Process) exchange(round, client int, what string, f Frame) (Frame, error) {
+	if len(f.Header) > MaxHeader {
+		return Frame{}, p.fail(round, client, fmt.Sprintf("cannot be sent the %s request: its header of %d bytes exceeds the protocol's %d", f.Kind, len(f.Header), MaxHeader), ErrFrame)
+	}
 	deadline := time.Now().Add(p.opt.Timeout)
 	p.in.SetWriteDeadline(deadline)
 	p.out.SetReadDeadline(deadline)

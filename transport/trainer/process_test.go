@@ -162,6 +162,22 @@ func TestProcessFailures(t *testing.T) {
 	}
 }
 
+func TestProcessRefusesOversizeRequest(t *testing.T) {
+	p, err := startHelper(t, "ok", 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	_, err = p.Train(make([]float64, 4), make([]float64, 4), TrainRequest{Round: 1, Client: 2, Indices: make([]int, MaxHeader/2)})
+	if !errors.Is(err, ErrTrainer) || !strings.Contains(err.Error(), "cannot be sent the train request: its header of") {
+		t.Fatalf("got %v", err)
+	}
+	// Nothing was sent: the process still serves.
+	if _, err := p.Train(make([]float64, 4), make([]float64, 4), TrainRequest{Round: 1, Client: 2, Indices: []int{0}}); err != nil {
+		t.Errorf("after the refusal: %v", err)
+	}
+}
+
 func TestStartFailures(t *testing.T) {
 	for _, c := range []struct{ mode, want string }{
 		{"version", "speaks trainer protocol version 2, shufflefl speaks version 1"},

@@ -1,5 +1,6 @@
 """A NumPy-only reference trainer (the protocol's test without PyTorch):
-multinomial logistic regression by minibatch SGD on fashion-mnist-sample,
+multinomial logistic regression by minibatch SGD (FedAvg, FedProx's mu) on
+fashion-mnist-sample,
 in shufflefl's layout (fc1.weight [features, classes], fc1.bias).
 
 With an argument it misbehaves for client 3 from round 2 on: "crash" exits
@@ -57,7 +58,8 @@ def train(hello, req, model):
     w = model.astype(np.float64)
     p = tensors(hello, w)
     W, b = p["fc1.weight"], p["fc1.bias"]
-    lr = req["local"]["lr"]
+    lr, mu = req["local"]["lr"], req["local"].get("mu", 0.0)
+    W0, b0 = W.copy(), b.copy()
     for bi in batches(req["indices"], req["local"], req["seed"]):
         x, y = DATA["x"][bi], DATA["y"][bi]
         z = x @ W + b
@@ -66,8 +68,11 @@ def train(hello, req, model):
         pr /= pr.sum(axis=1, keepdims=True)
         pr[np.arange(len(y)), y] -= 1
         pr /= len(y)
-        W -= lr * (x.T @ pr)
-        b -= lr * pr.sum(axis=0)
+        gW, gb = x.T @ pr, pr.sum(axis=0)
+        if mu:
+            gW, gb = gW + mu * (W - W0), gb + mu * (b - b0)
+        W -= lr * gW
+        b -= lr * gb
     return w - model
 
 
