@@ -271,7 +271,7 @@ func (p *Process) lost(round, client int, what string, err error) error {
 		return p.fail(round, client, fmt.Sprintf("did not answer within %v (--trainer-timeout) in %s; killed", p.opt.Timeout, what), err)
 	case errors.Is(err, ErrFrame):
 		p.kill()
-		return p.fail(round, client, "sent a malformed frame in "+what, err)
+		return p.fail(round, client, fmt.Sprintf("sent a malformed frame in %s (%v; a program that prints to its standard output outside the protocol breaks the framing)", what, err), err)
 	}
 	// The pipe closed: the process exited (or closed its output).
 	select {
