@@ -126,6 +126,9 @@ func resolveDeploy(cmd string, args []string, stdout io.Writer) (round.Config, r
 		return round.Config{}, runExtras{}, o, checks.Invalidf("--shuffle-memory %d: the budget must be positive (0: the default, 1 GiB)", o.ShuffleMemory)
 	}
 	cfg, ex, err := resolveConfigFor(cmd, rargs, stdout)
+	if err == nil {
+		err = ex.trainer.checkDeploy(cmd, cfg, o.Data)
+	}
 	if err != nil {
 		return cfg, ex, o, err
 	}
@@ -586,6 +589,9 @@ func runService(cmd string, args []string, stdout, stderr io.Writer) int {
 		if o.Data != "" {
 			limitClientMemory(nil) // bounds the setup's heap too
 			o.SetupDone = leanClient
+		}
+		if ex.trainer.command != "" {
+			o.NewTrainer = ex.trainer.clientTrainer()
 		}
 		if err := deploy.ServeClient(ctx, cfg, o.ServiceOptions); err != nil {
 			return deployExit(cmd, stderr, err)

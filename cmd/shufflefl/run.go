@@ -31,6 +31,8 @@ type runExtras struct {
 
 	// remote is --worker-procs and --nats (worker.go).
 	remote rundir.Workers
+	// trainer is --trainer and --trainer-timeout (trainer.go).
+	trainer trainerFlags
 }
 
 // newRunFlags binds every setting of cfg and ex to a flag set whose defaults
@@ -56,6 +58,7 @@ func newRunFlags(cfg *round.Config, ex *runExtras, stdout io.Writer) *flag.FlagS
 	fs.StringVar(&ex.cpuprofile, "cpuprofile", ex.cpuprofile, "write a CPU profile (pprof) to `file`")
 	fs.StringVar(&ex.memprofile, "memprofile", ex.memprofile, "write a heap profile (pprof: live and allocated bytes) to `file` when the run ends")
 	ex.remote.RegisterFlags(fs)
+	ex.trainer.register(fs)
 	return fs
 }
 
@@ -63,7 +66,7 @@ func newRunFlags(cfg *round.Config, ex *runExtras, stdout io.Writer) *flag.FlagS
 var runFlagGroups = []flagGroup{
 	{"Data flags", append([]string{"dataset", "data-dir", "clients", "samples-per-client", "partition", "groups", "alpha", "holdout-clients"}, round.DataFlagNames...)},
 	{"Model and training flags", []string{"model", "model-spec", "rounds", "clients-per-round", "local-epochs", "local-steps", "batch", "lr", "server-lr", "mu", "mode",
-		"validate-every", "patience"}},
+		"validate-every", "patience", "trainer", "trainer-timeout"}},
 	{"Protocol and privacy flags", []string{"protocol", "option", "epsilon", "target-epsilon", "delta", "clip", "eps-dist", "eps-file", "eps-scale",
 		"client-cap", "secure-noise"}},
 	{"Run flags", []string{"config", "seed", "workers", "faithful", "stop-after", "resume", "cpuprofile", "memprofile", "worker-procs", "nats"}},
@@ -187,6 +190,9 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 	if err == nil && ex.resume != "" {
 		cfg, ex, err = resolveResume(args, ex.resume, stdout)
 	}
+	if err == nil {
+		err = ex.trainer.check(cfg, ex.remote.Procs > 0 || ex.remote.NATS != "")
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "shufflefl run: %s\n", oneLine(err))
 		return 2
@@ -235,6 +241,9 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 	err = rundir.Execute(cfg, rundir.Options{Resume: ex.resume != "", Overwrite: ex.overwrite, StopAfter: ex.stopAfter, Progress: ex.progress,
 		Version: versionString(), Stdout: stdout, Stderr: stderr,
 		Attach: func(eng *sim.Engine) (func(), error) {
+			if ex.trainer.command != "" {
+				return ex.trainer.attach(eng, cfg, stderr)
+			}
 			if exe, err := os.Executable(); err == nil {
 				ex.remote.Command = []string{exe, "worker"}
 			}

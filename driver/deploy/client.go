@@ -23,6 +23,7 @@ import (
 	"github.com/shufflefl/shufflefl/transport/pki"
 	"github.com/shufflefl/shufflefl/transport/seal"
 	"github.com/shufflefl/shufflefl/transport/store"
+	"github.com/shufflefl/shufflefl/transport/trainer"
 	"github.com/shufflefl/shufflefl/transport/wire"
 )
 
@@ -52,6 +53,9 @@ type ClientConfig struct {
 	// shuffler that is not up yet (0: 5 minutes).
 	ShufflerAddr    string
 	ConnectDeadline time.Duration
+	// Trainer, if set, trains the client instead of the in-process
+	// fl.Trainer; its failure makes the client sit the round out.
+	Trainer Trainer
 }
 
 // Client is one client's driver: registration, heartbeats, pulling tasks,
@@ -409,7 +413,12 @@ func (c *Client) round(ctx context.Context, task *wire.RoundAnnouncement, pulled
 	gen := streams{c.cfg.TestSeed}
 	idx := uint64(c.cfg.Index)
 	update := make([]float64, c.st.Dim())
-	if _, err := c.tr.LocalUpdate(update, gen.get(rng.LabelTraining, uint64(t), idx), w, c.st.Train, shard, c.st.Local); err != nil {
+	if err := c.localUpdate(update, w, t, gen.get(rng.LabelTraining, uint64(t), idx), shard); err != nil {
+		if errors.Is(err, trainer.ErrTrainer) {
+			// Trained before anything is charged: nothing is spent.
+			c.logf("client %s: sitting out round %d: local update: %v", id, t, err)
+			return nil
+		}
 		return errf("client %s: round %d: local update: %w", id, t, err)
 	}
 	var rep protocol.Report

@@ -42,6 +42,10 @@ type ServiceOptions struct {
 	// before the client opens its database or connects (the command sets
 	// the process's memory limits there).
 	SetupDone func(*Setup)
+	// NewTrainer, if set, returns a client's Trainer (and the function
+	// that stops it) once its Setup is built (`shufflefl client
+	// --trainer`); nil trains in process.
+	NewTrainer func(st *Setup, index int) (Trainer, func(), error)
 	// RoundTimeout and MinReports are the analyzer's round deadline and
 	// the fewest reports it releases.
 	RoundTimeout time.Duration
@@ -401,8 +405,16 @@ func ServeClient(ctx context.Context, cfg round.Config, o ServiceOptions) error 
 		return err
 	}
 	defer conn.Close()
+	var tr Trainer
+	if o.NewTrainer != nil {
+		var stop func()
+		if tr, stop, err = o.NewTrainer(st, idx); err != nil {
+			return err
+		}
+		defer stop()
+	}
 	c, err := NewClient(ClientConfig{Setup: st, Index: idx, Signer: signer, AnalyzerKey: creds.HPKEPublic, DB: db,
-		Shuffler: wire.NewShufflerClient(conn), Logf: o.Log.Printf, ShufflerAddr: o.Shuffler, ConnectDeadline: o.ConnectDeadline})
+		Shuffler: wire.NewShufflerClient(conn), Logf: o.Log.Printf, ShufflerAddr: o.Shuffler, ConnectDeadline: o.ConnectDeadline, Trainer: tr})
 	if err != nil {
 		return err
 	}

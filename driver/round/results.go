@@ -19,6 +19,12 @@ type RoundResult struct {
 	// Refused counts sampled clients whose ledger refused the release
 	// because it would exceed their cap (they sat the round out).
 	Refused int `json:"refused"`
+	// SatOut counts participants whose external trainer failed in the
+	// round (sim.ErrTrainer): they sat the round out uncharged, and the
+	// analyzer stated the round from what it opened. TrainerError is the
+	// first such failure, naming the client.
+	SatOut       int    `json:"sat_out,omitempty"`
+	TrainerError string `json:"trainer_error,omitempty"`
 	// Reports and Dummies count what reached the analyzer.
 	Reports int64   `json:"reports"`
 	Dummies int64   `json:"dummies"`

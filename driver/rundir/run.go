@@ -378,6 +378,9 @@ func (p *Progress) Round(r metrics.Record) {
 		eps = format.Figure(*r.CumulativeEpsilon, 3)
 	}
 	line := fmt.Sprintf("round %d/%d  acc %.4f  loss %.4f  eps %s  %.2fs\n", r.Round, p.total, r.TestAccuracy, r.TestLoss, eps, r.Seconds)
+	if r.SatOut > 0 {
+		line += fmt.Sprintf("round %d: %d client(s) sat out: %s\n", r.Round, r.SatOut, r.TrainerError)
+	}
 	fmt.Fprint(p.log, line)
 	switch p.mode {
 	case "log":

@@ -30,6 +30,14 @@ const blockSize = 16
 // Engine runs a federated training simulation. It is not safe for concurrent
 // use; Step runs one round using all configured workers.
 type Engine struct {
+	// satOut counts the round's participants whose external trainer
+	// failed (sitOut); satOutFirst and satOutErr are the lowest such
+	// client and its failure.
+	satOutMu    sync.Mutex
+	satOut      int
+	satOutFirst int
+	satOutErr   string
+
 	cfg     round.Config
 	pre     *round.Prepared // the run as the pre-flight built it
 	proto   protocol.Protocol
@@ -99,6 +107,7 @@ var maxKeptBytes float64 = 8 << 30
 
 type worker struct {
 	trainer *fl.Trainer
+	ext     Trainer // SetTrainers' trainer (nil: trainer)
 	update  []float64
 	report  protocol.Report
 	sub     fl.Examples // a client's shard, for clustered protocols' model choice
@@ -326,8 +335,19 @@ func (e *Engine) Step() (round.RoundResult, error) {
 	res.Privacy = rd.Privacy
 	res.Timing.Accounting = time.Since(t0).Seconds()
 	if rd.Accepting {
-		if rd, err = e.release(t, s, parts, &res); err != nil {
+		e.satOut = 0
+		rd, err = e.release(t, s, parts, &res)
+		if e.satOut > 0 {
+			res.SatOut, res.TrainerError = e.satOut, e.satOutErr
+			res.Participants -= e.satOut
+		}
+		if err != nil {
 			return res, err
+		}
+		if rd.Released {
+			// Close's statement: Open's, or the one Close made again from
+			// the counts it opened (fewer reports than Open counted).
+			res.Privacy = rd.Privacy
 		}
 	} else {
 		e.voided(rd, &res)
@@ -397,6 +417,9 @@ func (e *Engine) admit(t int, parts round.Participants, res *round.RoundResult) 
 func (e *Engine) advance(t int, ms []role.Client, rds []role.ClientReady) error {
 	for j := range ms {
 		rd := rds[j]
+		if rd.Round == 0 {
+			continue // the client sat the round out (sitOut)
+		}
 		if rd.Charge {
 			if err := e.chargeOne(t, rd.Release); err != nil {
 				return err
@@ -581,7 +604,7 @@ func (e *Engine) clientReport(w *worker, t int, s protocol.Shape, slot, client i
 func (e *Engine) trainEncode(w *worker, t int, s protocol.Shape, base []float64, client int, cl *role.Client, trainNS, encodeNS *atomic.Int64) (role.ClientReady, error) {
 	t0 := time.Now()
 	rt := rng.Stream(e.cfg.Seed, rng.LabelTraining, uint64(t), uint64(client))
-	if _, err := w.trainer.LocalUpdate(w.update, rt, base, e.trainEx, e.shard(w, client), e.local); err != nil {
+	if err := e.localUpdate(w, t, client, rt, base); err != nil {
 		return role.ClientReady{}, fmt.Errorf("client %d: local update: %w", client, err)
 	}
 	t1 := time.Now()
@@ -615,6 +638,20 @@ func (e *Engine) shard(w *worker, client int) []int {
 	}
 	w.shard = e.part.ShardInto(client, w.shard)
 	return w.shard
+}
+
+// sitOut records that client c's external trainer failed in the round
+// in progress (err wraps ErrTrainer): the client sends nothing and is
+// charged nothing, and the analyzer states the round from the counts it
+// opens (role.Analyzer.Close restates it for the reporters that remain,
+// or voids it). Safe for concurrent use by the workers.
+func (e *Engine) sitOut(c int, err error) {
+	e.satOutMu.Lock()
+	defer e.satOutMu.Unlock()
+	if e.satOut == 0 || c < e.satOutFirst {
+		e.satOutFirst, e.satOutErr = c, err.Error()
+	}
+	e.satOut++
 }
 
 // clientBlock is one block of a round's participants in flight: the
@@ -692,7 +729,13 @@ func (e *Engine) runClients(t int, s protocol.Shape, parts round.Participants, c
 				for i := lo; i < hi; i++ {
 					c := parts.At(i)
 					blk.ms[i-lo] = *e.client(c)
-					if blk.rds[i-lo], err = e.clientReport(w, t, s, i, c, &blk.ms[i-lo], &ct.train, &ct.encode); err != nil {
+					if blk.rds[i-lo], err = e.clientReport(w, t, s, i, c, &blk.ms[i-lo], &ct.train, &ct.encode); errors.Is(err, ErrTrainer) {
+						// The client's trainer failed: it sits the round
+						// out, staged nothing and is charged nothing.
+						e.sitOut(c, err)
+						err = nil
+						continue
+					} else if err != nil {
 						break
 					}
 					if err = fold(blk.st, w, i); err != nil {
@@ -769,7 +812,9 @@ func (e *Engine) collectStreaming(t int, s protocol.Shape, parts round.Participa
 		}
 	}
 	counts := slices.Clone(e.an.Aggregate().Count)
-	if err := sh.CloseCounts(e.mechStream(rng.LabelShuffle, uint64(t), 0), parts.Len(), counts, emit); err != nil {
+	// The senders are the participants who reported: a client whose
+	// trainer failed sent nothing (sitOut).
+	if err := sh.CloseCounts(e.mechStream(rng.LabelShuffle, uint64(t), 0), parts.Len()-e.satOut, counts, emit); err != nil {
 		return err
 	}
 	if derr != nil {
@@ -847,6 +892,9 @@ func (e *Engine) collectFaithful(t int, s protocol.Shape, parts round.Participan
 	}
 	var msgs []role.Message[role.Plain]
 	for i := range reports {
+		if reports[i].Values == nil {
+			continue // the client sat the round out (sitOut)
+		}
 		msgs = role.Messages(mode, &reports[i], msgs[:0])
 		if _, err := sh.Accept(strconv.Itoa(parts.At(i)), msgs); err != nil {
 			return fmt.Errorf("client %d: %w", parts.At(i), err)

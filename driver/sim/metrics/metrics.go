@@ -19,9 +19,13 @@ import (
 // epsilon is central (what the analyzer learns) unless named local, and user
 // level (a client's whole update) unless named coord (one coordinate).
 type Record struct {
-	Round        int     `json:"round"`
-	Participants int     `json:"participants"`
-	Refused      int     `json:"refused"`
+	Round        int `json:"round"`
+	Participants int `json:"participants"`
+	Refused      int `json:"refused"`
+	// SatOut and TrainerError: participants whose external trainer failed
+	// (they sat the round out uncharged) and the first failure.
+	SatOut       int     `json:"sat_out,omitempty"`
+	TrainerError string  `json:"trainer_error,omitempty"`
 	TestAccuracy float64 `json:"test_accuracy"`
 	TestLoss     float64 `json:"test_loss"`
 	// Local: each participant's local epsilon for its whole update in this
@@ -136,6 +140,8 @@ func FromResult(r round.RoundResult) Record {
 		Round:                    r.Round,
 		Participants:             r.Participants,
 		Refused:                  r.Refused,
+		SatOut:                   r.SatOut,
+		TrainerError:             r.TrainerError,
 		TestAccuracy:             r.TestAccuracy,
 		TestLoss:                 r.TestLoss,
 		LocalEpsilons:            localEpsilons(p),

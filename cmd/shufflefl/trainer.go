@@ -1,0 +1,178 @@
+package main
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"flag"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"time"
+
+	"github.com/shufflefl/shufflefl/checks"
+	"github.com/shufflefl/shufflefl/driver/deploy"
+	"github.com/shufflefl/shufflefl/driver/round"
+	"github.com/shufflefl/shufflefl/driver/sim"
+	"github.com/shufflefl/shufflefl/learning/data"
+	"github.com/shufflefl/shufflefl/learning/fl"
+	"github.com/shufflefl/shufflefl/transport/trainer"
+)
+
+// trainerFlags are --trainer and --trainer-timeout: the clients' local
+// training runs in the user's trainer process (docs/TRAINER.md).
+type trainerFlags struct {
+	command string
+	timeout time.Duration
+}
+
+// register binds the flags to fs.
+func (t *trainerFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&t.command, "trainer", t.command, "train the clients in the trainer program `CMD` (split into words as a shell would, without expansions), which speaks the trainer protocol of docs/TRAINER.md on its stdin and stdout; one process per worker. shufflefl still clips, randomizes, seals, shuffles and accounts")
+	if t.timeout == 0 {
+		t.timeout = trainer.DefaultTimeout
+	}
+	fs.DurationVar(&t.timeout, "trainer-timeout", t.timeout, "the deadline of the trainer's handshake and of each client's training; a trainer that misses it is killed")
+}
+
+// checkDeploy refuses --trainer in the deployment's commands other than
+// client, and in a client given its shard file (--data: its example
+// indices are the file's, not the data set's). It is nil without --trainer.
+func (t trainerFlags) checkDeploy(cmd string, cfg round.Config, data string) error {
+	switch {
+	case t.command == "":
+		return nil
+	case cmd != "client":
+		return checks.Invalidf("--trainer is a flag of 'shufflefl run' and 'shufflefl client', not of %s", cmd)
+	case data != "":
+		return checks.Invalidf("--trainer cannot be combined with --data (the trainer loads the data set, whose rows the client's indices name)")
+	}
+	return t.check(cfg, false)
+}
+
+// check refuses --trainer with the settings it does not support: remote
+// workers, a rotated partition (the trainer would see untransformed data)
+// and regression data sets. It is nil without --trainer.
+func (t trainerFlags) check(cfg round.Config, remote bool) error {
+	if t.command == "" {
+		return nil
+	}
+	if _, err := trainer.ParseCommand(t.command); err != nil {
+		return checks.Invalidf("--trainer: %v", err)
+	}
+	if t.timeout <= 0 {
+		return checks.Invalidf("--trainer-timeout must be positive, got %v", t.timeout)
+	}
+	switch {
+	case remote:
+		return checks.Invalidf("--trainer runs the clients in this process's trainer programs; it cannot be combined with --worker-procs or --nats")
+	case cfg.Partition == "rotated":
+		return checks.Invalidf("--trainer does not support partition rotated (its clients' examples are transformed in shufflefl, the trainer loads them untransformed)")
+	case data.IsRegression(cfg.Dataset):
+		return checks.Invalidf("--trainer does not support the regression data set %s", cfg.Dataset)
+	}
+	return nil
+}
+
+// attach starts one trainer process per worker of eng and makes the
+// engine train with them; the returned function closes them.
+func (t trainerFlags) attach(eng *sim.Engine, cfg round.Config, stderr io.Writer) (func(), error) {
+	argv, err := trainer.ParseCommand(t.command)
+	if err != nil {
+		return nil, checks.Invalidf("--trainer: %v", err)
+	}
+	h := helloFor(eng, cfg)
+	var ps []*trainer.Process
+	closeAll := func() {
+		for _, p := range ps {
+			if err := p.Close(); err != nil {
+				fmt.Fprintf(stderr, "shufflefl: %s\n", oneLine(err))
+			}
+		}
+	}
+	err = eng.SetTrainers(func(int) (sim.Trainer, error) {
+		p, err := trainer.Start(argv, h, trainer.Options{Timeout: t.timeout})
+		if err != nil {
+			return nil, trainerError{err}
+		}
+		ps = append(ps, p)
+		return processTrainer{p}, nil
+	})
+	if err != nil {
+		closeAll()
+		return nil, fmt.Errorf("starting --trainer: %w", err)
+	}
+	return closeAll, nil
+}
+
+// helloFor is the hello of eng's trainer processes: they serve every
+// client.
+func helloFor(eng *sim.Engine, cfg round.Config) trainer.Hello {
+	return helloOf(eng.Model(), eng.TrainingExamples(), cfg, [2]int{0, cfg.Clients - 1})
+}
+
+// helloOf is the hello of a run of cfg training m on ex, for the clients
+// in the inclusive range served.
+func helloOf(m fl.Model, ex fl.Examples, cfg round.Config, served [2]int) trainer.Hello {
+	sum := sha256.Sum256(ex.Y)
+	h := trainer.Hello{
+		Dim: m.Dim(), Model: cfg.Model, Dataset: cfg.Dataset, DataDir: cfg.DataDir,
+		Features: m.Features(), Classes: m.Classes(),
+		TrainExamples: ex.Len(), TrainLabelsSHA256: hex.EncodeToString(sum[:]),
+		Clients: [][2]int{served}, Seed: cfg.Seed,
+	}
+	for _, l := range m.Layers() {
+		h.Layers = append(h.Layers, trainer.Layer{Name: l.Name, Offset: l.Offset, Shape: l.Shape})
+	}
+	if s, err := fl.ParseSpec(cfg.Model); err == nil {
+		for _, l := range s {
+			h.Spec = append(h.Spec, trainer.LayerSpec(l))
+		}
+	}
+	return h
+}
+
+// clientTrainer returns deploy.ServiceOptions.NewTrainer for `shufflefl
+// client --trainer`: one trainer process serving the client.
+func (t trainerFlags) clientTrainer() func(st *deploy.Setup, index int) (deploy.Trainer, func(), error) {
+	return func(st *deploy.Setup, index int) (deploy.Trainer, func(), error) {
+		argv, err := trainer.ParseCommand(t.command)
+		if err != nil {
+			return nil, nil, checks.Invalidf("--trainer: %v", err)
+		}
+		p, err := trainer.Start(argv, helloOf(st.Model, st.Train, st.Config, [2]int{index, index}), trainer.Options{Timeout: t.timeout})
+		if err != nil {
+			return nil, nil, fmt.Errorf("starting --trainer: %w", err)
+		}
+		return processTrainer{p}, func() { p.Close() }, nil
+	}
+}
+
+// processTrainer is a sim.Trainer and a deploy.Trainer on a trainer
+// process.
+type processTrainer struct{ p *trainer.Process }
+
+// Train implements sim.Trainer.
+func (t processTrainer) Train(dst []float64, j sim.TrainJob) error {
+	if err := t.LocalUpdate(dst, j.Global, j.Round, j.Client, j.Rand, j.Shard, j.Local); err != nil {
+		return trainerError{err}
+	}
+	return nil
+}
+
+// LocalUpdate implements deploy.Trainer: it sends the client's request,
+// with the seed of its local randomness drawn from r (the client's
+// training stream of the round).
+func (t processTrainer) LocalUpdate(dst, global []float64, round, client int, r *rand.Rand, shard []int, local fl.LocalConfig) error {
+	req := trainer.TrainRequest{
+		Round: round, Client: client, Indices: shard, Seed: r.Uint64(),
+		Local: trainer.LocalConfig{Mode: local.Mode.String(), Epochs: local.Epochs, Steps: local.Steps, Batch: local.Batch, LR: local.LR, Mu: local.Mu},
+	}
+	_, err := t.p.Train(dst, global, req)
+	return err
+}
+
+// trainerError marks a trainer process's error as sim.ErrTrainer, keeping
+// its message.
+type trainerError struct{ error }
+
+func (e trainerError) Unwrap() []error { return []error{sim.ErrTrainer, e.error} }
