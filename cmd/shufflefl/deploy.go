@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"runtime/pprof"
 	"strconv"
 	"strings"
@@ -292,6 +293,18 @@ func runDeployLocal(args []string, stdout, stderr io.Writer) int {
 		if lo.ShufflerShards, err = localShards(cfg, o, stderr); err != nil {
 			return deployExit("deploy-local", stderr, err)
 		}
+	}
+	if ex.trainer.command != "" {
+		if o.shards != "" {
+			return deployExit("deploy-local", stderr, checks.Invalidf("--trainer cannot be combined with --shards (the trainer loads the data set, whose rows the clients' indices name)"))
+		}
+		procs := cfg.Workers
+		if procs <= 0 {
+			procs = runtime.GOMAXPROCS(0)
+		}
+		newTrainer, stop := ex.trainer.localTrainers(min(procs, cfg.Clients))
+		defer stop()
+		lo.NewTrainer = newTrainer
 	}
 	if o.testSeed {
 		seed := cfg.Seed

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"sync"
 	"time"
 
 	"github.com/shufflefl/shufflefl/checks"
@@ -41,8 +42,8 @@ func (t trainerFlags) checkDeploy(cmd string, cfg round.Config, data string) err
 	switch {
 	case t.command == "":
 		return nil
-	case cmd != "client":
-		return checks.Invalidf("--trainer is a flag of 'shufflefl run' and 'shufflefl client', not of %s", cmd)
+	case cmd != "client" && cmd != "deploy-local":
+		return checks.Invalidf("--trainer is a flag of 'shufflefl run', 'shufflefl client' and 'shufflefl deploy-local', not of %s", cmd)
 	case data != "":
 		return checks.Invalidf("--trainer cannot be combined with --data (the trainer loads the data set, whose rows the client's indices name)")
 	}
@@ -176,3 +177,63 @@ func (t processTrainer) LocalUpdate(dst, global []float64, round, client int, r 
 type trainerError struct{ error }
 
 func (e trainerError) Unwrap() []error { return []error{sim.ErrTrainer, e.error} }
+
+// localTrainers returns deploy-local's trainers: procs trainer processes,
+// started on first use and shared by the clients (client i uses process
+// i mod procs, one request at a time), each told that it serves every
+// client; the returned function stops them.
+func (t trainerFlags) localTrainers(procs int) (func(st *deploy.Setup, index int) (deploy.Trainer, func(), error), func()) {
+	pool := &trainerPool{flags: t, procs: make([]*sharedTrainer, max(procs, 1))}
+	return pool.get, pool.close
+}
+
+// trainerPool is deploy-local's shared trainer processes.
+type trainerPool struct {
+	flags trainerFlags
+	mu    sync.Mutex
+	procs []*sharedTrainer
+}
+
+// sharedTrainer is one trainer process that several clients use in turn.
+type sharedTrainer struct {
+	mu sync.Mutex
+	t  processTrainer
+}
+
+// LocalUpdate implements deploy.Trainer, one client's request at a time.
+func (s *sharedTrainer) LocalUpdate(dst, global []float64, round, client int, r *rand.Rand, shard []int, local fl.LocalConfig) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.t.LocalUpdate(dst, global, round, client, r, shard, local)
+}
+
+// get is client index's trainer (LocalOptions.NewTrainer); the processes
+// are stopped by close, not by the clients.
+func (p *trainerPool) get(st *deploy.Setup, index int) (deploy.Trainer, func(), error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	k := index % len(p.procs)
+	if p.procs[k] == nil {
+		argv, err := trainer.ParseCommand(p.flags.command)
+		if err != nil {
+			return nil, nil, checks.Invalidf("--trainer: %v", err)
+		}
+		proc, err := trainer.Start(argv, helloOf(st.Model, st.Train, st.Config, [2]int{0, st.Config.Clients - 1}), trainer.Options{Timeout: p.flags.timeout})
+		if err != nil {
+			return nil, nil, fmt.Errorf("starting --trainer: %w", err)
+		}
+		p.procs[k] = &sharedTrainer{t: processTrainer{proc}}
+	}
+	return p.procs[k], func() {}, nil
+}
+
+// close stops every process started.
+func (p *trainerPool) close() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, s := range p.procs {
+		if s != nil {
+			s.t.p.Close()
+		}
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shufflefl/shufflefl/internal/longtest"
 	"github.com/shufflefl/shufflefl/privacy/account"
 	"github.com/shufflefl/shufflefl/transport/store"
 )
@@ -280,13 +281,52 @@ func TestDeployTrainerRefused(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"analyzer", "--trainer", "python3 t.py"}, "--trainer is a flag of 'shufflefl run' and 'shufflefl client', not of analyzer"},
-		{[]string{"deploy-local", "--trainer", "python3 t.py"}, "--trainer is a flag of 'shufflefl run' and 'shufflefl client', not of deploy-local"},
+		{[]string{"analyzer", "--trainer", "python3 t.py"}, "--trainer is a flag of 'shufflefl run', 'shufflefl client' and 'shufflefl deploy-local', not of analyzer"},
 		{[]string{"client", "--trainer", "python3 t.py", "--data", "shard.json"}, "--trainer cannot be combined with --data"},
+		{[]string{"deploy-local", "--trainer", "python3 t.py", "--shards", "shards", "--out", filepath.Join(t.TempDir(), "d")}, "--trainer cannot be combined with --shards"},
 	} {
 		code, _, stderr := runCLI(c.args...)
 		if code != 2 || !strings.Contains(stderr, c.want) {
 			t.Errorf("%v: exit %d, want 2 and %q: %s", c.args, code, c.want, stderr)
+		}
+	}
+}
+
+// TestDeployLocalTrainer: deploy-local's clients train with the NumPy
+// reference trainer (two shared processes); client-000004's trainer
+// fails in round 2, so it sits that round out uncharged while the run
+// completes, and every other client is charged once a round.
+func TestDeployLocalTrainer(t *testing.T) {
+	longtest.Skip(t) // about 15 s: the round a client sits out waits for its deadline
+	py := pythonWith(t, "numpy")
+	script := repoFile(t, "cmd/shufflefl/testdata/trainer/numpy_logreg.py")
+	out := filepath.Join(t.TempDir(), "deploy")
+	code, stdout, stderr := runCLI("deploy-local", "--dataset", "fashion-mnist-sample", "--model", "logreg", "--clients", "4", "--rounds", "2",
+		"--protocol", "apes", "--epsilon", "4", "--clip", "0.5", "--local-epochs", "1", "--workers", "2", "--min-reports", "1",
+		"--round-timeout", "10s", "--progress", "log", "--out", out, "--trainer", py+" "+script+" raise")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if !strings.Contains(stdout+stderr, "final test accuracy") {
+		t.Errorf("no final line:\n%s", stdout)
+	}
+	if want := "client client-000004: sitting out round 2: local update: trainer: reported an error in training: RuntimeError: client 3 has no data"; !strings.Contains(stderr, want) {
+		t.Errorf("the log does not say %q:\n%s", want, stderr)
+	}
+	for i := 1; i <= 4; i++ {
+		id := fmt.Sprintf("client-%06d", i)
+		db, err := store.Open(filepath.Join(out, "state", "clients", id+".db"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		es, err := account.NewLedger(db.LedgerStore()).Entries(id)
+		db.Close()
+		want := 2
+		if i == 4 {
+			want = 1
+		}
+		if err != nil || len(es) != want {
+			t.Errorf("%s: %d ledger entries (%v), want %d", id, len(es), err, want)
 		}
 	}
 }

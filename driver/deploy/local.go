@@ -33,6 +33,11 @@ type LocalOptions struct {
 	NATSKeys string
 	// TestSeed selects test mode (see the package documentation).
 	TestSeed *uint64
+	// NewTrainer, if set, returns client i's Trainer and what stops it
+	// (deploy-local --trainer); nil trains in process. Clients may share
+	// a Trainer: each calls it from its own goroutine, so a shared one
+	// must be safe for concurrent use.
+	NewTrainer func(st *Setup, index int) (Trainer, func(), error)
 	// RoundTimeout is each round's deadline (DefaultRoundTimeout if zero).
 	RoundTimeout time.Duration
 	// MinReports is the minimum number of reports per round (1 if zero).
@@ -310,7 +315,16 @@ func localClient(st *Setup, creds *Credentials, o LocalOptions, i int, addr stri
 			return nil, closers, err
 		}
 	}
-	c, err := NewClient(ClientConfig{Setup: st, Index: i, Signer: signer, AnalyzerKey: creds.HPKEPublic, DB: db,
-		Shuffler: wire.NewShufflerClient(conn), TestSeed: o.TestSeed, Logf: logf})
+	cc := ClientConfig{Setup: st, Index: i, Signer: signer, AnalyzerKey: creds.HPKEPublic, DB: db,
+		Shuffler: wire.NewShufflerClient(conn), TestSeed: o.TestSeed, Logf: logf}
+	if o.NewTrainer != nil {
+		tr, stop, err := o.NewTrainer(st, i)
+		if err != nil {
+			return nil, closers, err
+		}
+		cc.Trainer = tr
+		closers = append(closers, stop)
+	}
+	c, err := NewClient(cc)
 	return c, closers, err
 }
