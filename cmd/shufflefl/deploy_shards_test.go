@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"fmt"
+	pkix "github.com/shufflefl/shufflefl/transport/pki"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -137,7 +138,12 @@ func shardServices(t *testing.T, min string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := jetstream.Embedded(filepath.Join(dir, "nats"), jetstream.WithLoopbackPort(0), jetstream.WithUsers(users))
+	cert, roots, err := deploy.LoadNATSTLS(pki)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := jetstream.Embedded(filepath.Join(dir, "nats"), jetstream.WithLoopbackPort(0), jetstream.WithUsers(users),
+		jetstream.WithTLS(cert, roots, pkix.RequireRole(pkix.RoleEngine)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -101,7 +101,12 @@ func TestShufflerShardExitsAfterLastRound(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := jetstream.Embedded(filepath.Join(dir, "nats"), jetstream.WithLoopbackPort(0), jetstream.WithUsers(users))
+	cert, roots, err := deploy.LoadNATSTLS(filepath.Join(dir, "pki"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := jetstream.Embedded(filepath.Join(dir, "nats"), jetstream.WithLoopbackPort(0), jetstream.WithUsers(users),
+		jetstream.WithTLS(cert, roots, pki.RequireRole(pki.RoleEngine)))
 	if err != nil {
 		t.Fatal(err)
 	}

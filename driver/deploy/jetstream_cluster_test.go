@@ -15,6 +15,7 @@ import (
 
 	"github.com/shufflefl/shufflefl/internal/longtest"
 	"github.com/shufflefl/shufflefl/transport/jetstream"
+	"github.com/shufflefl/shufflefl/transport/pki"
 	"github.com/shufflefl/shufflefl/transport/seal"
 )
 
@@ -53,7 +54,12 @@ func TestClusterNodeChild(t *testing.T) {
 	}
 	cp, _ := strconv.Atoi(cports[i])
 	rp, _ := strconv.Atoi(rports[i])
+	cert, roots, err := LoadNATSTLS(parts[0])
+	if err != nil {
+		t.Fatal(err)
+	}
 	srv, err := jetstream.Embedded(filepath.Join(parts[1], fmt.Sprint("node-", i)), jetstream.WithLoopbackPort(cp), jetstream.WithUsers(users),
+		jetstream.WithTLS(cert, roots, pki.RequireRole(pki.RoleEngine)),
 		jetstream.WithServerName(fmt.Sprint("node-", i)), jetstream.WithCluster(jetstream.ClusterConfig{Name: "shufflefl-test", Port: rp, Routes: routes}))
 	if err != nil {
 		t.Fatal(err)
@@ -76,6 +82,9 @@ type testCluster struct {
 func startTestCluster(t *testing.T) *testCluster {
 	t.Helper()
 	keys := t.TempDir()
+	if err := writeNATSTLS(keys); err != nil {
+		t.Fatal(err)
+	}
 	if err := WriteNATSKeys(keys); err != nil {
 		t.Fatal(err)
 	}

@@ -34,6 +34,6 @@
 // (protocol.Budget and Cap are aliases). The Ledger refuses, before anything is
 // recorded, a release that would take a client past its cap.
 //
-// docs/ACCOUNTING.md ("Package account, function by function") gives every
-// function's formula and source, and draws the accountants' hierarchy.
+// Every function's doc comment gives the formula it computes and its
+// source; docs/ARCHITECTURE.md draws the accountants' hierarchy.
 package account
