@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"sync"
 	"time"
 
 	"google.golang.org/protobuf/proto"
@@ -65,6 +66,65 @@ func (s *Shuffler) checkShards() error {
 	return nil
 }
 
+// defaultShardReroute is ShufflerConfig.ShardReroute's default.
+const defaultShardReroute = time.Minute
+
+// queue is the shard queue; after a publish found it deleted
+// (jetstream.ErrStreamGone), reopen creates it again.
+func (s *Shuffler) queue() *shardQueue {
+	s.shardqMu.Lock()
+	defer s.shardqMu.Unlock()
+	return s.shardq
+}
+
+// reopen creates the shard queue again after it was deleted.
+func (s *Shuffler) reopen(err error) error {
+	if !errors.Is(err, jetstream.ErrStreamGone) {
+		return err
+	}
+	q, oerr := openShardQueue(s.ctx, s.cfg.ShardConn)
+	if oerr != nil {
+		return fmt.Errorf("%w; reopening it: %w", err, oerr)
+	}
+	s.shardqMu.Lock()
+	s.shardq = q
+	s.shardqMu.Unlock()
+	return fmt.Errorf("%w (the shard queue was created again)", err)
+}
+
+// rerouting routes round sr again, as generation 1, 2, … of its queue
+// messages, every ShardReroute until stop is called: a shard queue purged
+// or deleted while the round's chunks waited in it (an operator, a
+// retention limit) would otherwise leave the shards waiting for chunks
+// that never come and the round hanging. Routing is idempotent at the
+// shards (a chunk already stored is acknowledged again), and each
+// generation has fresh message ids, which the queue's de-duplication
+// window (which survives a purge) would otherwise drop.
+func (s *Shuffler) rerouting(sr *sround, h *wire.BatchHeader, counts []int64) (stop func()) {
+	every := s.cfg.ShardReroute
+	if every <= 0 {
+		every = defaultShardReroute
+	}
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for gen := 1; ; gen++ {
+			select {
+			case <-done:
+				return
+			case <-s.ctx.Done():
+				return
+			case <-time.After(every):
+			}
+			s.logf("shuffler: round %d: no answer to the manifest after %v: routing the round again (generation %d)", sr.t, every, gen)
+			if err := s.reopen(s.route(sr, h, counts, gen)); err != nil {
+				s.logf("shuffler: round %d: routing again: %v", sr.t, err)
+			}
+		}
+	})
+	return func() { close(done); wg.Wait() }
+}
+
 // closeSharded is closeAndForward for a sharded round: the void decision
 // as one shuffler takes it, then the routing and the manifest.
 func (s *Shuffler) closeSharded(sr *sround) {
@@ -88,8 +148,10 @@ func (s *Shuffler) closeSharded(sr *sround) {
 	h.Counts.Reports = uint32(senders)
 	h.ReporterEpsilons, h.ReporterDeltas = s.reporterBudgets(reporters)
 	h.Shards = uint32(s.cfg.Shards)
-	if s.untilDone(t, "routing to the shards", func() error { return s.route(sr, h, counts) }) {
+	if s.untilDone(t, "routing to the shards", func() error { return s.reopen(s.route(sr, h, counts, 0)) }) {
+		stop := s.rerouting(sr, h, counts)
 		s.forwardManifest(h)
+		stop()
 	}
 }
 
@@ -118,8 +180,10 @@ func (s *Shuffler) untilDone(t int64, what string, f func() error) bool {
 func (s *Shuffler) voidSharded(sr *sround, h *wire.BatchHeader, senders int, counts []int64) {
 	vh := proto.Clone(h).(*wire.BatchHeader)
 	vh.Counts.Reports, vh.Shards = uint32(senders), uint32(s.cfg.Shards)
-	r := &router{ctx: s.ctx, q: s.shardq, key: s.cfg.ShardKey, tag: runTag(s.st.RunID), t: sr.t}
-	if s.untilDone(sr.t, "telling the shards the round is void", func() error { return r.closes(vh, counts, sr.min, make([]int, s.cfg.Shards)) }) {
+	if s.untilDone(sr.t, "telling the shards the round is void", func() error {
+		r := &router{ctx: s.ctx, q: s.queue(), key: s.cfg.ShardKey, tag: runTag(s.st.RunID), t: sr.t}
+		return s.reopen(r.closes(vh, counts, sr.min, make([]int, s.cfg.Shards)))
+	}) {
 		s.voidRound(sr, h, senders)
 	}
 }
@@ -153,6 +217,7 @@ type router struct {
 	key     *ShardKey
 	tag     string
 	t       int64
+	gen     int // the routing's generation (withGeneration)
 	bufs    [][]*wire.SealedMessage
 	sizes   []int
 	next    []int
@@ -161,10 +226,11 @@ type router struct {
 }
 
 // route publishes round sr's reports to the shards, then each shard's
-// close (header h as the part's, counts the padding counts).
-func (s *Shuffler) route(sr *sround, h *wire.BatchHeader, counts []int64) error {
+// close (header h as the part's, counts the padding counts), under the
+// message ids of generation gen (0: the first routing).
+func (s *Shuffler) route(sr *sround, h *wire.BatchHeader, counts []int64, gen int) error {
 	t, n := sr.t, s.cfg.Shards
-	r := &router{ctx: s.ctx, q: s.shardq, key: s.cfg.ShardKey, tag: runTag(s.st.RunID), t: t,
+	r := &router{ctx: s.ctx, q: s.queue(), key: s.cfg.ShardKey, tag: runTag(s.st.RunID), t: t, gen: gen,
 		bufs: make([][]*wire.SealedMessage, n), sizes: make([]int, n), next: make([]int, n)}
 	var ranges []shard.Range
 	var pick *rand.Rand
@@ -223,7 +289,7 @@ func (r *router) closes(h *wire.BatchHeader, counts []int64, min int, chunks []i
 		ph := proto.Clone(h).(*wire.BatchHeader)
 		ph.Shard = uint32(k + 1)
 		c := &wire.ShardClose{Header: ph, Chunks: uint32(chunks[k]), Senders: h.Counts.Reports, Counts: counts, Min: uint32(min)}
-		if err := r.publish(k, shardCloseID(r.tag, r.t, k+1), &wire.ShardEnvelope{Body: &wire.ShardEnvelope_Close{Close: c}}); err != nil {
+		if err := r.publish(k, withGeneration(shardCloseID(r.tag, r.t, k+1), r.gen), &wire.ShardEnvelope{Body: &wire.ShardEnvelope_Close{Close: c}}); err != nil {
 			return err
 		}
 	}
@@ -259,7 +325,7 @@ func (r *router) flush(k int) error {
 	}
 	i := r.next[k]
 	c := &wire.ShardChunk{Round: r.t, Shard: uint32(k + 1), Index: uint32(i), Messages: r.bufs[k]}
-	if err := r.publish(k, shardChunkID(r.tag, r.t, k+1, i), &wire.ShardEnvelope{Body: &wire.ShardEnvelope_Chunk{Chunk: c}}); err != nil {
+	if err := r.publish(k, withGeneration(shardChunkID(r.tag, r.t, k+1, i), r.gen), &wire.ShardEnvelope{Body: &wire.ShardEnvelope_Chunk{Chunk: c}}); err != nil {
 		return err
 	}
 	r.next[k]++

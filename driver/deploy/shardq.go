@@ -14,6 +14,7 @@ import (
 	"fmt"
 	mrand "math/rand/v2"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -222,6 +223,31 @@ func shardChunkID(tag string, t int64, s, i int) string {
 
 func shardCloseID(tag string, t int64, s int) string {
 	return fmt.Sprintf("%s/%d/%d/close", tag, t, s)
+}
+
+// withGeneration is the queue id of a message of base id in routing
+// generation gen: base itself for the first routing, base#gen for a
+// routing again (Shuffler.rerouting), so that the queue's de-duplication
+// does not drop it.
+func withGeneration(base string, gen int) string {
+	if gen == 0 {
+		return base
+	}
+	return base + "#" + strconv.Itoa(gen)
+}
+
+// baseID is the base id of a queue id (withGeneration's inverse), ok
+// false when its generation suffix is malformed.
+func baseID(id string) (string, bool) {
+	i := strings.LastIndexByte(id, '#')
+	if i < 0 {
+		return id, true
+	}
+	g, err := strconv.Atoi(id[i+1:])
+	if err != nil || g < 1 || strconv.Itoa(g) != id[i+1:] {
+		return "", false
+	}
+	return id[:i], true
 }
 
 // shardQueue is the shard queue and the most ciphertext bytes of a chunk.

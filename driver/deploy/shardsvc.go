@@ -144,10 +144,7 @@ func NewShuffleShard(cfg ShardConfig) (*ShuffleShard, error) {
 	}
 	ctx, cancel := context.WithTimeout(s.ctx, time.Minute)
 	defer cancel()
-	q, err := openShardQueue(ctx, cfg.Conn)
-	if err == nil {
-		s.cons, err = q.q.Consumer(ctx, jetstream.ConsumerConfig{Name: fmt.Sprintf("shard-%s-%d", s.tag, cfg.Index), Subject: shardFilter(s.tag, cfg.Index), AckWait: cfg.AckWait})
-	}
+	err = s.consume(ctx)
 	if err != nil {
 		s.Close()
 		return nil, fmt.Errorf("deploy: shuffler shard: %w", err)
@@ -257,7 +254,20 @@ func (s *ShuffleShard) Close() {
 	s.sh.bg.Wait()
 }
 
-// run takes the shard's messages one at a time until Close.
+// consume opens (creating it if missing) the shard queue and this
+// shard's consumer on it.
+func (s *ShuffleShard) consume(ctx context.Context) error {
+	q, err := openShardQueue(ctx, s.cfg.Conn)
+	if err != nil {
+		return err
+	}
+	s.cons, err = q.q.Consumer(ctx, jetstream.ConsumerConfig{Name: fmt.Sprintf("shard-%s-%d", s.tag, s.cfg.Index), Subject: shardFilter(s.tag, s.cfg.Index), AckWait: s.cfg.AckWait})
+	return err
+}
+
+// run takes the shard's messages one at a time until Close. A fetch that
+// fails (the queue or the consumer was deleted) opens them again, so that
+// the chunks the front routes again reach the shard.
 func (s *ShuffleShard) run() {
 	for s.ctx.Err() == nil {
 		fctx, cancel := context.WithTimeout(s.ctx, 5*time.Second)
@@ -269,6 +279,11 @@ func (s *ShuffleShard) run() {
 			}
 			s.sh.logf("shard queue: %v", err)
 			sleepCtx(s.ctx, time.Second)
+			octx, ocancel := context.WithTimeout(s.ctx, 10*time.Second)
+			if oerr := s.consume(octx); oerr != nil && s.ctx.Err() == nil {
+				s.sh.logf("shard queue: opening it again: %v", oerr)
+			}
+			ocancel()
 		}
 		for _, m := range msgs {
 			s.handle(m)
@@ -315,7 +330,8 @@ func (s *ShuffleShard) checkPlace(env *wire.ShardEnvelope, subject, id string) e
 		return fmt.Errorf("a message for shard %d", sh)
 	case t < 1 || t > int64(s.cfg.Setup.Config.Rounds):
 		return fmt.Errorf("round %d is not a round of the run (1..%d)", t, s.cfg.Setup.Config.Rounds)
-	case subject != shardSubject(s.tag, s.cfg.Index, t) || id != want:
+	}
+	if base, ok := baseID(id); subject != shardSubject(s.tag, s.cfg.Index, t) || !ok || base != want {
 		return fmt.Errorf("content of round %d (id %s) published on %s under id %s", t, want, subject, id)
 	}
 	return nil
@@ -364,7 +380,10 @@ func (s *ShuffleShard) chunk(m *jetstream.Msg, c *wire.ShardChunk) {
 		return
 	}
 	if status == store.InboxOpen {
-		rep := store.Report{Round: t, Client: chunkClient(int(c.Index)), Nonce: chunkNonce(m.ID()), Messages: make([]store.SealedMessage, len(c.Messages))}
+		// The nonce is the base id's: the same chunk routed again (another
+		// generation) is the same submission, acknowledged as stored.
+		base, _ := baseID(m.ID()) // checked by checkPlace
+		rep := store.Report{Round: t, Client: chunkClient(int(c.Index)), Nonce: chunkNonce(base), Messages: make([]store.SealedMessage, len(c.Messages))}
 		for i, msg := range c.Messages {
 			rep.Messages[i] = store.SealedMessage{Label: msg.Label, Sealed: msg.Ciphertext}
 		}

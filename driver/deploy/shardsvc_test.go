@@ -636,20 +636,29 @@ func TestShardsBehindFront(t *testing.T) {
 	const clients, shards = 10, 2
 	r := newShardRig(t, "ss-double", clients)
 	dir := t.TempDir()
+	for s := 1; s <= shards; s++ {
+		r.shard(t, s, shards, filepath.Join(dir, fmt.Sprintf("shard-%d.db", s)), nil)
+	}
+	reps := r.frontRound(t, dir, clients, shards, 0)
+	r.checkShardedRound(t, reps, clients, shards)
+}
+
+// frontRound starts a sharded front shuffler (routing again every reroute;
+// 0: the default), announces round 1 and has clients report to it; the
+// last report closes the round, which the front routes to the shards.
+func (r *shardRig) frontRound(t *testing.T, dir string, clients, shards int, reroute time.Duration) []report {
+	t.Helper()
 	fdb, err := store.Open(filepath.Join(dir, "front.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { fdb.Close() })
 	front, err := NewShuffler(ShufflerConfig{Setup: r.st, DB: fdb, Registry: r.creds.Registry, AnalyzerKey: r.creds.HPKEPublic, Analyzer: r.link,
-		TestSeed: &r.seed, Logf: r.logs.logf, Shards: shards, ShardConn: r.conn(t), ShardKey: r.key})
+		TestSeed: &r.seed, Logf: r.logs.logf, Shards: shards, ShardConn: r.conn(t), ShardKey: r.key, ShardReroute: reroute})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(front.Close)
-	for s := 1; s <= shards; s++ {
-		r.shard(t, s, shards, filepath.Join(dir, fmt.Sprintf("shard-%d.db", s)), nil)
-	}
 	ann := &wire.RoundAnnouncement{Round: 1, RunId: r.st.RunID, Protocol: r.st.Config.Protocol, DeadlineUnixNano: time.Now().Add(time.Minute).UnixNano(), MinReports: 1}
 	if _, err := front.Announce(context.Background(), &wire.AnnounceRequest{Announcement: ann}); err != nil {
 		t.Fatal(err)
@@ -680,13 +689,21 @@ func TestShardsBehindFront(t *testing.T) {
 			t.Fatalf("report %d: the sharded front holds the payloads in memory; it routes from the inbox and should only count them", i)
 		}
 	}
+	return reps
+}
+
+// checkShardedRound waits for the manifest and every shard's part of
+// round 1 and checks them against one shuffler's: the routed messages,
+// and the same dummies.
+func (r *shardRig) checkShardedRound(t *testing.T, reps []report, clients, shards int) {
+	t.Helper()
 	rs, _ := shard.Ranges(r.st.Dim(), shards)
 	var got []dummy
 	parts := r.waitParts(t, shards+1)
 	routed, _ := r.route(t, reps, shards)
 	for _, p := range parts {
 		if p.h.Shard == 0 {
-			if len(p.ms) != 0 || p.h.Shards != shards || p.h.Counts.Reports != clients {
+			if len(p.ms) != 0 || int(p.h.Shards) != shards || int(p.h.Counts.Reports) != clients {
 				t.Fatalf("manifest %v with %d messages", p.h, len(p.ms))
 			}
 			continue

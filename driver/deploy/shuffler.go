@@ -85,6 +85,11 @@ type ShufflerConfig struct {
 	Shards    int
 	ShardConn *jetstream.Conn
 	ShardKey  *ShardKey
+	// ShardReroute is how long the front waits for the analyzer's answer
+	// to a round's manifest before it routes the round again
+	// (defaultShardReroute if zero): chunks purged or deleted from the
+	// shard queue reach the shards on the next routing.
+	ShardReroute time.Duration
 }
 
 // ShufflerStats counts the shuffler's decisions.
@@ -183,8 +188,10 @@ type Shuffler struct {
 	finishedOnce sync.Once
 	// pruned is when report metadata was last pruned (Unix ns; metadata.go).
 	pruned atomic.Int64
-	// shardq is the shard queue (Shards > 0).
-	shardq *shardQueue
+	// shardq is the shard queue (Shards > 0), reopened (under shardqMu)
+	// when it was deleted.
+	shardqMu sync.Mutex
+	shardq   *shardQueue
 	// onSpill, if set, is called at each stage of a disk shuffle (tests).
 	onSpill func(stage string)
 	// checkHeader replaces wire.CheckHeader in the tap (tests).
