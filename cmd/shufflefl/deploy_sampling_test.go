@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"github.com/shufflefl/shufflefl/internal/longtest"
 	"os"
 	"path/filepath"
 	"testing"
@@ -16,6 +17,7 @@ import (
 // --faithful` with the same flags (difference 0), and the same per-round
 // privacy figures in metrics.jsonl.
 func TestDeployLocalSampledMatchesRun(t *testing.T) {
+	longtest.Skip(t) // a whole deployment against a run
 	for _, tc := range []struct {
 		name  string
 		flags []string

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/json"
+	"github.com/shufflefl/shufflefl/internal/longtest"
 	"io"
 	"math"
 	"os"
@@ -169,6 +170,7 @@ func torchPython(t *testing.T) string {
 // with this test binary as the shufflefl it calls), prints the run's
 // final_test_accuracy exactly, as summary.json writes it.
 func TestLoadPy(t *testing.T) {
+	longtest.Skip(t) // three runs and PyTorch evaluations
 	py := torchPython(t)
 	exe, err := os.Executable()
 	if err != nil {

@@ -105,6 +105,7 @@ func TestRunTrainerNumPy(t *testing.T) {
 }
 
 func TestRunTrainerPyTorch(t *testing.T) {
+	longtest.Skip(t) // a PyTorch run against the in-process one
 	py := pythonWith(t, "numpy, torch")
 	if _, err := os.Stat("/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz"); err != nil {
 		t.Skip("Fashion-MNIST is not installed (apt-get install dataset-fashion-mnist)")
@@ -139,6 +140,7 @@ func TestRunTrainerPyTorch(t *testing.T) {
 // minibatch order, so both trainers give the same model up to float32
 // rounding.
 func TestRunTrainerPyTorchLayout(t *testing.T) {
+	longtest.Skip(t) // PyTorch runs of three models
 	py := pythonWith(t, "numpy, torch")
 	tr := py + " " + repoFile(t, "examples/pytorch/trainer.py")
 	for _, c := range []struct{ model, rounds, perRound string }{{"logreg", "3", "10"}, {"mlp", "3", "10"}, {"cnn", "1", "4"}} {
@@ -230,6 +232,7 @@ func TestRunTrainerRefused(t *testing.T) {
 // 2, so that client sits the round out (uncharged, nothing sent) and the
 // run completes with the other reports.
 func TestClientTrainer(t *testing.T) {
+	longtest.Skip(t) // a whole deployment of separate roles
 	py := pythonWith(t, "numpy")
 	script := repoFile(t, "cmd/shufflefl/testdata/trainer/numpy_logreg.py")
 	dir := t.TempDir()
