@@ -24,6 +24,7 @@ tmp=$(mktemp -d "${TMPDIR:-/tmp}/readme-examples.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 mkdir -p "$tmp/bin"
 cp bin/shufflefl "$tmp/bin/shufflefl"
+ln -s "$PWD/examples" "$PWD/python" "$tmp/"  # the --trainer example's script and its module
 export SHUFFLEFL_DATA="$repo/datasets"
 
 # examples prints one record per example: the command, a tab, the expected
@@ -102,9 +103,11 @@ while IFS=$'\t' read -r cmd want; do
   esac
   ran=$((ran + 1))
   echo "+ $cmd"
-  # shellcheck disable=SC2086 # the README's command line, split as a shell would
-  if ! $cmd >"$tmp/out.txt" 2>"$tmp/err.txt"; then
-    echo "FAIL: exit status $? from: $cmd"; tail -3 "$tmp/err.txt"; fail=1; continue
+  # The README's command line, quoted words and all, as a shell reads it.
+  rc=0
+  eval "$cmd" </dev/null >"$tmp/out.txt" 2>"$tmp/err.txt" || rc=$?
+  if [ $rc != 0 ]; then
+    echo "FAIL: exit status $rc from: $cmd"; tail -3 "$tmp/err.txt"; fail=1; continue
   fi
   got=$(printed "$tmp/out.txt")
   for key in acc eps lb msgs; do
