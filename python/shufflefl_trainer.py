@@ -26,6 +26,10 @@ NumPy array of ``hello["dim"]`` values. The update must have the same
 length and finite values. An exception in ``train`` is reported to
 shufflefl as an error frame naming the client; the loop continues.
 
+``serve(train, evaluate=fn)`` also answers evaluate requests:
+``fn(hello, req, model) -> (accuracy, loss)`` on the run's test set, which
+shufflefl prints beside its own evaluation of the final model.
+
 While ``serve`` runs, ``print`` goes to standard error: standard output
 carries the frames. Standard library and NumPy only.
 """
@@ -95,7 +99,7 @@ def write_frame(stream, kind, header, payload=None):
     stream.flush()
 
 
-def serve(train_fn, setup=None, name=None, stdin=None, stdout=None):
+def serve(train_fn, setup=None, name=None, stdin=None, stdout=None, evaluate=None):
     """Runs the protocol until shufflefl says bye or closes the input.
 
     setup(hello), if given, is called once with the hello before the
@@ -104,7 +108,11 @@ def serve(train_fn, setup=None, name=None, stdin=None, stdout=None):
     train_fn(hello, request, model) returns the client's update: a sequence
     of hello["dim"] finite numbers (the model delta in mode "fedavg", the
     gradient in mode "fedsgd"), or a pair (update, stats) where stats is a
-    dict that may hold "steps" and "loss". Returns an exit status.
+    dict that may hold "steps" and "loss". evaluate(hello, request,
+    model), if given, returns (accuracy, loss) of model on the test set of
+    request["examples"] examples whose labels hash to
+    request["labels_sha256"]; the ready frame then says the trainer
+    evaluates. Returns an exit status.
     """
     if stdin is None or stdout is None:
         # Frames go to the real standard output; print() goes to stderr.
@@ -130,7 +138,10 @@ def serve(train_fn, setup=None, name=None, stdin=None, stdout=None):
             traceback.print_exc(file=sys.stderr)
             write_frame(stdout, "E", {"message": "%s: %s" % (type(e).__name__, e)})
             return 1
-    write_frame(stdout, "R", {"protocol": VERSION, "name": name or "shufflefl_trainer.py"})
+    ready = {"protocol": VERSION, "name": name or "shufflefl_trainer.py"}
+    if evaluate is not None:
+        ready["evaluate"] = True
+    write_frame(stdout, "R", ready)
     while True:
         f = read_frame(stdin, limit)
         if f is None:
@@ -138,6 +149,16 @@ def serve(train_fn, setup=None, name=None, stdin=None, stdout=None):
         kind, req, model = f
         if kind == "Q":
             return 0
+        if kind == "V" and evaluate is not None:
+            try:
+                acc, loss = evaluate(hello, req, model)
+                head = {"round": req["round"], "examples": int(req["examples"]), "accuracy": float(acc), "loss": float(loss)}
+            except Exception as e:
+                traceback.print_exc(file=sys.stderr)
+                write_frame(stdout, "E", {"message": "%s: %s" % (type(e).__name__, e)})
+                continue
+            write_frame(stdout, "M", head)
+            continue
         if kind != "T":
             raise ProtocolError("unexpected %r frame" % kind)
         try:

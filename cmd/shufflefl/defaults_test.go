@@ -113,7 +113,7 @@ func TestRunDefaultsRerunExact(t *testing.T) {
 				t.Fatal(err)
 			}
 			cfg.Out = t.TempDir()
-			if err := rundir.WriteConfig(cfg, versionString()); err != nil {
+			if err := rundir.WriteConfig(cfg, versionString(), rundir.Trainer{}); err != nil {
 				t.Fatal(err)
 			}
 			again, _, err := resolveRunConfig([]string{"--config", filepath.Join(cfg.Out, "config.yaml"), "--out", cfg.Out}, io.Discard)

@@ -418,7 +418,7 @@ func slicesContainsResume(args []string) bool {
 // its database under state/, and the command to continue is printed; the
 // exit status is 130.
 func deployLocalInterrupted(cfg round.Config, recs []metrics.Record, stderr io.Writer) int {
-	if err := rundir.WriteConfig(cfg, versionString()); err != nil {
+	if err := rundir.WriteConfig(cfg, versionString(), rundir.Trainer{}); err != nil {
 		fmt.Fprintf(stderr, "shufflefl deploy-local: interrupted; writing config.yaml: %v\n", err)
 	}
 	f, err := os.Create(filepath.Join(cfg.Out, rundir.MetricsFile))
@@ -450,7 +450,7 @@ func localShards(cfg round.Config, o deployOpts, stderr io.Writer) (*deploy.Loca
 	if err != nil {
 		return nil, err
 	}
-	if err := rundir.WriteConfig(cfg, versionString()); err != nil {
+	if err := rundir.WriteConfig(cfg, versionString(), rundir.Trainer{}); err != nil {
 		return nil, err
 	}
 	cmd := []string{exe, "shuffler-shard", "--config", filepath.Join(cfg.Out, "config.yaml")}

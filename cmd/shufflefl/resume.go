@@ -15,11 +15,12 @@ import (
 // resumeFlags are the flags that may change when a run is resumed; every
 // other setting comes from the run's config.yaml.
 var resumeFlags = map[string]bool{"resume": true, "rounds": true, "workers": true, "progress": true, "cpuprofile": true, "stop-after": true,
-	"worker-procs": true, "nats": true}
+	"worker-procs": true, "nats": true, "trainer": true, "trainer-timeout": true}
 
 // resolveResume builds the settings of `shufflefl run --resume DIR`: DIR's
 // config.yaml, then the few flags a resumed run may change (--rounds to
-// extend it, --workers, --progress).
+// extend it, --workers, --progress, and --trainer or --trainer-timeout to
+// point a run that had a trainer at its program again).
 func resolveResume(args []string, dir string, stdout io.Writer) (round.Config, runExtras, error) {
 	cfg := round.DefaultConfig()
 	fromFile, _, err := loadConfigFile(filepath.Join(dir, "config.yaml"), &cfg)
@@ -49,7 +50,7 @@ func resolveResume(args []string, dir string, stdout io.Writer) (round.Config, r
 		}
 	})
 	if len(bad) > 0 {
-		return cfg, ex, checks.Invalidf("--resume continues the run with its own settings; only --rounds, --stop-after, --workers, --worker-procs, --nats and --progress may be given (got %v)", bad)
+		return cfg, ex, checks.Invalidf("--resume continues the run with its own settings; only --rounds, --stop-after, --workers, --worker-procs, --nats, --progress, --trainer and --trainer-timeout may be given (got %v)", bad)
 	}
 	cfg.Out = dir
 	ex.resume = dir
@@ -60,5 +61,6 @@ func resolveResume(args []string, dir string, stdout io.Writer) (round.Config, r
 // (rundir.ReadConfig) and returns the command's own settings it holds.
 func loadConfigFile(path string, cfg *round.Config) (runExtras, map[string]bool, error) {
 	s, keys, err := rundir.ReadConfig(path, cfg)
-	return runExtras{options: s.Options, progress: s.Progress, overwrite: s.Overwrite, cpuprofile: s.CPUProfile}, keys, err
+	return runExtras{options: s.Options, progress: s.Progress, overwrite: s.Overwrite, cpuprofile: s.CPUProfile,
+		trainer: trainerFlags{command: s.Trainer.Command, timeout: s.Trainer.Timeout}}, keys, err
 }

@@ -112,6 +112,11 @@ func resolveConfigFor(cmd string, args []string, stdout io.Writer) (round.Config
 			return cfg, ex, err
 		}
 	}
+	if fromFile.trainer.command != "" && cmd != "run" {
+		// A run file is the analyzer's to write and every client's to read:
+		// it must not choose the program a client executes.
+		return cfg, ex, checks.Invalidf("config file %s: trainer is a setting of 'shufflefl run'; %s takes --trainer on its own command line only", ex.config, cmd)
+	}
 	// Second pass: flags override the file.
 	ex2 := fromFile
 	ex2.options = nil
@@ -238,16 +243,28 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 	}
 	var log io.Writer = io.Discard
 	code := 0
+	var trainers *runTrainers // --trainer's processes, once attached
 	err = rundir.Execute(cfg, rundir.Options{Resume: ex.resume != "", Overwrite: ex.overwrite, StopAfter: ex.stopAfter, Progress: ex.progress,
-		Version: versionString(), Stdout: stdout, Stderr: stderr,
+		Version: versionString(), Stdout: stdout, Stderr: stderr, Trainer: ex.trainer.setting(),
 		Attach: func(eng *sim.Engine) (func(), error) {
 			if ex.trainer.command != "" {
-				return ex.trainer.attach(eng, cfg, stderr)
+				rt, err := ex.trainer.attach(eng, cfg, stderr)
+				if err != nil {
+					return nil, err
+				}
+				trainers = rt
+				return func() { rt.close(stderr) }, nil
 			}
 			if exe, err := os.Executable(); err == nil {
 				ex.remote.Command = []string{exe, "worker"}
 			}
 			return ex.remote.Attach(eng, cfg, stderr)
+		},
+		Finish: func(eng *sim.Engine, sum *round.Summary) error {
+			if trainers == nil {
+				return nil
+			}
+			return trainers.finish(eng, sum)
 		}}, &log)
 	switch {
 	case errors.Is(err, rundir.ErrInterrupted):

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"math/rand/v2"
 	"sync"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"github.com/shufflefl/shufflefl/checks"
 	"github.com/shufflefl/shufflefl/driver/deploy"
 	"github.com/shufflefl/shufflefl/driver/round"
+	"github.com/shufflefl/shufflefl/driver/rundir"
 	"github.com/shufflefl/shufflefl/driver/sim"
 	"github.com/shufflefl/shufflefl/learning/data"
 	"github.com/shufflefl/shufflefl/learning/fl"
@@ -33,6 +35,14 @@ func (t *trainerFlags) register(fs *flag.FlagSet) {
 		t.timeout = trainer.DefaultTimeout
 	}
 	fs.DurationVar(&t.timeout, "trainer-timeout", t.timeout, "the deadline of the trainer's handshake and of each client's training; a trainer that misses it is killed")
+}
+
+// setting is the trainer as config.yaml keeps it (rundir.Trainer).
+func (t trainerFlags) setting() rundir.Trainer {
+	if t.command == "" {
+		return rundir.Trainer{}
+	}
+	return rundir.Trainer{Command: t.command, Timeout: t.timeout}
 }
 
 // checkDeploy refuses --trainer in the deployment's commands other than
@@ -74,35 +84,75 @@ func (t trainerFlags) check(cfg round.Config, remote bool) error {
 	return nil
 }
 
+// runTrainers are the trainer processes of a run, one per worker.
+type runTrainers struct{ ps []*trainer.Process }
+
 // attach starts one trainer process per worker of eng and makes the
-// engine train with them; the returned function closes them.
-func (t trainerFlags) attach(eng *sim.Engine, cfg round.Config, stderr io.Writer) (func(), error) {
+// engine train with them; the returned value evaluates the final model
+// with them (finish) and stops them (close).
+func (t trainerFlags) attach(eng *sim.Engine, cfg round.Config, stderr io.Writer) (*runTrainers, error) {
 	argv, err := trainer.ParseCommand(t.command)
 	if err != nil {
 		return nil, checks.Invalidf("--trainer: %v", err)
 	}
 	h := helloFor(eng, cfg)
-	var ps []*trainer.Process
-	closeAll := func() {
-		for _, p := range ps {
-			if err := p.Close(); err != nil {
-				fmt.Fprintf(stderr, "shufflefl: %s\n", oneLine(err))
-			}
-		}
-	}
+	rt := &runTrainers{}
 	err = eng.SetTrainers(func(int) (sim.Trainer, error) {
 		p, err := trainer.Start(argv, h, trainer.Options{Timeout: t.timeout})
 		if err != nil {
 			return nil, trainerError{err}
 		}
-		ps = append(ps, p)
+		rt.ps = append(rt.ps, p)
 		return processTrainer{p}, nil
 	})
 	if err != nil {
-		closeAll()
+		rt.close(stderr)
 		return nil, fmt.Errorf("starting --trainer: %w", err)
 	}
-	return closeAll, nil
+	return rt, nil
+}
+
+// close stops every process, printing a failure on stderr.
+func (rt *runTrainers) close(stderr io.Writer) {
+	for _, p := range rt.ps {
+		if err := p.Close(); err != nil {
+			fmt.Fprintf(stderr, "shufflefl: %s\n", oneLine(err))
+		}
+	}
+}
+
+// evalTolerance is how far the trainer's test accuracy may be from
+// shufflefl's before the run says so: float32 kernels in another order
+// flip the prediction of a few examples near a tie, not more.
+const evalTolerance = 0.01
+
+// finish is rundir.Options.Finish: the first process whose trainer
+// evaluates (its ready said so) evaluates the final model on the test
+// set, and the summary keeps its figures. A clustered protocol's k models
+// are not sent (the trainer evaluates one model). A trainer whose accuracy
+// is further than evalTolerance from shufflefl's is reported: it does not
+// read the parameters as the hello lays them out, or not the same test set.
+func (rt *runTrainers) finish(eng *sim.Engine, sum *round.Summary) error {
+	if len(eng.Models()) > 1 {
+		return nil
+	}
+	for _, p := range rt.ps {
+		if !p.Evaluates() {
+			continue
+		}
+		test := eng.TestExamples()
+		digest := sha256.Sum256(test.Y)
+		r, err := p.Evaluate(eng.Weights(), trainer.EvaluateRequest{Round: eng.Round(), Split: "test", Examples: test.Len(), LabelsSHA256: hex.EncodeToString(digest[:])})
+		if err != nil {
+			return fmt.Errorf("the trainer's evaluation of the final model: %w", err)
+		}
+		sum.TrainerEvaluation = &round.TrainerEvaluation{Round: r.Round, Examples: r.Examples, Accuracy: r.Accuracy, Loss: r.Loss}
+		if math.Abs(r.Accuracy-sum.FinalAccuracy) > evalTolerance {
+			return fmt.Errorf("the trainer's test accuracy %.4f is not shufflefl's %.4f (more than %v apart): does it read the parameters as the hello's layers lay them out, and the same test set?", r.Accuracy, sum.FinalAccuracy, evalTolerance)
+		}
+		return nil
+	}
+	return nil
 }
 
 // helloFor is the hello of eng's trainer processes: they serve every

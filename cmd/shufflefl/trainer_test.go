@@ -147,9 +147,19 @@ func TestRunTrainerPyTorchLayout(t *testing.T) {
 		run := []string{"--dataset", "fashion-mnist-sample", "--model", c.model, "--clients", "20", "--clients-per-round", c.perRound, "--rounds", c.rounds,
 			"--mode", "fedsgd", "--batch", "1000", "--server-lr", "0.5", "--protocol", "nonprivate"}
 		inAcc, inLoss := finalResult(t, run...)
-		extAcc, extLoss := finalResult(t, append(run, "--trainer", tr)...)
+		out := filepath.Join(t.TempDir(), "run")
+		if code, _, stderr := runCLI(append([]string{"run", "--out", out, "--progress", "none", "--trainer", tr}, run...)...); code != 0 {
+			t.Fatalf("%s: exit %d: %s", c.model, code, stderr)
+		}
+		s := summaryOf(t, out)
+		extAcc, extLoss := s["final_test_accuracy"].(float64), s["final_test_loss"].(float64)
 		if math.Abs(inAcc-extAcc) > 0.0021 || math.Abs(inLoss-extLoss) > 1e-3 {
 			t.Errorf("%s: PyTorch accuracy %.4f, loss %.5f; in process %.4f, %.5f", c.model, extAcc, extLoss, inAcc, inLoss)
+		}
+		// PyTorch's evaluation of the same final model reads the layout too.
+		te, _ := s["trainer_evaluation"].(map[string]any)
+		if te == nil || math.Abs(te["accuracy"].(float64)-extAcc) > 0.0021 || math.Abs(te["loss"].(float64)-extLoss) > 1e-3 {
+			t.Errorf("%s: PyTorch's evaluation %v of the model shufflefl evaluates at %.4f, %.5f", c.model, te, extAcc, extLoss)
 		}
 	}
 }
@@ -206,6 +216,125 @@ func TestRunTrainerFailures(t *testing.T) {
 	if code, _, stderr := runCLI(append(append([]string{"run", "--out", filepath.Join(t.TempDir(), "r"), "--progress", "none", "--trainer", py + " " + script}, sampleRun...), "--model", "mlp")...); code != 1 || !strings.Contains(stderr, "reported an error in the handshake: ValueError: the reference trainer trains logreg on fashion-mnist-sample only") {
 		t.Errorf("a trainer refusing the model: exit %d: %s", code, stderr)
 	}
+}
+
+// summaryOf reads a run's summary.json.
+func summaryOf(t *testing.T, dir string) map[string]any {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, "summary.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// TestRunTrainerEvaluates: a trainer that evaluates is sent the final
+// model; its figures are printed beside shufflefl's and kept in
+// summary.json, and a trainer that reads the parameters in another layout
+// is caught by the comparison.
+func TestRunTrainerEvaluates(t *testing.T) {
+	py := pythonWith(t, "numpy")
+	script := repoFile(t, "cmd/shufflefl/testdata/trainer/numpy_logreg.py")
+	for _, c := range []struct {
+		mode string
+		want string // on stderr
+	}{
+		{"", ""},
+		{"misread", "the trainer's test accuracy"},
+	} {
+		out := filepath.Join(t.TempDir(), "run")
+		args := append([]string{"run", "--out", out, "--progress", "none", "--protocol", "nonprivate", "--trainer", strings.TrimSpace(py + " " + script + " " + c.mode)}, sampleRun...)
+		code, stdout, stderr := runCLI(append(args, "--rounds", "3")...)
+		if code != 0 {
+			t.Fatalf("%q: exit %d: %s", c.mode, code, stderr)
+		}
+		s := summaryOf(t, out)
+		te, ok := s["trainer_evaluation"].(map[string]any)
+		if !ok {
+			t.Fatalf("%q: summary.json has no trainer_evaluation: %v", c.mode, s)
+		}
+		acc, loss := te["accuracy"].(float64), te["loss"].(float64)
+		if te["examples"].(float64) != s["test_samples"].(float64) || te["round"].(float64) != 3 {
+			t.Errorf("%q: trainer evaluation %v, want round 3 on the %v test examples", c.mode, te, s["test_samples"])
+		}
+		close := math.Abs(acc-s["final_test_accuracy"].(float64)) <= 0.002 && math.Abs(loss-s["final_test_loss"].(float64)) <= 1e-3
+		if close != (c.mode == "") {
+			t.Errorf("%q: the trainer's accuracy %v, loss %v against shufflefl's %v, %v", c.mode, acc, loss, s["final_test_accuracy"], s["final_test_loss"])
+		}
+		if !strings.Contains(stdout, "the trainer's evaluation of the final model: test accuracy") {
+			t.Errorf("%q: stdout does not give the trainer's evaluation:\n%s", c.mode, stdout)
+		}
+		if c.want == "" && strings.Count(strings.TrimSpace(stderr), "\n") != 0 || c.want != "" && !strings.Contains(stderr, c.want) {
+			t.Errorf("%q: stderr %q, want %q", c.mode, stderr, c.want)
+		}
+	}
+}
+
+// TestRunTrainerConfigResume: config.yaml keeps --trainer and
+// --trainer-timeout, so that a run stopped and resumed, and a rerun with
+// --config, train with the same program to the same model; a deployment
+// role refuses a trainer named in its run file.
+func TestRunTrainerConfigResume(t *testing.T) {
+	py := pythonWith(t, "numpy")
+	cmdline := py + " " + repoFile(t, "cmd/shufflefl/testdata/trainer/numpy_logreg.py")
+	base := append([]string{"--progress", "none", "--protocol", "nonprivate", "--trainer", cmdline, "--trainer-timeout", "90s"}, sampleRun...)
+	base = append(base, "--rounds", "4")
+	dir := t.TempDir()
+	whole, stopped := filepath.Join(dir, "whole"), filepath.Join(dir, "stopped")
+	if code, _, stderr := runCLI(append([]string{"run", "--out", whole}, base...)...); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	cfgText, err := os.ReadFile(filepath.Join(whole, "config.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"trainer: " + cmdline + "\n", "trainer-timeout: 1m30s\n"} {
+		if !strings.Contains(string(cfgText), want) {
+			t.Errorf("config.yaml lacks %q:\n%s", want, cfgText)
+		}
+	}
+	if code, _, stderr := runCLI(append([]string{"run", "--out", stopped, "--stop-after", "2"}, base...)...); code != 0 {
+		t.Fatalf("stop-after: exit %d: %s", code, stderr)
+	}
+	if code, _, stderr := runCLI("run", "--resume", stopped, "--progress", "none"); code != 0 {
+		t.Fatalf("resume: exit %d: %s", code, stderr)
+	}
+	rerun := filepath.Join(dir, "rerun")
+	if code, _, stderr := runCLI("run", "--config", filepath.Join(whole, "config.yaml"), "--out", rerun, "--progress", "none"); code != 0 {
+		t.Fatalf("--config: exit %d: %s", code, stderr)
+	}
+	w := summaryOf(t, whole)
+	for _, d := range []string{stopped, rerun} {
+		s := summaryOf(t, d)
+		if s["final_test_loss"] != w["final_test_loss"] || s["trainer_evaluation"] == nil {
+			t.Errorf("%s: final loss %v (trainer evaluation %v), the uninterrupted run's %v", filepath.Base(d), s["final_test_loss"], s["trainer_evaluation"], w["final_test_loss"])
+		}
+	}
+	// A run file naming a trainer is refused by a deployment's client: the
+	// analyzer writes run files, and must not choose what a client runs.
+	runYAML := filepath.Join(dir, "run.yaml")
+	if err := os.WriteFile(runYAML, []byte("protocol: ss-simple\ndataset: fashion-mnist-sample\nclients: 4\ntrainer: /bin/true\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr := runCLI("client", "--config", runYAML, "--id", "client-000001", "--certs", dir, "--db", filepath.Join(dir, "c.db"), "--shuffler", "127.0.0.1:1")
+	if code != 2 {
+		t.Fatalf("client with a run file naming a trainer: exit %d, want 2: %s", code, stderr)
+	}
+	checkOneLine(t, stderr, "trainer is a setting of 'shufflefl run'; client takes --trainer on its own command line only")
+	// A bad trainer-timeout in a config file is refused.
+	bad := filepath.Join(dir, "bad.yaml")
+	if err := os.WriteFile(bad, []byte("trainer: /bin/true\ntrainer-timeout: soon\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr = runCLI("run", "--config", bad, "--out", filepath.Join(dir, "bad"))
+	if code != 2 {
+		t.Fatalf("a bad trainer-timeout: exit %d, want 2: %s", code, stderr)
+	}
+	checkOneLine(t, stderr, `trainer-timeout must be a positive duration such as 2m0s, got "soon"`)
 }
 
 func TestRunTrainerRefused(t *testing.T) {

@@ -139,6 +139,20 @@ type Summary struct {
 	// for runs not made by rundir.Execute). Not encoded: summary.json has
 	// it through metrics.SummaryRecord.
 	LowerBound *LowerBound `json:"-"`
+	// TrainerEvaluation is the trainer program's own evaluation of the
+	// final model (nil without a trainer that evaluates).
+	TrainerEvaluation *TrainerEvaluation `json:"-"`
+}
+
+// TrainerEvaluation is a trainer program's evaluation of the run's final
+// model on the test set (docs/TRAINER.md, the evaluate request), beside
+// shufflefl's own: the two agree, up to float32 rounding, when the
+// trainer reads the parameters in the layout its hello describes.
+type TrainerEvaluation struct {
+	Round    int     `json:"round"`
+	Examples int     `json:"examples"`
+	Accuracy float64 `json:"accuracy"`
+	Loss     float64 `json:"loss"`
 }
 
 // LowerBound is a run's lower bound (Summary.LowerBound): the protocol's,

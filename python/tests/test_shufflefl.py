@@ -129,6 +129,11 @@ class InstallTest(unittest.TestCase):
             version, path = p.stdout.split()
             self.assertEqual(version, shufflefl.__version__)
             self.assertTrue(path.startswith(env), path)
+            # The trainer loop is installed beside it (importing it needs NumPy).
+            p = subprocess.run([py, "-c", "import importlib.util; print(importlib.util.find_spec('shufflefl_trainer').origin)"],
+                               capture_output=True, text=True, cwd=d)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            self.assertTrue(p.stdout.strip().startswith(env), p.stdout)
 
 
 def load_tests(loader, tests, ignore):

@@ -26,6 +26,9 @@ const (
 	KindUpdate Kind = 'U' // trainer → shufflefl: the client's update (UpdateHeader), payload the update
 	KindError  Kind = 'E' // trainer → shufflefl: the request failed (ErrorMessage)
 	KindBye    Kind = 'Q' // shufflefl → trainer: exit now (empty header)
+
+	KindEvaluate Kind = 'V' // shufflefl → trainer: evaluate a model on the test set (EvaluateRequest), payload the model
+	KindMetrics  Kind = 'M' // trainer → shufflefl: the evaluation's result (EvaluateResult)
 )
 
 // String returns the kind's name ("hello", "train", ...).
@@ -43,6 +46,10 @@ func (k Kind) String() string {
 		return "error"
 	case KindBye:
 		return "bye"
+	case KindEvaluate:
+		return "evaluate"
+	case KindMetrics:
+		return "metrics"
 	}
 	return fmt.Sprintf("kind 0x%02x", byte(k))
 }

@@ -67,6 +67,9 @@ type Ready struct {
 	Protocol int `json:"protocol"`
 	// Name describes the trainer (free text, for logs).
 	Name string `json:"name,omitempty"`
+	// Evaluate says that the trainer answers evaluate requests; shufflefl
+	// sends none to a trainer that does not set it.
+	Evaluate bool `json:"evaluate,omitempty"`
 }
 
 // TrainRequest is the header of a train frame; its payload is the global
@@ -109,6 +112,32 @@ type UpdateHeader struct {
 	// minibatch steps and their mean loss.
 	Steps int     `json:"steps,omitempty"`
 	Loss  float64 `json:"loss,omitempty"`
+}
+
+// EvaluateRequest is the header of an evaluate frame; its payload is the
+// model to evaluate (Dim float32 values). The trainer evaluates it on the
+// run's test set (Split "test"), which it loads itself: Examples and
+// LabelsSHA256 (the hex SHA-256 of the test labels, one byte each in
+// order) let it check that it holds the same examples as shufflefl.
+type EvaluateRequest struct {
+	// Round is the round whose model this is.
+	Round        int    `json:"round"`
+	Split        string `json:"split"`
+	Examples     int    `json:"examples"`
+	LabelsSHA256 string `json:"labels_sha256"`
+}
+
+// EvaluateResult is the header of a metrics frame, the answer to an
+// evaluate request; its payload is empty.
+type EvaluateResult struct {
+	// Round echoes the request's, Examples is the number of examples
+	// evaluated (it must be the request's).
+	Round    int `json:"round"`
+	Examples int `json:"examples"`
+	// Accuracy is the fraction of examples whose predicted class (the
+	// largest logit) is the label; Loss the mean softmax cross-entropy.
+	Accuracy float64 `json:"accuracy"`
+	Loss     float64 `json:"loss"`
 }
 
 // ErrorMessage is the header of an error frame: the trainer could not

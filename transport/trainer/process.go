@@ -92,6 +92,8 @@ type Process struct {
 	// broken is set when the process can no longer be trusted to be in
 	// step with the protocol; the next Train restarts it.
 	broken bool
+	// ready is the process's answer to the hello.
+	ready Ready
 
 	// Buffers reused across requests: the model sent, the frame written,
 	// the frame read and its payload.
@@ -177,7 +179,56 @@ func (p *Process) start() error {
 		p.kill()
 		return p.fail(0, 0, fmt.Sprintf("speaks trainer protocol version %d, shufflefl speaks version %d", r.Protocol, Version), nil)
 	}
+	p.ready = r
 	return nil
+}
+
+// Evaluates reports whether the trainer answers evaluate requests (its
+// ready said so).
+func (p *Process) Evaluates() bool { return p.ready.Evaluate }
+
+// Evaluate sends the model (len(model) must be the model's dimension) to
+// be evaluated on the test set req describes and returns the trainer's
+// result. A trainer that does not evaluate, or answers with another
+// round, another number of examples, or an accuracy outside [0, 1] or a
+// loss that is negative or not finite, is an error wrapping ErrTrainer.
+func (p *Process) Evaluate(model []float64, req EvaluateRequest) (EvaluateResult, error) {
+	d := p.hello.Dim
+	if len(model) != d {
+		return EvaluateResult{}, fmt.Errorf("trainer: a model of %d values to evaluate, the run's has %d", len(model), d)
+	}
+	if p.broken {
+		p.kill()
+		if err := p.start(); err != nil {
+			return EvaluateResult{}, p.at(err, TrainRequest{Round: req.Round})
+		}
+	}
+	if !p.ready.Evaluate {
+		return EvaluateResult{}, p.fail(req.Round, 0, "does not evaluate (its ready frame has no \"evaluate\": true)", nil)
+	}
+	for i, v := range model {
+		p.model[i] = float32(v)
+	}
+	f, err := p.exchange(req.Round, 0, "evaluation", Frame{Kind: KindEvaluate, Header: header(req), Payload: p.model})
+	if err != nil {
+		return EvaluateResult{}, err
+	}
+	var r EvaluateResult
+	if err := decode(f, KindMetrics, &r); err != nil {
+		p.kill()
+		return EvaluateResult{}, p.fail(req.Round, 0, "answered an evaluate request with a bad frame", err)
+	}
+	switch {
+	case r.Round != req.Round:
+		return EvaluateResult{}, p.fail(req.Round, 0, fmt.Sprintf("answered the evaluation of round %d with round %d's", req.Round, r.Round), nil)
+	case r.Examples != req.Examples:
+		return EvaluateResult{}, p.fail(req.Round, 0, fmt.Sprintf("evaluated %d examples, the test set has %d", r.Examples, req.Examples), nil)
+	case !(r.Accuracy >= 0 && r.Accuracy <= 1):
+		return EvaluateResult{}, p.fail(req.Round, 0, fmt.Sprintf("returned accuracy %v, outside [0, 1]", r.Accuracy), nil)
+	case !(r.Loss >= 0) || math.IsInf(r.Loss, 0):
+		return EvaluateResult{}, p.fail(req.Round, 0, fmt.Sprintf("returned loss %v, not a finite non-negative number", r.Loss), nil)
+	}
+	return r, nil
 }
 
 // Train sends one client's train request with the global model and writes

@@ -43,11 +43,28 @@ func helperMain(mode string) int {
 		WriteFrame(out, Frame{Kind: KindReady, Header: header(Ready{Protocol: Version + 1})})
 		return 0
 	}
-	WriteFrame(out, Frame{Kind: KindReady, Header: header(Ready{Protocol: Version, Name: "helper"})})
+	evaluates := strings.HasPrefix(mode, "eval")
+	WriteFrame(out, Frame{Kind: KindReady, Header: header(Ready{Protocol: Version, Name: "helper", Evaluate: evaluates})})
 	for {
 		f, err := ReadFrame(in, FrameLimit(h.Dim))
 		if err != nil || f.Kind == KindBye {
 			return 0
+		}
+		if f.Kind == KindEvaluate {
+			var req EvaluateRequest
+			if err := decode(f, KindEvaluate, &req); err != nil || req.Split != "test" {
+				return 9
+			}
+			// Accuracy: the model's first value; loss: its second.
+			r := EvaluateResult{Round: req.Round, Examples: req.Examples, Accuracy: float64(f.Payload[0]), Loss: float64(f.Payload[1])}
+			switch mode {
+			case "eval-round":
+				r.Round++
+			case "eval-count":
+				r.Examples--
+			}
+			WriteFrame(out, Frame{Kind: KindMetrics, Header: header(r)})
+			continue
 		}
 		var req TrainRequest
 		if err := decode(f, KindTrain, &req); err != nil {
@@ -159,6 +176,53 @@ func TestProcessFailures(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestProcessEvaluates: a trainer that says it evaluates is sent the model
+// and answers with its test accuracy and loss; bad answers and a trainer
+// that does not evaluate are errors wrapping ErrTrainer.
+func TestProcessEvaluates(t *testing.T) {
+	req := EvaluateRequest{Round: 4, Split: "test", Examples: 500, LabelsSHA256: "ab"}
+	for _, c := range []struct {
+		mode  string
+		model []float64
+		want  string // in the error; "" for success
+	}{
+		{"eval", []float64{0.75, 0.5, 0, 0}, ""},
+		{"eval", []float64{1.5, 0.5, 0, 0}, "returned accuracy 1.5, outside [0, 1]"},
+		{"eval", []float64{0.75, -1, 0, 0}, "returned loss -1, not a finite non-negative number"},
+		{"eval-round", []float64{0.75, 0.5, 0, 0}, "answered the evaluation of round 4 with round 5's"},
+		{"eval-count", []float64{0.75, 0.5, 0, 0}, "evaluated 499 examples, the test set has 500"},
+		{"ok", []float64{0.75, 0.5, 0, 0}, `does not evaluate (its ready frame has no "evaluate": true)`},
+	} {
+		p, err := startHelper(t, c.mode, 10*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := p.Evaluates(); got != (c.mode != "ok") {
+			t.Errorf("%s: Evaluates() = %v", c.mode, got)
+		}
+		r, err := p.Evaluate(c.model, req)
+		switch {
+		case c.want == "" && (err != nil || r != EvaluateResult{Round: 4, Examples: 500, Accuracy: 0.75, Loss: 0.5}):
+			t.Errorf("%s %v: got %+v, %v", c.mode, c.model, r, err)
+		case c.want != "" && (!errors.Is(err, ErrTrainer) || !strings.Contains(fmt.Sprint(err), c.want)):
+			t.Errorf("%s %v: got %v, want an ErrTrainer containing %q", c.mode, c.model, err, c.want)
+		}
+		// The process still trains after an evaluation, good or bad.
+		if _, err := p.Train(make([]float64, 4), make([]float64, 4), TrainRequest{Round: 4, Client: 1, Indices: []int{0}}); err != nil {
+			t.Errorf("%s: training after the evaluation: %v", c.mode, err)
+		}
+		p.Close()
+	}
+	p, err := startHelper(t, "eval", 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if _, err := p.Evaluate(make([]float64, 3), req); err == nil || !strings.Contains(err.Error(), "a model of 3 values to evaluate, the run's has 4") {
+		t.Errorf("a short model: %v", err)
 	}
 }
 

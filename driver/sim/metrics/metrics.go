@@ -243,6 +243,10 @@ type SummaryRecord struct {
 	// that has one (clustered protocols on the rotated partition); absent
 	// otherwise.
 	ClusterAccuracy *round.ClusterAccuracy `json:"cluster_accuracy,omitempty"`
+	// TrainerEvaluation is the trainer program's evaluation of the final
+	// model on the test set, for runs whose trainer evaluates; absent
+	// otherwise.
+	TrainerEvaluation *round.TrainerEvaluation `json:"trainer_evaluation,omitempty"`
 }
 
 // NewSummary builds summary.json's content.
@@ -265,7 +269,7 @@ func NewSummary(cfg round.Config, s round.Summary) SummaryRecord {
 		Halted: s.Halted, Warnings: s.Warnings, Bound: p.Bound, Approximate: p.Approximate || p.CumulativeApproximate,
 		Dim: s.Dim, Clients: cfg.Clients, TrainSamples: s.TrainSamples, TestSamples: s.TestSamples,
 		Workers: s.Workers, Seconds: s.Seconds, Validation: s.Validation,
-		ClusterAccuracy: s.ClusterAccuracy,
+		ClusterAccuracy: s.ClusterAccuracy, TrainerEvaluation: s.TrainerEvaluation,
 	}
 	if !s.Plan.Private {
 		rec.TargetDelta = 0

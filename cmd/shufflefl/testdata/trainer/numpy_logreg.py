@@ -5,7 +5,8 @@ in shufflefl's layout (fc1.weight [features, classes], fc1.bias).
 
 With an argument it misbehaves for client 3 from round 2 on: "crash" exits
 with status 3, "nan" returns NaN, "short" returns one value too few,
-"hang" sleeps, "raise" raises (an error frame)."""
+"hang" sleeps, "raise" raises (an error frame); "misread" evaluates the
+model with its weights read in the wrong layout."""
 
 import gzip
 import hashlib
@@ -40,6 +41,21 @@ def setup(hello):
     if hashlib.sha256(y.tobytes()).hexdigest() != hello["train_labels_sha256"]:
         raise ValueError("labels differ from shufflefl's")
     DATA["x"], DATA["y"] = x.reshape(len(x), -1).astype(np.float32) / 255, y
+    tx = read_idx(os.path.join(d, "t10k-images-idx3-ubyte.gz"))
+    DATA["tx"], DATA["ty"] = tx.reshape(len(tx), -1).astype(np.float32) / 255, read_idx(os.path.join(d, "t10k-labels-idx1-ubyte.gz"))
+
+
+def evaluate(hello, req, model):
+    x, y = DATA["tx"], DATA["ty"]
+    if len(y) != req["examples"] or hashlib.sha256(y.tobytes()).hexdigest() != req["labels_sha256"]:
+        raise ValueError("test labels differ from shufflefl's")
+    p = tensors(hello, model.astype(np.float64))
+    if MODE == "misread":  # the weights read transposed: a layout bug
+        p["fc1.weight"] = p["fc1.weight"].reshape(hello["classes"], -1).T
+    z = x @ p["fc1.weight"] + p["fc1.bias"]
+    z -= z.max(axis=1, keepdims=True)
+    logp = z - np.log(np.exp(z).sum(axis=1, keepdims=True))
+    return float((z.argmax(axis=1) == y).mean()), float(-logp[np.arange(len(y)), y].mean())
 
 
 def train(hello, req, model):
@@ -76,4 +92,4 @@ def train(hello, req, model):
     return w - model
 
 
-sys.exit(serve(train, setup=setup, name="numpy reference"))
+sys.exit(serve(train, setup=setup, name="numpy reference", evaluate=evaluate))
