@@ -42,6 +42,9 @@ type OpenerConfig struct {
 	// opener then waits for the analyzer to create the log instead of
 	// creating it (natsauth.go).
 	Restricted bool
+	// Wait is how long ServeOpener retries a queue it cannot create or
+	// join yet (jetstream.DefaultConnectDeadline if zero).
+	Wait time.Duration
 
 	// started, if set, is called as the opening of a chunk starts (tests:
 	// it may block, holding the chunk unacknowledged).
@@ -97,9 +100,20 @@ func NewOpener(ctx context.Context, cfg OpenerConfig) (*Opener, error) {
 // then acknowledges the chunk. An opener killed at any point loses nothing:
 // its unacknowledged chunk goes to another opener after AckWait, and a
 // result it published twice is stored once. It keeps no state between
-// chunks.
+// chunks. A queue it cannot create or join yet (a cluster still electing
+// its leader, an analyzer not yet up) is retried, a line a retry, for
+// cfg.Wait.
 func ServeOpener(ctx context.Context, cfg OpenerConfig) error {
-	o, err := NewOpener(ctx, cfg)
+	logf := cfg.Logf
+	if logf == nil {
+		logf = log.Printf
+	}
+	var o *Opener
+	err := jetstream.Retry(ctx, "the opener queue", cfg.Wait, logf, func() error {
+		var err error
+		o, err = NewOpener(ctx, cfg)
+		return err
+	})
 	if err != nil {
 		return err
 	}

@@ -50,3 +50,40 @@ func ConnectWait(ctx context.Context, url string, deadline time.Duration, logf f
 		wait = min(2*wait, 10*time.Second)
 	}
 }
+
+// Retry calls fn until it succeeds, ctx ends, or deadline (0:
+// DefaultConnectDeadline) has passed, with ConnectWait's backoff and one
+// line a retry through logf ("waiting for WHAT (retry 3): ..."): for the
+// setup a service does once connected (creating or joining a stream of a
+// cluster still electing its leader, or one another service creates).
+func Retry(ctx context.Context, what string, deadline time.Duration, logf func(string, ...any), fn func() error) error {
+	if deadline <= 0 {
+		deadline = DefaultConnectDeadline
+	}
+	start := time.Now()
+	wait := 250 * time.Millisecond
+	for retry := 0; ; retry++ {
+		err := fn()
+		if err == nil {
+			if retry > 0 && logf != nil {
+				logf("%s: ready after %d retries", what, retry)
+			}
+			return nil
+		}
+		if ctx.Err() != nil {
+			return fmt.Errorf("%s: %w (%v)", what, ctx.Err(), err)
+		}
+		if time.Since(start)+wait > deadline {
+			return fmt.Errorf("%w (gave up after %v)", err, time.Since(start).Round(time.Millisecond))
+		}
+		if logf != nil {
+			logf("waiting for %s (retry %d): %v", what, retry+1, err)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%s: %w", what, ctx.Err())
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, 10*time.Second)
+	}
+}
