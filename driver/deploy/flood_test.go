@@ -19,6 +19,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protowire"
 
+	"github.com/shufflefl/shufflefl/internal/longtest"
 	"github.com/shufflefl/shufflefl/transport/pki"
 	"github.com/shufflefl/shufflefl/transport/wire"
 )
@@ -384,13 +385,47 @@ func TestConnectionBound(t *testing.T) {
 // once its time to authenticate has passed. (Before, 3,000 connections
 // from one address took every slot and a client got Unavailable.)
 func TestPeerConnectionCap(t *testing.T) {
-	const bound = 40
+	h, addr := peerFlood(t, 40, 40*3)
+	// Idle TLS connections are closed once their time to authenticate
+	// has passed.
+	idle, err := DialShuffler(h.creds, addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer idle.Close()
+	idle.Connect()
+	before := h.sh.Stats().Rejected["evicted"]
+	deadline := time.Now().Add(10 * time.Second)
+	for h.sh.Stats().Rejected["evicted"] == before {
+		if time.Now().After(deadline) {
+			t.Fatal("an idle unauthenticated connection was not closed after its time to authenticate")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// TestPeerConnectionFlood3000 is the case at the default bounds:
+// 3,000 connections from one address, half of them raw TCP and half TLS
+// handshakes that never send a request, while registered clients on the
+// same address ask for service.
+func TestPeerConnectionFlood3000(t *testing.T) {
+	longtest.Skip(t) // 3,000 connections, 6,000 descriptors
+	peerFlood(t, 0, 3000)
+}
+
+// peerFlood floods a shuffler whose connection bound is bound (0: the
+// default) with n connections from one address, half raw TCP, half TLS
+// that never authenticate, then checks that 5 clients get served and
+// that the flood's connections were evicted; it returns the harness and
+// the flooded address.
+func peerFlood(t *testing.T, bound, n int) (*harness, string) {
+	t.Helper()
 	h := newHarness(t, "ss-double", 2, 1, 1)
 	h.waitRound(t, 1)
 	h.sh.authWithin = 2 * time.Second
 	addr := boundedPublic(t, h, bound, 0, nil)
 	var raws []net.Conn
-	for range bound * 3 / 2 {
+	for range n / 2 {
 		c, err := net.Dial("tcp", addr)
 		if err != nil {
 			t.Fatal(err)
@@ -402,7 +437,7 @@ func TestPeerConnectionCap(t *testing.T) {
 			c.Close()
 		}
 	})
-	for range bound * 3 / 2 {
+	for range n - n/2 {
 		c, err := DialShuffler(h.creds, addr)
 		if err != nil {
 			t.Fatal(err)
@@ -427,24 +462,9 @@ func TestPeerConnectionCap(t *testing.T) {
 		served++
 	}
 	st := h.sh.Stats()
-	t.Logf("clients served during a flood of %d connections (bound %d): %d of 5; evicted %d, refused %d", bound*3, bound, served, st.Rejected["evicted"], st.Rejected["connections"])
+	t.Logf("clients served during a flood of %d connections (bound %d): %d of 5; evicted %d, refused %d", n, h.sh.maxConns(), served, st.Rejected["evicted"], st.Rejected["connections"])
 	if st.Rejected["evicted"] == 0 {
 		t.Errorf("no connection of the flood was evicted: %v", st.Rejected)
 	}
-	// Idle TLS connections are closed once their time to authenticate
-	// has passed.
-	idle, err := DialShuffler(h.creds, addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer idle.Close()
-	idle.Connect()
-	before := h.sh.Stats().Rejected["evicted"]
-	deadline := time.Now().Add(10 * time.Second)
-	for h.sh.Stats().Rejected["evicted"] == before {
-		if time.Now().After(deadline) {
-			t.Fatal("an idle unauthenticated connection was not closed after its time to authenticate")
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	return h, addr
 }
