@@ -164,17 +164,11 @@ func TestJetStreamClusterNodeKilled(t *testing.T) {
 	f := newOpenFixture(t, "ss-double")
 	ms := f.batch(t, 6, true, 29)
 	want, wantStats := f.local(t, ms)
-	var a *Analyzer
-	for deadline := time.Now().Add(time.Minute); ; { // the cluster elects its meta leader, learns its peers
-		a = &Analyzer{cfg: AnalyzerConfig{Setup: f.st, Key: f.creds.HPKE, Openers: cl.connect(t, NATSAnalyzer), OpenerChunk: 10}, st: f.st, logf: t.Logf}
-		err := a.joinOpeners()
-		if err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the analyzer's R3 streams: %v", err)
-		}
-		time.Sleep(500 * time.Millisecond)
+	conn := cl.connect(t, NATSAnalyzer)
+	clusterStreams(t, conn) // the cluster elects its meta leader, learns its peers
+	a := &Analyzer{cfg: AnalyzerConfig{Setup: f.st, Key: f.creds.HPKE, Openers: conn, OpenerChunk: 10}, st: f.st, logf: t.Logf}
+	if err := a.joinOpeners(); err != nil {
+		t.Fatal(err)
 	}
 	held, killed := make(chan string, 1), make(chan struct{})
 	var first atomic.Bool

@@ -307,7 +307,10 @@ func (p *shufflerParty) close() {
 // or the key in --certs.
 func (o ServiceOptions) natsAuth(role string) ([]jetstream.ConnOption, error) {
 	var opts []jetstream.ConnOption
-	if o.NATSReplicas > 0 {
+	switch {
+	case o.NATSReplicas < 0 || o.NATSReplicas > jetstream.MaxReplicas:
+		return nil, errf("deploy: --nats-replicas %d: want 1 to %d (0: 1), the same on every role", o.NATSReplicas, jetstream.MaxReplicas)
+	case o.NATSReplicas > 0:
 		opts = append(opts, jetstream.WithReplicas(o.NATSReplicas))
 	}
 	switch {

@@ -261,8 +261,12 @@ func (s *ShuffleShard) consume(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	s.cons, err = q.q.Consumer(ctx, jetstream.ConsumerConfig{Name: fmt.Sprintf("shard-%s-%d", s.tag, s.cfg.Index), Subject: shardFilter(s.tag, s.cfg.Index), AckWait: s.cfg.AckWait})
-	return err
+	c, err := q.q.Consumer(ctx, jetstream.ConsumerConfig{Name: fmt.Sprintf("shard-%s-%d", s.tag, s.cfg.Index), Subject: shardFilter(s.tag, s.cfg.Index), AckWait: s.cfg.AckWait})
+	if err != nil {
+		return err // the consumer in use, if any, stays: run fetches and retries on it
+	}
+	s.cons = c
+	return nil
 }
 
 // run takes the shard's messages one at a time until Close. A fetch that

@@ -29,13 +29,16 @@ type connConfig struct {
 	roots    *x509.CertPool // WithRootCAs: TLS required (nil: none)
 }
 
+// MaxReplicas is the most servers JetStream stores a stream on.
+const MaxReplicas = 5
+
 // WithReplicas sets how many servers of a cluster store each stream this
 // connection creates (default 1; a queue's [QueueConfig.Replicas]
-// overrides it). A single server accepts only 1.
+// overrides it), 1 to [MaxReplicas]. A single server accepts only 1.
 func WithReplicas(n int) ConnOption {
 	return func(c *connConfig) error {
-		if n < 1 || n > 5 {
-			return fmt.Errorf("replicas %d is not in [1, 5]", n)
+		if n < 1 || n > MaxReplicas {
+			return fmt.Errorf("replicas %d is not in [1, %d]", n, MaxReplicas)
 		}
 		c.replicas = n
 		return nil

@@ -58,7 +58,7 @@ func (c *Conn) Log(ctx context.Context, cfg LogConfig) (*Log, error) {
 	}
 	st, err := c.js.CreateOrUpdateStream(ctx, sc)
 	if err != nil {
-		return nil, fmt.Errorf("jetstream: create log %q: %w", cfg.Name, err)
+		return nil, fmt.Errorf("jetstream: create log %q: %w%s", cfg.Name, err, placementHint(err, sc.Replicas))
 	}
 	return &Log{q: &Queue{conn: c, stream: st, name: cfg.Name, prefix: cfg.Name + ".", maxMsg: int(sc.MaxMsgSize) - headerAllowance}}, nil
 }

@@ -97,9 +97,23 @@ func (c *Conn) Queue(ctx context.Context, cfg QueueConfig) (*Queue, error) {
 	}
 	st, err := c.js.CreateOrUpdateStream(ctx, sc)
 	if err != nil {
-		return nil, fmt.Errorf("jetstream: create queue %q: %w", cfg.Name, err)
+		return nil, fmt.Errorf("jetstream: create queue %q: %w%s", cfg.Name, err, placementHint(err, sc.Replicas))
 	}
 	return &Queue{conn: c, stream: st, name: cfg.Name, prefix: cfg.Name + ".", maxMsg: int(sc.MaxMsgSize) - headerAllowance}, nil
+}
+
+// errNoPeers is JetStream's error code for a stream that no set of
+// servers can store ("no suitable peers for placement").
+const errNoPeers = 10005
+
+// placementHint explains a stream creation's err when the cluster could
+// not place the stream's replicas ("" otherwise).
+func placementHint(err error, replicas int) string {
+	var apiErr *js.APIError
+	if !errors.As(err, &apiErr) || apiErr.ErrorCode != errNoPeers {
+		return ""
+	}
+	return fmt.Sprintf(" (%d replicas: fewer servers of the cluster can store the stream, or they are not all up)", replicas)
 }
 
 // streamConfig validates cfg, fills its defaults and returns the stream
@@ -130,8 +144,8 @@ func (c *Conn) streamConfig(cfg QueueConfig) (js.StreamConfig, error) {
 			ErrInvalid, cfg.MaxMsgSize, headerAllowance, c.MaxPayload())
 	case cfg.MaxBytes < 0:
 		return js.StreamConfig{}, fmt.Errorf("%w: negative max bytes %d", ErrInvalid, cfg.MaxBytes)
-	case cfg.Replicas < 1 || cfg.Replicas > 5:
-		return js.StreamConfig{}, fmt.Errorf("%w: replicas %d is not in [1, 5]", ErrInvalid, cfg.Replicas)
+	case cfg.Replicas < 1 || cfg.Replicas > MaxReplicas:
+		return js.StreamConfig{}, fmt.Errorf("%w: replicas %d is not in [1, %d]", ErrInvalid, cfg.Replicas, MaxReplicas)
 	}
 	return js.StreamConfig{
 		Name:       cfg.Name,

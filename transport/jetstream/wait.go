@@ -22,6 +22,15 @@ func ConnectWait(ctx context.Context, url string, deadline time.Duration, logf f
 	if deadline <= 0 {
 		deadline = DefaultConnectDeadline
 	}
+	// A bad option (replicas out of range, a malformed key) does not get
+	// better by waiting: refused at once.
+	cfg, err := connConfigOf(opts)
+	if err == nil {
+		_, err = cfg.natsOptionsAuth()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("jetstream: connect to %s: %w", url, err)
+	}
 	start := time.Now()
 	wait := 250 * time.Millisecond
 	for retry := 0; ; retry++ {
