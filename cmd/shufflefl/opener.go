@@ -62,6 +62,8 @@ func runOpener(args []string, stdout, stderr io.Writer) int {
 		err = fmt.Errorf("--workers %d: need at least 1", *n)
 	case *ackWait < time.Millisecond:
 		err = fmt.Errorf("--ack-wait %v: need at least 1ms", *ackWait)
+	case *replicas < 0 || *replicas > jetstream.MaxReplicas:
+		err = fmt.Errorf("--nats-replicas %d: want 1 to %d (0: 1), the analyzer's", *replicas, jetstream.MaxReplicas)
 	}
 	var key *seal.PrivateKey
 	if err == nil {

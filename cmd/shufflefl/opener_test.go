@@ -44,6 +44,8 @@ func TestOpenerUsageErrors(t *testing.T) {
 		{[]string{"opener", "--nats", "nats://127.0.0.1:1", "--key", filepath.Join(dir, "none")}, "no such file"},
 		{[]string{"opener", "--nats", "nats://127.0.0.1:1", "--key", badKey}, "bad.key"},
 		{[]string{"opener", "--nats", "nats://127.0.0.1:1", "--key", badKey, "--workers", "0"}, "--workers 0"},
+		{[]string{"opener", "--nats", "nats://127.0.0.1:1", "--key", badKey, "--nats-replicas", "-1"}, "--nats-replicas -1: want 1 to 5"},
+		{[]string{"opener", "--nats", "nats://127.0.0.1:1", "--key", badKey, "--nats-replicas", "6"}, "--nats-replicas 6: want 1 to 5"},
 		{[]string{"opener", "--nats", "nats://127.0.0.1:1", "extra"}, "unexpected argument"},
 		{[]string{"opener", "--bogus"}, "bogus"},
 		{append([]string{"deploy-local", "--worker-procs", "2"}, run...), "--openers N"},
