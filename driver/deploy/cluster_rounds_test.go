@@ -2,10 +2,8 @@ package deploy
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math"
-	"os"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -24,43 +22,7 @@ import (
 // cluster at url, instead of on a server RunLocal embeds or connects to
 // itself: conn creates the streams with its replicas (WithReplicas).
 func runLocalOn(ctx context.Context, st *Setup, o LocalOptions, url string, conn *jetstream.Conn) (*LocalResult, error) {
-	if err := os.MkdirAll(filepath.Join(o.Dir, "clients"), 0o700); err != nil {
-		return nil, err
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	lr := &localRun{st: st, o: o, natsURL: url, natsConn: conn}
-	defer lr.close()
-	an, sh, paddr, err := lr.services()
-	if err != nil {
-		return nil, err
-	}
-	cls, err := lr.clients(paddr)
-	if err != nil {
-		return nil, err
-	}
-	var wg sync.WaitGroup
-	errc := make(chan error, len(cls))
-	for _, cl := range cls {
-		wg.Go(func() {
-			if err := cl.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
-				errc <- err
-				cancel()
-			}
-		})
-	}
-	sum, err := an.Run(ctx)
-	cancel()
-	wg.Wait()
-	close(errc)
-	if err := errors.Join(err, <-errc); err != nil {
-		return nil, err
-	}
-	res := &LocalResult{Summary: sum, Model: an.Model(), Models: an.Models(), Opened: an.Stats(), Shuffler: sh.Stats()}
-	if acct := an.Accountant(); acct != nil {
-		res.Statements = acct.Log()
-	}
-	return res, nil
+	return (&localRun{st: st, o: o, natsURL: url, natsConn: conn}).run(ctx)
 }
 
 // clusterStreams creates the run's streams (the opener queue and its

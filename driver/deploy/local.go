@@ -100,12 +100,19 @@ func RunLocal(ctx context.Context, st *Setup, o LocalOptions) (*LocalResult, err
 		}
 		o.Creds = creds
 	}
+	return (&localRun{st: st, o: o}).run(ctx)
+}
+
+// run runs lr's deployment (RunLocal, once its options are complete):
+// the services, then the clients until the analyzer has finished; it
+// closes everything it opened.
+func (lr *localRun) run(ctx context.Context) (*LocalResult, error) {
+	st, o := lr.st, lr.o
 	if err := os.MkdirAll(filepath.Join(o.Dir, "clients"), 0o700); err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	lr := &localRun{st: st, o: o}
 	defer lr.close()
 	an, sh, paddr, err := lr.services()
 	if err != nil {
