@@ -197,11 +197,8 @@ func (p *Process) Evaluate(model []float64, req EvaluateRequest) (EvaluateResult
 	if len(model) != d {
 		return EvaluateResult{}, fmt.Errorf("trainer: a model of %d values to evaluate, the run's has %d", len(model), d)
 	}
-	if p.broken {
-		p.kill()
-		if err := p.start(); err != nil {
-			return EvaluateResult{}, p.at(err, TrainRequest{Round: req.Round})
-		}
+	if err := p.restart(req.Round, 0); err != nil {
+		return EvaluateResult{}, err
 	}
 	if !p.ready.Evaluate {
 		return EvaluateResult{}, p.fail(req.Round, 0, "does not evaluate (its ready frame has no \"evaluate\": true)", nil)
@@ -241,11 +238,8 @@ func (p *Process) Train(dst []float64, global []float64, req TrainRequest) (Upda
 	if len(dst) != d || len(global) != d {
 		return UpdateHeader{}, fmt.Errorf("trainer: buffers of %d and %d values for a model of %d", len(dst), len(global), d)
 	}
-	if p.broken {
-		p.kill()
-		if err := p.start(); err != nil {
-			return UpdateHeader{}, p.at(err, req)
-		}
+	if err := p.restart(req.Round, req.Client); err != nil {
+		return UpdateHeader{}, err
 	}
 	for i, v := range global {
 		p.model[i] = float32(v)
@@ -365,11 +359,17 @@ func (p *Process) fail(round, client int, reason string, err error) *Error {
 	return e
 }
 
-// at sets a restart's error to the request it was made for.
-func (p *Process) at(err error, req TrainRequest) error {
+// restart starts the program again if a previous request broke it; a
+// failure is set to the request (round, client) it was made for.
+func (p *Process) restart(round, client int) error {
+	if !p.broken {
+		return nil
+	}
+	p.kill()
+	err := p.start()
 	var e *Error
 	if errors.As(err, &e) {
-		e.Round, e.Client = req.Round, req.Client
+		e.Round, e.Client = round, client
 		e.Reason = "restarted after a failure, " + e.Reason
 	}
 	return err
