@@ -64,6 +64,18 @@ type Opener struct {
 // NewOpener joins the openers' consumer group on the analyzer's opener
 // queue (creating the queue and the results log if the analyzer has not).
 func NewOpener(ctx context.Context, cfg OpenerConfig) (*Opener, error) {
+	o, err := newOpener(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := o.join(ctx); err != nil {
+		return nil, err
+	}
+	return o, nil
+}
+
+// newOpener checks cfg and builds the opener, without joining the queue.
+func newOpener(cfg OpenerConfig) (*Opener, error) {
 	if cfg.Conn == nil || cfg.Key == nil {
 		return nil, errf("deploy: opener: a connection and the analyzer's key are required")
 	}
@@ -85,13 +97,20 @@ func NewOpener(ctx context.Context, cfg OpenerConfig) (*Opener, error) {
 	if o.mac, err = openerMACKey(cfg.Key); err != nil {
 		return nil, err
 	}
-	if o.streams, err = openOpenerStreams(ctx, cfg.Conn, !cfg.Restricted); err != nil {
-		return nil, err
-	}
-	if o.cons, err = o.streams.chunks.Consumer(ctx, jetstream.ConsumerConfig{Name: openerGroup, AckWait: cfg.AckWait}); err != nil {
-		return nil, fmt.Errorf("deploy: opener: %w", err)
-	}
 	return o, nil
+}
+
+// join opens the opener queue and its results log (creating them unless
+// the opener is restricted) and joins the openers' consumer group.
+func (o *Opener) join(ctx context.Context) error {
+	var err error
+	if o.streams, err = openOpenerStreams(ctx, o.cfg.Conn, !o.cfg.Restricted); err != nil {
+		return err
+	}
+	if o.cons, err = o.streams.chunks.Consumer(ctx, jetstream.ConsumerConfig{Name: openerGroup, AckWait: o.cfg.AckWait}); err != nil {
+		return fmt.Errorf("deploy: opener: %w", err)
+	}
+	return nil
 }
 
 // ServeOpener opens the analyzer's chunks until ctx ends: it takes a chunk
@@ -102,19 +121,13 @@ func NewOpener(ctx context.Context, cfg OpenerConfig) (*Opener, error) {
 // result it published twice is stored once. It keeps no state between
 // chunks. A queue it cannot create or join yet (a cluster still electing
 // its leader, an analyzer not yet up) is retried, a line a retry, for
-// cfg.Wait.
+// cfg.Wait; a bad configuration is refused at once.
 func ServeOpener(ctx context.Context, cfg OpenerConfig) error {
-	logf := cfg.Logf
-	if logf == nil {
-		logf = log.Printf
-	}
-	var o *Opener
-	err := jetstream.Retry(ctx, "the opener queue", cfg.Wait, logf, func() error {
-		var err error
-		o, err = NewOpener(ctx, cfg)
-		return err
-	})
+	o, err := newOpener(cfg)
 	if err != nil {
+		return err
+	}
+	if err := jetstream.Retry(ctx, "the opener queue", cfg.Wait, o.logf, func() error { return o.join(ctx) }); err != nil {
 		return err
 	}
 	return o.Serve(ctx)
